@@ -1,0 +1,86 @@
+"""The array module behind each device: NumPy for the CPU, CuPy for CUDA.
+
+CuPy is imported only when a CUDA device is first used, so a CPU-only install never
+needs it.  Everything device-specific in ember goes through `array_module`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .device import CPU, device
+
+_cupy = None
+
+
+def cupy_module():
+    """Import CuPy on first use, with an error that names the extra to install."""
+    global _cupy
+    if _cupy is None:
+        try:
+            import cupy
+        except ImportError:
+            raise RuntimeError(
+                "CUDA tensors need CuPy: install ember with the 'cuda' extra "
+                "(pip install 'ember[cuda]') on a machine with an NVIDIA GPU"
+            ) from None
+        try:
+            if cupy.cuda.runtime.getDeviceCount() < 1:
+                raise RuntimeError("no CUDA device")
+        except Exception as exc:  # CuPy raises its own runtime errors
+            raise RuntimeError(f"CUDA is not available on this machine: {exc}") from None
+        _cupy = cupy
+    return _cupy
+
+
+def cuda_available() -> bool:
+    """True when CuPy imports and sees at least one GPU (never raises)."""
+    try:
+        cupy_module()
+    except RuntimeError:
+        return False
+    return True
+
+
+def array_module(dev: device):
+    """numpy for the CPU, cupy for a CUDA device."""
+    if dev.type == "cpu":
+        return np
+    if dev.type == "cuda":
+        return cupy_module()
+    raise RuntimeError(f"no array backend for device {dev}")
+
+
+def module_of(array):
+    """The array module that owns `array` (numpy unless it is a CuPy array)."""
+    if isinstance(array, np.ndarray) or _cupy is None:
+        return np
+    return _cupy.get_array_module(array)
+
+
+def device_of(array) -> device:
+    """The ember device an array lives on."""
+    if isinstance(array, np.ndarray) or _cupy is None or not isinstance(array, _cupy.ndarray):
+        return CPU
+    return device("cuda", array.device.id)
+
+
+def to_backend(array, dev: device):
+    """Copy `array` to `dev` (a no-op when it is already there)."""
+    if dev.type == "cpu":
+        if isinstance(array, np.ndarray):
+            return array
+        return array.get()
+    cp = cupy_module()
+    with cp.cuda.Device(dev.index or 0):
+        return cp.asarray(array)
+
+
+def scatter_add(xp, target, index, values) -> None:
+    """target[index] += values with repeated indices summed (np.add.at / cupyx)."""
+    if xp is np:
+        np.add.at(target, index, values)
+    else:
+        import cupyx
+
+        cupyx.scatter_add(target, index, values)

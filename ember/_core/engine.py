@@ -1,0 +1,382 @@
+"""The backward engine: ``backward()`` and ``grad()``.
+
+1. From the roots, walk the graph once and count, for every node, how many edges
+   lead into it (its dependencies).
+2. Run nodes in ready order: a node runs once every node that feeds it has run;
+   among ready nodes the most recently created goes first, as in PyTorch.
+3. A node's incoming gradients are summed per output before it runs; its backward
+   returns one gradient per input, which is checked against the input's shape and
+   dtype (broadcast inputs are summed back) and passed along its edges.
+4. Leaves (AccumulateGrad nodes) add into ``.grad``; with ``autograd.grad`` the
+   gradients of the requested inputs are captured instead, and only the part of
+   the graph that leads to them runs.
+5. Unless ``retain_graph``, each node frees its saved tensors after it ran.
+"""
+
+from __future__ import annotations
+
+import heapq
+
+from .function import AccumulateGrad, Node, _edge
+from .grad_mode import STATE
+from .tensor import Tensor, _make
+
+
+def _root_grads(outputs, grad_outputs, create_graph):
+    grads = []
+    for i, out in enumerate(outputs):
+        if not isinstance(out, Tensor):
+            raise TypeError(f"backward: expected a Tensor, got {type(out).__name__}")
+        if not out._requires_grad:
+            raise RuntimeError(
+                f"element {i} of tensors does not require grad and does not have a grad_fn"
+            )
+        g = None if grad_outputs is None else grad_outputs[i]
+        if g is None:
+            if out._data.size != 1:
+                raise RuntimeError("grad can be implicitly created only for scalar outputs")
+            if out._data.dtype.kind not in "fc" and out.dtype.name != "bfloat16":
+                raise RuntimeError(
+                    "grad can be implicitly created only for real scalar outputs but got "
+                    f"{out.dtype}"
+                )
+            xp = _xp(out._data)
+            g = _make(xp.ones(out._data.shape, dtype=out._data.dtype))
+        elif not isinstance(g, Tensor):
+            raise TypeError(f"gradient must be a Tensor or None, got {type(g).__name__}")
+        elif g._data.shape != out._data.shape:
+            raise RuntimeError(
+                f"Mismatch in shape: grad_output[{i}] has a shape of {_size(g._data.shape)} "
+                f"and output[{i}] has a shape of {_size(out._data.shape)}."
+            )
+        elif not create_graph:
+            g = g.detach()
+        grads.append(g)
+    return grads
+
+
+def _size(shape) -> str:
+    return f"torch.Size([{', '.join(str(d) for d in shape)}])"
+
+
+def _xp(array):
+    from .backend import module_of
+
+    return module_of(array)
+
+
+def _count_dependencies(roots) -> dict:
+    """Number of edges leading into each node reachable from the roots."""
+    deps = {}
+    seen = set()
+    stack = [node for node in roots]
+    for node in roots:
+        seen.add(node)
+    while stack:
+        node = stack.pop()
+        for child, _ in node._edges:
+            if child is None:
+                continue
+            deps[child] = deps.get(child, 0) + 1
+            if child not in seen:
+                seen.add(child)
+                stack.append(child)
+    return deps
+
+
+def _nodes_needed(roots, targets: set) -> set:
+    """Nodes from which some target node can be reached (the part of the graph to run)."""
+    needed = set()
+    state = {}  # node -> True once all children are visited
+    for root in roots:
+        if root in state:
+            continue
+        stack = [(root, iter(root._edges))]
+        state[root] = False
+        while stack:
+            node, children = stack[-1]
+            advanced = False
+            for child, _ in children:
+                if child is None or child in state:
+                    if child is not None and child in needed:
+                        needed.add(node)
+                    continue
+                state[child] = False
+                stack.append((child, iter(child._edges)))
+                advanced = True
+                break
+            if advanced:
+                continue
+            stack.pop()
+            state[node] = True
+            if node in targets or any(c in needed for c, _ in node._edges if c is not None):
+                needed.add(node)
+    return needed
+
+
+def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
+                 accumulate=True, allow_unused=False):
+    """The engine.  Returns the captured gradients of `inputs` when ``accumulate`` is False."""
+    outputs = tuple(outputs)
+    if retain_graph is None:
+        retain_graph = create_graph
+    grads = _root_grads(outputs, grad_outputs, create_graph)
+    root_edges = [_edge(out) for out in outputs]
+
+    # What to capture: for each input, the node (and output slot) its gradient reaches.
+    captures = None
+    if inputs is not None:
+        captures = {}
+        for i, t in enumerate(inputs):
+            if not isinstance(t, Tensor):
+                raise TypeError(f"inputs must be Tensors, got {type(t).__name__}")
+            if not t._requires_grad:
+                raise RuntimeError("One of the differentiated Tensors does not require grad")
+            captures.setdefault(_edge(t), []).append(i)
+
+    buffers: dict = {}
+    for (node, nr), g in zip(root_edges, grads):
+        _add_to_buffer(buffers, node, nr, g)
+    roots = list(dict.fromkeys(node for node, _ in root_edges))
+    deps = _count_dependencies(roots)
+    needed = None
+    if captures is not None:
+        needed = _nodes_needed(roots, {node for node, _ in captures})
+
+    captured = [None] * (len(inputs) if inputs is not None else 0)
+    prev_enabled = STATE.enabled
+    STATE.enabled = create_graph
+    try:
+        ready = [(-n._sequence_nr, id(n), n) for n in roots if deps.get(n, 0) == 0]
+        heapq.heapify(ready)
+        while ready:
+            _, _, node = heapq.heappop(ready)
+            node_grads = buffers.pop(node, None)
+            if node_grads is None:
+                node_grads = [None] * max(len(node._out_meta), 1)
+            node_grads = _run_tensor_hooks(node, node_grads)
+            if captures is not None and not isinstance(node, AccumulateGrad):
+                for nr, g in enumerate(node_grads):
+                    for i in captures.get((node, nr), ()):
+                        captured[i] = g
+            if isinstance(node, AccumulateGrad):
+                g = node_grads[0]
+                if g is None:
+                    continue
+                g = node.run_hooks(g)
+                if captures is not None:
+                    for i in captures.get((node, 0), ()):
+                        captured[i] = g
+                if accumulate and (captures is None or (node, 0) in captures):
+                    node.accumulate(g, create_graph)
+                continue
+            if needed is not None and node not in needed:
+                continue
+            in_grads = _call_node(node, node_grads, retain_graph)
+            for (child, nr), g in zip(node._edges, in_grads):
+                if child is None:
+                    continue
+                if g is not None:
+                    _add_to_buffer(buffers, child, nr, g)
+                left = deps[child] - 1
+                deps[child] = left
+                if left == 0:
+                    heapq.heappush(ready, (-child._sequence_nr, id(child), child))
+    finally:
+        STATE.enabled = prev_enabled
+
+    if captures is not None and not accumulate:
+        for g in captured:
+            if g is None and not allow_unused:
+                raise RuntimeError(
+                    "One of the differentiated Tensors appears to not have been used in the "
+                    "graph. Set allow_unused=True if this is the desired behavior."
+                )
+        return captured
+    if captures is not None:
+        # backward(inputs=...) on non-leaf inputs accumulates into their .grad
+        for t, g in zip(inputs, captured):
+            if g is not None and t._grad_fn is not None:
+                t._grad = g if t._grad is None else t._grad + g
+    return None
+
+
+def _add_to_buffer(buffers: dict, node: Node, nr: int, g: Tensor) -> None:
+    slots = buffers.get(node)
+    if slots is None:
+        slots = buffers[node] = [None] * max(len(node._out_meta), nr + 1)
+    old = slots[nr]
+    slots[nr] = g if old is None else old + g
+
+
+def _run_tensor_hooks(node: Node, grads: list) -> list:
+    """Hooks registered on non-leaf tensors, then retain_grad(), per output."""
+    hooks = node._tensor_prehooks
+    if hooks:
+        for nr, by_id in hooks.items():
+            for hook in tuple(by_id.values()):
+                if grads[nr] is None:
+                    continue
+                new = hook(grads[nr])
+                if new is not None:
+                    grads[nr] = new
+    retained = node._retained
+    if retained:
+        for nr, ref in retained.items():
+            t = ref()
+            if t is not None and grads[nr] is not None:
+                g = grads[nr]
+                if STATE.enabled:
+                    t._grad = g if t._grad is None else t._grad + g
+                else:
+                    t._grad = _make(g._data.copy()) if t._grad is None else _make(
+                        t._grad._data + g._data)
+    return grads
+
+
+def _call_node(node: Node, grads: list, retain_graph: bool) -> tuple:
+    if node._prehooks:
+        for hook in tuple(node._prehooks.values()):
+            new = hook(tuple(grads))
+            if new is not None:
+                grads = list(new)
+    n_inputs = len(node._edges)
+    if all(g is None for g in grads):
+        result = (None,) * n_inputs
+    else:
+        if node._materialize_grads and None in grads:
+            like = next(g for g in grads if g is not None)._data
+            grads = [_zeros_for(meta, like) if g is None else g
+                     for g, meta in zip(grads, node._out_meta)]
+        result = type(node).backward(node, *grads)
+        if not isinstance(result, tuple):
+            result = (result,) if not isinstance(result, list) else tuple(result)
+        result = _validate(node, result)
+        if STATE.anomaly and STATE.anomaly_check_nan:
+            _check_nan(node, result)
+    if node._hooks:
+        for hook in tuple(node._hooks.values()):
+            new = hook(result, tuple(grads))
+            if new is not None:
+                result = tuple(new)
+    if not retain_graph:
+        node._release()
+    return result
+
+
+def _zeros_for(meta, like):
+    shape, dtype = meta
+    return _make(_xp(like).zeros(shape, dtype=dtype))
+
+
+def _validate(node: Node, grads: tuple) -> tuple:
+    """Check the count, shape and dtype of a node's gradients against its inputs."""
+    n = len(node._edges)
+    if len(grads) != n:
+        if len(grads) > n and all(g is None for g in grads[n:]):
+            grads = grads[:n]
+        elif len(grads) < n and node._pad_grads and all(
+                e[0] is None for e in node._edges[len(grads):]):
+            grads = grads + (None,) * (n - len(grads))
+        else:
+            raise RuntimeError(
+                f"function {node.name()} returned an incorrect number of gradients "
+                f"(expected {n}, got {len(grads)})"
+            )
+    out = list(grads)
+    for i, (g, meta) in enumerate(zip(grads, node._in_meta)):
+        if g is None or meta is None:
+            out[i] = None if meta is None else g
+            continue
+        if not isinstance(g, Tensor):
+            raise TypeError(f"function {node.name()} returned a gradient of type "
+                            f"{type(g).__name__} at index {i}; expected a Tensor or None")
+        shape, dtype = meta
+        if g._data.shape != shape:
+            if _broadcastable_to(shape, g._data.shape):
+                g = g.sum_to_size(*shape)
+            else:
+                raise RuntimeError(
+                    f"Function {node.name()} returned an invalid gradient at index {i} - got "
+                    f"{list(g._data.shape)} but expected shape compatible with {list(shape)}"
+                )
+        if g._data.dtype != dtype:
+            g = g.to(_dtype_of(dtype))
+        out[i] = g
+    return tuple(out)
+
+
+def _dtype_of(np_dtype):
+    from .dtype import from_numpy_dtype
+
+    return from_numpy_dtype(np_dtype)
+
+
+def _broadcastable_to(shape, grad_shape) -> bool:
+    """True when a tensor of `shape` broadcast to `grad_shape` (so sum_to_size undoes it)."""
+    if len(shape) > len(grad_shape):
+        return False
+    for s, g in zip(reversed(shape), reversed(grad_shape)):
+        if s != g and s != 1:
+            return False
+    return True
+
+
+def _check_nan(node: Node, grads: tuple) -> None:
+    for i, g in enumerate(grads):
+        if g is None or g._data.dtype.kind not in "fc":
+            continue
+        if bool(_xp(g._data).isnan(g._data).any()):
+            trace = node._anomaly_trace or "(forward trace not recorded)\n"
+            raise RuntimeError(
+                f"Function '{node.name()}' returned nan values in its {_ordinal(i)} output.\n"
+                f"The forward call that created this node was:\n{trace}"
+            )
+
+
+def _ordinal(i: int) -> str:
+    return f"{i}th"
+
+
+def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False,
+             inputs=None) -> None:
+    """Accumulate gradients of `tensors` into the ``.grad`` of the graph's leaves."""
+    tensors = (tensors,) if isinstance(tensors, Tensor) else tuple(tensors)
+    if grad_tensors is not None:
+        grad_tensors = (grad_tensors,) if isinstance(grad_tensors, Tensor) else tuple(
+            grad_tensors)
+        if len(grad_tensors) != len(tensors):
+            raise RuntimeError(
+                f"got {len(grad_tensors)} gradients for {len(tensors)} tensors"
+            )
+    if inputs is not None:
+        inputs = (inputs,) if isinstance(inputs, Tensor) else tuple(inputs)
+        if len(inputs) == 0:
+            raise RuntimeError("'inputs' argument to backward() cannot be empty.")
+    run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=inputs,
+                 accumulate=True)
+
+
+def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
+         only_inputs=True, allow_unused=None, is_grads_batched=False,
+         materialize_grads=False):
+    """The gradients of `outputs` w.r.t. `inputs`, returned (not accumulated)."""
+    if is_grads_batched:
+        raise NotImplementedError("autograd.grad(is_grads_batched=True) is not supported")
+    single = isinstance(inputs, Tensor)
+    outputs = (outputs,) if isinstance(outputs, Tensor) else tuple(outputs)
+    inputs = (inputs,) if single else tuple(inputs)
+    if grad_outputs is not None:
+        grad_outputs = (grad_outputs,) if isinstance(grad_outputs, Tensor) else tuple(
+            grad_outputs)
+    if allow_unused is None:
+        allow_unused = materialize_grads
+    if materialize_grads and allow_unused is False:
+        raise ValueError("Expected allow_unused to be True or not passed when "
+                         "materialize_grads=True, but got: allow_unused=False.")
+    result = run_backward(outputs, grad_outputs, retain_graph, create_graph,
+                          inputs=inputs, accumulate=False, allow_unused=allow_unused)
+    if materialize_grads:
+        result = [(_make(_xp(t._data).zeros_like(t._data)) if g is None else g)
+                  for g, t in zip(result, inputs)]
+    return tuple(result)

@@ -1,0 +1,546 @@
+"""Function: the one mechanism every differentiable op goes through.
+
+A built-in op is a subclass with two static methods:
+
+* ``forward(ctx, *args, **params)`` receives backend arrays (NumPy/CuPy) in place
+  of tensors and returns an array (or a tuple of arrays);
+* ``backward(ctx, *grads)`` receives ember tensors and returns one gradient per
+  positional argument of forward (None where there is none), written with ember
+  ops, so the same formula serves first-order gradients (run under no-grad) and
+  higher-order ones (recorded when ``create_graph=True``).
+
+The instance `ctx` *is* the graph node (``y.grad_fn``): `apply` fills in its edges
+(``next_functions``) and the tensors it saved.  Users' ``autograd.Function``
+subclasses share this node class; only their `apply` differs (their forward sees
+tensors), see ``ember/autograd/function.py``.
+
+In-place ops and views: an op class with ``_inplace = True`` writes its result into
+its first argument and moves that tensor onto the new node; an op with
+``_is_view = True`` returns arrays sharing memory with its first argument, which
+share its version counter and remember how to be re-made from their base.  An
+in-place write into a view rebases the view's base onto a `CopySlices` node, the
+way PyTorch's view tracking does.
+"""
+
+from __future__ import annotations
+
+import itertools
+import weakref
+
+import numpy as np
+
+from .grad_mode import STATE, enable_grad
+from .tensor import HookDict, RemovableHandle, Tensor, ViewInfo, _extra, _make
+
+_sequence = itertools.count()
+
+FREED_MESSAGE = (
+    "Trying to backward through the graph a second time (or directly access saved tensors "
+    "after they have already been freed). Saved intermediate values of the graph are freed "
+    "when you call .backward() or autograd.grad(). Specify retain_graph=True if you need to "
+    "backward through the graph a second time or if you need to access saved tensors after "
+    "calling backward."
+)
+
+
+def as_array(value):
+    """Backend results of 0-dim ops can be NumPy scalars; make them 0-dim arrays."""
+    if type(value) is np.ndarray:
+        return value
+    if isinstance(value, np.generic):
+        return np.asarray(value)
+    if hasattr(value, "__cuda_array_interface__"):
+        return value
+    return np.asarray(value)
+
+
+class SavedTensor:
+    """A tensor saved for backward, with the version it had when saved.
+
+    Outputs of the node itself are kept as data (not as the tensor object), and
+    re-wrapped with ``grad_fn=node`` when unpacked: holding the output tensor
+    would make a reference cycle node -> output -> node.
+    """
+
+    __slots__ = ("tensor", "data", "version_counter", "version", "output_nr")
+
+    def __init__(self, tensor, data, version_counter, output_nr=-1):
+        self.tensor = tensor
+        self.data = data
+        self.version_counter = version_counter
+        self.version = version_counter.value if version_counter is not None else 0
+        self.output_nr = output_nr
+
+    def unpack(self, node: Node):
+        counter = self.version_counter
+        if counter is not None and counter.value != self.version:
+            t = self.tensor
+            shape = list(self.data.shape if t is None else t._data.shape)
+            what = (f"output {self.output_nr} of {node.name()}" if t is None
+                    else _describe_origin(t))
+            raise RuntimeError(
+                "one of the variables needed for gradient computation has been modified by an "
+                f"inplace operation: [{_type_name(self.data)} {shape}], which is {what}, is at "
+                f"version {counter.value}; expected version {self.version} instead. Hint: "
+                "enable anomaly detection to find the operation that failed to compute its "
+                "gradient, with torch.autograd.set_detect_anomaly(True)."
+            )
+        if self.tensor is not None:
+            return self.tensor
+        out = _make(self.data, True)
+        out._grad_fn = node
+        out._output_nr = self.output_nr
+        out._version = counter
+        return out
+
+
+def _describe_origin(t: Tensor) -> str:
+    fn = t._grad_fn
+    return f"output {t._output_nr} of {fn.name()}" if fn is not None else "a leaf tensor"
+
+
+def _type_name(array) -> str:
+    from .dtype import from_numpy_dtype
+
+    names = {"float32": "FloatTensor", "float64": "DoubleTensor", "float16": "HalfTensor",
+             "bfloat16": "BFloat16Tensor", "int64": "LongTensor", "int32": "IntTensor"}
+    name = from_numpy_dtype(array.dtype).name
+    return "torch." + names.get(name, name)
+
+
+class Node:
+    """A node of the backward graph (what ``tensor.grad_fn`` returns)."""
+
+    # Defaults for rarely set state, so that creating a node costs few stores.
+    _edges = ()
+    _saved = None
+    _freed = False
+    _in_meta = ()
+    _out_meta = ()
+    _hooks = None
+    _prehooks = None
+    _tensor_prehooks = None
+    _retained = None
+    _materialize_grads = True
+    _anomaly_trace = None
+    _sequence_nr = 0
+    _non_differentiable = None
+    _dirty = None
+    _metadata = None
+    _name = None  # set on a class whose node name is not <ClassName>Backward0
+    # Built-in backwards may omit trailing gradients of non-tensor arguments.
+    _pad_grads = True
+
+    def name(self) -> str:
+        """The PyTorch-style name of this node, e.g. ``'MulBackward0'``."""
+        return self._name or type(self).__name__ + "Backward0"
+
+    def __repr__(self) -> str:
+        return f"<{self.name()} object at {hex(id(self))}>"
+
+    @property
+    def next_functions(self) -> tuple:
+        """((node, input_nr), ...) for each input: where the gradients flow next."""
+        return self._edges
+
+    @property
+    def metadata(self) -> dict:
+        if self._metadata is None:
+            self._metadata = {}
+        return self._metadata
+
+    @property
+    def needs_input_grad(self) -> tuple:
+        return tuple(e[0] is not None for e in self._edges)
+
+    @property
+    def saved_tensors(self) -> tuple:
+        """The tensors given to ``save_for_backward``, checked against in-place writes."""
+        if self._freed:
+            raise RuntimeError(FREED_MESSAGE)
+        saved = self._saved
+        if saved is None:
+            return ()
+        return tuple(None if s is None else s.unpack(self) for s in saved)
+
+    def save_for_backward(self, *items) -> None:
+        """Keep arrays/tensors for backward (only kept when the graph is recorded)."""
+        self._to_save = items
+
+    def mark_non_differentiable(self, *outputs) -> None:
+        """Declare outputs that get no gradient (e.g. the indices of ``max``)."""
+        self._non_differentiable = outputs
+
+    def mark_dirty(self, *tensors) -> None:
+        """Declare inputs that forward modified in place."""
+        self._dirty = tensors
+
+    def set_materialize_grads(self, value: bool) -> None:
+        """With False, backward receives None (not zeros) for outputs that got no gradient."""
+        self._materialize_grads = bool(value)
+
+    # hooks -------------------------------------------------------------
+
+    def register_hook(self, fn):
+        """``fn(grad_inputs, grad_outputs)`` after this node ran; may return new grad_inputs."""
+        if self._hooks is None:
+            self._hooks = HookDict()
+        return RemovableHandle(self._hooks, fn)
+
+    def register_prehook(self, fn):
+        """``fn(grad_outputs)`` before this node runs; may return new grad_outputs."""
+        if self._prehooks is None:
+            self._prehooks = HookDict()
+        return RemovableHandle(self._prehooks, fn)
+
+    def _add_tensor_prehook(self, output_nr: int, hook):
+        if self._tensor_prehooks is None:
+            self._tensor_prehooks = {}
+        hooks = self._tensor_prehooks.get(output_nr)
+        if hooks is None:
+            hooks = self._tensor_prehooks[output_nr] = HookDict()
+        return RemovableHandle(hooks, hook)
+
+    def _add_retained(self, output_nr: int, ref) -> None:
+        if self._retained is None:
+            self._retained = {}
+        self._retained[output_nr] = ref
+
+    def _release(self) -> None:
+        """Free saved tensors after a backward without ``retain_graph``."""
+        if self._saved is not None:
+            self._saved = None
+            self._freed = True
+
+    def __call__(self, *grads):
+        with enable_grad() if STATE.enabled else _NullContext():
+            result = type(self).backward(self, *grads)
+        return result
+
+    @staticmethod
+    def backward(ctx, *grads):
+        raise NotImplementedError(f"{type(ctx).__name__} does not implement backward")
+
+
+class _NullContext:
+    def __enter__(self):
+        return None
+
+    def __exit__(self, *exc):
+        return False
+
+
+class Function(Node):
+    """Base class of built-in ops (forward on arrays, backward on tensors)."""
+
+    _inplace = False
+    _is_view = False
+
+    @staticmethod
+    def forward(ctx, *args, **params):
+        raise NotImplementedError
+
+    @classmethod
+    def apply(cls, *args, **params):
+        """Run forward on the arguments' arrays and record a node when grad is needed."""
+        arrays = []
+        requires = False
+        for a in args:
+            if isinstance(a, Tensor):
+                arrays.append(a._data)
+                if a._requires_grad:
+                    requires = True
+            else:
+                arrays.append(a)
+        record = requires and STATE.enabled
+        ctx = object.__new__(cls)
+        ctx._to_save = None
+        if cls._inplace:
+            _check_inplace(args[0], record)
+        out = cls.forward(ctx, *arrays, **params)
+        multi = type(out) is tuple
+        outs = out if multi else (out,)
+        if cls._inplace:
+            return _finish_inplace(ctx, args, arrays, outs[0], record)
+        results = []
+        for arr in outs:
+            t = _make(arr if type(arr) is np.ndarray else as_array(arr))
+            results.append(t)
+        if cls._is_view:
+            _mark_views(cls, args, params, results, multi)
+        if record:
+            _record(ctx, args, arrays, results)
+        return tuple(results) if multi else results[0]
+
+
+def _check_inplace(target, record: bool) -> None:
+    if not isinstance(target, Tensor):
+        raise TypeError("in-place ops need a tensor as their first argument")
+    if not STATE.enabled:
+        return
+    if target._requires_grad and target._grad_fn is None and target._view_info is None:
+        raise RuntimeError(
+            "a leaf Variable that requires grad is being used in an in-place operation."
+        )
+    info = target._view_info
+    if info is not None and info.base._requires_grad and info.base._grad_fn is None:
+        raise RuntimeError(
+            "a view of a leaf Variable that requires grad is being used in an in-place "
+            "operation."
+        )
+
+
+def _edge(t: Tensor) -> tuple:
+    """Where the gradient of `t` goes: (its grad_fn, output_nr) or its AccumulateGrad."""
+    fn = t._grad_fn if t._view_info is None else t.grad_fn
+    if fn is not None:
+        return (fn, t._output_nr)
+    ref = t._accum_ref
+    acc = ref() if ref is not None else None
+    if acc is None:
+        acc = AccumulateGrad(t)
+        t._accum_ref = weakref.ref(acc)
+    return (acc, 0)
+
+
+def accumulator_of(t: Tensor) -> AccumulateGrad:
+    """The AccumulateGrad node of a leaf tensor that requires grad."""
+    return _edge(t)[0]
+
+
+def _record(ctx: Node, args, arrays, results) -> None:
+    """Connect the node to its inputs and outputs once forward has run."""
+    edges = []
+    in_meta = []
+    for a in args:
+        if isinstance(a, Tensor) and a._requires_grad:
+            edges.append(_edge(a))
+            in_meta.append(a._data)
+        else:
+            edges.append((None, 0))
+            in_meta.append(None)
+    ctx._edges = tuple(edges)
+    ctx._in_meta = tuple((None if d is None else (d.shape, d.dtype)) for d in in_meta)
+    ctx._sequence_nr = next(_sequence)
+    if STATE.anomaly:
+        import traceback
+
+        ctx._anomaly_trace = "".join(traceback.format_stack()[:-3])
+    nondiff = ctx._non_differentiable
+    out_meta = []
+    for i, t in enumerate(results):
+        data = t._data
+        out_meta.append((data.shape, data.dtype))
+        if data.dtype.kind not in "fc" and data.dtype.name != "bfloat16":
+            continue  # integer/bool outputs never carry gradients
+        if nondiff is not None and any(data is n for n in nondiff):
+            continue
+        t._grad_fn = ctx
+        t._output_nr = i
+        t._requires_grad = True
+    ctx._out_meta = tuple(out_meta)
+    items = ctx._to_save
+    if items is not None:
+        ctx._saved = [_pack(item, args, arrays, results) for item in items]
+    ctx._to_save = None
+
+
+def _pack(item, args, arrays, results):
+    """Turn a saved array/tensor into a SavedTensor tied to an input or an output."""
+    if item is None:
+        return None
+    is_tensor = isinstance(item, Tensor)
+    for i, t in enumerate(results):
+        if (t is item) if is_tensor else (t._data is item):
+            return SavedTensor(None, t._data, t._version, i)
+    for a, arr in zip(args, arrays):
+        if (a is item) if is_tensor else (arr is item):
+            if not isinstance(a, Tensor):  # a Python scalar argument: kept as it is
+                return SavedTensor(a, None, None)
+            return SavedTensor(a, a._data, a._version)
+    if is_tensor:
+        return SavedTensor(item, item._data, item._version)
+    return SavedTensor(_make(as_array(item)), item, None)
+
+
+def _mark_views(cls, args, params, results, multi: bool) -> None:
+    """Outputs of a view op share the input's memory and version counter."""
+    src = args[0]
+    counter = src._version
+    record_view = STATE.enabled
+    info = src._view_info
+    base = src if info is None else info.base
+    parent_fn = None if info is None else info.view_fn
+    rest = args[1:]
+    for i, t in enumerate(results):
+        t._version = counter
+        if not record_view:
+            continue
+        t._view_info = ViewInfo(base, _view_replay(cls, rest, params, parent_fn,
+                                                   i if multi else None), counter.value)
+
+
+def _view_replay(cls, rest, params, parent_fn, index):
+    """A function re-making this view from its base (composing the parent's view)."""
+    def replay(base):
+        src = base if parent_fn is None else parent_fn(base)
+        out = cls.apply(src, *rest, **params)
+        return out if index is None else out[index]
+    return replay
+
+
+def _finish_inplace(ctx, args, arrays, result, record: bool):
+    """Write an in-place op's result into its target and move the target onto the node."""
+    target = args[0]
+    data = target._data
+    output = _make(data)  # stands for the target's new value while the node is recorded
+    output._version = target._version
+    to_save = ctx._to_save
+    if record and to_save is not None:
+        ctx._to_save = tuple(_inplace_saved(item, target, data, result, output, ctx)
+                             for item in to_save)
+    if result is not data:
+        try:
+            data[...] = result
+        except ValueError as exc:  # read-only broadcast views
+            raise RuntimeError(
+                "unsupported operation: more than one element of the written-to tensor refers "
+                "to a single memory location. Please clone() the tensor before performing "
+                f"the operation. ({exc})"
+            ) from None
+    target._version.value += 1
+    if record:
+        _record(ctx, args, arrays, [output])
+        rebase_inplace(target, ctx)
+    return target
+
+
+def _inplace_saved(item, target, data, result, output, ctx):
+    """Map what an in-place forward saved: its old input value, or its result."""
+    if item is result or item is output:
+        return output
+    if item is data or item is target:
+        # The old value is about to be overwritten: keep a copy, attached to the
+        # target's old place in the graph (so that double backward still works).
+        if result is data:
+            raise RuntimeError(f"{type(ctx).__name__}: forward overwrote an input it saved")
+        old = _make(data.copy())
+        old._grad_fn, old._output_nr = target.grad_fn, target._output_nr
+        old._requires_grad = target._requires_grad
+        return old
+    return item
+
+
+def rebase_inplace(target: Tensor, node: Node) -> None:
+    """Make `node` (which computed target's new value) the target's grad_fn.
+
+    For a view, the write changes its base too: the base moves onto a CopySlices
+    node, and the view's grad_fn is re-derived from the new base.
+    """
+    info = target._view_info
+    if info is None:
+        target._grad_fn = node
+        target._output_nr = 0
+        target._requires_grad = True
+        return
+    base = info.base
+    base_edge = _edge(base) if base._requires_grad else (None, 0)
+    copy_slices = CopySlices(base_edge, node, info.view_fn, base._data)
+    base._grad_fn = copy_slices
+    base._output_nr = 0
+    base._requires_grad = True
+    info.version = -1  # force re-derivation of the view's grad_fn
+    _refresh(target)
+
+
+def _refresh(view: Tensor) -> None:
+    from .tensor import _refresh_view
+
+    _refresh_view(view)
+
+
+class CopySlices(Node):
+    """The base of a view after an in-place write through the view.
+
+    Gradient: the base's incoming gradient passes through unchanged outside the
+    written region; inside it, it goes through the in-place op's own backward.
+    """
+
+    def __init__(self, base_edge, fn: Node, view_fn, base_data):
+        self._fn = fn
+        self._view_fn = view_fn
+        self._edges = (base_edge,) + tuple(fn._edges[1:])
+        self._in_meta = ((base_data.shape, base_data.dtype),) + tuple(fn._in_meta[1:])
+        self._out_meta = ((base_data.shape, base_data.dtype),)
+        self._sequence_nr = next(_sequence)
+
+    def name(self) -> str:
+        return "CopySlices"
+
+    @staticmethod
+    def backward(ctx, grad):
+        result = grad.clone()
+        region = ctx._view_fn(result)
+        fn = ctx._fn
+        grads = type(fn).backward(fn, region.clone())
+        if not isinstance(grads, tuple):
+            grads = (grads,)
+        first = grads[0]
+        if first is None:
+            region.zero_()
+        else:
+            if first.shape != region.shape:
+                first = first.sum_to_size(*region.shape)
+            region.copy_(first)
+        return (result,) + tuple(grads[1:])
+
+    def _release(self) -> None:
+        self._fn._release()
+
+
+class AccumulateGrad(Node):
+    """The node at a leaf: adds the incoming gradient into ``variable.grad``."""
+
+    def __init__(self, variable: Tensor):
+        self.variable = variable
+        self._out_meta = ((variable._data.shape, variable._data.dtype),)
+        self._sequence_nr = 2 ** 62  # leaves run as soon as they are ready
+
+    def name(self) -> str:
+        return "AccumulateGrad"
+
+    def run_hooks(self, grad: Tensor) -> Tensor:
+        """The leaf's ``register_hook`` hooks, each may replace the gradient."""
+        extra = self.variable._extra
+        if extra is not None:
+            for hook in tuple(extra.hooks.values()):
+                new = hook(grad)
+                if new is not None:
+                    grad = new
+        return grad
+
+    def accumulate(self, grad: Tensor, create_graph: bool) -> None:
+        """Add `grad` into the leaf's ``.grad``, then call post-accumulate hooks."""
+        var = self.variable
+        extra = var._extra
+        old = var._grad
+        if old is None:
+            if create_graph:
+                var._grad = grad
+            else:
+                # NOTE: copy, because the same gradient tensor can reach several
+                # leaves (add's backward passes it to both inputs) or be the user's.
+                var._grad = _make(grad._data.copy())
+        elif create_graph or STATE.enabled:
+            var._grad = old + grad
+        else:
+            old._data += grad._data
+            old._version.value += 1
+        if extra is not None:
+            for hook in tuple(extra.post_accumulate_hooks.values()):
+                hook(var)
+
+
+def tensor_hooks_of(t: Tensor) -> dict:
+    """The hook dict of a leaf tensor (created on first use)."""
+    return _extra(t).hooks

@@ -1,0 +1,130 @@
+"""Grad modes: no_grad, enable_grad, set_grad_enabled, inference_mode.
+
+Each is a context manager and a decorator.  The state is process-wide (one flag
+that every op reads), which keeps the per-op cost to one attribute lookup.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+
+
+class _GradState:
+    __slots__ = ("enabled", "inference", "anomaly", "anomaly_check_nan")
+
+    def __init__(self):
+        self.enabled = True
+        self.inference = False
+        self.anomaly = False
+        self.anomaly_check_nan = True
+
+
+STATE = _GradState()
+
+
+def is_grad_enabled() -> bool:
+    """True when ops record the autograd graph."""
+    return STATE.enabled
+
+
+def is_inference_mode_enabled() -> bool:
+    """True inside ``inference_mode()``."""
+    return STATE.inference
+
+
+class _GradModeContext:
+    """Base: a context manager that is also usable as a decorator."""
+
+    def __call__(self, func):
+        if inspect.isclass(func):
+            raise TypeError(f"{type(self).__name__} cannot decorate a class")
+        if inspect.isgeneratorfunction(func):
+            @functools.wraps(func)
+            def generator_wrapper(*args, **kwargs):
+                gen = func(*args, **kwargs)
+                with self.clone():
+                    response = gen.send(None)
+                while True:
+                    try:
+                        request = yield response
+                    except GeneratorExit:
+                        with self.clone():
+                            gen.close()
+                        raise
+                    with self.clone():
+                        response = gen.send(request)
+            return generator_wrapper
+
+        @functools.wraps(func)
+        def wrapper(*args, **kwargs):
+            with self.clone():
+                return func(*args, **kwargs)
+        return wrapper
+
+    def clone(self):
+        return type(self)()
+
+
+class no_grad(_GradModeContext):  # noqa: N801 - PyTorch's name
+    """Context manager / decorator: ops inside record no graph."""
+
+    def __enter__(self):
+        self._prev = STATE.enabled
+        STATE.enabled = False
+
+    def __exit__(self, *exc):
+        STATE.enabled = self._prev
+        return False
+
+
+class enable_grad(_GradModeContext):  # noqa: N801 - PyTorch's name
+    """Context manager / decorator: re-enable recording inside ``no_grad``."""
+
+    def __enter__(self):
+        self._prev = STATE.enabled
+        STATE.enabled = True
+
+    def __exit__(self, *exc):
+        STATE.enabled = self._prev
+        return False
+
+
+class set_grad_enabled(_GradModeContext):  # noqa: N801 - PyTorch's name
+    """Turn recording on or off; acts at once as a function, and as a context manager."""
+
+    def __init__(self, mode: bool):
+        self._prev = STATE.enabled
+        self.mode = bool(mode)
+        STATE.enabled = self.mode
+
+    def __enter__(self):
+        pass
+
+    def __exit__(self, *exc):
+        STATE.enabled = self._prev
+        return False
+
+    def clone(self):
+        return set_grad_enabled(self.mode)
+
+
+class inference_mode(_GradModeContext):  # noqa: N801 - PyTorch's name
+    """Like ``no_grad``, and flags the mode for ``is_inference_mode_enabled``."""
+
+    def __init__(self, mode: bool = True):
+        self.mode = mode
+
+    def __enter__(self):
+        self._prev = (STATE.enabled, STATE.inference)
+        if self.mode:
+            STATE.enabled, STATE.inference = False, True
+        else:
+            STATE.inference = False
+
+    def __exit__(self, *exc):
+        STATE.enabled, STATE.inference = self._prev
+        return False
+
+    def clone(self):
+        return inference_mode(self.mode)

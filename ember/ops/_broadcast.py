@@ -1,0 +1,42 @@
+"""sum_to_shape: the one helper every broadcasting backward uses."""
+
+from __future__ import annotations
+
+
+def sum_to_shape(grad, shape: tuple):
+    """Sum `grad` (a Tensor) over the dimensions that broadcasting added or stretched.
+
+    ``shape`` is the shape of the input before broadcasting; the result has it.
+    """
+    shape = tuple(shape)
+    gshape = tuple(grad.shape)
+    if gshape == shape:
+        return grad
+    lead = len(gshape) - len(shape)
+    dims = list(range(lead))
+    for i, s in enumerate(shape):
+        if s == 1 and gshape[lead + i] != 1:
+            dims.append(lead + i)
+    out = grad.sum(dim=dims, keepdim=True) if dims else grad
+    if lead:
+        out = out.reshape(shape)
+    return out
+
+
+def broadcast_shapes(*shapes) -> tuple:
+    """The shape that tensors of `shapes` broadcast to (RuntimeError when they can't)."""
+    ndim = max((len(s) for s in shapes), default=0)
+    out = [1] * ndim
+    for s in shapes:
+        for i, d in enumerate(s):
+            j = ndim - len(s) + i
+            if d == out[j] or d == 1:
+                continue
+            if out[j] == 1:
+                out[j] = d
+                continue
+            raise RuntimeError(
+                f"The size of tensor a ({out[j]}) must match the size of tensor b ({d}) "
+                f"at non-singleton dimension {i}"
+            )
+    return tuple(out)

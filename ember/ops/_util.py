@@ -1,0 +1,148 @@
+"""Helpers shared by the op files: argument checks and PyTorch's type promotion."""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from .._core import dtype as dtypes
+from .._core.tensor import Tensor, _make
+
+SCALAR_TYPES = (bool, int, float, complex, np.number, np.bool_)
+
+
+def is_scalar(value) -> bool:
+    """A Python or NumPy number (not a tensor)."""
+    return isinstance(value, SCALAR_TYPES)
+
+
+def dtype_of(value) -> dtypes.dtype:
+    """The dtype of a tensor, or the dtype a Python scalar takes in an op."""
+    if isinstance(value, Tensor):
+        return dtypes.from_numpy_dtype(value._data.dtype)
+    if isinstance(value, np.generic):
+        return dtypes.scalar_dtype(value.item())
+    return dtypes.scalar_dtype(value)
+
+
+def result_type(*operands) -> dtypes.dtype:
+    """PyTorch's result dtype for an op over tensors and scalars."""
+    dims, zero_dims, scalars = [], [], []
+    for op in operands:
+        if isinstance(op, Tensor):
+            (dims if op._data.ndim else zero_dims).append(
+                dtypes.from_numpy_dtype(op._data.dtype))
+        elif op is not None:
+            scalars.append(dtype_of(op))
+    return dtypes.result_type_of(dims, zero_dims, scalars)
+
+
+def check_same_device(op: str, *tensors) -> None:
+    """RuntimeError when tensors of one op live on different devices."""
+    first = None
+    for t in tensors:
+        if isinstance(t, Tensor):
+            if first is None:
+                first = t
+            elif type(t._data) is not type(first._data) or t.device != first.device:
+                raise RuntimeError(
+                    "Expected all tensors to be on the same device, but found at least two "
+                    f"devices, {first.device} and {t.device}! (when checking arguments for {op})"
+                )
+
+
+def promote(op: str, a, b):
+    """Cast the operands of a binary op to their common dtype.
+
+    Tensors are cast with the differentiable ``to``; scalars stay Python scalars
+    (NumPy keeps the array's dtype for them).  Returns (a, b, dtype).
+    """
+    if isinstance(a, Tensor) and isinstance(b, Tensor):
+        if type(a._data) is not type(b._data):
+            check_same_device(op, a, b)
+        if a._data.dtype == b._data.dtype:
+            return a, b
+    elif not isinstance(a, Tensor) and not isinstance(b, Tensor):
+        raise TypeError(f"{op}(): expected at least one Tensor argument")
+    elif not (is_scalar(a) or isinstance(a, Tensor)) or not (
+            is_scalar(b) or isinstance(b, Tensor)):
+        bad = b if isinstance(a, Tensor) else a
+        raise TypeError(
+            f"{op}(): unsupported operand type {type(bad).__name__}; expected a Tensor or a number"
+        )
+    target = result_type(a, b)
+    return cast(a, target), cast(b, target)
+
+
+def cast(value, target: dtypes.dtype):
+    """A tensor converted to `target` (differentiably); scalars converted to Python types."""
+    if isinstance(value, Tensor):
+        if value._data.dtype == target.np_dtype:
+            return value
+        return value.to(target)
+    if isinstance(value, np.generic):
+        value = value.item()
+    if target.is_floating_point and isinstance(value, (bool, int)):
+        return float(value)
+    if target is dtypes.bool and isinstance(value, numbers.Number):
+        return bool(value)
+    return value
+
+
+def to_tensor(value, like: Tensor | None = None) -> Tensor:
+    """Wrap a scalar as a 0-dim tensor (on `like`'s device and with PyTorch's dtype)."""
+    if isinstance(value, Tensor):
+        return value
+    d = dtype_of(value)
+    xp = np if like is None else _xp(like)
+    return _make(xp.asarray(value, dtype=d.np_dtype))
+
+
+def _xp(t: Tensor):
+    from .._core.backend import module_of
+
+    return module_of(t._data)
+
+
+def xp_of(array):
+    """numpy, or cupy for a GPU array."""
+    if type(array) is np.ndarray:
+        return np
+    from .._core.backend import module_of
+
+    return module_of(array)
+
+
+def normalize_dims(dim, ndim: int, op: str) -> tuple:
+    """A dim argument (None, int, or a sequence) as a sorted tuple of non-negative ints."""
+    from .._core.tensor import _wrap_dim
+
+    if dim is None:
+        return tuple(range(ndim))
+    if isinstance(dim, (int, np.integer)):
+        return (_wrap_dim(int(dim), ndim, op),)
+    dims = tuple(sorted(_wrap_dim(int(d), ndim, op) for d in dim))
+    if len(set(dims)) != len(dims):
+        raise RuntimeError(f"{op}(): dim {dims} appears multiple times in the list of dims")
+    return dims
+
+
+def wrap_dim(dim: int, ndim: int, op: str = "") -> int:
+    """A possibly negative dim as an index (IndexError when out of range)."""
+    from .._core.tensor import _wrap_dim
+
+    return _wrap_dim(dim, ndim, op)
+
+
+def require_float(op: str, t: Tensor) -> None:
+    """RuntimeError naming the op when an integer tensor reaches a float-only op."""
+    if t._data.dtype.kind not in "fc" and t._data.dtype.name != "bfloat16":
+        raise RuntimeError(f"{op}(): expected a floating point tensor, got {t.dtype}")
+
+
+def float_input(t: Tensor) -> Tensor:
+    """Integer/bool tensors promoted to the default float dtype (for exp, sin, ...)."""
+    if t._data.dtype.kind in "fc" or t._data.dtype.name == "bfloat16":
+        return t
+    return t.to(dtypes.get_default_dtype())

@@ -42,6 +42,16 @@ from .ops.reduction import sum
 # --- shape (ops/shape.py) ---
 from .ops.shape import permute, reshape, transpose
 
+# --- elementwise (ops/elementwise.py) ---
+
+# --- comparison (ops/comparison.py) ---
+
+# --- indexing (ops/indexing.py) ---
+
+# --- linalg (ops/linalg.py) ---
+
+# --- random (random.py) ---
+
 # --- subpackages ---
 from . import autograd
 

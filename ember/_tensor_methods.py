@@ -82,6 +82,11 @@ METHODS = {
     "transpose": shape.transpose,
     "expand": shape.expand,
     "expand_as": shape.expand_as,
+    # elementwise (ops/elementwise.py) ----------------------------------------
+    # comparison (ops/comparison.py) ------------------------------------------
+    # indexing (ops/indexing.py) ----------------------------------------------
+    # linalg (ops/linalg.py) --------------------------------------------------
+    # random (random.py) ------------------------------------------------------
 }
 
 OPERATORS = {
@@ -99,9 +104,15 @@ OPERATORS = {
     "__itruediv__": _not_implemented_for_others(arithmetic.div_),
     "__neg__": arithmetic.neg,
     "__pos__": lambda self: self,
+    # elementwise operators (** // % abs) --------------------------------------
+    # comparison operators (== != < <= > >= & | ^ ~ << >>) ---------------------
+    # indexing operators (__getitem__ __setitem__) -----------------------------
+    # linalg operators (@) -----------------------------------------------------
 }
 
-PROPERTIES = {}
+PROPERTIES = {
+    # shape properties (T, mT, H, mH) -------------------------------------------
+}
 
 
 def attach() -> None:

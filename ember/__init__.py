@@ -53,6 +53,7 @@ from .ops.shape import permute, reshape, transpose
 # --- random (random.py) ---
 
 # --- subpackages ---
-from . import autograd
+from . import accelerator, autograd, cuda
+from ._core.dtype import can_cast
 
 __version__ = "0.1.0"

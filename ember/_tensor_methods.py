@@ -10,22 +10,25 @@ from __future__ import annotations
 
 from ._core.tensor import Tensor
 from .ops import arithmetic, conversion, creation, reduction, shape
+from .ops._util import SCALAR_TYPES
+
+_OPERAND_TYPES = (Tensor,) + SCALAR_TYPES
 
 
 def _reflected(fn):
     def method(self, other):
         return fn(other, self)
+    method.__doc__ = fn.__doc__
     return method
 
 
 def _not_implemented_for_others(fn):
     """Operators return NotImplemented for operand types they do not know."""
     def method(self, other):
-        from .ops._util import is_scalar
-
-        if not (isinstance(other, Tensor) or is_scalar(other)):
-            return NotImplemented
-        return fn(self, other)
+        if isinstance(other, _OPERAND_TYPES):
+            return fn(self, other)
+        return NotImplemented
+    method.__doc__ = fn.__doc__
     return method
 
 

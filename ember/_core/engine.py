@@ -284,14 +284,14 @@ def _validate(node: Node, grads: tuple) -> tuple:
                 f"(expected {n}, got {len(grads)})"
             )
     out = list(grads)
-    for i, (g, meta) in enumerate(zip(grads, node._in_meta)):
-        if g is None or meta is None:
-            out[i] = None if meta is None else g
+    for i, (g, (child, nr)) in enumerate(zip(grads, node._edges)):
+        if g is None or child is None:
+            out[i] = None
             continue
         if not isinstance(g, Tensor):
             raise TypeError(f"function {node.name()} returned a gradient of type "
                             f"{type(g).__name__} at index {i}; expected a Tensor or None")
-        shape, dtype = meta
+        shape, dtype = child._out_meta[nr]
         if g._data.shape != shape:
             if _broadcastable_to(shape, g._data.shape):
                 g = g.sum_to_size(*shape)

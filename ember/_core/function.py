@@ -34,6 +34,15 @@ from .tensor import HookDict, RemovableHandle, Tensor, ViewInfo, _extra, _make
 
 _sequence = itertools.count()
 
+DIFFERENTIABLE_DTYPES = frozenset(
+    np.dtype(name) for name in ("float16", "float32", "float64", "complex64", "complex128"))
+try:
+    import ml_dtypes
+
+    DIFFERENTIABLE_DTYPES = DIFFERENTIABLE_DTYPES | {np.dtype(ml_dtypes.bfloat16)}
+except ImportError:  # pragma: no cover
+    pass
+
 FREED_MESSAGE = (
     "Trying to backward through the graph a second time (or directly access saved tensors "
     "after they have already been freed). Saved intermediate values of the graph are freed "
@@ -54,44 +63,38 @@ def as_array(value):
     return np.asarray(value)
 
 
-class SavedTensor:
+def saved_entry(tensor, data, counter, output_nr: int = -1) -> tuple:
     """A tensor saved for backward, with the version it had when saved.
 
-    Outputs of the node itself are kept as data (not as the tensor object), and
-    re-wrapped with ``grad_fn=node`` when unpacked: holding the output tensor
-    would make a reference cycle node -> output -> node.
+    A plain tuple (tensor, data, version_counter, version, output_nr), cheap to make.
+    Outputs of the node itself are kept as data (not as the tensor object) and
+    re-wrapped with ``grad_fn=node`` when unpacked: holding the output tensor would
+    make a reference cycle node -> output -> node.
     """
+    return (tensor, data, counter, 0 if counter is None else counter.value, output_nr)
 
-    __slots__ = ("tensor", "data", "version_counter", "version", "output_nr")
 
-    def __init__(self, tensor, data, version_counter, output_nr=-1):
-        self.tensor = tensor
-        self.data = data
-        self.version_counter = version_counter
-        self.version = version_counter.value if version_counter is not None else 0
-        self.output_nr = output_nr
-
-    def unpack(self, node: Node):
-        counter = self.version_counter
-        if counter is not None and counter.value != self.version:
-            t = self.tensor
-            shape = list(self.data.shape if t is None else t._data.shape)
-            what = (f"output {self.output_nr} of {node.name()}" if t is None
-                    else _describe_origin(t))
-            raise RuntimeError(
-                "one of the variables needed for gradient computation has been modified by an "
-                f"inplace operation: [{_type_name(self.data)} {shape}], which is {what}, is at "
-                f"version {counter.value}; expected version {self.version} instead. Hint: "
-                "enable anomaly detection to find the operation that failed to compute its "
-                "gradient, with torch.autograd.set_detect_anomaly(True)."
-            )
-        if self.tensor is not None:
-            return self.tensor
-        out = _make(self.data, True)
-        out._grad_fn = node
-        out._output_nr = self.output_nr
-        out._version = counter
-        return out
+def unpack_saved(entry: tuple, node: "Node"):
+    """The saved tensor, after checking that no in-place write happened since."""
+    tensor, data, counter, version, output_nr = entry
+    if counter is not None and counter.value != version:
+        shape = list(data.shape if tensor is None else tensor._data.shape)
+        what = (f"output {output_nr} of {node.name()}" if tensor is None
+                else _describe_origin(tensor))
+        raise RuntimeError(
+            "one of the variables needed for gradient computation has been modified by an "
+            f"inplace operation: [{_type_name(data)} {shape}], which is {what}, is at "
+            f"version {counter.value}; expected version {version} instead. Hint: "
+            "enable anomaly detection to find the operation that failed to compute its "
+            "gradient, with torch.autograd.set_detect_anomaly(True)."
+        )
+    if tensor is not None:
+        return tensor
+    out = _make(data, True)
+    out._grad_fn = node
+    out._output_nr = output_nr
+    out._version = counter
+    return out
 
 
 def _describe_origin(t: Tensor) -> str:
@@ -111,19 +114,17 @@ def _type_name(array) -> str:
 class Node:
     """A node of the backward graph (what ``tensor.grad_fn`` returns)."""
 
-    # Defaults for rarely set state, so that creating a node costs few stores.
-    _edges = ()
-    _saved = None
+    # The fields every recorded node sets live in slots (fast to set); the rarely
+    # used ones are class-level defaults, overridden per instance when needed.
+    __slots__ = ("_to_save", "_edges", "_out_meta", "_sequence_nr", "_saved",
+                 "__dict__", "__weakref__")
     _freed = False
-    _in_meta = ()
-    _out_meta = ()
     _hooks = None
     _prehooks = None
     _tensor_prehooks = None
     _retained = None
     _materialize_grads = True
     _anomaly_trace = None
-    _sequence_nr = 0
     _non_differentiable = None
     _dirty = None
     _metadata = None
@@ -158,10 +159,10 @@ class Node:
         """The tensors given to ``save_for_backward``, checked against in-place writes."""
         if self._freed:
             raise RuntimeError(FREED_MESSAGE)
-        saved = self._saved
+        saved = getattr(self, "_saved", None)
         if saved is None:
             return ()
-        return tuple(None if s is None else s.unpack(self) for s in saved)
+        return tuple(None if s is None else unpack_saved(s, self) for s in saved)
 
     def save_for_backward(self, *items) -> None:
         """Keep arrays/tensors for backward (only kept when the graph is recorded)."""
@@ -208,7 +209,7 @@ class Node:
 
     def _release(self) -> None:
         """Free saved tensors after a backward without ``retain_graph``."""
-        if self._saved is not None:
+        if getattr(self, "_saved", None) is not None:
             self._saved = None
             self._freed = True
 
@@ -243,34 +244,34 @@ class Function(Node):
     @classmethod
     def apply(cls, *args, **params):
         """Run forward on the arguments' arrays and record a node when grad is needed."""
-        arrays = []
-        requires = False
-        for a in args:
-            if isinstance(a, Tensor):
-                arrays.append(a._data)
-                if a._requires_grad:
-                    requires = True
-            else:
-                arrays.append(a)
-        record = requires and STATE.enabled
+        # NOTE: this is the hot path of every op; keep it short.
+        arrays = [a._data if isinstance(a, Tensor) else a for a in args]
+        record = False
+        if STATE.enabled:
+            for a in args:
+                if isinstance(a, Tensor) and a._requires_grad:
+                    record = True
+                    break
         ctx = object.__new__(cls)
         ctx._to_save = None
         if cls._inplace:
             _check_inplace(args[0], record)
+            out = cls.forward(ctx, *arrays, **params)
+            return _finish_inplace(ctx, args, arrays, out, record)
         out = cls.forward(ctx, *arrays, **params)
-        multi = type(out) is tuple
-        outs = out if multi else (out,)
-        if cls._inplace:
-            return _finish_inplace(ctx, args, arrays, outs[0], record)
-        results = []
-        for arr in outs:
-            t = _make(arr if type(arr) is np.ndarray else as_array(arr))
-            results.append(t)
+        if type(out) is tuple:
+            results = [_make(as_array(o)) for o in out]
+            if cls._is_view:
+                _mark_views(cls, args, params, results, True)
+            if record:
+                _record(ctx, args, arrays, results)
+            return tuple(results)
+        result = _make(out if type(out) is np.ndarray else as_array(out))
         if cls._is_view:
-            _mark_views(cls, args, params, results, multi)
+            _mark_views(cls, args, params, (result,), False)
         if record:
-            _record(ctx, args, arrays, results)
-        return tuple(results) if multi else results[0]
+            _record(ctx, args, arrays, (result,))
+        return result
 
 
 def _check_inplace(target, record: bool) -> None:
@@ -308,19 +309,24 @@ def accumulator_of(t: Tensor) -> AccumulateGrad:
     return _edge(t)[0]
 
 
+_NO_EDGE = (None, 0)
+
+
 def _record(ctx: Node, args, arrays, results) -> None:
     """Connect the node to its inputs and outputs once forward has run."""
+    # NOTE: hot path.  An input's shape and dtype (to check its gradient against)
+    # need not be stored: they are the `_out_meta` of the node its edge points to.
     edges = []
-    in_meta = []
     for a in args:
         if isinstance(a, Tensor) and a._requires_grad:
-            edges.append(_edge(a))
-            in_meta.append(a._data)
+            fn = a._grad_fn
+            if fn is not None and a._view_info is None:
+                edges.append((fn, a._output_nr))
+            else:
+                edges.append(_edge(a))
         else:
-            edges.append((None, 0))
-            in_meta.append(None)
+            edges.append(_NO_EDGE)
     ctx._edges = tuple(edges)
-    ctx._in_meta = tuple((None if d is None else (d.shape, d.dtype)) for d in in_meta)
     ctx._sequence_nr = next(_sequence)
     if STATE.anomaly:
         import traceback
@@ -330,8 +336,9 @@ def _record(ctx: Node, args, arrays, results) -> None:
     out_meta = []
     for i, t in enumerate(results):
         data = t._data
-        out_meta.append((data.shape, data.dtype))
-        if data.dtype.kind not in "fc" and data.dtype.name != "bfloat16":
+        dt = data.dtype
+        out_meta.append((data.shape, dt))
+        if dt not in DIFFERENTIABLE_DTYPES:
             continue  # integer/bool outputs never carry gradients
         if nondiff is not None and any(data is n for n in nondiff):
             continue
@@ -342,25 +349,27 @@ def _record(ctx: Node, args, arrays, results) -> None:
     items = ctx._to_save
     if items is not None:
         ctx._saved = [_pack(item, args, arrays, results) for item in items]
-    ctx._to_save = None
+        ctx._to_save = None
+    else:
+        ctx._saved = None
 
 
 def _pack(item, args, arrays, results):
-    """Turn a saved array/tensor into a SavedTensor tied to an input or an output."""
+    """Turn a saved array/tensor into a saved entry tied to an input or an output."""
     if item is None:
         return None
     is_tensor = isinstance(item, Tensor)
     for i, t in enumerate(results):
         if (t is item) if is_tensor else (t._data is item):
-            return SavedTensor(None, t._data, t._version, i)
+            return saved_entry(None, t._data, t._version, i)
     for a, arr in zip(args, arrays):
         if (a is item) if is_tensor else (arr is item):
             if not isinstance(a, Tensor):  # a Python scalar argument: kept as it is
-                return SavedTensor(a, None, None)
-            return SavedTensor(a, a._data, a._version)
+                return (a, None, None, 0, -1)
+            return saved_entry(a, a._data, a._version)
     if is_tensor:
-        return SavedTensor(item, item._data, item._version)
-    return SavedTensor(_make(as_array(item)), item, None)
+        return saved_entry(item, item._data, item._version)
+    return saved_entry(_make(as_array(item)), item, None)
 
 
 def _mark_views(cls, args, params, results, multi: bool) -> None:
@@ -467,10 +476,10 @@ class CopySlices(Node):
     """
 
     def __init__(self, base_edge, fn: Node, view_fn, base_data):
+        self._saved = None
         self._fn = fn
         self._view_fn = view_fn
         self._edges = (base_edge,) + tuple(fn._edges[1:])
-        self._in_meta = ((base_data.shape, base_data.dtype),) + tuple(fn._in_meta[1:])
         self._out_meta = ((base_data.shape, base_data.dtype),)
         self._sequence_nr = next(_sequence)
 
@@ -503,6 +512,8 @@ class AccumulateGrad(Node):
 
     def __init__(self, variable: Tensor):
         self.variable = variable
+        self._saved = None
+        self._edges = ()
         self._out_meta = ((variable._data.shape, variable._data.dtype),)
         self._sequence_nr = 2 ** 62  # leaves run as soon as they are ready
 

@@ -1,0 +1,53 @@
+"""Shared timing helpers for the benchmarks: alternate ember and PyTorch, take medians."""
+
+from __future__ import annotations
+
+import statistics
+import time
+
+
+def try_import_torch():
+    """PyTorch when installed (with its thread count matched to NumPy's), else None."""
+    try:
+        import torch
+    except ImportError:
+        return None
+    return torch
+
+
+def median_time(fn, repeats: int = 7, inner: int = 1, warmup: int = 2) -> float:
+    """Median seconds of one call of `fn`, over `repeats` timings of `inner` calls."""
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        for _ in range(inner):
+            fn()
+        times.append((time.perf_counter() - start) / inner)
+    return statistics.median(times)
+
+
+def alternate(ember_fn, torch_fn, repeats: int = 7, inner: int = 1) -> tuple:
+    """Time both workloads in alternation (so machine noise hits both alike)."""
+    e_times, t_times = [], []
+    for fn in (ember_fn, torch_fn):
+        if fn is not None:
+            fn()
+            fn()
+    for _ in range(repeats):
+        e_times.append(median_time(ember_fn, repeats=1, inner=inner, warmup=0))
+        if torch_fn is not None:
+            t_times.append(median_time(torch_fn, repeats=1, inner=inner, warmup=0))
+    e = statistics.median(e_times)
+    t = statistics.median(t_times) if t_times else None
+    return e, t
+
+
+def print_table(rows, unit: str = "us", scale: float = 1e6) -> None:
+    """rows: (name, ember_seconds, torch_seconds or None)."""
+    print(f"{'workload':<40} {'ember ' + unit:>12} {'torch ' + unit:>12} {'ratio':>8}")
+    for name, e, t in rows:
+        ts = f"{t * scale:12.2f}" if t else f"{'-':>12}"
+        ratio = f"{e / t:8.2f}" if t else f"{'-':>8}"
+        print(f"{name:<40} {e * scale:12.2f} {ts} {ratio}")

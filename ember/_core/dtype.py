@@ -199,7 +199,7 @@ class finfo:  # noqa: N801 - PyTorch's name
         d = get_default_dtype() if type is None else to_dtype(type)
         if d._category < 2:
             raise TypeError(f"finfo: {d} is not a floating point dtype")
-        info = np.finfo(d.np_dtype if d is not bfloat16 else _BFLOAT16_NP)
+        info = ml_dtypes.finfo(d.np_dtype) if d is bfloat16 else np.finfo(d.np_dtype)
         self.dtype = d.name
         self.bits = info.bits
         self.eps = builtins.float(info.eps)

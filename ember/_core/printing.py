@@ -74,7 +74,8 @@ class _Formatter:
             self.sci_mode = hi / lo > 1000.0 or hi > 1.0e8 or lo < 1.0e-4
         if OPTIONS.sci_mode is not None:
             self.sci_mode = OPTIONS.sci_mode
-        self.width = max(len(self.format(float(v))) for v in values.ravel())
+        # PyTorch measures the width on the finite values only
+        self.width = max(len(self.format(float(v))) for v in finite.ravel())
 
     @staticmethod
     def _fmt_special(v) -> str:

@@ -17,6 +17,11 @@ from ._core.grad_mode import (
 )
 from ._core.printing import set_printoptions
 from ._core.tensor import Size, Tensor, is_tensor
+from .ops._util import result_type
+
+is_floating_point = Tensor.is_floating_point
+is_complex = Tensor.is_complex
+numel = Tensor.numel
 
 from . import _tensor_methods
 

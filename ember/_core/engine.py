@@ -186,11 +186,11 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
         STATE.enabled = prev_enabled
 
     if captures is not None and not accumulate:
-        for g in captured:
+        for i, g in enumerate(captured):
             if g is None and not allow_unused:
                 raise RuntimeError(
-                    "One of the differentiated Tensors appears to not have been used in the "
-                    "graph. Set allow_unused=True if this is the desired behavior."
+                    f"The differentiated Tensor at index {i} appears to not have been used in "
+                    "the graph. Set allow_unused=True if this is the desired behavior."
                 )
         return captured
     if captures is not None:
@@ -206,7 +206,12 @@ def _add_to_buffer(buffers: dict, node: Node, nr: int, g: Tensor) -> None:
     if slots is None:
         slots = buffers[node] = [None] * max(len(node._out_meta), nr + 1)
     old = slots[nr]
-    slots[nr] = g if old is None else old + g
+    if old is None:
+        slots[nr] = g
+    elif STATE.enabled:  # create_graph: the sum is part of the new graph
+        slots[nr] = old + g
+    else:
+        slots[nr] = _make(old._data + g._data)
 
 
 def _run_tensor_hooks(node: Node, grads: list) -> list:
@@ -248,12 +253,21 @@ def _call_node(node: Node, grads: list, retain_graph: bool) -> tuple:
             like = next(g for g in grads if g is not None)._data
             grads = [_zeros_for(meta, like) if g is None else g
                      for g, meta in zip(grads, node._out_meta)]
-        result = type(node).backward(node, *grads)
-        if not isinstance(result, tuple):
-            result = (result,) if not isinstance(result, list) else tuple(result)
-        result = _validate(node, result)
-        if STATE.anomaly and STATE.anomaly_check_nan:
-            _check_nan(node, result)
+        try:
+            result = type(node).backward(node, *grads)
+            if not isinstance(result, tuple):
+                result = (result,) if not isinstance(result, list) else tuple(result)
+            result = _validate(node, result)
+            if STATE.anomaly and STATE.anomaly_check_nan:
+                _check_nan(node, result)
+        except Exception:
+            if STATE.anomaly:  # as PyTorch: point at the forward call behind the failing node
+                import warnings
+
+                warnings.warn(f"Error detected in {node.name()}. Traceback of forward call that "
+                              f"caused the error:\n{node._anomaly_trace or '(not recorded)'}",
+                              UserWarning, stacklevel=2)
+            raise
     if node._hooks:
         for hook in tuple(node._hooks.values()):
             new = hook(result, tuple(grads))
@@ -352,7 +366,7 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False,
     if inputs is not None:
         inputs = (inputs,) if isinstance(inputs, Tensor) else tuple(inputs)
         if len(inputs) == 0:
-            raise RuntimeError("'inputs' argument to backward() cannot be empty.")
+            raise RuntimeError("`inputs` argument to `backward()` cannot be empty.")
     run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=inputs,
                  accumulate=True)
 
@@ -366,6 +380,8 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     single = isinstance(inputs, Tensor)
     outputs = (outputs,) if isinstance(outputs, Tensor) else tuple(outputs)
     inputs = (inputs,) if single else tuple(inputs)
+    if not inputs:
+        raise RuntimeError("`inputs` argument to `grad()` cannot be empty.")
     if grad_outputs is not None:
         grad_outputs = (grad_outputs,) if isinstance(grad_outputs, Tensor) else tuple(
             grad_outputs)

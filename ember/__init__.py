@@ -29,36 +29,110 @@ _tensor_methods.attach()
 
 # --- creation (ops/creation.py) ---
 from .ops.creation import (
-    as_tensor, empty, empty_like, from_numpy, full, full_like, ones, ones_like, tensor, zeros,
-    zeros_like,
+    arange, as_tensor, cartesian_prod, empty, empty_like, empty_strided, eye, from_numpy, full,
+    full_like, linspace, logspace, meshgrid, ones, ones_like, tensor, tril_indices,
+    triu_indices, zeros, zeros_like,
 )
+from .ops.creation import range_ as range
 
 # --- conversion (ops/conversion.py) ---
 from .ops.conversion import clone
 
 # --- arithmetic (ops/arithmetic.py) ---
 from .ops.arithmetic import (
-    add, div, divide, mul, multiply, neg, negative, rsub, sub, subtract, true_divide,
+    abs, abs_, absolute, add, div, divide, float_power, floor_divide, fmod, mul, multiply, neg,
+    negative, pow, reciprocal, reciprocal_, remainder, rsub, square, square_, sub, subtract,
+    true_divide,
 )
+from .ops.arithmetic_fused import addcdiv, addcmul, lerp
 
 # --- reduction (ops/reduction.py) ---
-from .ops.reduction import sum
+from .ops.reduction import (
+    all, amax, amin, aminmax, any, argmax, argmin, count_nonzero, max, mean, min, nanmean,
+    nansum, prod, return_types, sum,
+)
+from .ops.reduction_stats import logsumexp, norm, std, std_mean, var, var_mean
+from .ops.sorting import (
+    argsort, bincount, bucketize, cummax, cummin, cumprod, cumsum, histc, kthvalue,
+    logcumsumexp, median, mode, msort, nanmedian, searchsorted, sort, topk, unique,
+    unique_consecutive,
+)
 
 # --- shape (ops/shape.py) ---
-from .ops.shape import permute, reshape, transpose
+from .ops.shape import (
+    adjoint, atleast_1d, atleast_2d, atleast_3d, broadcast_shapes, broadcast_tensors,
+    broadcast_to, flatten, movedim, moveaxis, permute, ravel, reshape, squeeze, swapaxes,
+    swapdims, t, transpose, unflatten, unsqueeze,
+)
+from .ops.slicing import (
+    as_strided, chunk, diag_embed, diagonal, narrow, select, split, split_with_sizes,
+    tensor_split, unbind,
+)
+from .ops.joining import (
+    cat, column_stack, concat, concatenate, diag, diagonal_copy, dstack, flip, fliplr, flipud,
+    hstack, repeat_interleave, roll, rot90, row_stack, stack, tile, tril, triu, vstack,
+)
 
 # --- elementwise (ops/elementwise.py) ---
+from .ops.elementwise import (
+    acos, acos_, acosh, acosh_, arccos, arccos_, arccosh, arccosh_, arcsin, arcsin_, arcsinh,
+    arcsinh_, arctan, arctan_, arctanh, arctanh_, asin, asin_, asinh, asinh_, atan, atan_,
+    atanh, atanh_, ceil, ceil_, cos, cos_, cosh, cosh_, exp, exp2, exp2_, exp_, expm1, expm1_,
+    fix, fix_, floor, floor_, frac, frac_, log, log10, log10_, log1p, log1p_, log2, log2_, log_,
+    relu, relu_, round, round_, rsqrt, rsqrt_, sgn, sign, sin, sin_, sinh, sinh_, sqrt, sqrt_,
+    tan, tan_, tanh, tanh_, trunc, trunc_,
+)
+from .ops.elementwise_special import (
+    arctan2, atan2, clamp, clamp_, clamp_max, clamp_max_, clamp_min, clamp_min_, clip, clip_,
+    erf, erf_, erfc, erfc_, erfinv, fmax, fmin, hypot, logit, logit_, maximum, minimum,
+    nan_to_num, nan_to_num_, sigmoid, sigmoid_, where, xlogy, xlogy_,
+)
 
 # --- comparison (ops/comparison.py) ---
+from .ops.comparison import (
+    allclose, bitwise_and, bitwise_left_shift, bitwise_not, bitwise_or, bitwise_right_shift,
+    bitwise_xor, eq, equal, ge, greater, greater_equal, gt, isclose, isfinite, isinf, isnan,
+    isneginf, isposinf, le, less, less_equal, logical_and, logical_not, logical_or, logical_xor,
+    lt, ne, not_equal, signbit,
+)
 
 # --- indexing (ops/indexing.py) ---
+from .ops.indexing import (
+    argwhere, index_put, index_put_, masked_fill, masked_scatter, masked_select, nonzero, put,
+    take,
+)
+from .ops.scatter import gather, scatter, scatter_add, scatter_reduce, take_along_dim
+from .ops.index_dim import index_add, index_copy, index_fill, index_reduce, index_select
 
 # --- linalg (ops/linalg.py) ---
+from .ops.einsum import einsum
+from .ops.linalg import (
+    addbmm, addmm, addmv, addr, baddbmm, bmm, cross, dot, ger, inner, kron, matmul, mm, mv,
+    outer, tensordot, trace, vdot,
+)
+from .ops.linalg_decomp import det, logdet, matrix_power
+from .ops.linalg_decomp import inv as inverse
+from .ops.linalg_decomp import legacy_cholesky as cholesky
+from .ops.linalg_decomp import legacy_qr as qr
+from .ops.linalg_decomp import legacy_slogdet as slogdet
+from .ops.linalg_svd import legacy_svd as svd
+from .ops.linalg_svd import pinverse
 
 # --- random (random.py) ---
+from ._sampling import (
+    bernoulli, multinomial, normal, poisson, rand, rand_like, randint, randint_like, randn,
+    randn_like, randperm,
+)
+from .random import (
+    Generator, default_generator, get_rng_state, initial_seed, manual_seed, seed, set_rng_state,
+)
 
 # --- subpackages ---
 from . import accelerator, autograd, cuda
+from . import linalg, random
+from . import optim
+from . import nn
 from ._core.dtype import can_cast
+from .autograd.anomaly_mode import is_anomaly_check_nan_enabled, is_anomaly_enabled
 
 __version__ = "0.1.0"

@@ -111,7 +111,10 @@ def _nodes_needed(roots, targets: set) -> set:
             state[node] = True
             if node in targets or any(c in needed for c, _ in node._edges if c is not None):
                 needed.add(node)
-    return needed
+    # A node runs when its gradient flows on towards a target.  A target itself runs only
+    # when another target lies beyond it: as in PyTorch, capturing a non-leaf's gradient
+    # neither runs nor frees its grad_fn.
+    return {n for n in state if any(c in needed for c, _ in n._edges if c is not None)}
 
 
 def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
@@ -194,10 +197,12 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
                 )
         return captured
     if captures is not None:
-        # backward(inputs=...) on non-leaf inputs accumulates into their .grad
+        # backward(inputs=...) on non-leaf inputs accumulates into their .grad, and from
+        # then on they retain their grad (as in PyTorch); retained ones were filled above.
         for t, g in zip(inputs, captured):
-            if g is not None and t._grad_fn is not None:
+            if g is not None and t._grad_fn is not None and not t.retains_grad:
                 t._grad = g if t._grad is None else t._grad + g
+                t.retain_grad()
     return None
 
 
@@ -211,7 +216,7 @@ def _add_to_buffer(buffers: dict, node: Node, nr: int, g: Tensor) -> None:
     elif STATE.enabled:  # create_graph: the sum is part of the new graph
         slots[nr] = old + g
     else:
-        slots[nr] = _make(old._data + g._data)
+        slots[nr] = _make(_xp(old._data).asarray(old._data + g._data))  # 0-dim: not a scalar
 
 
 def _run_tensor_hooks(node: Node, grads: list) -> list:

@@ -74,19 +74,19 @@ def saved_entry(tensor, data, counter, output_nr: int = -1) -> tuple:
     return (tensor, data, counter, 0 if counter is None else counter.value, output_nr)
 
 
-def unpack_saved(entry: tuple, node: "Node"):
+def unpack_saved(entry: tuple, node: Node):
     """The saved tensor, after checking that no in-place write happened since."""
     tensor, data, counter, version, output_nr = entry
     if counter is not None and counter.value != version:
         shape = list(data.shape if tensor is None else tensor._data.shape)
-        what = (f"output {output_nr} of {node.name()}" if tensor is None
+        what = (f", which is output {output_nr} of {_short_node_name(node)}," if tensor is None
                 else _describe_origin(tensor))
         raise RuntimeError(
             "one of the variables needed for gradient computation has been modified by an "
-            f"inplace operation: [{_type_name(data)} {shape}], which is {what}, is at "
+            f"inplace operation: [{_type_name(data)} {shape}]{what} is at "
             f"version {counter.value}; expected version {version} instead. Hint: "
             "enable anomaly detection to find the operation that failed to compute its "
-            "gradient, with torch.autograd.set_detect_anomaly(True)."
+            "gradient, with torch.autograd.set_detect_anomaly(True, check_nan=False)."
         )
     if tensor is not None:
         return tensor
@@ -99,7 +99,14 @@ def unpack_saved(entry: tuple, node: "Node"):
 
 def _describe_origin(t: Tensor) -> str:
     fn = t._grad_fn
-    return f"output {t._output_nr} of {fn.name()}" if fn is not None else "a leaf tensor"
+    return f", which is output {t._output_nr} of {_short_node_name(fn)}," if fn else ""
+
+
+def _short_node_name(node: Node) -> str:
+    """'MulBackward0' -> 'Mul', the way PyTorch names a node in the version error."""
+    name = node.name()
+    head = name.rstrip("0123456789")
+    return head[: -len("Backward")] if head.endswith("Backward") else name
 
 
 def _type_name(array) -> str:
@@ -260,18 +267,27 @@ class Function(Node):
             return _finish_inplace(ctx, args, arrays, out, record)
         out = cls.forward(ctx, *arrays, **params)
         if type(out) is tuple:
-            results = [_make(as_array(o)) for o in out]
+            results = [_make(_as_output(ctx, o)) for o in out]
             if cls._is_view:
                 _mark_views(cls, args, params, results, True)
             if record:
                 _record(ctx, args, arrays, results)
             return tuple(results)
-        result = _make(out if type(out) is np.ndarray else as_array(out))
+        result = _make(out if type(out) is np.ndarray else _as_output(ctx, out))
         if cls._is_view:
             _mark_views(cls, args, params, (result,), False)
         if record:
             _record(ctx, args, arrays, (result,))
         return result
+
+
+def _as_output(ctx: Node, value):
+    """An output as an array; a saved NumPy scalar output is swapped for the array too,
+    so that it is still recognized as the node's output (for double backward)."""
+    array = as_array(value)
+    if array is not value and ctx._to_save is not None:
+        ctx._to_save = tuple(array if item is value else item for item in ctx._to_save)
+    return array
 
 
 def _check_inplace(target, record: bool) -> None:
@@ -420,6 +436,13 @@ def _finish_inplace(ctx, args, arrays, result, record: bool):
     target._version.value += 1
     if record:
         _record(ctx, args, arrays, [output])
+        if ctx._saved:
+            # NOTE: other inputs sharing the target's memory (views of one base) were saved
+            # before this write changed it: they are one version behind, as in PyTorch, so
+            # that backward refuses to read them (they may overlap the written region).
+            counter = target._version
+            ctx._saved = [e if e is None or e[2] is not counter or e[4] >= 0
+                          else e[:3] + (e[3] - 1,) + e[4:] for e in ctx._saved]
         rebase_inplace(target, ctx)
     return target
 
@@ -496,7 +519,7 @@ class CopySlices(Node):
             grads = (grads,)
         first = grads[0]
         if first is None:
-            region.zero_()
+            region.copy_(region.new_zeros(()))
         else:
             if first.shape != region.shape:
                 first = first.sum_to_size(*region.shape)

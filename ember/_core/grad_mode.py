@@ -43,17 +43,24 @@ class _GradModeContext:
             @functools.wraps(func)
             def generator_wrapper(*args, **kwargs):
                 gen = func(*args, **kwargs)
-                with self.clone():
-                    response = gen.send(None)
-                while True:
-                    try:
-                        request = yield response
-                    except GeneratorExit:
-                        with self.clone():
-                            gen.close()
-                        raise
+                try:
                     with self.clone():
-                        response = gen.send(request)
+                        response = gen.send(None)
+                    while True:
+                        try:
+                            request = yield response
+                        except GeneratorExit:
+                            with self.clone():
+                                gen.close()
+                            raise
+                        except BaseException as exc:  # thrown in by the caller: pass it on
+                            with self.clone():
+                                response = gen.throw(exc)
+                        else:
+                            with self.clone():
+                                response = gen.send(request)
+                except StopIteration as stop:
+                    return stop.value
             return generator_wrapper
 
         @functools.wraps(func)
@@ -66,7 +73,16 @@ class _GradModeContext:
         return type(self)()
 
 
-class no_grad(_GradModeContext):  # noqa: N801 - PyTorch's name
+class _NoParamContext(_GradModeContext):
+    """Also usable as a bare decorator: ``@no_grad`` as well as ``@no_grad()``."""
+
+    def __new__(cls, orig_func=None):
+        if orig_func is None:
+            return super().__new__(cls)
+        return cls()(orig_func)
+
+
+class no_grad(_NoParamContext):  # noqa: N801 - PyTorch's name
     """Context manager / decorator: ops inside record no graph."""
 
     def __enter__(self):
@@ -78,7 +94,7 @@ class no_grad(_GradModeContext):  # noqa: N801 - PyTorch's name
         return False
 
 
-class enable_grad(_GradModeContext):  # noqa: N801 - PyTorch's name
+class enable_grad(_NoParamContext):  # noqa: N801 - PyTorch's name
     """Context manager / decorator: re-enable recording inside ``no_grad``."""
 
     def __enter__(self):
@@ -98,8 +114,13 @@ class set_grad_enabled(_GradModeContext):  # noqa: N801 - PyTorch's name
         self.mode = bool(mode)
         STATE.enabled = self.mode
 
+    def __call__(self, func):
+        # As a decorator it must leave the mode as it was at decoration time.
+        STATE.enabled = self._prev
+        return super().__call__(func)
+
     def __enter__(self):
-        pass
+        STATE.enabled = self.mode
 
     def __exit__(self, *exc):
         STATE.enabled = self._prev
@@ -110,7 +131,16 @@ class set_grad_enabled(_GradModeContext):  # noqa: N801 - PyTorch's name
 
 
 class inference_mode(_GradModeContext):  # noqa: N801 - PyTorch's name
-    """Like ``no_grad``, and flags the mode for ``is_inference_mode_enabled``."""
+    """Like ``no_grad``, and flags the mode for ``is_inference_mode_enabled``.
+
+    ``inference_mode(False)`` turns recording back on inside it; ``@inference_mode``
+    works as a bare decorator too.
+    """
+
+    def __new__(cls, mode=True):
+        if isinstance(mode, bool):
+            return super().__new__(cls)
+        return cls()(mode)
 
     def __init__(self, mode: bool = True):
         self.mode = mode
@@ -120,7 +150,7 @@ class inference_mode(_GradModeContext):  # noqa: N801 - PyTorch's name
         if self.mode:
             STATE.enabled, STATE.inference = False, True
         else:
-            STATE.inference = False
+            STATE.enabled, STATE.inference = True, False
 
     def __exit__(self, *exc):
         STATE.enabled, STATE.inference = self._prev

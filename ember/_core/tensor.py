@@ -300,8 +300,8 @@ class Tensor:
     def retains_grad(self) -> bool:
         return self._extra is not None and self._extra.retains_grad
 
-    @property
     def is_inference(self) -> bool:
+        """False: ember has no inference tensors (``inference_mode`` only stops recording)."""
         return False
 
     @property

@@ -1,18 +1,23 @@
-"""ember.autograd: backward, grad, custom Functions, gradcheck, functional AD."""
+"""ember.autograd: backward, grad, custom Functions, gradcheck, functional AD, anomaly mode."""
 
 from .._core.engine import backward, grad
 from .._core.grad_mode import (
-    enable_grad, inference_mode, no_grad, set_grad_enabled,
+    enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled, no_grad,
+    set_grad_enabled,
 )
-from .._core.tensor import Tensor as Variable
-from . import function
-from .function import Function, once_differentiable
+from . import anomaly_mode, function, functional, graph
+from .anomaly_mode import (
+    detect_anomaly, is_anomaly_check_nan_enabled, is_anomaly_enabled, set_detect_anomaly,
+)
+from .function import Function, FunctionCtx, NestedIOFunction, once_differentiable
+from .gradcheck import GradcheckError, gradcheck, gradgradcheck
+from .variable import Variable
 
 __all__ = [
-    "Function", "Variable", "backward", "enable_grad", "function", "grad", "inference_mode",
-    "no_grad", "once_differentiable", "set_grad_enabled",
+    "Function", "FunctionCtx", "GradcheckError", "NestedIOFunction", "Variable",
+    "anomaly_mode", "backward", "detect_anomaly", "enable_grad", "function", "functional",
+    "grad", "gradcheck", "gradgradcheck", "graph", "inference_mode",
+    "is_anomaly_check_nan_enabled", "is_anomaly_enabled", "is_grad_enabled",
+    "is_inference_mode_enabled", "no_grad", "once_differentiable", "set_detect_anomaly",
+    "set_grad_enabled",
 ]
-
-from .gradcheck import GradcheckError, gradcheck, gradgradcheck  # noqa: E402
-
-__all__ += ["GradcheckError", "gradcheck", "gradgradcheck"]

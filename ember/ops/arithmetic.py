@@ -1,4 +1,5 @@
-"""Arithmetic with broadcasting: add, sub, mul, div, neg, pow, and their in-place forms.
+"""Arithmetic with broadcasting: add, sub, mul, div, neg, pow, abs, reciprocal, floor_divide,
+remainder, fmod, and their in-place forms (addcmul, addcdiv, lerp: arithmetic_fused.py).
 
 Broadcast inputs need no special code here: the engine sums a gradient back to
 its input's shape (``sum_to_size``) when the two differ.
@@ -6,10 +7,15 @@ its input's shape (``sum_to_size``) when the two differ.
 
 from __future__ import annotations
 
+import math
+
+import numpy as np
+
 from .._core import dtype as dtypes
 from .._core.function import Function
 from .._core.tensor import Tensor
-from ._util import promote, result_type, cast, is_scalar
+from ._broadcast import broadcast_shapes
+from ._util import cast, float_input, is_scalar, promote, result_type, xp_of
 
 
 def inplace_operand(op: str, target: Tensor, other):
@@ -156,7 +162,7 @@ def mul(input, other) -> Tensor:
 def div(input, other, *, rounding_mode: str | None = None) -> Tensor:
     """True division (integers give the default float dtype); or 'trunc'/'floor' rounding."""
     if rounding_mode is not None:
-        from .elementwise import floor_divide, trunc
+        from .elementwise import trunc
 
         if rounding_mode == "floor":
             return floor_divide(input, other)
@@ -220,3 +226,404 @@ def neg_(input: Tensor) -> Tensor:
 subtract = sub
 multiply = mul
 divide = div
+
+
+# ---------------------------------------------------------------------------
+# pow, abs, reciprocal, addcmul, addcdiv, lerp, floor_divide, remainder, fmod
+
+
+def check_broadcast(*operands) -> None:
+    """RuntimeError (PyTorch's message) when the tensors among `operands` can't broadcast."""
+    shapes = [o._data.shape for o in operands if isinstance(o, Tensor)]
+    if shapes and any(s != shapes[0] for s in shapes[1:]):
+        broadcast_shapes(*shapes)
+
+
+def check_inplace_shape(target: Tensor, *others) -> None:
+    """An in-place op can't grow its target: the operands must broadcast to its shape."""
+    shapes = [o._data.shape for o in others if isinstance(o, Tensor)]
+    if all(s == target._data.shape for s in shapes):
+        return
+    full = broadcast_shapes(target._data.shape, *shapes)
+    if full != tuple(target._data.shape):
+        raise RuntimeError(f"output with shape {list(target.shape)} doesn't match the broadcast "
+                           f"shape {list(full)}")
+
+
+def unsupported(kernel: str, d) -> NotImplementedError:
+    """PyTorch's error for a dtype an op's kernel does not take (a RuntimeError subclass)."""
+    return NotImplementedError(f'"{kernel}" not implemented for \'{_short(d)}\'')
+
+
+def inplace_form(cls):
+    """The in-place variant of an op class: the same kernel and gradient, with the result
+    written into the first argument; its node keeps the op's name, as in PyTorch."""
+    name = cls._name or cls.__name__ + "Backward0"
+    return type(cls.__name__ + "Inplace", (cls,), {"_inplace": True, "_name": name,
+                                                   "__module__": cls.__module__})
+
+
+def _xp(*values):
+    """The array module of the first array among `values` (others may be Python numbers)."""
+    for v in values:
+        if not isinstance(v, (bool, int, float, complex)):
+            return xp_of(v)
+    return np
+
+
+def _is_integral(d) -> bool:
+    return not (d.is_floating_point or d.is_complex)
+
+
+def _power(x, y):
+    """``x ** y``; an integer to a negative power gives 0 unless the base is 1 or -1."""
+    xp = _xp(x, y)
+    with np.errstate(all="ignore"):
+        if isinstance(y, (bool, int, float)) or y.dtype.kind not in "iu" or not (y < 0).any():
+            return xp.power(x, y)
+        base = x if not isinstance(x, (bool, int)) else xp.asarray(x, dtype=y.dtype)
+        out = xp.power(base, xp.abs(y))
+        odd = (y % 2) == 1
+        special = xp.where(base == 1, 1, xp.where(base == -1, xp.where(odd, -1, 1), 0))
+        return xp.where(y < 0, special, out).astype(out.dtype)
+
+
+class Pow(Function):
+    """tensor ** tensor."""
+
+    _name = "PowBackward1"
+
+    @staticmethod
+    def forward(ctx, x, y):
+        out = _power(x, y)
+        ctx.save_for_backward(x, y, out)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, y, out = ctx.saved_tensors
+        gx = gy = None
+        with np.errstate(all="ignore"):  # the masked-out values may be nan
+            if ctx._edges[0][0] is not None:
+                # NOTE: x ** 0 is constant, even at x == 0 where y * x ** (y - 1) is nan.
+                gx = (grad * y * x.pow(y - 1)).where(y != 0, 0.0)
+            if ctx._edges[1][0] is not None:
+                # NOTE: 0 ** y is constant (0 or 1) for y >= 0; log(0) would make it nan.
+                gy = (grad * out * x.log()).where((x != 0) | (y < 0), 0.0)
+        return gx, gy
+
+
+class PowInplace(Pow):
+    _inplace = True
+
+
+class PowTensorScalar(Function):
+    """tensor ** number."""
+
+    _name = "PowBackward0"
+
+    @staticmethod
+    def forward(ctx, x, exponent):
+        ctx.exponent = exponent
+        ctx.save_for_backward(x)
+        return _power(x, exponent)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        e = ctx.exponent
+        if e == 0:
+            return grad.new_zeros(grad.shape)
+        return grad * (e * x.pow(e - 1))
+
+
+class PowTensorScalarInplace(PowTensorScalar):
+    _inplace = True
+
+
+class PowScalarTensor(Function):
+    """number ** tensor (the number comes second here, as a non-tensor argument)."""
+
+    _name = "PowBackward2"
+
+    @staticmethod
+    def forward(ctx, y, base):
+        ctx.base = base
+        out = _power(base, y)
+        ctx.save_for_backward(y, out)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        y, out = ctx.saved_tensors
+        base = ctx.base
+        log_base = math.log(base) if base > 0 else (-math.inf if base == 0 else math.nan)
+        with np.errstate(all="ignore"):
+            gy = grad * out * log_base
+            if base == 0:
+                gy = gy.where(y < 0, 0.0)  # 0 ** y is constant for y >= 0
+        return gy
+
+
+def _check_pow_dtype(d) -> None:
+    if d is dtypes.bool:
+        raise unsupported("pow", d)
+
+
+def pow(input, exponent) -> Tensor:  # noqa: A001 - PyTorch's name
+    """``input ** exponent`` elementwise; either one (not both) may be a Python number.
+
+    Integer tensors stay integers; an integer tensor to a negative number raises.
+    Example: ``ember.pow(ember.tensor([1., 2., 3.]), 2)`` is ``tensor([1., 4., 9.])``.
+    """
+    if isinstance(input, Tensor) and isinstance(exponent, Tensor):
+        check_broadcast(input, exponent)
+        x, y = promote("pow", input, exponent)
+        _check_pow_dtype(x.dtype)
+        return Pow.apply(x, y)
+    if isinstance(input, Tensor) and is_scalar(exponent):
+        x, e = promote("pow", input, exponent)
+        _check_pow_dtype(x.dtype)
+        if _is_integral(x.dtype) and e < 0:
+            raise RuntimeError("Integers to negative integer powers are not allowed.")
+        return PowTensorScalar.apply(x, e)
+    b, y = promote("pow", input, exponent)
+    _check_pow_dtype(y.dtype)
+    return PowScalarTensor.apply(y, b)
+
+
+def pow_(input: Tensor, exponent) -> Tensor:
+    """In-place ``input **= exponent``."""
+    _check_pow_dtype(input.dtype)
+    e = inplace_operand("pow_", input, exponent)
+    if isinstance(e, Tensor):
+        check_inplace_shape(input, e)
+        return PowInplace.apply(input, e)
+    if _is_integral(input.dtype) and e < 0:
+        raise RuntimeError("Integers to negative integer powers are not allowed.")
+    return PowTensorScalarInplace.apply(input, e)
+
+
+def float_power(input, exponent) -> Tensor:
+    """``input ** exponent`` computed in double precision (float64 result)."""
+    def wide(v):
+        if isinstance(v, Tensor):
+            return v.to(dtypes.complex128 if v.is_complex() else dtypes.float64)
+        return v if isinstance(v, complex) else float(v)
+    return pow(wide(input), wide(exponent))
+
+
+def float_power_(input: Tensor, exponent) -> Tensor:
+    """In-place ``float_power``: `input` must already be float64."""
+    if input.dtype is not dtypes.float64:
+        raise RuntimeError(f"the base given to float_power_ has dtype {_short(input.dtype)} "
+                           "but the operation's result requires dtype Double")
+    return pow_(input, exponent.to(dtypes.float64) if isinstance(exponent, Tensor) else
+                float(exponent))
+
+
+def square(input: Tensor) -> Tensor:
+    """``input * input`` (bool tensors give int64, as ``input ** 2`` does)."""
+    return pow(input, 2)
+
+
+def square_(input: Tensor) -> Tensor:
+    """In-place ``square``."""
+    return pow_(input, 2)
+
+
+class Abs(Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return xp_of(x).abs(x)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return grad * x.sign()  # NOTE: sign(0) = 0, so abs'(0) = 0 as in PyTorch
+
+
+class AbsInplace(Abs):
+    _inplace = True
+    _name = "AbsBackward0"
+
+
+def abs(input: Tensor) -> Tensor:  # noqa: A001 - PyTorch's name
+    """``|input|`` elementwise (the gradient at 0 is 0)."""
+    if input.dtype is dtypes.bool:
+        raise unsupported("abs_cpu", input.dtype)
+    return Abs.apply(input)
+
+
+def abs_(input: Tensor) -> Tensor:
+    """In-place ``abs``."""
+    if input.dtype is dtypes.bool:
+        raise unsupported("abs_cpu", input.dtype)
+    return AbsInplace.apply(input)
+
+
+absolute = abs
+absolute_ = abs_
+
+
+class Reciprocal(Function):
+    @staticmethod
+    def forward(ctx, x):
+        with np.errstate(all="ignore"):
+            y = xp_of(x).reciprocal(x)
+        ctx.save_for_backward(y)
+        return y
+
+    @staticmethod
+    def backward(ctx, grad):
+        (y,) = ctx.saved_tensors
+        return -grad * (y * y)
+
+
+class ReciprocalInplace(Reciprocal):
+    _inplace = True
+    _name = "ReciprocalBackward0"
+
+
+def reciprocal(input: Tensor) -> Tensor:
+    """``1 / input`` elementwise (integer tensors give the default float dtype)."""
+    return Reciprocal.apply(float_input(input))
+
+
+def reciprocal_(input: Tensor) -> Tensor:
+    """In-place ``reciprocal`` (`input` must be floating point)."""
+    require_float_target("reciprocal_", input)
+    return ReciprocalInplace.apply(input)
+
+
+def require_float_target(op: str, target: Tensor) -> None:
+    """In-place float functions can't write into integer tensors."""
+    if _is_integral(target.dtype):
+        raise RuntimeError(f"result type Float can't be cast to the desired output type "
+                           f"{_short(target.dtype)}")
+
+
+def _check_divisor(kernel: str, a, b) -> None:
+    """Bool operands are refused; integer division by zero raises, as in PyTorch."""
+    d = a.dtype if isinstance(a, Tensor) else b.dtype
+    if d is dtypes.bool:
+        raise unsupported(kernel, d)
+    if _is_integral(d):
+        zero = (b == 0) if not isinstance(b, Tensor) else bool((b._data == 0).any())
+        if zero:
+            raise RuntimeError("ZeroDivisionError")
+
+
+def _detached(v):
+    return v.detach() if isinstance(v, Tensor) else v
+
+
+class FloorDivide(Function):
+    # PyTorch records floor_divide in the graph with no derivative: backward through it raises.
+    _name = "NotImplemented"
+
+    @staticmethod
+    def forward(ctx, x, y):
+        with np.errstate(all="ignore"):
+            return _xp(x, y).floor_divide(x, y)
+
+    @staticmethod
+    def backward(ctx, grad):
+        raise RuntimeError("the derivative for 'floor_divide' is not implemented.")
+
+
+class FloorDivideInplace(FloorDivide):
+    _inplace = True
+
+
+class Remainder(Function):
+    """Remainder with the sign of the divisor (Python's ``%``)."""
+
+    @staticmethod
+    def forward(ctx, x, y):
+        ctx._name = "RemainderBackward1" if not isinstance(y, (bool, int, float)) else \
+            "RemainderBackward0"
+        ctx.save_for_backward(x, y)
+        with np.errstate(all="ignore"):
+            return _xp(x, y).remainder(x, y)
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, y = ctx.saved_tensors
+        gy = None
+        if len(ctx._edges) > 1 and ctx._edges[1][0] is not None:
+            gy = -grad * floor_divide(_detached(x), _detached(y))
+        return grad, gy
+
+
+class RemainderInplace(Remainder):
+    _inplace = True
+
+
+class Fmod(Function):
+    """Remainder with the sign of the dividend (C's ``fmod``)."""
+
+    @staticmethod
+    def forward(ctx, x, y):
+        ctx._name = "FmodBackward1" if not isinstance(y, (bool, int, float)) else \
+            "FmodBackward0"
+        ctx.save_for_backward(x, y)
+        with np.errstate(all="ignore"):
+            return _xp(x, y).fmod(x, y)
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, y = ctx.saved_tensors
+        gy = None
+        if len(ctx._edges) > 1 and ctx._edges[1][0] is not None:
+            gy = -grad * div(_detached(x), _detached(y), rounding_mode="trunc")
+        return grad, gy
+
+
+class FmodInplace(Fmod):
+    _inplace = True
+
+
+def _division_like(op: str, kernel: str, cls, input, other):
+    check_broadcast(input, other)
+    a, b = promote(op, input, other)
+    _check_divisor(kernel, a, b)
+    return cls.apply(a, b)
+
+
+def _division_like_(op: str, kernel: str, cls, input: Tensor, other):
+    b = inplace_operand(op, input, other)
+    check_inplace_shape(input, b)
+    _check_divisor(kernel, input, b)
+    return cls.apply(input, b)
+
+
+def floor_divide(input, other) -> Tensor:
+    """``input // other``: the quotient rounded toward minus infinity (Python's ``//``)."""
+    return _division_like("floor_divide", "div_floor_cpu", FloorDivide, input, other)
+
+
+def floor_divide_(input: Tensor, other) -> Tensor:
+    """In-place ``floor_divide``."""
+    return _division_like_("floor_divide_", "div_floor_cpu", FloorDivideInplace, input, other)
+
+
+def remainder(input, other) -> Tensor:
+    """``input % other`` with the sign of `other`, as Python's ``%``."""
+    return _division_like("remainder", "remainder_cpu", Remainder, input, other)
+
+
+def remainder_(input: Tensor, other) -> Tensor:
+    """In-place ``remainder``."""
+    return _division_like_("remainder_", "remainder_cpu", RemainderInplace, input, other)
+
+
+def fmod(input, other) -> Tensor:
+    """The remainder of ``input / other`` with the sign of `input`, as C's ``fmod``."""
+    return _division_like("fmod", "fmod_cpu", Fmod, input, other)
+
+
+def fmod_(input: Tensor, other) -> Tensor:
+    """In-place ``fmod``."""
+    return _division_like_("fmod_", "fmod_cpu", FmodInplace, input, other)

@@ -118,9 +118,7 @@ def test_no_reference_cycles(op):
         if not outs:
             pytest.skip("no differentiable output for this sample")
         refs = [weakref.ref(o) for o in outs] + [weakref.ref(o.grad_fn) for o in outs]
-        loss = outs[0].sum()
-        for o in outs[1:]:
-            loss = loss + o.sum()
+        loss = sum((o.sum() for o in outs[1:]), outs[0].sum())
         loss.backward()
         del outs, loss
         assert all(r() is None for r in refs), "graph nodes or outputs outlived their owners"

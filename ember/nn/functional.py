@@ -1,0 +1,149 @@
+"""``ember.nn.functional``: the functional forms of layers and losses (``import ... as F``)."""
+
+from __future__ import annotations
+
+import warnings
+
+from .._core.tensor import Tensor
+from ..ops.reduction import mean as _mean
+from ..ops.reduction import sum as _sum
+from ..ops.linalg import addmm as _addmm
+from ..ops.linalg import matmul as _matmul
+
+__all__ = ["mse_loss"]
+__all__ += ["linear", "bilinear"]
+
+
+def _legacy_reduction(size_average, reduce, emit_warning: bool = True) -> str:
+    """Map the deprecated ``size_average``/``reduce`` pair onto a ``reduction`` string."""
+    size_average = True if size_average is None else size_average
+    reduce = True if reduce is None else reduce
+    if not reduce:
+        reduction = "none"
+    elif size_average:
+        reduction = "mean"
+    else:
+        reduction = "sum"
+    if emit_warning:
+        warnings.warn("size_average and reduce args will be deprecated, please use "
+                      f"reduction='{reduction}' instead.", UserWarning, stacklevel=3)
+    return reduction
+
+
+def _reduce(loss: Tensor, reduction: str) -> Tensor:
+    if reduction == "none":
+        return loss
+    if reduction == "mean":
+        return _mean(loss)
+    if reduction == "sum":
+        return _sum(loss)
+    raise ValueError(f"{reduction} is not a valid value for reduction")
+
+
+def mse_loss(input: Tensor, target: Tensor, size_average=None, reduce=None,
+             reduction: str = "mean", weight: Tensor | None = None) -> Tensor:
+    """Mean squared error: ``(input - target) ** 2`` reduced by `reduction`.
+
+    `reduction` is ``'mean'`` (default), ``'sum'`` or ``'none'``; `weight`, when
+    given, scales each squared error before the reduction ('mean' still divides by
+    the number of elements).  Shapes that differ are broadcast, with a warning, as
+    in PyTorch.
+
+    >>> mse_loss(ember.tensor([1., 2.]), ember.tensor([1., 4.]))
+    tensor(2.)
+    """
+    for name, value in (("input", input), ("target", target)):
+        if not isinstance(value, Tensor):
+            raise TypeError(f"mse_loss(): argument '{name}' must be Tensor, not "
+                            f"{type(value).__name__}")
+    if size_average is not None or reduce is not None:
+        reduction = _legacy_reduction(size_average, reduce)
+    if reduction not in ("none", "mean", "sum"):
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    if target.shape != input.shape:
+        warnings.warn(f"Using a target size ({_size(target.shape)}) that is different to the "
+                      f"input size ({_size(input.shape)}). This will likely lead to incorrect "
+                      "results due to broadcasting. Please ensure they have the same size.",
+                      UserWarning, stacklevel=2)
+    if not (input.dtype.is_floating_point or target.dtype.is_floating_point):
+        raise NotImplementedError(f"\"mse_loss\" not implemented for '{_legacy(input)}'")
+    diff = input - target
+    loss = diff * diff
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, reduction)
+
+
+def _size(shape) -> str:
+    return f"torch.Size([{', '.join(str(d) for d in shape)}])"
+
+
+def _legacy(t: Tensor) -> str:
+    names = {"int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char",
+             "uint8": "Byte", "bool": "Bool"}
+    return names.get(t.dtype.name, t.dtype.name)
+
+
+# --- linear layers (used by nn.Linear / nn.Bilinear) ---
+
+
+def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
+    """``input @ weight.T + bias`` over the last dimension of `input`.
+
+    `weight` is (out_features, in_features) (or 1-D, giving one output); `input` is
+    (*, in_features).  A 2-D input with a bias is one fused ``addmm``.
+    """
+    if input.dim() == 0 or weight.dim() == 0:
+        raise RuntimeError("both arguments to linear need to be at least 1D, but they are "
+                           f"{input.dim()}D and {weight.dim()}D")
+    if weight.dim() > 2:
+        raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is "
+                           f"{weight.dim()}D")
+    if weight.dim() == 2 and input.shape[-1] != weight.shape[1]:
+        rows = _prod(input.shape[:-1])
+        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({rows}x"
+                           f"{input.shape[-1]} and {weight.shape[1]}x{weight.shape[0]})")
+    if bias is not None and input.dim() == 2 and weight.dim() == 2:
+        return _addmm(bias, input, weight.t())
+    out = _matmul(input, weight.t())
+    return out if bias is None else out + bias
+
+
+def bilinear(input1: Tensor, input2: Tensor, weight: Tensor,
+             bias: Tensor | None = None) -> Tensor:
+    """``out[..., k] = input1 @ weight[k] @ input2 + bias[k]``.
+
+    `input1` is (*, in1), `input2` (*, in2) with the same leading shape, `weight`
+    (out, in1, in2), `bias` (out,).
+    """
+    if input1.dim() != input2.dim():
+        raise RuntimeError(f"bilinear(): input dimensions do not match: got {input1.dim()} "
+                           f"and {input2.dim()}")
+    for i in range(input1.dim() - 1):
+        if input1.shape[i] != input2.shape[i]:
+            raise RuntimeError(f"bilinear(): input batch dimensions do not match at dim {i}: "
+                               f"got {input1.shape[i]} and {input2.shape[i]}")
+    if weight.dim() != 3:
+        raise RuntimeError(f"bilinear(): weight must be a 3-D tensor, got {weight.dim()}-D")
+    out_f, in1, in2 = weight.shape
+    if input1.shape[-1] != in1:
+        raise RuntimeError(f"bilinear(): input1 size does not match weight size: got "
+                           f"{input1.shape[-1]} but expected {in1}")
+    if input2.shape[-1] != in2:
+        raise RuntimeError(f"bilinear(): input2 size does not match weight size: got "
+                           f"{input2.shape[-1]} but expected {in2}")
+    if bias is not None and bias.shape[-1] != out_f:
+        raise RuntimeError(f"bilinear(): bias size does not match weight size: got "
+                           f"{bias.shape[-1]} but expected {out_f}")
+    # (*, in1) @ (in1, out * in2) -> (*, out, in2), then contract in2 with input2.
+    mixed = _matmul(input1, weight.permute(1, 0, 2).reshape(in1, out_f * in2))
+    mixed = mixed.reshape(tuple(input1.shape[:-1]) + (out_f, in2))
+    out = (mixed * input2.unsqueeze(-2)).sum(-1)
+    return out if bias is None else out + bias
+
+
+def _prod(shape) -> int:
+    n = 1
+    for s in shape:
+        n *= s
+    return n

@@ -1,0 +1,632 @@
+"""Activation functions: softmax and log_softmax, the smooth activations (gelu, silu, mish,
+softplus, logsigmoid, elu/selu/celu) and the piecewise linear ones (leaky_relu, hardtanh,
+threshold, hardsigmoid, hardswish, softshrink, hardshrink), plus the compositions (glu,
+prelu, rrelu, softsign, tanhshrink, softmin).
+
+Each op that needs a stable or fused kernel is a `Function`: the forward computes on
+arrays, the backward is written with ember ops, so it can be differentiated again.  The
+public functions have the signatures of ``torch.nn.functional`` (``inplace=`` where
+PyTorch has it); the ``*_`` forms write into their input.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+
+from .._core import dtype as dtypes
+from .._core.function import Function
+from .._core.tensor import Tensor, _make
+from ._util import wrap_dim, xp_of
+from .arithmetic import inplace_form, unsupported
+from .elementwise import relu as _relu
+from .elementwise import relu_ as _relu_
+from .elementwise import tanh as _tanh
+from .elementwise_special import _erf64, sigmoid
+from .elementwise_special import where as _where
+
+SELU_ALPHA = 1.6732632423543772848170429916717
+SELU_SCALE = 1.0507009873554804934193349852946
+_SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
+_INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
+_GELU_C = 0.044715
+
+
+def _require_float(kernel: str, input: Tensor) -> None:
+    """PyTorch's error for an integer tensor given to a float-only activation."""
+    if not isinstance(input, Tensor):
+        raise TypeError(f"{kernel}(): argument 'input' must be Tensor, not "
+                        f"{type(input).__name__}")
+    if not (input.dtype.is_floating_point or input.dtype.is_complex):
+        raise unsupported(kernel, input.dtype)
+
+
+# ---------------------------------------------------------------------------
+# softmax and log_softmax
+
+
+def _as_2d(x):
+    """0-dim arrays are treated as one-element vectors by the softmax kernels."""
+    return x.reshape(1) if x.ndim == 0 else x
+
+
+class Softmax(Function):
+    @staticmethod
+    def forward(ctx, x, dim):
+        ctx.dim = dim
+        xp = xp_of(x)
+        z = _as_2d(x)
+        if z.size == 0:
+            y = z.copy()
+        else:
+            # NOTE: shifting by the max keeps exp() from overflowing (inputs of 1e4 are fine).
+            e = xp.exp(z - z.max(axis=dim, keepdims=True))
+            y = e / e.sum(axis=dim, keepdims=True)
+        y = y.reshape(x.shape)
+        ctx.save_for_backward(y)
+        return y
+
+    @staticmethod
+    def backward(ctx, grad):
+        (y,) = ctx.saved_tensors
+        if y.dim() == 0:
+            return grad * 0.0
+        return y * (grad - (grad * y).sum(ctx.dim, keepdim=True))
+
+
+class LogSoftmax(Function):
+    @staticmethod
+    def forward(ctx, x, dim):
+        ctx.dim = dim
+        xp = xp_of(x)
+        z = _as_2d(x)
+        if z.size == 0:
+            y = z.copy()
+        else:
+            shifted = z - z.max(axis=dim, keepdims=True)
+            y = shifted - xp.log(xp.exp(shifted).sum(axis=dim, keepdims=True))
+        y = y.reshape(x.shape)
+        ctx.save_for_backward(y)
+        return y
+
+    @staticmethod
+    def backward(ctx, grad):
+        (y,) = ctx.saved_tensors
+        if y.dim() == 0:
+            return grad * 0.0
+        return grad - y.exp() * grad.sum(ctx.dim, keepdim=True)
+
+
+def _softmax_dim(name: str, ndim: int, stacklevel: int) -> int:
+    warnings.warn(f"Implicit dimension choice for {name} has been deprecated. Change the call "
+                  "to include dim=X as an argument.", UserWarning, stacklevel=stacklevel)
+    return 0 if ndim in (0, 1, 3) else 1
+
+
+def _softmax_input(name: str, kernel: str, input: Tensor, dim, stacklevel: int, dtype):
+    if not isinstance(input, Tensor):
+        raise TypeError(f"{name}(): argument 'input' must be Tensor, not "
+                        f"{type(input).__name__}")
+    if dim is None:
+        dim = _softmax_dim(name, input.dim(), stacklevel + 1)
+    if dtype is not None:
+        input = input.to(dtypes.to_dtype(dtype))
+    _require_float(kernel, input)
+    return input, wrap_dim(dim, input.dim(), name)
+
+
+def softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3,
+            dtype=None) -> Tensor:
+    """``exp(x) / exp(x).sum(dim)``: the entries along `dim` become positive and sum to 1.
+
+    `dtype` casts the input first (e.g. to float64 for accuracy).  Computed with the max
+    subtracted, so large inputs do not overflow.
+
+    >>> softmax(ember.tensor([1., 2., 3.]), dim=0)
+    tensor([0.0900, 0.2447, 0.6652])
+    """
+    input, dim = _softmax_input("softmax", "softmax_lastdim_kernel_impl", input, dim,
+                                _stacklevel, dtype)
+    return Softmax.apply(input, dim)
+
+
+def log_softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3,
+                dtype=None) -> Tensor:
+    """``log(softmax(x, dim))``, computed directly (stable for large and small inputs)."""
+    input, dim = _softmax_input("log_softmax", "log_softmax_lastdim_kernel_impl", input, dim,
+                                _stacklevel, dtype)
+    return LogSoftmax.apply(input, dim)
+
+
+def softmin(input: Tensor, dim: int | None = None, _stacklevel: int = 3,
+            dtype=None) -> Tensor:
+    """``softmax(-x, dim)``: the smallest entries get the largest weights."""
+    input, dim = _softmax_input("softmin", "softmax_lastdim_kernel_impl", input, dim,
+                                _stacklevel, dtype)
+    return Softmax.apply(-input, dim)
+
+
+# ---------------------------------------------------------------------------
+# smooth activations
+
+
+def _erf(xp, x):
+    out = _erf64(xp, x.astype(np.float64))
+    return out if x.dtype == np.float64 else out.astype(x.dtype)
+
+
+class Gelu(Function):
+    @staticmethod
+    def forward(ctx, x, approximate="none"):
+        ctx.approximate = approximate
+        ctx.save_for_backward(x)
+        xp = xp_of(x)
+        if approximate == "tanh":
+            inner = _SQRT_2_OVER_PI * (x + _GELU_C * x * x * x)
+            return (0.5 * x * (1 + xp.tanh(inner))).astype(x.dtype, copy=False)
+        return (0.5 * x * (1 + _erf(xp, x * (1 / math.sqrt(2.0))))).astype(x.dtype, copy=False)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        if ctx.approximate == "tanh":
+            t = (_SQRT_2_OVER_PI * (x + _GELU_C * x * x * x)).tanh()
+            dinner = _SQRT_2_OVER_PI * (1 + 3 * _GELU_C * x * x)
+            return grad * (0.5 * (1 + t) + 0.5 * x * (1 - t * t) * dinner)
+        cdf = 0.5 * (1 + (x * (1 / math.sqrt(2.0))).erf())
+        pdf = _INV_SQRT_2PI * (-0.5 * x * x).exp()
+        return grad * (cdf + x * pdf)
+
+
+def _sigmoid_array(xp, x):
+    e = xp.exp(-xp.abs(x))
+    return xp.where(x >= 0, 1 / (1 + e), e / (1 + e)).astype(x.dtype, copy=False)
+
+
+def _softplus_array(xp, z):
+    # NOTE: log(1 + exp(z)) = max(z, 0) + log1p(exp(-|z|)) never overflows.
+    return xp.maximum(z, 0) + xp.log1p(xp.exp(-xp.abs(z)))
+
+
+class Silu(Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        with np.errstate(all="ignore"):
+            return x * _sigmoid_array(xp_of(x), x)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        s = sigmoid(x)
+        return grad * (s * (1 + x * (1 - s)))
+
+
+class Mish(Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        xp = xp_of(x)
+        with np.errstate(all="ignore"):
+            return (x * xp.tanh(_softplus_array(xp, x))).astype(x.dtype, copy=False)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        t = _tanh(Softplus.apply(x, 1.0, 20.0))
+        return grad * (t + x * (1 - t * t) * sigmoid(x))
+
+
+class Softplus(Function):
+    @staticmethod
+    def forward(ctx, x, beta, threshold):
+        ctx.beta, ctx.threshold = beta, threshold
+        ctx.save_for_backward(x)
+        xp = xp_of(x)
+        z = x * beta
+        with np.errstate(all="ignore"):
+            out = xp.where(z > threshold, x, _softplus_array(xp, z) / beta)
+        return out.astype(x.dtype, copy=False)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        z = x * ctx.beta
+        return grad * sigmoid(z).where(z <= ctx.threshold, 1.0)
+
+
+class LogSigmoid(Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        xp = xp_of(x)
+        with np.errstate(all="ignore"):
+            return (xp.minimum(x, 0) - xp.log1p(xp.exp(-xp.abs(x)))).astype(x.dtype, copy=False)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return grad * sigmoid(-x)
+
+
+class Elu(Function):
+    """``scale * x`` for x > 0, ``scale * alpha * (exp(x * input_scale) - 1)`` otherwise."""
+
+    @staticmethod
+    def forward(ctx, x, alpha, scale, input_scale):
+        ctx.params = (alpha, scale, input_scale)
+        xp = xp_of(x)
+        with np.errstate(all="ignore"):
+            neg = (scale * alpha) * xp.expm1(xp.minimum(x, 0) * input_scale)
+            y = xp.where(x > 0, x * scale, neg).astype(x.dtype, copy=False)
+        # the in-place form saves its output (its input is overwritten), as PyTorch does
+        ctx.save_for_backward(y if ctx._inplace else x)
+        return y
+
+    @staticmethod
+    def backward(ctx, grad):
+        (s,) = ctx.saved_tensors
+        alpha, scale, input_scale = ctx.params
+        if ctx._inplace:
+            if alpha < 0:
+                raise RuntimeError(
+                    "In-place elu backward calculation is triggered with a negative slope which "
+                    "is not supported. This is caused by calling in-place forward function with "
+                    "a negative slope, please call out-of-place version instead.")
+            neg = input_scale * (s + scale * alpha)
+            return grad * neg.where(s <= 0, scale)
+        neg = (scale * alpha * input_scale) * (s * input_scale).exp()
+        return grad * neg.where(s <= 0, scale)
+
+
+class Celu(Elu):
+    pass
+
+
+class LeakyRelu(Function):
+    @staticmethod
+    def forward(ctx, x, negative_slope):
+        ctx.slope = negative_slope
+        y = xp_of(x).where(x > 0, x, x * negative_slope).astype(x.dtype, copy=False)
+        ctx.save_for_backward(y if ctx._inplace else x)
+        return y
+
+    @staticmethod
+    def backward(ctx, grad):
+        (s,) = ctx.saved_tensors
+        if ctx._inplace and ctx.slope < 0:
+            raise RuntimeError(
+                "In-place leakyReLu backward calculation is triggered with a negative slope which "
+                "is not supported. This is caused by calling in-place forward function with a "
+                "negative slope, please call out-of-place version instead. File an issue at "
+                "https://github.com/pytorch/pytorch if you do require supporting in-place "
+                "leakRelu backward calculation with negative slope")
+        return grad.where(s > 0, grad * ctx.slope)
+
+
+class Hardtanh(Function):
+    @staticmethod
+    def forward(ctx, x, min_val, max_val):
+        ctx.bounds = (min_val, max_val)
+        y = xp_of(x).clip(x, min_val, max_val).astype(x.dtype, copy=False)
+        # NOTE: min < y < max exactly where min < x < max, so the output serves both forms.
+        ctx.save_for_backward(y)
+        return y
+
+    @staticmethod
+    def backward(ctx, grad):
+        (y,) = ctx.saved_tensors
+        lo, hi = ctx.bounds
+        return grad.where((y > lo) & (y < hi), 0.0)
+
+
+class Threshold(Function):
+    @staticmethod
+    def forward(ctx, x, threshold, value):
+        ctx.threshold = threshold
+        ctx.save_for_backward(x)
+        return xp_of(x).where(x > threshold, x, value).astype(x.dtype, copy=False)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return grad.where(x > ctx.threshold, 0.0)
+
+
+class Hardsigmoid(Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return xp_of(x).clip(x / 6 + 0.5, 0, 1).astype(x.dtype, copy=False)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return (grad / 6).where((x > -3) & (x < 3), 0.0)
+
+
+class Hardswish(Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return (x * xp_of(x).clip(x + 3, 0, 6) / 6).astype(x.dtype, copy=False)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        middle = grad * (x / 3 + 0.5)
+        return middle.where(x <= 3, grad).where(x >= -3, 0.0)
+
+
+class Softshrink(Function):
+    @staticmethod
+    def forward(ctx, x, lambd):
+        ctx.save_for_backward(x)
+        ctx.lambd = lambd
+        xp = xp_of(x)
+        out = xp.where(x > lambd, x - lambd, xp.where(x < -lambd, x + lambd, 0))
+        return out.astype(x.dtype, copy=False)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return grad.where(x.abs() > ctx.lambd, 0.0)
+
+
+class Hardshrink(Softshrink):
+    @staticmethod
+    def forward(ctx, x, lambd):
+        ctx.save_for_backward(x)
+        ctx.lambd = lambd
+        return xp_of(x).where(xp_of(x).abs(x) > lambd, x, 0).astype(x.dtype, copy=False)
+
+
+EluInplace = type("EluInplace", (Elu,), {"_inplace": True, "_name": "EluBackward1"})
+CeluInplace = type("CeluInplace", (Elu,), {"_inplace": True, "_name": "CeluBackward1"})
+LeakyReluInplace = type("LeakyReluInplace", (LeakyRelu,),
+                        {"_inplace": True, "_name": "LeakyReluBackward1"})
+HardtanhInplace = type("HardtanhInplace", (Hardtanh,),
+                       {"_inplace": True, "_name": "HardtanhBackward1"})
+ThresholdInplace = type("ThresholdInplace", (Threshold,),
+                        {"_inplace": True, "_name": "ThresholdBackward1"})
+SiluInplace = inplace_form(Silu)
+MishInplace = inplace_form(Mish)
+HardsigmoidInplace = inplace_form(Hardsigmoid)
+HardswishInplace = inplace_form(Hardswish)
+
+
+# ---------------------------------------------------------------------------
+# public functions
+
+
+def _apply(cls, inplace_cls, inplace: bool, input: Tensor, *args):
+    return (inplace_cls if inplace else cls).apply(input, *args)
+
+
+def gelu(input: Tensor, approximate: str = "none") -> Tensor:
+    """Gaussian error linear unit ``x * Phi(x)`` (Phi: the standard normal CDF).
+
+    ``approximate='tanh'`` uses ``0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))``.
+    """
+    _require_float("GeluKernelImpl", input)
+    if approximate not in ("none", "tanh"):
+        raise RuntimeError("approximate argument must be either none or tanh.")
+    return Gelu.apply(input, approximate)
+
+
+def silu(input: Tensor, inplace: bool = False) -> Tensor:
+    """Sigmoid linear unit (swish): ``x * sigmoid(x)``."""
+    _require_float("silu_cpu", input)
+    return _apply(Silu, SiluInplace, inplace, input)
+
+
+def mish(input: Tensor, inplace: bool = False) -> Tensor:
+    """``x * tanh(softplus(x))``."""
+    _require_float("mish_cpu", input)
+    return _apply(Mish, MishInplace, inplace, input)
+
+
+def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
+    """``log(1 + exp(beta * x)) / beta``, and ``x`` itself where ``beta * x > threshold``."""
+    _require_float("softplus_cpu", input)
+    return Softplus.apply(input, beta, threshold)
+
+
+def logsigmoid(input: Tensor) -> Tensor:
+    """``log(sigmoid(x))``, computed without overflow or log(0) for large ``|x|``."""
+    _require_float("log_sigmoid_cpu", input)
+    return LogSigmoid.apply(input)
+
+
+def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
+    """Exponential linear unit: ``x`` for x > 0, ``alpha * (exp(x) - 1)`` otherwise."""
+    _require_float("elu_cpu", input)
+    return _apply(Elu, EluInplace, inplace, input, alpha, 1.0, 1.0)
+
+
+def elu_(input: Tensor, alpha: float = 1.0) -> Tensor:
+    """In-place ``elu``."""
+    return elu(input, alpha, inplace=True)
+
+
+def selu(input: Tensor, inplace: bool = False) -> Tensor:
+    """Scaled ELU with the constants of self-normalizing networks (alpha≈1.6733, scale≈1.0507)."""
+    _require_float("elu_cpu", input)
+    return _apply(Elu, EluInplace, inplace, input, SELU_ALPHA, SELU_SCALE, 1.0)
+
+
+def selu_(input: Tensor) -> Tensor:
+    """In-place ``selu``."""
+    return selu(input, inplace=True)
+
+
+def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
+    """Continuously differentiable ELU: ``max(0, x) + min(0, alpha * (exp(x / alpha) - 1))``."""
+    _require_float("elu_cpu", input)
+    if alpha == 0:
+        raise RuntimeError("ZeroDivisionError: alpha cannot be 0 for CELU")
+    return _apply(Celu, CeluInplace, inplace, input, alpha, 1.0, 1.0 / alpha)
+
+
+def celu_(input: Tensor, alpha: float = 1.0) -> Tensor:
+    """In-place ``celu``."""
+    return celu(input, alpha, inplace=True)
+
+
+def relu(input: Tensor, inplace: bool = False) -> Tensor:
+    """``max(x, 0)`` (integer tensors stay integers)."""
+    return _relu_(input) if inplace else _relu(input)
+
+
+def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
+    """``x`` for x > 0, ``negative_slope * x`` otherwise."""
+    _require_float("leaky_relu_cpu", input)
+    return _apply(LeakyRelu, LeakyReluInplace, inplace, input, negative_slope)
+
+
+def leaky_relu_(input: Tensor, negative_slope: float = 0.01) -> Tensor:
+    """In-place ``leaky_relu``."""
+    return leaky_relu(input, negative_slope, inplace=True)
+
+
+def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0,
+             inplace: bool = False) -> Tensor:
+    """``x`` clamped to [min_val, max_val] (gradient 0 outside the open interval)."""
+    if min_val > max_val:
+        raise ValueError("min_val cannot be greater than max_val")
+    if not isinstance(input, Tensor):
+        raise TypeError(f"hardtanh(): argument 'input' must be Tensor, not "
+                        f"{type(input).__name__}")
+    if input.dtype is dtypes.bool:
+        raise unsupported("hardtanh", input.dtype)
+    if not input.dtype.is_floating_point:
+        min_val, max_val = int(min_val), int(max_val)
+    return _apply(Hardtanh, HardtanhInplace, inplace, input, min_val, max_val)
+
+
+def hardtanh_(input: Tensor, min_val: float = -1.0, max_val: float = 1.0) -> Tensor:
+    """In-place ``hardtanh``."""
+    return hardtanh(input, min_val, max_val, inplace=True)
+
+
+def relu6(input: Tensor, inplace: bool = False) -> Tensor:
+    """``min(max(x, 0), 6)``."""
+    return hardtanh(input, 0.0, 6.0, inplace)
+
+
+def threshold(input: Tensor, threshold: float, value: float, inplace: bool = False) -> Tensor:
+    """``x`` where ``x > threshold``, else `value`."""
+    if not isinstance(input, Tensor):
+        raise TypeError(f"threshold(): argument 'input' must be Tensor, not "
+                        f"{type(input).__name__}")
+    return _apply(Threshold, ThresholdInplace, inplace, input, threshold, value)
+
+
+def threshold_(input: Tensor, threshold: float, value: float) -> Tensor:
+    """In-place ``threshold``."""
+    return _apply(Threshold, ThresholdInplace, True, input, threshold, value)
+
+
+def hardsigmoid(input: Tensor, inplace: bool = False) -> Tensor:
+    """Piecewise linear sigmoid: ``clamp(x / 6 + 1/2, 0, 1)``."""
+    _require_float("hardsigmoid_cpu", input)
+    return _apply(Hardsigmoid, HardsigmoidInplace, inplace, input)
+
+
+def hardswish(input: Tensor, inplace: bool = False) -> Tensor:
+    """``x * hardsigmoid(x)`` (MobileNetV3)."""
+    _require_float("hardswish_cpu", input)
+    return _apply(Hardswish, HardswishInplace, inplace, input)
+
+
+def _check_lambd(op: str, input: Tensor, lambd: float) -> None:
+    if lambd < 0:
+        raise RuntimeError(f"lambda must be in range [0, 3.40282e+38] for input dtype "
+                           f"{_dtype_word(input)}, but found {lambd:g}")
+
+
+def _dtype_word(t: Tensor) -> str:
+    return {"float32": "Float", "float64": "Double", "float16": "Half",
+            "bfloat16": "BFloat16"}.get(t.dtype.name, t.dtype.name)
+
+
+def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
+    """``x - lambd`` above `lambd`, ``x + lambd`` below ``-lambd``, 0 in between."""
+    _require_float("softshrink_cpu", input)
+    _check_lambd("softshrink", input, lambd)
+    return Softshrink.apply(input, lambd)
+
+
+def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
+    """``x`` where ``|x| > lambd``, 0 elsewhere."""
+    _require_float("hardshrink_cpu", input)
+    return Hardshrink.apply(input, lambd)
+
+
+def softsign(input: Tensor) -> Tensor:
+    """``x / (1 + |x|)``."""
+    return input / (input.abs() + 1)
+
+
+def tanhshrink(input: Tensor) -> Tensor:
+    """``x - tanh(x)``."""
+    return input - _tanh(input)
+
+
+def glu(input: Tensor, dim: int = -1) -> Tensor:
+    """Gated linear unit: split `input` in halves ``a, b`` along `dim`; ``a * sigmoid(b)``."""
+    if input.dim() == 0:
+        raise RuntimeError("glu does not support scalars because halving size must be even")
+    d = wrap_dim(dim, input.dim(), "glu")
+    size = input.shape[d]
+    if size % 2:
+        raise RuntimeError(f"Halving dimension must be even, but dimension {d} is size {size}")
+    a, b = input.split(size // 2, d)
+    return a * sigmoid(b)
+
+
+def prelu(input: Tensor, weight: Tensor) -> Tensor:
+    """``x`` for x > 0, ``weight * x`` otherwise.
+
+    `weight` has one element, or one per channel (dim 1 of the input; inputs of fewer
+    than 2 dims have a single channel).
+    """
+    channels = input.shape[1] if input.dim() >= 2 else 1
+    n = weight.numel()
+    if n != 1 and n != channels:
+        raise RuntimeError("Mismatch of parameter numbers and input channel size. Found "
+                           f"parameter numbers = {n} and channel size = {channels}.")
+    if n == 1 or input.dim() < 2:
+        slope = weight.reshape(())
+    else:
+        slope = weight.reshape((channels,) + (1,) * (input.dim() - 2))
+    return _where(input > 0, input, slope * input)
+
+
+def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False,
+          inplace: bool = False) -> Tensor:
+    """Randomized leaky ReLU: in training, each negative element gets a slope drawn uniformly
+    from [lower, upper] (from ember's generator); in eval, the mean slope ``(lower+upper)/2``."""
+    if lower > upper:
+        raise RuntimeError("Lower bound should be less than or equal to the upper bound")
+    _require_float("rrelu_with_noise", input)
+    if not training:
+        return leaky_relu(input, (lower + upper) / 2, inplace)
+    from ..random import _generator_for
+
+    xp, src = _generator_for(input.device, None)._source()
+    work = np.float64 if input.dtype is dtypes.float64 else np.float32
+    u = src.uniform(tuple(input.shape), work)
+    slopes = (lower + (upper - lower) * u).astype(input._data.dtype, copy=False)
+    noise = _make(xp.where(input._data >= 0, 1, slopes).astype(input._data.dtype, copy=False))
+    if inplace:
+        return input.mul_(noise)
+    return input * noise
+
+
+def rrelu_(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3,
+           training: bool = False) -> Tensor:
+    """In-place ``rrelu``."""
+    return rrelu(input, lower, upper, training, inplace=True)

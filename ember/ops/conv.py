@@ -1,0 +1,459 @@
+"""Convolution: conv1d/2d/3d and conv_transpose1d/2d/3d, one N-d implementation.
+
+Everything rests on sliding windows: the zero-padded input seen as a strided view
+of shape (N, C, *out, *kernel) (no copy), copied once into a column matrix and
+multiplied by the weight in one matrix product per group ("im2col").  The transposed
+convolution runs the other way: one matrix product gives the columns, which are
+added back into the (padded) output by strided slices, one per kernel offset
+("col2im", a loop over the k^d kernel positions, never over pixels).
+
+The three products hidden in a convolution are one trilinear form
+``T(a, w, c) = <conv(a, w), c>``; each of conv, conv_transpose and the weight
+gradient is the derivative of T in one argument, so each one's backward is made of
+the other two (see ``Convolution`` and ``ConvolutionWeight``) and gradients of any
+order work.
+
+The window helpers (``window_view``, ``kernel_offsets``, ``pad_array``) are shared
+with pooling.py and resample.py.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from typing import NamedTuple
+
+import numpy as np
+
+from .._core.function import Function
+from .._core.tensor import Tensor
+from ._util import check_same_device, xp_of
+
+_INTS = (int, np.integer)
+
+# ----------------------------------------------------------------------
+# sliding windows (shared with pooling.py and resample.py)
+
+
+def window_view(x, kernel, stride, dilation):
+    """A read-only view (..., *out, *kernel) of the windows over the last len(kernel) dims.
+
+    `x` is already padded; ``out[i] = (size[i] - dilation[i]*(kernel[i]-1) - 1)
+    // stride[i] + 1``.  No data is copied.
+    """
+    nd = len(kernel)
+    lead, spatial = x.shape[:-nd], x.shape[-nd:]
+    out = tuple((n - d * (k - 1) - 1) // s + 1
+                for n, k, s, d in zip(spatial, kernel, stride, dilation))
+    st = x.strides[-nd:]
+    strides = (x.strides[:-nd] + tuple(a * s for a, s in zip(st, stride))
+               + tuple(a * d for a, d in zip(st, dilation)))
+    xp = xp_of(x)
+    return xp.lib.stride_tricks.as_strided(x, lead + out + tuple(kernel), strides,
+                                           writeable=False)
+
+
+def kernel_offsets(kernel, stride, dilation, out):
+    """(kernel index, slices) for every kernel position: the slices pick, from a padded
+    buffer, the elements that position touches for every output (a strided view)."""
+    for index in itertools.product(*(range(k) for k in kernel)):
+        slices = tuple(slice(i * d, i * d + s * (o - 1) + 1, s)
+                       for i, s, d, o in zip(index, stride, dilation, out))
+        yield index, slices
+
+
+def pad_array(x, lo, hi, value=0):
+    """`x` with its last len(lo) dims padded by lo/hi elements of `value` (x itself if none)."""
+    if not any(lo) and not any(hi):
+        return x
+    nd = len(lo)
+    xp = xp_of(x)
+    shape = x.shape[:-nd] + tuple(n + a + b for n, a, b in zip(x.shape[-nd:], lo, hi))
+    out = xp.full(shape, value, dtype=x.dtype)
+    inner = tuple(slice(a, a + n) for a, n in zip(lo, x.shape[-nd:]))
+    out[(Ellipsis,) + inner] = x
+    return out
+
+
+# ----------------------------------------------------------------------
+# array kernels
+
+
+class Geometry(NamedTuple):
+    """Where the windows of a convolution lie.
+
+    `size` is the spatial shape of the convolution's input (the "a" of ``T(a, w, c)``),
+    before padding; `lo`/`hi` the zeros added before/after each spatial dim.
+    """
+
+    size: tuple
+    stride: tuple
+    lo: tuple
+    hi: tuple
+    dilation: tuple
+    groups: int
+
+    def padded(self) -> tuple:
+        return tuple(n + a + b for n, a, b in zip(self.size, self.lo, self.hi))
+
+    def out(self, kernel) -> tuple:
+        return tuple((n - d * (k - 1) - 1) // s + 1
+                     for n, k, s, d in zip(self.padded(), kernel, self.stride, self.dilation))
+
+
+def _columns(a, kernel, geo):
+    """im2col: the windows of padded `a` as a (groups, C/groups * k, N * out) matrix."""
+    xp = xp_of(a)
+    n, c = a.shape[:2]
+    g, nd = geo.groups, len(kernel)
+    win = window_view(pad_array(a, geo.lo, geo.hi), kernel, geo.stride, geo.dilation)
+    win = win.reshape((n, g, c // g) + win.shape[2:])      # (N, G, Cg, *out, *k)
+    # (G, Cg, *k, N, *out): one GEMM per group then covers the whole batch.
+    order = (1, 2) + tuple(range(3 + nd, 3 + 2 * nd)) + (0,) + tuple(range(3, 3 + nd))
+    cols = xp.ascontiguousarray(win.transpose(order))
+    return cols.reshape(g, -1, n * math.prod(win.shape[3:3 + nd]))
+
+
+def _group_rows(c, groups):
+    """(N, G*Og, *out) -> (G, Og, N * out), the layout the GEMMs want."""
+    xp = xp_of(c)
+    n, co = c.shape[:2]
+    c = c.reshape(n, groups, co // groups, -1).transpose(1, 2, 0, 3)
+    return xp.ascontiguousarray(c).reshape(groups, co // groups, -1)
+
+
+def _to_batch_major(y, n, bias=None):
+    """(C, N, *out) -> a contiguous (N, C, *out) array, adding `bias` (C,) on the way."""
+    xp = xp_of(y)
+    view = xp.moveaxis(y, 0, 1)
+    out = xp.empty(view.shape, dtype=y.dtype)
+    if bias is None:
+        out[...] = view
+    else:
+        xp.add(view, bias.reshape((1, -1) + (1,) * (y.ndim - 2)), out=out)
+    return out
+
+
+def conv_array(a, w, geo, bias=None):
+    """The convolution of `a` (N, C, *size) with `w` (Cout, C/groups, *k), plus `bias`."""
+    xp = xp_of(a)
+    kernel = w.shape[2:]
+    out = geo.out(kernel)
+    g, co, n = geo.groups, w.shape[0], a.shape[0]
+    cols = _columns(a, kernel, geo)                          # (G, Cg*k, N*out)
+    y = xp.matmul(w.reshape(g, co // g, -1), cols)            # (G, Og, N*out)
+    return _to_batch_major(y.reshape((co, n) + out), n, bias)
+
+
+def conv_transpose_array(c, w, geo, bias=None):
+    """The adjoint of `conv_array` in its input: (N, Cout, *out) -> (N, C, *size)."""
+    xp = xp_of(c)
+    kernel, nd = w.shape[2:], len(w.shape) - 2
+    out = tuple(c.shape[2:])
+    g, co, cg, n = geo.groups, w.shape[0], w.shape[1], c.shape[0]
+    wg = w.reshape(g, co // g, -1).transpose(0, 2, 1)         # (G, Cg*k, Og)
+    cols = xp.matmul(wg, _group_rows(c, g))                   # (G, Cg*k, N*out)
+    cols = cols.reshape((g * cg,) + tuple(kernel) + (n,) + out)
+    # col2im: add each kernel position's columns into its strided slice of the output.
+    buf = xp.zeros((n, g * cg) + geo.padded(), dtype=cols.dtype)
+    for index, slices in kernel_offsets(kernel, geo.stride, geo.dilation, out):
+        buf[(slice(None), slice(None)) + slices] += xp.moveaxis(cols[(slice(None),) + index],
+                                                                1, 0)
+    inner = tuple(slice(a, a + s) for a, s in zip(geo.lo, geo.size))
+    result = buf[(Ellipsis,) + inner] if any(geo.lo) or any(geo.hi) else buf
+    if bias is not None:
+        result = result + bias.reshape((1, -1) + (1,) * nd)
+    return xp.ascontiguousarray(result)
+
+
+def conv_weight_array(a, c, kernel, geo):
+    """The adjoint of `conv_array` in its weight: <conv(a, w), c> = <w, conv_weight(a, c)>."""
+    xp = xp_of(a)
+    g, co = geo.groups, c.shape[1]
+    cols = _columns(a, kernel, geo)                          # (G, Cg*k, N*out)
+    gw = xp.matmul(_group_rows(c, g), cols.transpose(0, 2, 1))  # (G, Og, Cg*k)
+    return gw.reshape((co, a.shape[1] // g) + tuple(kernel))
+
+
+# ----------------------------------------------------------------------
+# Functions
+
+
+class Convolution(Function):
+    """``conv(a, w) + b`` (or, with ``transposed``, ``conv_transpose(c, w) + b``)."""
+
+    _name = "ConvolutionBackward0"
+
+    @staticmethod
+    def forward(ctx, x, w, b, geo, transposed=False):
+        ctx.geo, ctx.transposed = geo, transposed
+        ctx.save_for_backward(x, w)
+        if transposed:
+            return conv_transpose_array(x, w, geo, b)
+        return conv_array(x, w, geo, b)
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, w = ctx.saved_tensors
+        geo, transposed = ctx.geo, ctx.transposed
+        need_x, need_w, need_b = (e[0] is not None for e in ctx._edges[:3])
+        gx = gw = gb = None
+        if need_x:
+            gx = Convolution.apply(grad, w, None, geo, not transposed)
+        if need_w:
+            a, c = (grad, x) if transposed else (x, grad)
+            gw = ConvolutionWeight.apply(a, c, tuple(w.shape[2:]), geo)
+        if need_b:
+            gb = grad.sum(dim=[0] + list(range(2, grad.dim())))
+        return gx, gw, gb
+
+
+class ConvolutionWeight(Function):
+    """The weight gradient of a convolution, ``conv_weight(a, c)``, as an op of its own."""
+
+    _name = "ConvolutionBackwardBackward0"
+
+    @staticmethod
+    def forward(ctx, a, c, kernel, geo):
+        ctx.geo = geo
+        ctx.save_for_backward(a, c)
+        return conv_weight_array(a, c, kernel, geo)
+
+    @staticmethod
+    def backward(ctx, grad):
+        a, c = ctx.saved_tensors
+        ga = gc = None
+        if ctx._edges[0][0] is not None:
+            ga = Convolution.apply(c, grad, None, ctx.geo, True)
+        if ctx._edges[1][0] is not None:
+            gc = Convolution.apply(a, grad, None, ctx.geo, False)
+        return ga, gc
+
+
+# ----------------------------------------------------------------------
+# argument checks
+
+
+def ntuple(value, n: int, name: str, op: str) -> tuple:
+    """An int or a sequence of n ints as a tuple of n ints (RuntimeError otherwise)."""
+    if isinstance(value, _INTS):
+        return (int(value),) * n
+    if isinstance(value, (tuple, list)) and all(isinstance(v, _INTS) for v in value):
+        if len(value) == 1:
+            return (int(value[0]),) * n
+        if len(value) == n:
+            return tuple(int(v) for v in value)
+        raise RuntimeError(
+            f"expected {name} to be a single integer value or a list of {n} values to match "
+            f"the convolution dimensions, but got {name}={list(value)}")
+    raise TypeError(f"{op}(): argument '{name}' must be tuple of ints, not "
+                    f"{type(value).__name__}")
+
+
+def _shape(shape) -> str:
+    return "[" + ", ".join(str(s) for s in shape) + "]"
+
+
+def _sizes(values) -> str:
+    return " x ".join(str(v) for v in values)
+
+
+def _check_tensors(op: str, input, weight, bias) -> None:
+    for name, t in (("input", input), ("weight", weight), ("bias", bias)):
+        if t is not None and not isinstance(t, Tensor):
+            raise TypeError(f"{op}(): argument '{name}' must be Tensor, not {type(t).__name__}")
+    check_same_device(op, input, weight, bias)
+    if input.dtype != weight.dtype:
+        raise RuntimeError(f"expected scalar type {_ctype(input)} but found {_ctype(weight)}")
+    if bias is not None and bias.dtype != input.dtype:
+        raise RuntimeError(f"Input type ({input.dtype.name.replace('32', '')}) and bias type "
+                           f"({bias.dtype.name.replace('64', '')}) should be the same")
+
+
+def _ctype(t: Tensor) -> str:
+    return {"float32": "Float", "float64": "Double", "float16": "Half", "int64": "Long",
+            "int32": "Int", "bfloat16": "BFloat16"}.get(t.dtype.name, t.dtype.name)
+
+
+def _batched(op: str, input: Tensor, nd: int) -> tuple:
+    """The input with a batch dim (added for unbatched input), and whether one was added."""
+    if input.dim() == nd + 1:
+        return input.unsqueeze(0), True
+    if input.dim() == nd + 2:
+        return input, False
+    raise RuntimeError(f"Expected {nd + 1}D (unbatched) or {nd + 2}D (batched) input to {op}, "
+                       f"but got input of size: {_shape(input.shape)}")
+
+
+def _check_common(nd: int, weight: Tensor, stride, dilation, groups, op: str):
+    if weight.dim() != nd + 2:
+        raise RuntimeError(
+            f"expected stride to be a single integer value or a list of {weight.dim() - 2} "
+            f"values to match the convolution dimensions, but got stride={list(stride)}")
+    if any(s <= 0 for s in stride):
+        raise RuntimeError("non-positive stride is not supported")
+    if any(d <= 0 for d in dilation):
+        raise RuntimeError(f"dilation should be greater than zero, but got {list(dilation)}")
+    if not isinstance(groups, _INTS):
+        raise TypeError(f"{op}(): argument 'groups' must be int, not {type(groups).__name__}")
+    if groups <= 0:
+        raise RuntimeError("non-positive groups is not supported")
+    if weight.shape[0] % groups:
+        raise RuntimeError(
+            f"Given groups={groups}, expected weight to be divisible by {groups} at dimension "
+            f"0, but got weight of size [{_shape(weight.shape)}] instead")
+
+
+def _check_bias(weight: Tensor, bias, channels: int) -> None:
+    if bias is not None and (bias.dim() != 1 or bias.shape[0] != channels):
+        raise RuntimeError(
+            f"Given weight of size {_shape(weight.shape)}, expected bias to be 1-dimensional "
+            f"with {channels} elements, but got bias of size {_shape(bias.shape)} instead")
+
+
+def _padding(padding, nd: int, kernel, stride, dilation, op: str) -> tuple:
+    """(lo, hi) zero padding per spatial dim from an int, a tuple, 'same' or 'valid'."""
+    if isinstance(padding, str):
+        if padding == "valid":
+            return (0,) * nd, (0,) * nd
+        if padding == "same":
+            if any(s != 1 for s in stride):
+                raise RuntimeError("padding='same' is not supported for strided convolutions")
+            total = [d * (k - 1) for k, d in zip(kernel, dilation)]
+            lo = tuple(t // 2 for t in total)
+            return lo, tuple(t - a for t, a in zip(total, lo))
+        raise RuntimeError(f"Invalid padding string: '{padding}'")
+    pad = ntuple(padding, nd, "padding", op)
+    if any(p < 0 for p in pad):
+        raise RuntimeError("negative padding is not supported")
+    return pad, pad
+
+
+def _conv(op: str, nd: int, input, weight, bias, stride, padding, dilation, groups) -> Tensor:
+    _check_tensors(op, input, weight, bias)
+    x, unbatched = _batched(op, input, nd)
+    stride = ntuple(stride, nd, "stride", op)
+    dilation = ntuple(dilation, nd, "dilation", op)
+    _check_common(nd, weight, stride, dilation, groups, op)
+    kernel = tuple(weight.shape[2:])
+    if x.shape[1] != weight.shape[1] * groups:
+        raise RuntimeError(
+            f"Given groups={groups}, weight of size {_shape(weight.shape)}, expected "
+            f"input{_shape(x.shape)} to have {weight.shape[1] * groups} channels, but got "
+            f"{x.shape[1]} channels instead")
+    _check_bias(weight, bias, weight.shape[0])
+    lo, hi = _padding(padding, nd, kernel, stride, dilation, op)
+    geo = Geometry(tuple(x.shape[2:]), stride, lo, hi, dilation, groups)
+    padded = geo.padded()
+    if any(p < d * (k - 1) + 1 for p, k, d in zip(padded, kernel, dilation)):
+        raise RuntimeError(
+            f"Calculated padded input size per channel: ({_sizes(padded)}). Kernel size: "
+            f"({_sizes(d * (k - 1) + 1 for k, d in zip(kernel, dilation))}). Kernel size "
+            "can't be greater than actual input size")
+    out = Convolution.apply(x, weight, bias, geo, False)
+    return out.squeeze(0) if unbatched else out
+
+
+def transposed_size(in_size, kernel, stride, padding, dilation, output_padding) -> tuple:
+    """The spatial output shape of a transposed convolution."""
+    return tuple((n - 1) * s - 2 * p + d * (k - 1) + op + 1 for n, k, s, p, d, op in
+                 zip(in_size, kernel, stride, padding, dilation, output_padding))
+
+
+def _conv_transpose(op: str, nd: int, input, weight, bias, stride, padding, output_padding,
+                    groups, dilation) -> Tensor:
+    _check_tensors(op, input, weight, bias)
+    x, unbatched = _batched(op, input, nd)
+    stride = ntuple(stride, nd, "stride", op)
+    dilation = ntuple(dilation, nd, "dilation", op)
+    if isinstance(padding, str):
+        raise TypeError(f"{op}(): argument 'padding' must be tuple of ints, not str")
+    pad = ntuple(padding, nd, "padding", op)
+    out_pad = ntuple(output_padding, nd, "output_padding", op)
+    _check_common(nd, weight, stride, dilation, groups, op)
+    if any(p < 0 for p in pad):
+        raise RuntimeError("negative padding is not supported")
+    if any(o >= s and o >= d for o, s, d in zip(out_pad, stride, dilation)) or any(
+            o < 0 for o in out_pad):
+        names = ("depth", "height", "width")[3 - nd:] if nd <= 3 else range(nd)
+        parts = ([f"output_padding_{n}: {o}" for n, o in zip(names, out_pad)]
+                 + [f"stride_{n}: {s}" for n, s in zip(names, stride)]
+                 + [f"dilation_{n}: {d}" for n, d in zip(names, dilation)])
+        raise RuntimeError("output padding must be smaller than either stride or dilation, "
+                           "but got " + " ".join(parts))
+    kernel = tuple(weight.shape[2:])
+    if x.shape[1] != weight.shape[0]:
+        raise RuntimeError(
+            f"Given transposed=1, weight of size {_shape(weight.shape)}, expected "
+            f"input{_shape(x.shape)} to have {weight.shape[0]} channels, but got "
+            f"{x.shape[1]} channels instead")
+    _check_bias(weight, bias, weight.shape[1] * groups)
+    size = transposed_size(x.shape[2:], kernel, stride, pad, dilation, out_pad)
+    if any(s <= 0 for s in size):
+        raise RuntimeError(f"Given input size per channel: ({_sizes(x.shape[2:])}). Calculated "
+                           f"output size per channel: ({_sizes(size)}). Output size is too small")
+    geo = Geometry(size, stride, pad, pad, dilation, groups)
+    out = Convolution.apply(x, weight, bias, geo, True)
+    return out.squeeze(0) if unbatched else out
+
+
+# ----------------------------------------------------------------------
+# public functions
+
+
+def conv1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padding=0,
+           dilation=1, groups: int = 1) -> Tensor:
+    """1-D convolution (cross-correlation) of (N, C_in, L) with a (C_out, C_in/groups, k)
+    weight; `padding` is an int, a tuple, ``'valid'`` or ``'same'``."""
+    return _conv("conv1d", 1, input, weight, bias, stride, padding, dilation, groups)
+
+
+def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padding=0,
+           dilation=1, groups: int = 1) -> Tensor:
+    """2-D convolution of (N, C_in, H, W) (or unbatched (C_in, H, W)) with a
+    (C_out, C_in/groups, kH, kW) weight.
+
+    >>> conv2d(ember.ones(1, 1, 4, 4), ember.ones(1, 1, 3, 3)).shape
+    ember.Size([1, 1, 2, 2])
+    """
+    return _conv("conv2d", 2, input, weight, bias, stride, padding, dilation, groups)
+
+
+def conv3d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padding=0,
+           dilation=1, groups: int = 1) -> Tensor:
+    """3-D convolution of (N, C_in, D, H, W) with a (C_out, C_in/groups, kD, kH, kW) weight."""
+    return _conv("conv3d", 3, input, weight, bias, stride, padding, dilation, groups)
+
+
+def conv_transpose1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1,
+                     padding=0, output_padding=0, groups: int = 1, dilation=1) -> Tensor:
+    """Transposed 1-D convolution ("deconvolution"): the gradient of conv1d with respect
+    to its input.  `weight` is (C_in, C_out/groups, k)."""
+    return _conv_transpose("conv_transpose1d", 1, input, weight, bias, stride, padding,
+                           output_padding, groups, dilation)
+
+
+def conv_transpose2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1,
+                     padding=0, output_padding=0, groups: int = 1, dilation=1) -> Tensor:
+    """Transposed 2-D convolution; output size ``(in - 1) * stride - 2 * padding +
+    dilation * (k - 1) + output_padding + 1`` per dim.  `weight` is (C_in, C_out/groups,
+    kH, kW)."""
+    return _conv_transpose("conv_transpose2d", 2, input, weight, bias, stride, padding,
+                           output_padding, groups, dilation)
+
+
+def conv_transpose3d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1,
+                     padding=0, output_padding=0, groups: int = 1, dilation=1) -> Tensor:
+    """Transposed 3-D convolution; `weight` is (C_in, C_out/groups, kD, kH, kW)."""
+    return _conv_transpose("conv_transpose3d", 3, input, weight, bias, stride, padding,
+                           output_padding, groups, dilation)
+
+
+def convolution(input: Tensor, weight: Tensor, bias: Tensor | None, stride, padding,
+                dilation, transposed: bool, output_padding, groups: int) -> Tensor:
+    """The general form behind conv*d and conv_transpose*d (dims from the weight)."""
+    nd = weight.dim() - 2
+    if transposed:
+        return _conv_transpose(f"conv_transpose{nd}d", nd, input, weight, bias, stride,
+                               padding, output_padding, groups, dilation)
+    return _conv(f"conv{nd}d", nd, input, weight, bias, stride, padding, dilation, groups)

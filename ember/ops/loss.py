@@ -1,0 +1,495 @@
+"""Losses, part 1: regression (l1, smooth_l1, huber), classification (cross_entropy, nll,
+binary cross entropy with and without logits, kl_div) and likelihood losses (poisson_nll,
+gaussian_nll).  Margin losses, triplet losses and CTC are in ``loss_margin.py``.
+
+Every loss takes ``reduction`` ('none', 'mean' or 'sum'; the legacy ``size_average`` /
+``reduce`` pair is mapped onto it with PyTorch's warning).  Cross entropy with class
+indices is one fused `Function` (log-softmax and the pick of the target class), whose
+backward is ``softmax - target distribution``: stable for any logits.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+
+from .._core.function import Function
+from .._core.tensor import Tensor, _make
+from ._util import xp_of
+from .activation import LogSigmoid, Softmax, log_softmax
+from .elementwise_special import where, xlogy
+
+REDUCTIONS = ("none", "mean", "sum")
+
+
+def legacy_reduction(size_average, reduce, emit_warning: bool = True) -> str:
+    """The ``reduction`` string meant by the deprecated ``size_average``/``reduce`` pair."""
+    size_average = True if size_average is None else size_average
+    reduce = True if reduce is None else reduce
+    reduction = "none" if not reduce else ("mean" if size_average else "sum")
+    if emit_warning:
+        warnings.warn("size_average and reduce args will be deprecated, please use "
+                      f"reduction='{reduction}' instead.", UserWarning, stacklevel=4)
+    return reduction
+
+
+def resolve_reduction(size_average, reduce, reduction: str) -> str:
+    """`reduction`, or the legacy pair when given; ValueError for an unknown string."""
+    if size_average is not None or reduce is not None:
+        reduction = legacy_reduction(size_average, reduce)
+    if reduction not in REDUCTIONS:
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    return reduction
+
+
+def reduce_loss(loss: Tensor, reduction: str) -> Tensor:
+    if reduction == "mean":
+        return loss.mean()
+    if reduction == "sum":
+        return loss.sum()
+    return loss
+
+
+def size_str(shape) -> str:
+    return f"torch.Size([{', '.join(str(s) for s in shape)}])"
+
+
+def check_tensor(op: str, name: str, value) -> None:
+    if not isinstance(value, Tensor):
+        raise TypeError(f"{op}(): argument '{name}' must be Tensor, not {type(value).__name__}")
+
+
+def warn_size(input: Tensor, target: Tensor) -> None:
+    if target.shape != input.shape:
+        warnings.warn(f"Using a target size ({size_str(target.shape)}) that is different to the "
+                      f"input size ({size_str(input.shape)}). This will likely lead to incorrect "
+                      "results due to broadcasting. Please ensure they have the same size.",
+                      UserWarning, stacklevel=3)
+
+
+def _weighted(loss: Tensor, weight, reduction: str, input: Tensor) -> Tensor:
+    """Apply an elementwise `weight`; its 'mean' divides by the sum of the weights."""
+    if weight is None:
+        return reduce_loss(loss, reduction)
+    if tuple(weight.shape) != tuple(input.shape):
+        raise ValueError("Weights and input must have the same size.")
+    loss = loss * weight
+    if reduction == "mean":
+        return loss.sum() / weight.sum()
+    return reduce_loss(loss, reduction)
+
+
+# ---------------------------------------------------------------------------
+# regression
+
+
+def l1_loss(input: Tensor, target: Tensor, size_average=None, reduce=None,
+            reduction: str = "mean", weight: Tensor | None = None) -> Tensor:
+    """Mean absolute error ``|input - target|`` (with an optional elementwise `weight`)."""
+    check_tensor("l1_loss", "input", input)
+    check_tensor("l1_loss", "target", target)
+    reduction = resolve_reduction(size_average, reduce, reduction)
+    warn_size(input, target)
+    return _weighted((input - target).abs(), weight, reduction, input)
+
+
+def smooth_l1_loss(input: Tensor, target: Tensor, size_average=None, reduce=None,
+                   reduction: str = "mean", beta: float = 1.0) -> Tensor:
+    """``0.5 d^2 / beta`` where ``|d| < beta``, else ``|d| - beta / 2`` (d = input - target)."""
+    reduction = resolve_reduction(size_average, reduce, reduction)
+    warn_size(input, target)
+    if beta < 0:
+        raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
+    diff = input - target
+    if beta == 0:
+        return reduce_loss(diff.abs(), reduction)
+    absd = diff.abs()
+    loss = where(absd < beta, 0.5 * diff * diff / beta, absd - 0.5 * beta)
+    return reduce_loss(loss, reduction)
+
+
+def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: float = 1.0,
+               weight: Tensor | None = None) -> Tensor:
+    """``0.5 d^2`` where ``|d| < delta``, else ``delta * (|d| - delta / 2)``."""
+    if reduction not in REDUCTIONS:
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    warn_size(input, target)
+    if delta <= 0:
+        raise RuntimeError("huber_loss does not support non-positive values for delta.")
+    diff = input - target
+    absd = diff.abs()
+    loss = where(absd < delta, 0.5 * diff * diff, delta * (absd - 0.5 * delta))
+    if weight is not None:
+        if tuple(weight.shape) != tuple(input.shape):
+            raise ValueError("Weights and input must have the same size.")
+        loss = loss * weight
+    return reduce_loss(loss, reduction)
+
+
+# ---------------------------------------------------------------------------
+# cross entropy and negative log likelihood with class indices
+
+
+class CrossEntropy(Function):
+    """Per-sample ``-(1-s) w[t] logp[t] - (s/C) sum_c w_c logp_c`` over class dim 1
+    (0 where the target is ignored), where ``logp = log_softmax(x, 1)`` and s is the label
+    smoothing.  Backward: ``grad * (a * softmax(x) - q)`` with q the weighted target
+    distribution and a its total."""
+
+    _name = "NllLossBackward0"
+
+    @staticmethod
+    def forward(ctx, x, weight, *, target, picked_weight, valid, smoothing):
+        xp = xp_of(x)
+        c = x.shape[1]
+        shifted = x - x.max(axis=1, keepdims=True)
+        logp = shifted - xp.log(xp.exp(shifted).sum(axis=1, keepdims=True))
+        picked = xp.take_along_axis(logp, target[:, None], axis=1)[:, 0]
+        loss = -(1 - smoothing) * picked_weight * picked
+        bshape = (1, c) + (1,) * (x.ndim - 2)
+        if smoothing > 0:
+            wc = 1.0 if weight is None else weight.reshape(bshape)
+            smooth = -(logp * wc).sum(axis=1) * valid
+            loss = loss + (smoothing / c) * smooth
+        ctx.target, ctx.picked_weight, ctx.valid = target, picked_weight, valid
+        ctx.smoothing, ctx.bshape = smoothing, bshape
+        ctx.save_for_backward(x, weight)
+        return loss.astype(x.dtype, copy=False)
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, weight = ctx.saved_tensors
+        xp = xp_of(x._data)
+        c = x.shape[1]
+        s = ctx.smoothing
+        dtype = x._data.dtype
+        onehot = (xp.arange(c).reshape(ctx.bshape) == ctx.target[:, None]).astype(dtype)
+        q = onehot * ((1 - s) * ctx.picked_weight[:, None]).astype(dtype)
+        a = (1 - s) * ctx.picked_weight
+        if s > 0:
+            valid = ctx.valid[:, None].astype(dtype)
+            w = xp.ones(ctx.bshape, dtype) if weight is None else weight._data.reshape(ctx.bshape)
+            q = q + (s / c) * w * valid
+            a = a + (s / c) * w.sum() * ctx.valid
+        p = Softmax.apply(x, 1)
+        g = grad.unsqueeze(1)
+        return g * (p * _make(a[:, None].astype(dtype)) - _make(q.astype(dtype))), None
+
+
+def _class_target(op: str, input: Tensor, target: Tensor, weight, ignore_index: int):
+    """Checks for class-index targets; returns (x as (N, C, ...), target, picked weights,
+    valid mask, shape of the unreduced loss)."""
+    if target.dtype.name not in ("int64", "uint8"):
+        raise RuntimeError("expected target dtype to be Long or Byte, but got "
+                           f"{_dtype_word(target)}")
+    nd = input.dim()
+    if nd == 0:
+        raise IndexError("Dimension out of range (expected to be in range of [-1, 0], but got 1)")
+    if nd == 1:
+        if target.dim() != 0:
+            raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
+        x, t = input.unsqueeze(0), target.reshape(1)
+    else:
+        if target.dim() == 0 or target.shape[0] != input.shape[0]:
+            got = target.shape[0] if target.dim() else 1
+            raise ValueError(f"Expected input batch_size ({input.shape[0]}) to match target "
+                             f"batch_size ({got}).")
+        if nd == 2 and target.dim() != 1:
+            raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
+        expected = (input.shape[0],) + tuple(input.shape[2:])
+        if tuple(target.shape) != expected:
+            raise RuntimeError(f"Expected target size {list(expected)}, got "
+                               f"{list(target.shape)}")
+        x, t = input, target
+    c = x.shape[1]
+    if weight is not None and weight.numel() != c:
+        if nd <= 2:
+            raise RuntimeError(f"weight tensor should be defined either for all {c} classes or "
+                               f"no classes but got weight tensor of shape: {list(weight.shape)}")
+        raise RuntimeError("weight tensor should be defined either for all or no classes")
+    xp = xp_of(t._data)
+    tgt = t._data.astype(np.int64)
+    valid = tgt != ignore_index
+    bad = valid & ((tgt < 0) | (tgt >= c))
+    if bad.any():
+        raise IndexError(f"Target {int(tgt[bad].reshape(-1)[0])} is out of bounds.")
+    safe = xp.where(valid, tgt, 0)
+    dtype = x._data.dtype
+    if weight is None:
+        picked = valid.astype(dtype)
+    else:
+        picked = (weight._data.reshape(-1)[safe] * valid).astype(dtype)
+    return x, safe, picked, valid, tuple(target.shape)
+
+
+def _dtype_word(t: Tensor) -> str:
+    return {"int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte",
+            "bool": "Bool", "float32": "Float", "float64": "Double", "float16": "Half"}.get(
+        t.dtype.name, t.dtype.name)
+
+
+def _weighted_mean(loss: Tensor, picked) -> Tensor:
+    total = float(picked.sum())
+    with np.errstate(all="ignore"):  # every target ignored: 0 / 0 = nan, as in PyTorch
+        return loss.sum() / total if total != 0 else loss.sum() * math.nan
+
+
+def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
+                  size_average=None, ignore_index: int = -100, reduce=None,
+                  reduction: str = "mean", label_smoothing: float = 0.0) -> Tensor:
+    """Cross entropy between the softmax of `input` logits (class dim 1) and `target`.
+
+    `target` holds class indices (shape of input without dim 1; entries equal to
+    `ignore_index` are skipped) or, with input's shape and a float dtype, class
+    probabilities.  `weight` (C,) weighs the classes; `label_smoothing` s mixes the target
+    with the uniform distribution: ``(1 - s) * target + s / C``.  'mean' divides by the
+    total weight of the non-ignored targets (index targets).
+    """
+    check_tensor("cross_entropy", "input", input)
+    check_tensor("cross_entropy", "target", target)
+    reduction = resolve_reduction(size_average, reduce, reduction)
+    if not 0.0 <= label_smoothing <= 1.0:
+        raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: "
+                           f"{label_smoothing:g}")
+    if target.dtype.is_floating_point and tuple(target.shape) == tuple(input.shape):
+        return _cross_entropy_probs(input, target, weight, ignore_index, reduction,
+                                    label_smoothing)
+    if not input.dtype.is_floating_point:
+        from .arithmetic import unsupported
+
+        raise unsupported("log_softmax_lastdim_kernel_impl", input.dtype)
+    if weight is not None and weight.requires_grad:
+        # the fused kernel treats the class weights as constants
+        return _cross_entropy_composed(input, target, weight, ignore_index, reduction,
+                                       label_smoothing)
+    x, safe, picked, valid, shape = _class_target("cross_entropy", input, target, weight,
+                                                  ignore_index)
+    loss = CrossEntropy.apply(x, weight, target=safe, picked_weight=picked, valid=valid,
+                              smoothing=label_smoothing)
+    if reduction == "none":
+        return loss.reshape(shape)
+    if reduction == "sum":
+        return loss.sum()
+    return _weighted_mean(loss, picked)
+
+
+def _cross_entropy_composed(input, target, weight, ignore_index, reduction, smoothing):
+    """Cross entropy from log_softmax and nll_loss (differentiable in the class weights)."""
+    cdim = 1 if input.dim() > 1 else 0
+    logp = log_softmax(input, cdim)
+    nll = nll_loss(logp, target, weight, ignore_index=ignore_index, reduction=reduction)
+    if smoothing == 0:
+        return nll
+    c = input.shape[cdim]
+    wshape = (c,) + (1,) * (input.dim() - cdim - 1)
+    valid = _make((target._data != ignore_index).astype(input._data.dtype))
+    smooth = -(logp * weight.reshape(wshape)).sum(cdim) * valid
+    if reduction == "mean":
+        safe = _make(np.where(target._data != ignore_index, target._data, 0))
+        smooth = smooth.sum() / (weight[safe] * valid).sum()
+    else:
+        smooth = reduce_loss(smooth, reduction)
+    return (1 - smoothing) * nll + (smoothing / c) * smooth
+
+
+def _cross_entropy_probs(input, target, weight, ignore_index, reduction, smoothing):
+    if ignore_index >= 0:
+        raise RuntimeError("ignore_index is not supported for floating point target")
+    nd = input.dim()
+    c = input.shape[1] if nd > 1 else input.shape[0]
+    cdim = 1 if nd > 1 else 0
+    logp = log_softmax(input, cdim)
+    if smoothing > 0:
+        target = target * (1 - smoothing) + smoothing / c
+    terms = logp * target
+    if weight is not None:
+        if weight.numel() != c:
+            raise RuntimeError(f"weight tensor should be defined either for all {c} classes or "
+                               f"no classes but got weight tensor of shape: {list(weight.shape)}")
+        terms = terms * weight.reshape((c,) + (1,) * (nd - cdim - 1))
+    loss = -terms.sum(cdim)
+    return reduce_loss(loss, reduction)
+
+
+def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_average=None,
+             ignore_index: int = -100, reduce=None, reduction: str = "mean") -> Tensor:
+    """Negative log likelihood: ``-weight[t] * input[n, t]`` for log-probabilities `input`
+    (N, C, ...) and class indices `target` (N, ...); 'mean' divides by the total weight."""
+    check_tensor("nll_loss", "input", input)
+    check_tensor("nll_loss", "target", target)
+    reduction = resolve_reduction(size_average, reduce, reduction)
+    x, safe, picked, valid, shape = _class_target("nll_loss", input, target, weight,
+                                                  ignore_index)
+    chosen = x.gather(1, _make(safe[:, None])).squeeze(1)
+    if weight is not None and weight.requires_grad:
+        picked_t = weight.reshape(-1)[_make(safe)] * _make(valid.astype(picked.dtype))
+    else:
+        picked_t = _make(picked)
+    loss = -chosen * picked_t
+    if reduction == "none":
+        return loss.reshape(shape)
+    if reduction == "sum":
+        return loss.sum()
+    if picked_t.requires_grad:
+        return loss.sum() / picked_t.sum()
+    return _weighted_mean(loss, picked)
+
+
+# ---------------------------------------------------------------------------
+# binary cross entropy
+
+
+class BinaryCrossEntropy(Function):
+    """``-(t log x + (1 - t) log(1 - x))`` with each log clamped at -100."""
+
+    @staticmethod
+    def forward(ctx, x, t):
+        xp = xp_of(x)
+        ctx.save_for_backward(x, t)
+        with np.errstate(divide="ignore"):
+            log_x = xp.maximum(xp.log(x), -100)
+            log_1mx = xp.maximum(xp.log(1 - x), -100)
+        return (-(t * log_x + (1 - t) * log_1mx)).astype(x.dtype, copy=False)
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, t = ctx.saved_tensors
+        gx = gt = None
+        if ctx.needs_input_grad[0]:
+            # NOTE: PyTorch's denominator floor: the gradient stays finite at x = 0 or 1.
+            gx = grad * (x - t) / ((1 - x) * x).clamp_min(1e-12)
+        if ctx.needs_input_grad[1]:
+            with np.errstate(divide="ignore"):
+                gt = grad * ((1 - x).log().clamp_min(-100) - x.log().clamp_min(-100))
+        return gx, gt
+
+
+def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
+                         size_average=None, reduce=None, reduction: str = "mean") -> Tensor:
+    """Binary cross entropy between probabilities `input` and `target` (same shape); the
+    logs are clamped at -100, so probabilities of exactly 0 or 1 give finite losses."""
+    check_tensor("binary_cross_entropy", "input", input)
+    check_tensor("binary_cross_entropy", "target", target)
+    reduction = resolve_reduction(size_average, reduce, reduction)
+    if tuple(target.shape) != tuple(input.shape):
+        raise ValueError(f"Using a target size ({size_str(target.shape)}) that is different to "
+                         f"the input size ({size_str(input.shape)}) is deprecated. Please "
+                         "ensure they have the same size.")
+    data = input._data
+    if data.size and bool(((data < 0) | (data > 1)).any()):
+        raise RuntimeError("all elements of input should be between 0 and 1")
+    if target.dtype != input.dtype:
+        target = target.to(input.dtype)
+    loss = BinaryCrossEntropy.apply(input, target)
+    if weight is not None:
+        loss = loss * weight
+    return reduce_loss(loss, reduction)
+
+
+def binary_cross_entropy_with_logits(input: Tensor, target: Tensor,
+                                     weight: Tensor | None = None, size_average=None,
+                                     reduce=None, reduction: str = "mean",
+                                     pos_weight: Tensor | None = None) -> Tensor:
+    """Binary cross entropy on ``sigmoid(input)``, computed from the logits without overflow.
+
+    `pos_weight` weighs the positive term (broadcast along the last dim: one per class).
+    """
+    check_tensor("binary_cross_entropy_with_logits", "input", input)
+    check_tensor("binary_cross_entropy_with_logits", "target", target)
+    reduction = resolve_reduction(size_average, reduce, reduction)
+    if tuple(target.shape) != tuple(input.shape):
+        raise ValueError(f"Target size ({size_str(target.shape)}) must be the same as input "
+                         f"size ({size_str(input.shape)})")
+    log_sig = LogSigmoid.apply(input)
+    if pos_weight is not None:
+        # -[pw t log s(x) + (1 - t) log(1 - s(x))], with log(1 - s(x)) = log s(x) - x
+        loss = (1 - target) * input - (1 + (pos_weight - 1) * target) * log_sig
+    else:
+        loss = (1 - target) * input - log_sig
+    if weight is not None:
+        loss = loss * weight
+    return reduce_loss(loss, reduction)
+
+
+# ---------------------------------------------------------------------------
+# kl divergence, poisson and gaussian negative log likelihood
+
+
+def kl_div(input: Tensor, target: Tensor, size_average=None, reduce=None,
+           reduction: str = "mean", log_target: bool = False) -> Tensor:
+    """Kullback-Leibler divergence ``target * (log target - input)`` for log-probabilities
+    `input` (`target` in log space too with ``log_target=True``).
+
+    ``reduction='batchmean'`` divides the sum by the batch size (the mathematical KL
+    divergence); 'mean' divides by the number of elements (with a warning).
+    """
+    if size_average is not None or reduce is not None:
+        reduction = legacy_reduction(size_average, reduce)
+    elif reduction == "mean":
+        warnings.warn(
+            "reduction: 'mean' divides the total loss by both the batch size and the support "
+            "size.'batchmean' divides only by the batch size, and aligns with the KL div math "
+            "definition.'mean' will be changed to behave the same as 'batchmean' in the next "
+            "major release.", UserWarning, stacklevel=2)
+    if reduction not in REDUCTIONS + ("batchmean",):
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    if log_target:
+        loss = target.exp() * (target - input)
+    else:
+        loss = xlogy(target, target) - target * input
+    if reduction == "batchmean":
+        total = loss.sum()
+        return total / input.shape[0] if input.dim() else total
+    return reduce_loss(loss, reduction)
+
+
+def poisson_nll_loss(input: Tensor, target: Tensor, log_input: bool = True, full: bool = False,
+                     size_average=None, eps: float = 1e-8, reduce=None,
+                     reduction: str = "mean") -> Tensor:
+    """Negative log likelihood of `target` under Poisson(rate): ``exp(input) - target *
+    input`` when `input` is the log-rate (`log_input`), else ``input - target * log(input +
+    eps)``.  `full` adds the Stirling term of ``log(target!)`` (for target > 1)."""
+    reduction = resolve_reduction(size_average, reduce, reduction)
+    if log_input:
+        loss = input.exp() - target * input
+    else:
+        loss = input - target * (input + eps).log()
+    if full:
+        big = target > 1
+        safe = where(big, target, 1.0)
+        stirling = safe * safe.log() - safe + 0.5 * (2 * math.pi * safe).log()
+        loss = loss + where(big, stirling, 0.0)
+    return reduce_loss(loss, reduction)
+
+
+def gaussian_nll_loss(input: Tensor, target: Tensor, var, full: bool = False,
+                      eps: float = 1e-6, reduction: str = "mean") -> Tensor:
+    """Negative log likelihood of `target` under Normal(input, var):
+    ``0.5 * (log(var) + (input - target)^2 / var)`` (+ ``0.5 log(2 pi)`` with `full`).
+
+    `var` has input's shape, or one dim fewer / one broadcast dim (the same variance for
+    a whole vector).  It is clamped at `eps` for stability; the clamp does not stop its
+    gradient, as in PyTorch.
+    """
+    if isinstance(var, (int, float)) and not isinstance(var, bool):
+        if var < 0:
+            raise ValueError("var has negative entry/entries")
+        var = input.new_full(tuple(input.shape), float(var))
+    elif bool((var._data < 0).any()):
+        raise ValueError("var has negative entry/entries")
+    if tuple(var.shape) != tuple(input.shape):
+        if tuple(input.shape[:-1]) == tuple(var.shape):
+            var = var.unsqueeze(-1)
+        elif not (input.dim() == var.dim() and sum(
+                v for i, v in zip(input.shape, var.shape) if i != v) == 1):
+            raise ValueError("var is of incorrect size")
+    if reduction not in REDUCTIONS:
+        raise ValueError(reduction + " is not valid")
+    # clamp the value only: the gradient passes straight through, as in PyTorch
+    var = var + (var.detach().clamp_min(eps) - var.detach())
+    loss = 0.5 * (var.log() + (input - target) ** 2 / var)
+    if full:
+        loss = loss + 0.5 * math.log(2 * math.pi)
+    return reduce_loss(loss, reduction)

@@ -1,0 +1,395 @@
+"""Normalization: batch_norm, layer_norm, group_norm, instance_norm (one fused `Normalize`
+Function), rms_norm, local_response_norm and normalize (compositions).
+
+`Normalize` standardizes over some dims and applies an optional per-feature affine map,
+in one pass forward and the closed-form gradient backward.  It also returns the mean
+and inverse standard deviation (and the normalized input when there is an affine map)
+as extra outputs; its backward takes gradients for them too.  That is what makes double
+backward work: the backward reads those outputs, so differentiating the backward
+sends gradients back into them, and through this node's backward to the input.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .._core import dtype as dtypes
+from .._core.function import Function
+from .._core.tensor import Tensor
+from ._util import wrap_dim, xp_of
+
+
+def _prod(shape) -> int:
+    n = 1
+    for s in shape:
+        n *= int(s)
+    return n
+
+
+class Normalize(Function):
+    """``(x - mean) / sqrt(var + eps) * weight + bias`` with the statistics over `dims`.
+
+    `bshape` is the shape weight and bias are viewed as to broadcast against x.  When
+    `running` = (running_mean, running_var) arrays is given, they are updated in place
+    with `momentum` (unbiased variance), averaging the statistics over leading dims.
+    Outputs: (out, mean, rstd) and, with an affine map, the normalized x.
+    """
+
+    _materialize_grads = False
+
+    @staticmethod
+    def forward(ctx, x, weight, bias, *, dims, eps, bshape, running=None, momentum=0.1,
+                name="NativeLayerNormBackward0"):
+        ctx._name = name
+        ctx.bias_shape = None if bias is None else bias.shape
+        xp = xp_of(x)
+        work = x if x.dtype in (np.float32, np.float64) else x.astype(np.float32)
+        mean = work.mean(axis=dims, keepdims=True)
+        centered = work - mean
+        var = (centered * centered).mean(axis=dims, keepdims=True)
+        rstd = 1.0 / xp.sqrt(var + eps)
+        y = (centered * rstd).astype(x.dtype, copy=False)
+        n = _prod(x.shape[d] for d in dims)
+        ctx.dims, ctx.n, ctx.bshape = dims, n, bshape
+        ctx.affine = weight is not None or bias is not None
+        if running is not None:
+            _update_running(xp, running, mean, var, n, momentum)
+        mean, rstd = mean.astype(x.dtype, copy=False), rstd.astype(x.dtype, copy=False)
+        if not ctx.affine:
+            ctx.save_for_backward(y, rstd, None)
+            return y, mean, rstd
+        out = y
+        if weight is not None:
+            out = out * weight.reshape(bshape)
+        if bias is not None:
+            out = out + bias.reshape(bshape)
+        ctx.save_for_backward(y, rstd, weight)
+        return out.astype(x.dtype, copy=False), mean, rstd, y
+
+    @staticmethod
+    def backward(ctx, grad_out, grad_mean, grad_rstd, grad_y=None):
+        y, rstd, weight = ctx.saved_tensors
+        dims, n = ctx.dims, ctx.n
+        needs = ctx.needs_input_grad
+        gw = gb = None
+        if ctx.affine and grad_out is not None:
+            if needs[1]:
+                gw = _reduce_to(grad_out * y, ctx.bshape).reshape(weight.shape)
+            if needs[2]:
+                gb = _reduce_to(grad_out, ctx.bshape).reshape(ctx.bias_shape)
+        if not needs[0]:
+            return None, gw, gb
+        # the gradient reaching the normalized input y
+        gy = grad_out
+        if gy is not None and weight is not None:
+            gy = gy * weight.reshape(ctx.bshape)
+        if grad_y is not None:
+            gy = grad_y if gy is None else gy + grad_y
+        gx = None
+        if gy is not None:
+            gx = rstd * (gy - gy.mean(dims, keepdim=True)
+                         - y * (gy * y).mean(dims, keepdim=True))
+        # mean = sum(x) / n, so d mean / dx = 1 / n
+        if grad_mean is not None:
+            extra = (grad_mean / n).expand(y.shape)
+            gx = extra if gx is None else gx + extra
+        # rstd = (var + eps) ** -1/2, so d rstd / dx = -rstd^2 * y / n
+        if grad_rstd is not None:
+            extra = -(grad_rstd * rstd * rstd / n) * y
+            gx = extra if gx is None else gx + extra
+        return gx, gw, gb
+
+
+def _reduce_to(t: Tensor, bshape) -> Tensor:
+    """Sum `t` over the dims where the affine parameters broadcast (size 1 in `bshape`)."""
+    full = (1,) * (t.dim() - len(bshape)) + tuple(bshape)
+    dims = tuple(i for i, s in enumerate(full) if s == 1 and t.shape[i] != 1)
+    return t.sum(dims, keepdim=True) if dims else t
+
+
+def _update_running(xp, running, mean, var, n: int, momentum: float) -> None:
+    """running = (1 - momentum) * running + momentum * batch statistic, in place."""
+    running_mean, running_var = running
+    c = running_mean.size
+    batch_mean = mean.reshape(-1, c).mean(axis=0)
+    # NOTE: the running variance is the unbiased one (n - 1), the batch is normalized
+    # with the biased one (n), as in PyTorch.
+    unbiased = var.reshape(-1, c).mean(axis=0) * (n / (n - 1) if n > 1 else math.inf)
+    running_mean *= 1 - momentum
+    running_mean += (momentum * batch_mean).astype(running_mean.dtype)
+    running_var *= 1 - momentum
+    running_var += (momentum * unbiased).astype(running_var.dtype)
+
+
+def _normalize(x: Tensor, weight, bias, dims, eps, bshape, name, running=None,
+               momentum=0.1) -> Tensor:
+    return Normalize.apply(x, weight, bias, dims=dims, eps=eps, bshape=bshape, running=running,
+                           momentum=momentum, name=name)[0]
+
+
+def _bump(*tensors) -> None:
+    for t in tensors:
+        if t is not None:
+            t._version.value += 1
+
+
+def _check_float(op: str, input: Tensor) -> None:
+    if not isinstance(input, Tensor):
+        raise TypeError(f"{op}(): argument 'input' must be Tensor, not {type(input).__name__}")
+    if not input.dtype.is_floating_point:
+        from .arithmetic import unsupported
+
+        raise unsupported(f"{op}", input.dtype)
+
+
+def _check_channels(name: str, t, channels: int) -> None:
+    if t is not None and t.numel() != channels:
+        raise RuntimeError(f"{name} should contain {channels} elements not {t.numel()}")
+
+
+# ---------------------------------------------------------------------------
+# batch norm, instance norm
+
+
+def _channel_view(t: Tensor, ndim: int) -> Tensor:
+    return t.reshape((-1,) + (1,) * (ndim - 2))
+
+
+def _affine_running(input: Tensor, mean, var, weight, bias, eps) -> Tensor:
+    """Normalize with given per-channel statistics: ``x * scale + shift``."""
+    scale = (var + eps).rsqrt()
+    if weight is not None:
+        scale = scale * weight
+    shift = -mean * scale
+    if bias is not None:
+        shift = shift + bias
+    nd = input.dim()
+    if nd == 1:
+        return input * scale + shift
+    return input * _channel_view(scale, nd) + _channel_view(shift, nd)
+
+
+def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor | None,
+               weight: Tensor | None = None, bias: Tensor | None = None,
+               training: bool = False, momentum: float = 0.1, eps: float = 1e-5) -> Tensor:
+    """Normalize each channel (dim 1) of an (N, C, ...) input.
+
+    In training, with the statistics of the batch (and, when given, the running
+    statistics are updated in place: ``running = (1 - momentum) * running + momentum *
+    batch``, with the unbiased variance); otherwise with `running_mean`/`running_var`.
+    `weight` and `bias` (C,) scale and shift the result.
+    """
+    _check_float("batch_norm", input)
+    if input.dim() < 2:
+        wrap_dim(1, input.dim(), "batch_norm")
+    channels = input.shape[1]
+    for name, t in (("running_mean", running_mean), ("running_var", running_var),
+                    ("weight", weight), ("bias", bias)):
+        _check_channels(name, t, channels)
+    if not training:
+        if running_mean is None:
+            raise RuntimeError("running_mean must be defined in evaluation mode")
+        if running_var is None:
+            raise RuntimeError("running_var must be defined in evaluation mode")
+        return _affine_running(input, running_mean, running_var, weight, bias, eps)
+    if input.numel() // channels <= 1:
+        raise ValueError("Expected more than 1 value per channel when training, got input "
+                         f"size {_size(input.shape)}")
+    dims = (0,) + tuple(range(2, input.dim()))
+    running = None
+    if running_mean is not None and running_var is not None:
+        running = (running_mean._data, running_var._data)
+    out = _normalize(input, weight, bias, dims, eps, (channels,) + (1,) * (input.dim() - 2),
+                     "NativeBatchNormBackward0", running, momentum)
+    if running is not None:
+        _bump(running_mean, running_var)
+    return out
+
+
+def _size(shape) -> str:
+    return f"torch.Size([{', '.join(str(s) for s in shape)}])"
+
+
+def instance_norm(input: Tensor, running_mean: Tensor | None = None,
+                  running_var: Tensor | None = None, weight: Tensor | None = None,
+                  bias: Tensor | None = None, use_input_stats: bool = True,
+                  momentum: float = 0.1, eps: float = 1e-5) -> Tensor:
+    """Normalize each channel of each sample of an (N, C, ...) input over its spatial dims.
+
+    With `use_input_stats` False, uses `running_mean`/`running_var` instead; with it
+    True and running statistics given, updates them with the batch average of the
+    per-instance statistics.
+    """
+    _check_float("instance_norm", input)
+    if input.dim() < 2:
+        wrap_dim(1, input.dim(), "instance_norm")
+    channels = input.shape[1]
+    for name, t in (("running_mean", running_mean), ("running_var", running_var),
+                    ("weight", weight), ("bias", bias)):
+        _check_channels(name, t, channels)
+    if not use_input_stats:
+        if running_mean is None or running_var is None:
+            raise RuntimeError("Expected running_mean and running_var to be defined when "
+                               "use_input_stats is false")
+        return _affine_running(input, running_mean, running_var, weight, bias, eps)
+    if _prod(input.shape[2:]) <= 1:
+        raise ValueError("Expected more than 1 spatial element when training, got input size "
+                         f"{_size(input.shape)}")
+    dims = tuple(range(2, input.dim()))
+    running = None
+    if running_mean is not None and running_var is not None:
+        running = (running_mean._data, running_var._data)
+    out = _normalize(input, weight, bias, dims, eps, (channels,) + (1,) * len(dims),
+                     "NativeBatchNormBackward0", running, momentum)
+    if running is not None:
+        _bump(running_mean, running_var)
+    return out
+
+
+# ---------------------------------------------------------------------------
+# layer norm, group norm, rms norm
+
+
+def _shape_tuple(op: str, normalized_shape) -> tuple:
+    if isinstance(normalized_shape, (int, np.integer)):
+        return (int(normalized_shape),)
+    try:
+        return tuple(int(s) for s in normalized_shape)
+    except TypeError:
+        raise TypeError(f"{op}(): argument 'normalized_shape' (position 2) must be tuple of "
+                        f"ints, not {type(normalized_shape).__name__}") from None
+
+
+def _check_normalized_shape(input: Tensor, shape: tuple, weight, bias, star: str) -> None:
+    k = len(shape)
+    if k == 0 or input.dim() < k or tuple(input.shape[input.dim() - k:]) != shape:
+        listed = ", ".join(str(s) for s in shape)
+        raise RuntimeError(f"Given normalized_shape=[{listed}], expected input with shape "
+                           f"[{star}{listed}], but got input of size{list(input.shape)}")
+    for t in (weight, bias):
+        if t is not None and tuple(t.shape) != shape:
+            raise RuntimeError("Expected weight to be of same shape as normalized_shape, but "
+                               f"got weight of shape {list(t.shape)} and normalized_shape = "
+                               f"{list(shape)}")
+
+
+def layer_norm(input: Tensor, normalized_shape, weight: Tensor | None = None,
+               bias: Tensor | None = None, eps: float = 1e-5) -> Tensor:
+    """Normalize over the trailing dims given by `normalized_shape` (each sample on its
+    own), then scale by `weight` and shift by `bias` (both of `normalized_shape`)."""
+    _check_float("layer_norm", input)
+    shape = _shape_tuple("layer_norm", normalized_shape)
+    _check_normalized_shape(input, shape, weight, bias, "*, ")
+    dims = tuple(range(input.dim() - len(shape), input.dim()))
+    return _normalize(input, weight, bias, dims, eps, shape, "NativeLayerNormBackward0")
+
+
+def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None,
+               bias: Tensor | None = None, eps: float = 1e-5) -> Tensor:
+    """Split the channels (dim 1) into `num_groups` groups and normalize each group of
+    each sample; `weight`/`bias` (C,) are per channel."""
+    _check_float("group_norm", input)
+    if input.dim() < 2:
+        raise RuntimeError(f"Expected at least 2 dimensions for input tensor but received "
+                           f"{input.dim()}")
+    n, c = input.shape[0], input.shape[1]
+    if c % num_groups:
+        raise RuntimeError("Expected number of channels in input to be divisible by "
+                           f"num_groups, but got input of shape {list(input.shape)} and "
+                           f"num_groups={num_groups}")
+    for t in (weight, bias):
+        if t is not None and (t.dim() != 1 or t.numel() != c):
+            raise RuntimeError("Expected weight to be a vector of size equal to the number of "
+                               f"channels in input, but got weight of shape {list(t.shape)} "
+                               f"and input of shape {list(input.shape)}")
+    grouped = input.reshape((n, num_groups, -1))
+    out = _normalize(grouped, None, None, (2,), eps, (1,), "NativeGroupNormBackward0")
+    out = out.reshape(input.shape)
+    if weight is not None:
+        out = out * _channel_view(weight, input.dim())
+    if bias is not None:
+        out = out + _channel_view(bias, input.dim())
+    return out
+
+
+def rms_norm(input: Tensor, normalized_shape, weight: Tensor | None = None,
+             eps: float | None = None) -> Tensor:
+    """``x / sqrt(mean(x^2) + eps) * weight`` over the trailing `normalized_shape` dims
+    (`eps` None: the machine epsilon of the input's dtype)."""
+    _check_float("rms_norm", input)
+    shape = _shape_tuple("rms_norm", normalized_shape)
+    _check_normalized_shape(input, shape, weight, None, "*")
+    if eps is None:
+        eps = float(dtypes.finfo(input.dtype).eps)
+    dims = tuple(range(input.dim() - len(shape), input.dim()))
+    out = input * ((input * input).mean(dims, keepdim=True) + eps).rsqrt()
+    return out if weight is None else out * weight
+
+
+def local_response_norm(input: Tensor, size: int, alpha: float = 1e-4, beta: float = 0.75,
+                        k: float = 1.0) -> Tensor:
+    """Divide each element by ``(k + alpha / size * sum of squares over `size` neighbouring
+    channels) ** beta`` (zero padding at the ends of the channel dim)."""
+    if input.dim() < 3:
+        raise ValueError("Expected 3D or higher dimensionality                          "
+                         f"input (got {input.dim()} dimensions)")
+    if input.numel() == 0:
+        return input
+    from .joining import cat
+
+    channels = input.shape[1]
+    sq = input * input
+    before, after = size // 2, (size - 1) // 2
+    pad_shape = lambda m: (input.shape[0], m) + tuple(input.shape[2:])  # noqa: E731
+    parts = [sq]
+    if before:
+        parts.insert(0, sq.new_zeros(pad_shape(before)))
+    if after:
+        parts.append(sq.new_zeros(pad_shape(after)))
+    padded = cat(parts, 1) if len(parts) > 1 else sq
+    window = padded.narrow(1, 0, channels)
+    for i in range(1, size):
+        window = window + padded.narrow(1, i, channels)
+    div = (window * (alpha / size) + k).pow(beta)
+    return input / div
+
+
+def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12,
+              out: Tensor | None = None) -> Tensor:
+    """``input / max(||input||_p, eps)`` with the norm taken over `dim`."""
+    denom = input.norm(p, dim, keepdim=True).clamp_min(eps).expand_as(input)
+    result = input / denom
+    return result if out is None else out.copy_(result)
+
+
+# --- the torch.* forms (different argument orders) ---
+
+
+def batch_norm_fn(input: Tensor, weight, bias, running_mean, running_var, training: bool,
+                  momentum: float, eps: float, cudnn_enabled: bool = True) -> Tensor:
+    """``torch.batch_norm(input, weight, bias, running_mean, running_var, training,
+    momentum, eps, cudnn_enabled)``."""
+    return batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps)
+
+
+def layer_norm_fn(input: Tensor, normalized_shape, weight=None, bias=None, eps: float = 1e-5,
+                  cudnn_enable: bool = True) -> Tensor:
+    """``torch.layer_norm``."""
+    return layer_norm(input, normalized_shape, weight, bias, eps)
+
+
+def group_norm_fn(input: Tensor, num_groups: int, weight=None, bias=None, eps: float = 1e-5,
+                  cudnn_enabled: bool = True) -> Tensor:
+    """``torch.group_norm``."""
+    return group_norm(input, num_groups, weight, bias, eps)
+
+
+def instance_norm_fn(input: Tensor, weight, bias, running_mean, running_var,
+                     use_input_stats: bool, momentum: float, eps: float,
+                     cudnn_enabled: bool = True) -> Tensor:
+    """``torch.instance_norm`` (argument order of the torch namespace)."""
+    return instance_norm(input, running_mean, running_var, weight, bias, use_input_stats,
+                         momentum, eps)
+

@@ -1,0 +1,88 @@
+"""SGD: stochastic gradient descent with optional (Nesterov) momentum."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._core.tensor import _make
+from .optimizer import Optimizer, check_hyper, check_lr, scalar, sparse_grad_parts
+
+__all__ = ["SGD"]
+
+
+class SGD(Optimizer):
+    """Stochastic gradient descent, optionally with momentum.
+
+    With momentum ``mu`` and dampening ``tau``, each step computes
+    ``g = grad + weight_decay * p`` (negated first when `maximize`), then
+    ``b = g`` on the first step and ``b = mu * b + (1 - tau) * g`` afterwards, and
+    moves ``p -= lr * b`` (or ``p -= lr * (g + mu * b)`` with `nesterov`).  The buffer
+    is kept in ``state[p]["momentum_buffer"]``.
+
+    Args:
+        params: parameters or parameter groups to optimize.
+        lr: learning rate (a float or a one-element tensor).
+        momentum: momentum factor.
+        dampening: dampening of the momentum.
+        weight_decay: L2 penalty added to the gradient.
+        nesterov: use Nesterov momentum (needs momentum > 0 and no dampening).
+        maximize: ascend the objective instead of descending it.
+
+    >>> opt = ember.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    """
+
+    def __init__(self, params, lr=1e-3, momentum: float = 0, dampening: float = 0,
+                 weight_decay: float = 0, nesterov: bool = False, *, maximize: bool = False,
+                 foreach: bool | None = None, differentiable: bool = False,
+                 fused: bool | None = None) -> None:
+        check_lr(lr)
+        check_hyper("momentum value", momentum)
+        check_hyper("weight_decay value", weight_decay)
+        defaults = {"lr": lr, "momentum": momentum, "dampening": dampening,
+                    "weight_decay": weight_decay, "nesterov": nesterov, "maximize": maximize,
+                    "foreach": foreach, "differentiable": differentiable, "fused": fused}
+        if nesterov and (momentum <= 0 or dampening != 0):
+            raise ValueError("Nesterov momentum requires a momentum and zero dampening")
+        super().__init__(params, defaults)
+
+    def _update(self, param, grad, state, group) -> None:
+        lr = scalar(group["lr"])
+        momentum = group["momentum"]
+        weight_decay = scalar(group["weight_decay"])
+        maximize = group["maximize"]
+        d = grad
+        if weight_decay != 0 or maximize:
+            d = self._scratch(param, 1)
+            if weight_decay != 0:
+                np.multiply(param, weight_decay, out=d)
+                (np.subtract if maximize else np.add)(d, grad, out=d)
+            else:
+                np.negative(grad, out=d)
+        if momentum != 0:
+            buf = state.get("momentum_buffer")
+            if buf is None:
+                buf = d.copy()
+                state["momentum_buffer"] = _make(buf)
+            else:
+                buf = buf._data
+                buf *= momentum
+                dampening = group["dampening"]
+                if dampening == 0:
+                    buf += d
+                else:
+                    tmp = self._scratch(param)
+                    np.multiply(d, 1 - dampening, out=tmp)
+                    buf += tmp
+            if group["nesterov"]:
+                tmp = self._scratch(param)
+                np.multiply(buf, momentum, out=tmp)
+                tmp += d
+                d = tmp
+            else:
+                d = buf
+        tmp = self._scratch(param)
+        np.multiply(d, -lr, out=tmp)
+        param += tmp
+
+    def _sparse_update(self, param, grad, state, group) -> None:
+        sparse_grad_parts(grad, "SGD")

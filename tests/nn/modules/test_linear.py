@@ -1,0 +1,187 @@
+"""Identity, Linear, Bilinear (and F.linear / F.bilinear), Flatten, Unflatten."""
+
+import math
+
+import numpy as np
+import pytest
+
+import ember
+import ember.nn.functional as F
+from ember import nn
+from ember.autograd import gradcheck
+from ember.testing import assert_close
+
+
+def test_identity():
+    m = nn.Identity(3, unused="x")
+    x = ember.ones(2)
+    assert m(x) is x and repr(m) == "Identity()"
+
+
+def test_linear_shapes_params_and_repr():
+    m = nn.Linear(4, 3)
+    assert m.weight.shape == (3, 4) and m.bias.shape == (3,)
+    assert [n for n, _ in m.named_parameters()] == ["weight", "bias"]
+    assert m(ember.ones(2, 4)).shape == (2, 3)
+    assert m(ember.ones(5, 2, 4)).shape == (5, 2, 3)
+    assert m(ember.ones(4)).shape == (3,)
+    assert repr(m) == "Linear(in_features=4, out_features=3, bias=True)"
+    no_bias = nn.Linear(4, 3, bias=False)
+    assert no_bias.bias is None and [n for n, _ in no_bias.named_parameters()] == ["weight"]
+    assert repr(no_bias) == "Linear(in_features=4, out_features=3, bias=False)"
+    assert nn.Linear(2, 2, dtype=ember.float64).weight.dtype is ember.float64
+
+
+def test_linear_values_and_grads():
+    m = nn.Linear(3, 2).double()
+    x = ember.randn(4, 3, dtype=ember.float64, requires_grad=True)
+    w, b = m.weight.detach().numpy(), m.bias.detach().numpy()
+    assert_close(m(x), x.detach().numpy() @ w.T + b)
+    assert gradcheck(lambda x, w, b: F.linear(x, w, b), (x, m.weight, m.bias))
+    assert gradcheck(lambda x, w: F.linear(x, w), (x, m.weight))
+    x3 = ember.randn(2, 2, 3, dtype=ember.float64, requires_grad=True)
+    assert gradcheck(lambda x, w, b: F.linear(x, w, b), (x3, m.weight, m.bias))
+
+
+def test_linear_default_init_bounds():
+    ember.manual_seed(0)
+    m = nn.Linear(100, 400)
+    bound = 1 / math.sqrt(100)  # kaiming_uniform_(a=sqrt(5)) gives the same bound
+    w, b = m.weight.detach().numpy(), m.bias.detach().numpy()
+    assert np.abs(w).max() <= bound and np.abs(b).max() <= bound
+    assert np.abs(w).max() > 0.95 * bound  # the range is used (40,000 draws)
+    assert abs(w.std() - bound / math.sqrt(3)) < 0.02 * bound
+    assert abs(w.mean()) < 0.02 * bound
+
+
+def test_linear_init_is_reproducible():
+    ember.manual_seed(123)
+    a = nn.Linear(5, 5)
+    ember.manual_seed(123)
+    b = nn.Linear(5, 5)
+    assert a.weight.tolist() == b.weight.tolist() and a.bias.tolist() == b.bias.tolist()
+
+
+def test_linear_shape_error_message():
+    m = nn.Linear(9216, 128)
+    with pytest.raises(RuntimeError, match=r"mat1 and mat2 shapes cannot be multiplied "
+                                           r"\(64x9200 and 9216x128\)"):
+        m(ember.zeros(64, 9200))
+    with pytest.raises(RuntimeError, match=r"\(6x9200 and 9216x128\)"):
+        m(ember.zeros(2, 3, 9200))
+    with pytest.raises(RuntimeError, match=r"\(1x9200 and 9216x128\)"):
+        m(ember.zeros(9200))
+
+
+def test_linear_error_messages_match_torch():
+    torch = pytest.importorskip("torch")
+    cases = [((64, 9200), (128, 9216)), ((2, 3, 9200), (128, 9216)), ((9200,), (128, 9216))]
+    for x_shape, w_shape in cases:
+        msgs = []
+        for lib in (ember, torch):
+            with pytest.raises(RuntimeError) as info:
+                lib.nn.functional.linear(lib.zeros(*x_shape), lib.zeros(*w_shape))
+            msgs.append(str(info.value))
+        assert msgs[0] == msgs[1]
+
+
+def test_linear_matches_torch_values():
+    torch = pytest.importorskip("torch")
+    ours = nn.Linear(3, 2)
+    theirs = torch.nn.Linear(3, 2)
+    theirs.load_state_dict({k: torch.tensor(v.numpy()) for k, v in ours.state_dict().items()})
+    x = np.random.default_rng(0).standard_normal((4, 3)).astype(np.float32)
+    assert_close(ours(ember.tensor(x)), theirs(torch.tensor(x)).detach().numpy())
+
+
+def test_bilinear():
+    m = nn.Bilinear(3, 4, 5).double()
+    assert m.weight.shape == (5, 3, 4) and m.bias.shape == (5,)
+    assert repr(m) == "Bilinear(in1_features=3, in2_features=4, out_features=5, bias=True)"
+    bound = 1 / math.sqrt(3)
+    assert np.abs(m.weight.detach().numpy()).max() <= bound
+    x1 = ember.randn(2, 3, dtype=ember.float64, requires_grad=True)
+    x2 = ember.randn(2, 4, dtype=ember.float64, requires_grad=True)
+    expected = np.einsum("bi,oij,bj->bo", x1.detach().numpy(), m.weight.detach().numpy(),
+                         x2.detach().numpy()) + m.bias.detach().numpy()
+    assert_close(m(x1, x2), expected)
+    assert gradcheck(lambda a, b, w, c: F.bilinear(a, b, w, c), (x1, x2, m.weight, m.bias))
+    assert m(ember.randn(7, 2, 3, dtype=ember.float64),
+             ember.randn(7, 2, 4, dtype=ember.float64)).shape == (7, 2, 5)
+    assert nn.Bilinear(3, 4, 5, bias=False).bias is None
+
+
+@pytest.mark.parametrize("s1, s2, wshape, bshape, message", [
+    ((2, 3), (3, 4), (5, 3, 4), (5,), "input batch dimensions do not match at dim 0: got 2 and 3"),
+    ((2, 2), (2, 4), (5, 3, 4), (5,), "input1 size does not match weight size: got 2 but "
+                                      "expected 3"),
+    ((2, 3), (2, 5), (5, 3, 4), (5,), "input2 size does not match weight size: got 5 but "
+                                      "expected 4"),
+    ((2, 3), (2, 4), (5, 3, 4), (6,), "bias size does not match weight size: got 6 but "
+                                      "expected 5"),
+])
+def test_bilinear_errors(s1, s2, wshape, bshape, message):
+    with pytest.raises(RuntimeError, match="bilinear\\(\\): " + message):
+        F.bilinear(ember.zeros(*s1), ember.zeros(*s2), ember.zeros(*wshape), ember.zeros(*bshape))
+
+
+def test_flatten_unflatten():
+    x = ember.zeros(2, 3, 4, 5)
+    assert nn.Flatten()(x).shape == (2, 60)
+    assert nn.Flatten(0, 2)(x).shape == (24, 5)
+    assert nn.Flatten(-2)(x).shape == (2, 3, 20)
+    assert repr(nn.Flatten()) == "Flatten(start_dim=1, end_dim=-1)"
+    u = nn.Unflatten(1, (2, 3))
+    assert u(ember.zeros(4, 6)).shape == (4, 2, 3)
+    assert repr(u) == "Unflatten(dim=1, unflattened_size=(2, 3))"
+    assert nn.Unflatten(-1, [2, -1])(ember.zeros(4, 6)).shape == (4, 2, 3)
+    with pytest.raises(TypeError, match="unflattened_size must be tuple of ints, but found "
+                                        "element of type float at pos 0"):
+        nn.Unflatten(1, (2.0, 3))
+    with pytest.raises(TypeError, match="unflattened_size must be a tuple of ints, but found "
+                                        "type int"):
+        nn.Unflatten(1, 5)
+    with pytest.raises(RuntimeError):
+        u(ember.zeros(4, 5))
+
+
+def test_model_repr_matches_torch():
+    torch = pytest.importorskip("torch")
+
+    def build(lib):
+        n = lib.nn
+        return n.Sequential(
+            n.Flatten(), n.Linear(12, 8), n.Identity(),
+            n.ModuleList([n.Linear(8, 8), n.Linear(8, 8, bias=False)]),
+            n.Bilinear(8, 8, 4), n.Unflatten(1, (2, 2)),
+        )
+
+    assert repr(build(ember)) == repr(build(torch))
+
+
+def test_linear_grad_fn_names():
+    m = nn.Linear(3, 2)
+    x = ember.randn(4, 3, requires_grad=True)
+    assert m(x).grad_fn.name() == "AddmmBackward0"
+    assert nn.Linear(3, 2, bias=False)(x).grad_fn.name() == "MmBackward0"
+
+
+def test_mlp_gradients_match_torch():
+    torch = pytest.importorskip("torch")
+
+    def build(lib):
+        n = lib.nn
+        return n.Sequential(n.Linear(5, 7), n.Flatten(0), n.Unflatten(0, (4, 7)),
+                            n.Linear(7, 3)).double()
+
+    ours, theirs = build(ember), build(torch)
+    theirs.load_state_dict({k: torch.tensor(v.numpy()) for k, v in ours.state_dict().items()})
+    x = np.random.default_rng(1).standard_normal((4, 5))
+    y = np.random.default_rng(2).standard_normal((4, 3))
+    loss = F.mse_loss(ours(ember.tensor(x).tanh()), ember.tensor(y))
+    ref = torch.nn.functional.mse_loss(theirs(torch.tensor(x).tanh()), torch.tensor(y))
+    loss.backward()
+    ref.backward()
+    assert_close(loss, ref.item(), check_dtype=False)
+    for (name, p), (_, q) in zip(ours.named_parameters(), theirs.named_parameters()):
+        assert_close(p.grad, q.grad.numpy(), msg=name)

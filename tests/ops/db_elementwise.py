@@ -1,0 +1,153 @@
+"""Op table entries for ember/ops/elementwise.py and ember/ops/elementwise_special.py."""
+
+import numpy as np
+import scipy.special
+
+import ember
+from tests.ops.opinfo import (
+    FLOATS, FLOATS_AND_INTS, OpInfo, Sample, binary_samples, unary_samples,
+)
+
+
+def _float_unary(name, fn, ref, low=-2.0, high=2.0, **kw):
+    """A float function of one tensor; integer inputs give the default float dtype."""
+    kw.setdefault("dtypes", FLOATS_AND_INTS)
+    return OpInfo(name, fn, ref, unary_samples(low, high), **kw)
+
+
+def _rounding(name, fn, ref, **kw):
+    # Piecewise constant: the gradient is zero and has no gradient of its own.
+    kw.setdefault("dtypes", FLOATS_AND_INTS)
+    return OpInfo(name, fn, ref, unary_samples(-3.0, 3.0), grad_order=1, **kw)
+
+
+def _predicate(name, fn, ref):
+    return OpInfo(name, fn, ref, unary_samples(), dtypes=FLOATS_AND_INTS, grad_order=0)
+
+
+def _sigmoid_ref(x):
+    return 1 / (1 + np.exp(-x))
+
+
+def _clamp_samples(rng):
+    x = lambda *s: rng.uniform(-2, 2, size=s)  # noqa: E731
+    return [
+        Sample((x(3, 4),), {"min": -0.5, "max": 0.7}),
+        Sample((x(3, 4),), {"min": -0.5}),
+        Sample((x(3, 4),), {"max": 0.3}),
+    ]
+
+
+def _clamp_tensor_samples(rng):
+    x = lambda *s: rng.uniform(-2, 2, size=s)  # noqa: E731
+    lo = lambda *s: rng.uniform(-1.0, -0.2, size=s)  # noqa: E731
+    hi = lambda *s: rng.uniform(0.2, 1.0, size=s)  # noqa: E731
+    return [
+        Sample((x(3, 4), lo(3, 4), hi(3, 4))),
+        Sample((x(3, 4), lo(4), hi(3, 1))),
+        Sample((x(2, 3), lo(3), None)),
+        Sample((x(2, 3), None, hi(2, 3))),
+    ]
+
+
+def _where_samples(rng):
+    # The condition comes as a float array (the harness casts every array): positive = True.
+    u = lambda *s: rng.uniform(-2, 2, size=s)  # noqa: E731
+    return [
+        Sample((u(3, 4), u(3, 4), u(3, 4)), grad_args=(1, 2)),
+        Sample((u(3, 1), u(1, 4), u(4)), grad_args=(1, 2)),
+        Sample((u(3, 4), u(3, 4), 0.5), grad_args=(1,)),
+        Sample((u(2, 3), -1.5, u(3)), grad_args=(2,)),
+    ]
+
+
+def _where(c, x, y):
+    return ember.where(c > 0, x, y)
+
+
+def _xlogy_samples(rng):
+    return binary_samples(-2.0, 2.0, 0.5, 2.0)(rng) + [
+        # PyTorch's gradient w.r.t. x is 0 where x == 0 (not log(y)): only check y there.
+        Sample((np.array([0.0, 1.0, 0.0]), rng.uniform(0.5, 2.0, size=3)), grad_args=(1,)),
+        Sample((1.5, rng.uniform(0.5, 2.0, size=(2, 3)))),
+    ]
+
+
+def _nan_to_num_ref(x, **kw):
+    return np.nan_to_num(x, **kw)
+
+
+OPS = [
+    # exponentials and logarithms
+    _float_unary("exp", ember.exp, np.exp),
+    _float_unary("exp2", ember.exp2, np.exp2),
+    _float_unary("expm1", ember.expm1, np.expm1),
+    _float_unary("log", ember.log, np.log, 0.5, 3.0),
+    _float_unary("log2", ember.log2, np.log2, 0.5, 3.0),
+    _float_unary("log10", ember.log10, np.log10, 0.5, 3.0),
+    _float_unary("log1p", ember.log1p, np.log1p, -0.5, 2.0, dtypes=FLOATS),
+    _float_unary("sqrt", ember.sqrt, np.sqrt, 0.5, 3.0),
+    _float_unary("rsqrt", ember.rsqrt, lambda x: 1 / np.sqrt(x), 0.5, 3.0),
+    # trigonometric and hyperbolic
+    _float_unary("sin", ember.sin, np.sin),
+    _float_unary("cos", ember.cos, np.cos),
+    _float_unary("tan", ember.tan, np.tan, -1.2, 1.2),
+    _float_unary("asin", ember.asin, np.arcsin, -0.9, 0.9, dtypes=FLOATS),
+    _float_unary("acos", ember.acos, np.arccos, -0.9, 0.9, dtypes=FLOATS),
+    _float_unary("atan", ember.atan, np.arctan),
+    _float_unary("sinh", ember.sinh, np.sinh),
+    _float_unary("cosh", ember.cosh, np.cosh),
+    _float_unary("tanh", ember.tanh, np.tanh),
+    _float_unary("asinh", ember.asinh, np.arcsinh),
+    _float_unary("acosh", ember.acosh, np.arccosh, 1.1, 3.0),
+    _float_unary("atanh", ember.atanh, np.arctanh, -0.9, 0.9, dtypes=FLOATS),
+    # special functions
+    _float_unary("sigmoid", ember.sigmoid, _sigmoid_ref, -4.0, 4.0),
+    _float_unary("logit", ember.logit, scipy.special.logit, 0.1, 0.9, dtypes=FLOATS),
+    OpInfo("logit_eps", lambda x: ember.logit(x, eps=0.2),
+           lambda x: scipy.special.logit(np.clip(x, 0.2, 0.8)), unary_samples(0.25, 0.75)),
+    _float_unary("erf", ember.erf, scipy.special.erf, -3.0, 3.0),
+    _float_unary("erfc", ember.erfc, scipy.special.erfc, -3.0, 3.0),
+    _float_unary("erfinv", ember.erfinv, scipy.special.erfinv, -0.9, 0.9, dtypes=FLOATS),
+    # rounding and sign
+    _rounding("sign", ember.sign, np.sign),
+    _rounding("sgn", ember.sgn, np.sign),
+    _rounding("floor", ember.floor, np.floor),
+    _rounding("ceil", ember.ceil, np.ceil),
+    _rounding("round", ember.round, np.round),
+    _rounding("round_decimals", lambda x: ember.round(x, decimals=1),
+              lambda x: np.round(x, 1), dtypes=FLOATS),
+    _rounding("trunc", ember.trunc, np.trunc),
+    _rounding("fix", ember.fix, np.trunc),
+    OpInfo("frac", ember.frac, lambda x: x - np.trunc(x), unary_samples(-3.0, 3.0)),
+    OpInfo("relu", ember.relu, lambda x: np.maximum(x, 0), unary_samples(),
+           dtypes=FLOATS_AND_INTS),
+    # floating point tests
+    _predicate("isnan", ember.isnan, np.isnan),
+    _predicate("isinf", ember.isinf, np.isinf),
+    _predicate("isfinite", ember.isfinite, np.isfinite),
+    _predicate("isposinf", ember.isposinf, np.isposinf),
+    _predicate("isneginf", ember.isneginf, np.isneginf),
+    _predicate("signbit", ember.signbit, np.signbit),
+    # functions of two tensors
+    OpInfo("atan2", ember.atan2, np.arctan2, binary_samples(), dtypes=FLOATS_AND_INTS),
+    OpInfo("hypot", ember.hypot, np.hypot, binary_samples()),
+    OpInfo("maximum", ember.maximum, np.maximum, binary_samples(), dtypes=FLOATS_AND_INTS,
+           promotes=True),
+    OpInfo("minimum", ember.minimum, np.minimum, binary_samples(), dtypes=FLOATS_AND_INTS,
+           promotes=True),
+    OpInfo("fmax", ember.fmax, np.fmax, binary_samples(), dtypes=FLOATS_AND_INTS,
+           promotes=True),
+    OpInfo("fmin", ember.fmin, np.fmin, binary_samples(), dtypes=FLOATS_AND_INTS,
+           promotes=True),
+    OpInfo("xlogy", ember.xlogy, scipy.special.xlogy, _xlogy_samples),
+    # clamp, where, nan_to_num
+    OpInfo("clamp", ember.clamp, lambda x, min=None, max=None: np.clip(x, min, max),
+           _clamp_samples, dtypes=FLOATS_AND_INTS),
+    OpInfo("clamp_tensor", ember.clamp, lambda x, lo, hi: np.clip(x, lo, hi),
+           _clamp_tensor_samples),
+    OpInfo("where", _where, lambda c, x, y: np.where(c > 0, x, y), _where_samples,
+           dtypes=FLOATS_AND_INTS),
+    OpInfo("nan_to_num", ember.nan_to_num, _nan_to_num_ref, unary_samples(),
+           dtypes=FLOATS_AND_INTS),
+]

@@ -127,6 +127,22 @@ from .random import (
     Generator, default_generator, get_rng_state, initial_seed, manual_seed, seed, set_rng_state,
 )
 
+# --- activation (ops/activation.py, normalization.py, dropout.py) ---
+from .ops.activation import (
+    celu, celu_, hardshrink, prelu, rrelu, rrelu_, selu, selu_, threshold, threshold_,
+)
+from .ops.activation import log_softmax_fn as log_softmax
+from .ops.activation import softmax_fn as softmax
+from .ops.dropout import alpha_dropout_fn as alpha_dropout
+from .ops.dropout import dropout_fn as dropout
+from .ops.dropout import dropout_fn_ as dropout_
+from .ops.dropout import feature_alpha_dropout_fn as feature_alpha_dropout
+from .ops.dropout import feature_dropout
+from .ops.normalization import batch_norm_fn as batch_norm
+from .ops.normalization import group_norm_fn as group_norm
+from .ops.normalization import instance_norm_fn as instance_norm
+from .ops.normalization import layer_norm_fn as layer_norm
+
 # --- subpackages ---
 from . import accelerator, autograd, cuda
 from . import linalg, random

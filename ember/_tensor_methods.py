@@ -14,6 +14,7 @@ from .ops import index_dim, indexing, joining, scatter, slicing
 from .ops import reduction_stats, sorting
 from .ops import arithmetic_fused, comparison, elementwise, elementwise_special
 from .ops import linalg, linalg_decomp, linalg_svd
+from .ops import activation
 from . import _sampling
 from .ops._util import SCALAR_TYPES
 
@@ -420,6 +421,9 @@ METHODS = {
     "cauchy_": _sampling.cauchy_,
     "log_normal_": _sampling.log_normal_,
     "multinomial": _sampling.multinomial,
+    # activation (ops/activation.py) --------------------------------------------
+    "softmax": activation.softmax_fn,
+    "log_softmax": activation.log_softmax_fn,
 }
 
 OPERATORS = {

@@ -147,3 +147,47 @@ def _prod(shape) -> int:
     for s in shape:
         n *= s
     return n
+
+
+# --- activations, losses, normalization, dropout (ops/activation.py, loss.py, loss_margin.py,
+# normalization.py, dropout.py) ---
+from ..ops.activation import (  # noqa: E402
+    celu, celu_, elu, elu_, gelu, glu, hardshrink, hardsigmoid, hardswish, hardtanh, hardtanh_,
+    leaky_relu, leaky_relu_, log_softmax, logsigmoid, mish, prelu, relu, relu6, rrelu, rrelu_,
+    selu, selu_, silu, softmax, softmin, softplus, softshrink, softsign, tanhshrink, threshold,
+    threshold_,
+)
+from ..ops.elementwise import relu_, tanh  # noqa: E402
+from ..ops.elementwise_special import sigmoid  # noqa: E402
+from ..ops.dropout import (  # noqa: E402
+    alpha_dropout, dropout, dropout1d, dropout2d, dropout3d, feature_alpha_dropout,
+)
+from ..ops.normalization import (  # noqa: E402
+    batch_norm, group_norm, instance_norm, layer_norm, local_response_norm, normalize, rms_norm,
+)
+from ..ops.loss import (  # noqa: E402
+    binary_cross_entropy, binary_cross_entropy_with_logits, cross_entropy, gaussian_nll_loss,
+    huber_loss, kl_div, l1_loss, nll_loss, poisson_nll_loss, smooth_l1_loss,
+)
+from ..ops.loss_margin import (  # noqa: E402
+    cosine_embedding_loss, ctc_loss, hinge_embedding_loss, margin_ranking_loss,
+    multi_margin_loss, multilabel_margin_loss, multilabel_soft_margin_loss, pairwise_distance,
+    soft_margin_loss, triplet_margin_loss, triplet_margin_with_distance_loss,
+)
+
+__all__ += [
+    "celu", "celu_", "elu", "elu_", "gelu", "glu", "hardshrink", "hardsigmoid", "hardswish",
+    "hardtanh", "hardtanh_", "leaky_relu", "leaky_relu_", "log_softmax", "logsigmoid", "mish",
+    "prelu", "relu", "relu6", "relu_", "rrelu", "rrelu_", "selu", "selu_", "sigmoid", "silu",
+    "softmax", "softmin", "softplus", "softshrink", "softsign", "tanh", "tanhshrink",
+    "threshold", "threshold_",
+    "alpha_dropout", "dropout", "dropout1d", "dropout2d", "dropout3d", "feature_alpha_dropout",
+    "batch_norm", "group_norm", "instance_norm", "layer_norm", "local_response_norm",
+    "normalize", "rms_norm",
+    "binary_cross_entropy", "binary_cross_entropy_with_logits", "cosine_embedding_loss",
+    "cross_entropy", "ctc_loss", "gaussian_nll_loss", "hinge_embedding_loss", "huber_loss",
+    "kl_div", "l1_loss", "margin_ranking_loss", "multi_margin_loss", "multilabel_margin_loss",
+    "multilabel_soft_margin_loss", "nll_loss", "pairwise_distance", "poisson_nll_loss",
+    "smooth_l1_loss", "soft_margin_loss", "triplet_margin_loss",
+    "triplet_margin_with_distance_loss",
+]

@@ -148,6 +148,16 @@ def softmin(input: Tensor, dim: int | None = None, _stacklevel: int = 3,
     return Softmax.apply(-input, dim)
 
 
+def softmax_fn(input: Tensor, dim: int, dtype=None) -> Tensor:
+    """``torch.softmax(input, dim, dtype=None)`` and ``Tensor.softmax``."""
+    return softmax(input, dim, dtype=dtype)
+
+
+def log_softmax_fn(input: Tensor, dim: int, dtype=None) -> Tensor:
+    """``torch.log_softmax(input, dim, dtype=None)`` and ``Tensor.log_softmax``."""
+    return log_softmax(input, dim, dtype=dtype)
+
+
 # ---------------------------------------------------------------------------
 # smooth activations
 

@@ -229,7 +229,8 @@ divide = div
 
 
 # ---------------------------------------------------------------------------
-# pow, abs, reciprocal, addcmul, addcdiv, lerp, floor_divide, remainder, fmod
+# helpers shared by the elementwise op files; then pow, abs, reciprocal, floor_divide,
+# remainder and fmod
 
 
 def check_broadcast(*operands) -> None:
@@ -271,6 +272,12 @@ def _xp(*values):
     return np
 
 
+def _same_dtype(out, x, y):
+    """`out` in the dtype of the array operand (bfloat16 with a Python float gives float32)."""
+    like = y if isinstance(x, (bool, int, float, complex)) else x
+    return out.astype(like.dtype, copy=False)
+
+
 def _is_integral(d) -> bool:
     return not (d.is_floating_point or d.is_complex)
 
@@ -280,7 +287,7 @@ def _power(x, y):
     xp = _xp(x, y)
     with np.errstate(all="ignore"):
         if isinstance(y, (bool, int, float)) or y.dtype.kind not in "iu" or not (y < 0).any():
-            return xp.power(x, y)
+            return _same_dtype(xp.power(x, y), x, y)
         base = x if not isinstance(x, (bool, int)) else xp.asarray(x, dtype=y.dtype)
         out = xp.power(base, xp.abs(y))
         odd = (y % 2) == 1
@@ -313,8 +320,7 @@ class Pow(Function):
         return gx, gy
 
 
-class PowInplace(Pow):
-    _inplace = True
+PowInplace = inplace_form(Pow)
 
 
 class PowTensorScalar(Function):
@@ -337,8 +343,7 @@ class PowTensorScalar(Function):
         return grad * (e * x.pow(e - 1))
 
 
-class PowTensorScalarInplace(PowTensorScalar):
-    _inplace = True
+PowTensorScalarInplace = inplace_form(PowTensorScalar)
 
 
 class PowScalarTensor(Function):
@@ -444,9 +449,7 @@ class Abs(Function):
         return grad * x.sign()  # NOTE: sign(0) = 0, so abs'(0) = 0 as in PyTorch
 
 
-class AbsInplace(Abs):
-    _inplace = True
-    _name = "AbsBackward0"
+AbsInplace = inplace_form(Abs)
 
 
 def abs(input: Tensor) -> Tensor:  # noqa: A001 - PyTorch's name
@@ -481,9 +484,7 @@ class Reciprocal(Function):
         return -grad * (y * y)
 
 
-class ReciprocalInplace(Reciprocal):
-    _inplace = True
-    _name = "ReciprocalBackward0"
+ReciprocalInplace = inplace_form(Reciprocal)
 
 
 def reciprocal(input: Tensor) -> Tensor:
@@ -526,15 +527,14 @@ class FloorDivide(Function):
     @staticmethod
     def forward(ctx, x, y):
         with np.errstate(all="ignore"):
-            return _xp(x, y).floor_divide(x, y)
+            return _same_dtype(_xp(x, y).floor_divide(x, y), x, y)
 
     @staticmethod
     def backward(ctx, grad):
         raise RuntimeError("the derivative for 'floor_divide' is not implemented.")
 
 
-class FloorDivideInplace(FloorDivide):
-    _inplace = True
+FloorDivideInplace = inplace_form(FloorDivide)
 
 
 class Remainder(Function):
@@ -546,19 +546,18 @@ class Remainder(Function):
             "RemainderBackward0"
         ctx.save_for_backward(x, y)
         with np.errstate(all="ignore"):
-            return _xp(x, y).remainder(x, y)
+            return _same_dtype(_xp(x, y).remainder(x, y), x, y)
 
     @staticmethod
     def backward(ctx, grad):
         x, y = ctx.saved_tensors
         gy = None
-        if len(ctx._edges) > 1 and ctx._edges[1][0] is not None:
+        if ctx._edges[1][0] is not None:
             gy = -grad * floor_divide(_detached(x), _detached(y))
         return grad, gy
 
 
-class RemainderInplace(Remainder):
-    _inplace = True
+RemainderInplace = inplace_form(Remainder)
 
 
 class Fmod(Function):
@@ -570,19 +569,18 @@ class Fmod(Function):
             "FmodBackward0"
         ctx.save_for_backward(x, y)
         with np.errstate(all="ignore"):
-            return _xp(x, y).fmod(x, y)
+            return _same_dtype(_xp(x, y).fmod(x, y), x, y)
 
     @staticmethod
     def backward(ctx, grad):
         x, y = ctx.saved_tensors
         gy = None
-        if len(ctx._edges) > 1 and ctx._edges[1][0] is not None:
+        if ctx._edges[1][0] is not None:
             gy = -grad * div(_detached(x), _detached(y), rounding_mode="trunc")
         return grad, gy
 
 
-class FmodInplace(Fmod):
-    _inplace = True
+FmodInplace = inplace_form(Fmod)
 
 
 def _division_like(op: str, kernel: str, cls, input, other):

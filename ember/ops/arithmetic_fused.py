@@ -11,7 +11,9 @@ from .._core import dtype as dtypes
 from .._core.function import Function
 from .._core.tensor import Tensor
 from ._util import cast, is_scalar, result_type, xp_of
-from .arithmetic import _is_integral, _short, check_broadcast, check_inplace_shape, unsupported
+from .arithmetic import (
+    _is_integral, _short, check_broadcast, check_inplace_shape, inplace_form, unsupported,
+)
 
 
 class Addcmul(Function):
@@ -19,7 +21,7 @@ class Addcmul(Function):
     def forward(ctx, x, t1, t2, value=1):
         ctx.value = value
         ctx.save_for_backward(t1, t2)
-        return x + value * (t1 * t2)
+        return (x + value * (t1 * t2)).astype(x.dtype, copy=False)
 
     @staticmethod
     def backward(ctx, grad):
@@ -30,9 +32,7 @@ class Addcmul(Function):
         return grad, g1, g2
 
 
-class AddcmulInplace(Addcmul):
-    _inplace = True
-    _name = "AddcmulBackward0"
+AddcmulInplace = inplace_form(Addcmul)
 
 
 class Addcdiv(Function):
@@ -41,7 +41,7 @@ class Addcdiv(Function):
         ctx.value = value
         ctx.save_for_backward(t1, t2)
         with np.errstate(all="ignore"):
-            return x + value * (t1 / t2)
+            return (x + value * (t1 / t2)).astype(x.dtype, copy=False)
 
     @staticmethod
     def backward(ctx, grad):
@@ -52,9 +52,7 @@ class Addcdiv(Function):
         return grad, g1, g2
 
 
-class AddcdivInplace(Addcdiv):
-    _inplace = True
-    _name = "AddcdivBackward0"
+AddcdivInplace = inplace_form(Addcdiv)
 
 
 def _addc_operands(op: str, input, tensor1, tensor2, value):
@@ -116,7 +114,7 @@ class Lerp(Function):
     @staticmethod
     def forward(ctx, x, end, weight):
         ctx.weight = weight
-        return _lerp(xp_of(x), x, end, weight)
+        return _lerp(xp_of(x), x, end, weight).astype(x.dtype, copy=False)
 
     @staticmethod
     def backward(ctx, grad):
@@ -124,8 +122,7 @@ class Lerp(Function):
         return grad * (1 - w), grad * w
 
 
-class LerpInplace(Lerp):
-    _inplace = True
+LerpInplace = inplace_form(Lerp)
 
 
 class LerpTensor(Function):
@@ -136,7 +133,7 @@ class LerpTensor(Function):
     @staticmethod
     def forward(ctx, x, end, weight):
         ctx.save_for_backward(x, end, weight)
-        return _lerp(xp_of(x), x, end, weight)
+        return _lerp(xp_of(x), x, end, weight).astype(x.dtype, copy=False)
 
     @staticmethod
     def backward(ctx, grad):
@@ -145,8 +142,7 @@ class LerpTensor(Function):
         return grad * (1 - w), grad * w, gw
 
 
-class LerpTensorInplace(LerpTensor):
-    _inplace = True
+LerpTensorInplace = inplace_form(LerpTensor)
 
 
 _C_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half",

@@ -506,7 +506,8 @@ class Relu(_Unary):
     @staticmethod
     def backward(ctx, grad):
         _, y = ctx.saved_tensors
-        return grad.where(y > 0, 0.0)  # NOTE: relu'(0) = 0, as in PyTorch
+        # NOTE: relu'(0) = 0, as in PyTorch; a nan output passes the gradient (also PyTorch's).
+        return grad.where(~(y <= 0), 0.0)
 
 
 SignInplace = inplace_form(Sign)

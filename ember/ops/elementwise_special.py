@@ -204,16 +204,16 @@ class Logit(Function):
         xp = xp_of(x)
         z = x if eps is None else xp.clip(x, eps, 1 - eps)
         with np.errstate(all="ignore"):
-            return xp.log(z / (1 - z))
+            return xp.log(z / (1 - z)).astype(x.dtype, copy=False)
 
     @staticmethod
     def backward(ctx, grad):
         (x,) = ctx.saved_tensors
         with np.errstate(all="ignore"):
             g = grad / (x * (1 - x))
-        if ctx.eps is not None:
-            g = g.where((x >= ctx.eps) & (x <= 1 - ctx.eps), 0.0)
-        return g
+        if ctx.eps is None:  # outside [0, 1] logit is nan, and so is its gradient
+            return g.where((x >= 0) & (x <= 1), math.nan)
+        return g.where((x >= ctx.eps) & (x <= 1 - ctx.eps), 0.0)
 
 
 SigmoidInplace = inplace_form(Sigmoid)
@@ -488,7 +488,8 @@ class Clamp(Function):
         ctx.save_for_backward(x)
         xp = xp_of(x)
         out = x if lo is None else xp.maximum(x, lo)
-        return out if hi is None else xp.minimum(out, hi)
+        out = out if hi is None else xp.minimum(out, hi)
+        return out.astype(x.dtype, copy=False)
 
     @staticmethod
     def backward(ctx, grad):

@@ -1,9 +1,9 @@
 """Indexing: ``x[key]`` and ``x[key] = value``, index_put, masks, take, nonzero.
 
 A key is split in two, as PyTorch does: first its ints, slices and None make a view
-(``shape.subview``), then its integer/bool tensors (the "advanced" part) index that
+(``slicing.subview``), then its integer/bool tensors (the "advanced" part) index that
 view, which copies.  The copy's gradient scatter-adds, so repeated indices sum.
-Gather/scatter and the ``index_*`` family are in ``scatter.py``.
+Gather/scatter are in ``scatter.py``, the ``index_*`` family in ``index_dim.py``.
 """
 
 from __future__ import annotations
@@ -23,10 +23,10 @@ _INDEX_KINDS = "iub"  # integer, unsigned (uint8: a mask), bool
 
 
 # ----------------------------------------------------------------------
-# helpers shared with scatter.py
+# helpers shared with scatter.py and index_dim.py
 
 
-def backend_index(index, like, op: str, allow_bool: bool = True):
+def backend_index(index, like, allow_bool: bool = True):
     """An index (tensor, array, list or int) as a backend array on `like`'s device."""
     if isinstance(index, Tensor):
         data = index._data
@@ -47,14 +47,14 @@ def backend_index(index, like, op: str, allow_bool: bool = True):
     return data
 
 
-def check_bounds(index, size: int, dim: int, prefix: str = "", error=IndexError) -> None:
+def check_bounds(index, size: int, dim: int) -> None:
     """IndexError (PyTorch's message) when an int index array reaches outside ``[-size, size)``."""
     if index.size == 0:
         return
     low, high = int(index.min()), int(index.max())
     if low < -size or high >= size:
         bad = high if high >= size else low
-        raise error(f"{prefix}index {bad} is out of bounds for dimension {dim} with size {size}")
+        raise IndexError(f"index {bad} is out of bounds for dimension {dim} with size {size}")
 
 
 def read_only_error() -> RuntimeError:
@@ -127,7 +127,7 @@ def _classify(item, like):
     if not isinstance(item, (Tensor, np.ndarray, list, tuple)) and not hasattr(
             item, "__cuda_array_interface__"):
         raise TypeError(f"invalid index of type {type(item).__name__}")
-    data = backend_index(item, like, "index")
+    data = backend_index(item, like)
     if data.dtype.kind == "b" or data.dtype == np.uint8:
         return "mask", data.astype(bool) if data.dtype != bool else data
     return "array", data.astype(np.int64) if data.dtype != np.int64 else data
@@ -347,7 +347,9 @@ def _key_from_indices(input: Tensor, indices, op: str) -> tuple:
     """A tuple of index tensors (None = the whole dim) as an advanced key, checked."""
     if isinstance(indices, Tensor) or not isinstance(indices, (list, tuple)):
         raise TypeError(f"{op}(): indices must be a tuple of Tensors")
-    items = tuple(slice(None) if i is None else i for i in indices)
+    # A 0-dim int tensor is an advanced index here (not a select, as in x[t]).
+    items = tuple(slice(None) if i is None else i.reshape(1) if isinstance(i, Tensor) and
+                  i.ndim == 0 and i._data.dtype.kind in "iu" else i for i in indices)
     basic, advanced = parse_key(input, items)
     if not _is_trivial(basic) or any(i is not None and not isinstance(i, Tensor) and not
                                      hasattr(i, "shape") for i in indices):
@@ -440,7 +442,7 @@ class MaskedFill(Function):
     def forward(ctx, x, value, mask):
         ctx.mask = mask
         out = output_array(ctx, x)
-        out[mask] = value
+        xp_of(out).copyto(out, value, casting="unsafe", where=mask)
         return out
 
     @staticmethod
@@ -579,7 +581,7 @@ def pad_to(t: Tensor, shape: tuple) -> Tensor:
 
 def take(input: Tensor, index: Tensor) -> Tensor:
     """Elements of the flattened `input` at `index` (the result has `index`'s shape)."""
-    data = backend_index(index, input._data, "take", allow_bool=False)
+    data = backend_index(index, input._data, allow_bool=False)
     n = input._data.size
     if data.size and (int(data.min()) < -n or int(data.max()) >= n):
         bad = int(data.max()) if int(data.max()) >= n else int(data.min())
@@ -589,7 +591,7 @@ def take(input: Tensor, index: Tensor) -> Tensor:
 
 
 def _put_key(input: Tensor, index, op: str) -> tuple:
-    data = backend_index(index, input._data, op, allow_bool=False).reshape(-1)
+    data = backend_index(index, input._data, allow_bool=False).reshape(-1)
     n = input._data.size
     if data.size and (int(data.min()) < -n or int(data.max()) >= n):
         bad = int(data.max()) if int(data.max()) >= n else int(data.min())

@@ -228,10 +228,7 @@ def matmul(input: Tensor, other: Tensor) -> Tensor:
         return dot(input, other)
     if na == 2 and nb == 1:
         return mv(input, other)
-    if input._data.dtype != other._data.dtype:
-        _check_matrix_dtypes(input, other)
-    if input._data.dtype == np.bool_:
-        _check_matrix_dtypes(input, other)
+    _check_matrix_dtypes(input, other)
     k_a = sa[-1]
     k_b = sb[-2] if nb > 1 else sb[0]
     if k_a != k_b:
@@ -293,7 +290,7 @@ def mv(input: Tensor, vec: Tensor) -> Tensor:
         n, k = input.shape
         raise RuntimeError(f"size mismatch, got input ({n}), mat ({n}x{k}), vec ({vec.shape[0]})")
     if input._data.dtype != vec._data.dtype:
-        names = (_short(input), _short(input), _short(vec))
+        names = (_short(vec), _short(input), _short(vec))  # (result, mat, vec) as PyTorch
         raise RuntimeError(
             f"addmv input tensors must have the same dtype, but got {names[0]}, {names[1]}, and "
             f"{names[2]}")

@@ -16,6 +16,7 @@ import warnings
 import numpy as np
 
 from .._core.function import Function
+from .._core.grad_mode import is_grad_enabled
 from .._core.tensor import Tensor, _make
 from ._util import xp_of
 from .activation import LogSigmoid, Softmax, log_softmax
@@ -59,6 +60,14 @@ def size_str(shape) -> str:
 def check_tensor(op: str, name: str, value) -> None:
     if not isinstance(value, Tensor):
         raise TypeError(f"{op}(): argument '{name}' must be Tensor, not {type(value).__name__}")
+
+
+def constant_arg(op: str, name: str, value) -> None:
+    """PyTorch's error for a weight argument that requires grad (these losses have no
+    gradient for their class weights)."""
+    if isinstance(value, Tensor) and value.requires_grad and is_grad_enabled():
+        raise RuntimeError(f"The function '{op}' is not differentiable with respect to argument "
+                           f"'{name}'. This input cannot have requires_grad True.")
 
 
 def warn_size(input: Tensor, target: Tensor) -> None:
@@ -260,10 +269,7 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
         from .arithmetic import unsupported
 
         raise unsupported("log_softmax_lastdim_kernel_impl", input.dtype)
-    if weight is not None and weight.requires_grad:
-        # the fused kernel treats the class weights as constants
-        return _cross_entropy_composed(input, target, weight, ignore_index, reduction,
-                                       label_smoothing)
+    constant_arg("nll_loss_forward", "weight", weight)
     x, safe, picked, valid, shape = _class_target("cross_entropy", input, target, weight,
                                                   ignore_index)
     loss = CrossEntropy.apply(x, weight, target=safe, picked_weight=picked, valid=valid,
@@ -273,25 +279,6 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
     if reduction == "sum":
         return loss.sum()
     return _weighted_mean(loss, picked)
-
-
-def _cross_entropy_composed(input, target, weight, ignore_index, reduction, smoothing):
-    """Cross entropy from log_softmax and nll_loss (differentiable in the class weights)."""
-    cdim = 1 if input.dim() > 1 else 0
-    logp = log_softmax(input, cdim)
-    nll = nll_loss(logp, target, weight, ignore_index=ignore_index, reduction=reduction)
-    if smoothing == 0:
-        return nll
-    c = input.shape[cdim]
-    wshape = (c,) + (1,) * (input.dim() - cdim - 1)
-    valid = _make((target._data != ignore_index).astype(input._data.dtype))
-    smooth = -(logp * weight.reshape(wshape)).sum(cdim) * valid
-    if reduction == "mean":
-        safe = _make(np.where(target._data != ignore_index, target._data, 0))
-        smooth = smooth.sum() / (weight[safe] * valid).sum()
-    else:
-        smooth = reduce_loss(smooth, reduction)
-    return (1 - smoothing) * nll + (smoothing / c) * smooth
 
 
 def _cross_entropy_probs(input, target, weight, ignore_index, reduction, smoothing):
@@ -322,18 +309,12 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_a
     reduction = resolve_reduction(size_average, reduce, reduction)
     x, safe, picked, valid, shape = _class_target("nll_loss", input, target, weight,
                                                   ignore_index)
-    chosen = x.gather(1, _make(safe[:, None])).squeeze(1)
-    if weight is not None and weight.requires_grad:
-        picked_t = weight.reshape(-1)[_make(safe)] * _make(valid.astype(picked.dtype))
-    else:
-        picked_t = _make(picked)
-    loss = -chosen * picked_t
+    constant_arg("nll_loss_forward", "weight", weight)
+    loss = -x.gather(1, _make(safe[:, None])).squeeze(1) * _make(picked)
     if reduction == "none":
         return loss.reshape(shape)
     if reduction == "sum":
         return loss.sum()
-    if picked_t.requires_grad:
-        return loss.sum() / picked_t.sum()
     return _weighted_mean(loss, picked)
 
 
@@ -377,6 +358,7 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
         raise ValueError(f"Using a target size ({size_str(target.shape)}) that is different to "
                          f"the input size ({size_str(input.shape)}) is deprecated. Please "
                          "ensure they have the same size.")
+    constant_arg("binary_cross_entropy", "weight", weight)
     data = input._data
     if data.size and bool(((data < 0) | (data > 1)).any()):
         raise RuntimeError("all elements of input should be between 0 and 1")
@@ -402,6 +384,8 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor,
     if tuple(target.shape) != tuple(input.shape):
         raise ValueError(f"Target size ({size_str(target.shape)}) must be the same as input "
                          f"size ({size_str(input.shape)})")
+    constant_arg("binary_cross_entropy_with_logits", "weight", weight)
+    constant_arg("binary_cross_entropy_with_logits", "pos_weight", pos_weight)
     log_sig = LogSigmoid.apply(input)
     if pos_weight is not None:
         # -[pw t log s(x) + (1 - t) log(1 - s(x))], with log(1 - s(x)) = log s(x) - x

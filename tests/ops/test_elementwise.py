@@ -169,6 +169,12 @@ def test_special_gradients_match_torch():
     assert_same_grads(ember.sqrt, torch.sqrt, [0.0, 4.0])  # inf at 0
 
 
+def test_logit_gradient_outside_the_domain_is_nan():
+    _, (g,) = grads_of(ember.logit, [-0.5, 0.0, 0.5, 1.0, 1.5])
+    assert np.isnan(g[0].item()) and np.isnan(g[4].item())
+    assert g.tolist()[1:4] == [INF, 4.0, INF]
+
+
 def test_logit_eps_clamps():
     # 1 - 1e-6 rounds in float32, hence the asymmetry (PyTorch gives the same numbers)
     assert_close(ember.logit(t([0.0, 1.0]), eps=1e-6), [-13.815509796142578, 13.80231761932373])
@@ -221,8 +227,8 @@ def test_relu():
     assert ember.relu(t([NAN])).isnan().item()
     with pytest.raises(RuntimeError, match="Boolean inputs not supported for relu"):
         ember.relu(t([True]))
-    _, (g,) = grads_of(ember.relu, [0.0, -1.0, 2.0])
-    assert g.tolist() == [0.0, 0.0, 1.0]
+    _, (g,) = grads_of(ember.relu, [0.0, -1.0, 2.0, NAN])
+    assert g.tolist() == [0.0, 0.0, 1.0, 1.0]  # PyTorch passes the gradient at nan
     x = t([-1.0, 2.0])
     assert x.relu_() is x and x.tolist() == [0.0, 2.0]
 
@@ -398,3 +404,16 @@ def test_binary_empty_and_zero_dim():
     assert ember.clamp(ember.ones(0), 0, 1).shape == (0,)
     assert ember.where(ember.ones(0) > 0, 1.0, 0.0).shape == (0,)
     assert ember.atan2(t(1.0), t(1.0)).shape == ()
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_half_precision_dtypes_are_kept(dtype):
+    d = getattr(ember, dtype)
+    x = t([0.25, 0.5, 1.5], d)
+    outs = [getattr(ember, name)(x) for name in FLOAT_FUNCTIONS + ["square", "abs", "relu"]]
+    outs += [ember.addcmul(x, x, x, value=0.5), ember.addcdiv(x, x, x, value=0.5),
+             ember.lerp(x, x, 0.3), ember.clamp(x, 0.3, 1.0), ember.where(x > 0.3, x, 0.0),
+             ember.xlogy(x, x), ember.maximum(x, x), ember.remainder(x, 0.3), x // 0.3,
+             ember.atan2(x, x), ember.logit(x, eps=0.1), ember.round(x, decimals=1),
+             x ** 0.5, 2.0 ** x, 2.0 % x, ember.nan_to_num(x, nan=0.5)]
+    assert all(o.dtype is d for o in outs)

@@ -1,0 +1,653 @@
+"""Pooling: max, average, adaptive, Lp pooling and max-unpooling over 1, 2 or 3 dims.
+
+One N-d implementation on the window machinery of conv.py: a pooled value is a
+reduction over the kernel positions, computed as a loop over the k^d kernel offsets,
+each one a strided slice of the padded input covering every output at once (never a
+loop over pixels).
+
+Max pooling remembers, for each output, the flat index of its maximum within the
+input's spatial plane (PyTorch's ``return_indices``).  Its gradient scatters by those
+indices (`FlatScatter`), whose own gradient is a gather (`FlatGather`): the two are
+each other's backward, so double backward works.  Average pooling and its adjoint
+(`AvgPool` / `AvgPoolAdjoint`) pair up the same way.  Adaptive average pooling is a
+separable linear map per spatial dim (`AxisMap` of resample.py); adaptive max pooling
+gathers each output's (variable-size) window by index.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import numpy as np
+
+from .._core.function import Function
+from .._core.tensor import Tensor, _make
+from ._util import xp_of
+from .conv import kernel_offsets, pad_array
+
+_INTS = (int, np.integer)
+
+# ----------------------------------------------------------------------
+# scatter / gather by flat spatial index (max pooling's gradient, max_unpool, grid_sample)
+
+
+def _scatter_array(g, idx, size: tuple, unique: bool):
+    """g (N, C, *out) added into zeros (N, C, *size) at flat spatial indices `idx`."""
+    xp = xp_of(g)
+    n, c = g.shape[:2]
+    plane = math.prod(size)
+    g = g.reshape(n, c, -1)
+    idx = xp.broadcast_to(idx.reshape(idx.shape[:2] + (-1,)), g.shape)
+    if unique:  # every target hit at most once: a plain indexed write
+        out = xp.zeros((n, c, plane), dtype=g.dtype)
+        out[xp.arange(n).reshape(n, 1, 1), xp.arange(c).reshape(1, c, 1), idx] = g
+    else:
+        flat = (xp.arange(n * c).reshape(n, c, 1) * plane + idx).reshape(-1)
+        # NOTE: bincount sums in float64 whatever the dtype of the weights.
+        out = xp.bincount(flat, weights=g.reshape(-1), minlength=n * c * plane)
+        out = out.astype(g.dtype, copy=False)
+    return out.reshape((n, c) + tuple(size))
+
+
+def _gather_array(x, idx):
+    """x (N, C, *size) read at flat spatial indices `idx` (broadcastable to (N, C, *out))."""
+    xp = xp_of(x)
+    n, c = x.shape[:2]
+    out_shape = (n, c) + idx.shape[2:]
+    flat = xp.broadcast_to(idx, out_shape).reshape(n, c, -1)
+    return xp.take_along_axis(x.reshape(n, c, -1), flat, axis=2).reshape(out_shape)
+
+
+class FlatGather(Function):
+    """``x[n, c, idx[n, c, ...]]`` with x's spatial dims flattened: (N, C, *out)."""
+
+    @staticmethod
+    def forward(ctx, x, idx, unique=False, name=None):
+        if name is not None:
+            ctx._name = name
+        ctx.idx, ctx.size, ctx.unique = idx, x.shape[2:], unique
+        return _gather_array(x, idx)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return FlatScatter.apply(grad, ctx.idx, ctx.size, ctx.unique)
+
+
+class FlatScatter(Function):
+    """The adjoint of FlatGather: g (N, C, *out) summed into zeros (N, C, *size) at `idx`."""
+
+    @staticmethod
+    def forward(ctx, g, idx, size, unique=False, name=None):
+        if name is not None:
+            ctx._name = name
+        ctx.idx, ctx.unique = idx, unique
+        return _scatter_array(g, idx, tuple(size), unique)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return FlatGather.apply(grad, ctx.idx, ctx.unique)
+
+
+# ----------------------------------------------------------------------
+# geometry
+
+
+class PoolGeometry(NamedTuple):
+    """Windows of a pooling op: input `size`, `kernel`, `stride`, `pad` (both sides),
+    `dilation`, output shape `out` and the padding `hi` the last window needs at the end."""
+
+    size: tuple
+    kernel: tuple
+    stride: tuple
+    pad: tuple
+    dilation: tuple
+    out: tuple
+
+    @property
+    def hi(self) -> tuple:
+        return tuple(max(p, (o - 1) * s + d * (k - 1) + 1 - n - p) for n, k, s, p, d, o in
+                     zip(self.size, self.kernel, self.stride, self.pad, self.dilation, self.out))
+
+    def disjoint(self) -> bool:
+        """True when no input element lies in two windows (gradients never collide)."""
+        return all(s >= d * (k - 1) + 1 for k, s, d in zip(self.kernel, self.stride,
+                                                          self.dilation))
+
+
+def _pool_size(n: int, k: int, s: int, p: int, d: int, ceil_mode: bool) -> int:
+    span = n + 2 * p - d * (k - 1) - 1
+    out = (-(-span // s) if ceil_mode else span // s) + 1
+    if ceil_mode and (out - 1) * s >= n + p:
+        out -= 1  # the last window must start inside the input or its left padding
+    return out
+
+
+def _tuple_arg(op: str, value, nd: int, name: str, default=None) -> tuple:
+    words = {1: "a single int", 2: "a tuple of two ints", 3: "a tuple of three ints"}
+    if value is None or (isinstance(value, (tuple, list)) and len(value) == 0):
+        if default is not None:
+            return default
+    if isinstance(value, _INTS):
+        return (int(value),) * nd
+    if (isinstance(value, (tuple, list)) and len(value) in (1, nd)
+            and all(isinstance(v, _INTS) for v in value)):
+        return tuple(int(v) for v in value) * (nd if len(value) == 1 else 1)
+    lead = "stride must either be omitted, a single int" if name == "stride" else (
+        f"{name} must either be a single int")
+    raise RuntimeError(f"{op}: {lead}, or {words.get(nd, f'a tuple of {nd} ints')}")
+
+
+def _batched(op: str, input: Tensor, nd: int) -> tuple:
+    if not isinstance(input, Tensor):
+        raise TypeError(f"{op}(): argument 'input' must be Tensor, not {type(input).__name__}")
+    if input.dim() not in (nd + 1, nd + 2) or any(
+            s == 0 for s in input.shape[input.dim() - nd - 1 + (input.dim() == nd + 2):]):
+        raise RuntimeError(f"{op}: Expected {nd + 1}D or {nd + 2}D (batch mode) tensor with "
+                           f"optional 0 dim batch size for input, but got:"
+                           f"{list(input.shape)}")
+    if input.dim() == nd + 1:
+        return input.unsqueeze(0), True
+    return input, False
+
+
+def _geometry(op: str, nd: int, x: Tensor, kernel_size, stride, padding, dilation,
+              ceil_mode: bool) -> PoolGeometry:
+    kernel = _tuple_arg(op, kernel_size, nd, "kernel_size")
+    stride = _tuple_arg(op, stride, nd, "stride", default=kernel)
+    pad = _tuple_arg(op, padding, nd, "padding")
+    dilation = _tuple_arg(op, dilation, nd, "dilation")
+    if any(k <= 0 for k in kernel):
+        raise RuntimeError(f"kernel size should be greater than zero, but got {list(kernel)}")
+    if any(s == 0 for s in stride):
+        raise RuntimeError("stride should not be zero")
+    if any(s < 0 for s in stride):
+        raise RuntimeError(f"stride should be greater than zero, but got {list(stride)}")
+    if any(p < 0 for p in pad):
+        raise RuntimeError(f"pad must be non-negative, but got pad: {min(pad)}")
+    if any(d <= 0 for d in dilation):
+        raise RuntimeError(f"dilation should be greater than zero, but got {list(dilation)}")
+    for k, p, d in zip(kernel, pad, dilation):
+        if p > (d * (k - 1) + 1) // 2:
+            raise RuntimeError(f"pad should be at most half of effective kernel size, but got "
+                               f"pad={p}, kernel_size={k} and dilation={d}")
+    size = tuple(x.shape[2:])
+    out = tuple(_pool_size(n, k, s, p, d, ceil_mode)
+                for n, k, s, p, d in zip(size, kernel, stride, pad, dilation))
+    if any(o <= 0 for o in out):
+        c = x.shape[1]
+        raise RuntimeError(f"Given input size: ({'x'.join(map(str, (c,) + size))}). Calculated "
+                           f"output size: ({'x'.join(map(str, (c,) + out))}). Output size is "
+                           "too small")
+    return PoolGeometry(size, kernel, stride, pad, dilation, out)
+
+
+def _flat_positions(xp, geo: PoolGeometry, index) -> object:
+    """Flat input index (into the unpadded plane) of kernel position `index`, per output."""
+    flat = 0
+    step = 1
+    for d in reversed(range(len(geo.size))):
+        pos = xp.arange(geo.out[d]) * geo.stride[d] - geo.pad[d] + index[d] * geo.dilation[d]
+        shape = [1] * len(geo.size)
+        shape[d] = geo.out[d]
+        flat = flat + pos.reshape(shape) * step
+        step *= geo.size[d]
+    return flat
+
+
+def _first_inside(xp, geo: PoolGeometry):
+    """Flat index of each window's first in-bounds element (PyTorch's initial argmax)."""
+    first = []
+    for d in range(len(geo.size)):
+        start = xp.arange(geo.out[d]) * geo.stride[d] - geo.pad[d]
+        step = geo.dilation[d]
+        first.append(xp.where(start < 0, start - step * (start // step), start))
+    flat, step = 0, 1
+    for d in reversed(range(len(geo.size))):
+        shape = [1] * len(geo.size)
+        shape[d] = geo.out[d]
+        flat = flat + first[d].reshape(shape) * step
+        step *= geo.size[d]
+    return flat
+
+
+# ----------------------------------------------------------------------
+# max pooling
+
+
+def _max_pool_array(x, geo: PoolGeometry):
+    """(values, flat indices) of the window maxima; NaN wins, ties keep the first."""
+    xp = xp_of(x)
+    floating = x.dtype.kind in "fc" or x.dtype.name == "bfloat16"
+    low = -xp.inf if floating else xp.iinfo(x.dtype).min
+    padded = pad_array(x, geo.pad, geo.hi, low)
+    lead = x.shape[:2]
+    best = xp.full(lead + geo.out, low, dtype=x.dtype)
+    idx = xp.empty(lead + geo.out, dtype=xp.int64)
+    idx[...] = _first_inside(xp, geo)
+    for index, slices in kernel_offsets(geo.kernel, geo.stride, geo.dilation, geo.out):
+        v = padded[(Ellipsis,) + slices]
+        better = v > best
+        if floating:
+            better |= xp.isnan(v)
+        xp.copyto(best, v, where=better)
+        xp.copyto(idx, xp.broadcast_to(_flat_positions(xp, geo, index), idx.shape),
+                  where=better)
+    return best, idx
+
+
+class MaxPool(Function):
+    """Max pooling; returns (values, indices), the indices non-differentiable."""
+
+    @staticmethod
+    def forward(ctx, x, geo):
+        ctx._name = f"MaxPool{len(geo.size)}DWithIndicesBackward0"
+        out, idx = _max_pool_array(x, geo)
+        ctx.idx, ctx.size, ctx.unique = idx, geo.size, geo.disjoint()
+        return out, idx
+
+    @staticmethod
+    def backward(ctx, grad, _grad_idx):
+        return FlatScatter.apply(grad, ctx.idx, ctx.size, ctx.unique)
+
+
+def _max_pool(op: str, nd: int, input, kernel_size, stride, padding, dilation, ceil_mode,
+              return_indices):
+    x, unbatched = _batched(op, input, nd)
+    geo = _geometry(op, nd, x, kernel_size, stride, padding, dilation, ceil_mode)
+    out, idx = MaxPool.apply(x, geo)
+    if unbatched:
+        out, idx = out.squeeze(0), idx.squeeze(0)
+    return (out, idx) if return_indices else out
+
+
+def max_pool1d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1,
+               ceil_mode: bool = False, return_indices: bool = False):
+    """1-D max pooling over (N, C, L) or (C, L); with `return_indices` also the argmax
+    positions (flat within L), as max_unpool1d wants them."""
+    return _max_pool("max_pool1d", 1, input, kernel_size, stride, padding, dilation,
+                     ceil_mode, return_indices)
+
+
+def max_pool2d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1,
+               ceil_mode: bool = False, return_indices: bool = False):
+    """2-D max pooling over (N, C, H, W) or (C, H, W); `stride` defaults to the kernel
+    size, `padding` counts as -inf, `ceil_mode` keeps a last partial window.
+
+    >>> max_pool2d(ember.arange(16.).reshape(1, 1, 4, 4), 2)
+    tensor([[[[ 5.,  7.],
+              [13., 15.]]]])
+    """
+    return _max_pool("max_pool2d", 2, input, kernel_size, stride, padding, dilation,
+                     ceil_mode, return_indices)
+
+
+def max_pool3d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1,
+               ceil_mode: bool = False, return_indices: bool = False):
+    """3-D max pooling over (N, C, D, H, W) or (C, D, H, W)."""
+    return _max_pool("max_pool3d", 3, input, kernel_size, stride, padding, dilation,
+                     ceil_mode, return_indices)
+
+
+def max_pool1d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1,
+                            ceil_mode=False, return_indices=False):
+    """``max_pool1d`` returning (values, indices) always."""
+    return max_pool1d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
+
+
+def max_pool2d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1,
+                            ceil_mode=False, return_indices=False):
+    """``max_pool2d`` returning (values, indices) always."""
+    return max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
+
+
+def max_pool3d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1,
+                            ceil_mode=False, return_indices=False):
+    """``max_pool3d`` returning (values, indices) always."""
+    return max_pool3d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
+
+
+# ----------------------------------------------------------------------
+# average pooling
+
+
+def _divisor(xp, geo: PoolGeometry, count_include_pad: bool, divisor_override):
+    """The number each window's sum is divided by, per output position."""
+    if divisor_override is not None:
+        return divisor_override
+    div = 1
+    for d, (n, k, s, p, o) in enumerate(zip(geo.size, geo.kernel, geo.stride, geo.pad,
+                                            geo.out)):
+        start = xp.arange(o) * s - p
+        end = xp.minimum(start + k, n + p)
+        if count_include_pad:
+            length = end - start
+        else:
+            length = xp.minimum(end, n) - xp.maximum(start, 0)
+        shape = [1] * len(geo.size)
+        shape[d] = o
+        div = div * length.reshape(shape)
+    return div
+
+
+def _avg_pool_array(x, geo: PoolGeometry, divisor):
+    xp = xp_of(x)
+    padded = pad_array(x, geo.pad, geo.hi, 0)
+    floating = x.dtype.kind in "fc"
+    total = xp.zeros(x.shape[:2] + geo.out, dtype=x.dtype if floating else xp.int64)
+    for _, slices in kernel_offsets(geo.kernel, geo.stride, geo.dilation, geo.out):
+        total += padded[(Ellipsis,) + slices]
+    if floating:
+        return total / xp.asarray(divisor, dtype=x.dtype)
+    return xp.trunc(total / divisor).astype(x.dtype)
+
+
+def _avg_pool_adjoint_array(g, geo: PoolGeometry, divisor):
+    xp = xp_of(g)
+    share = g / xp.asarray(divisor, dtype=g.dtype)
+    full = tuple(n + p + h for n, p, h in zip(geo.size, geo.pad, geo.hi))
+    buf = xp.zeros(g.shape[:2] + full, dtype=g.dtype)
+    for _, slices in kernel_offsets(geo.kernel, geo.stride, geo.dilation, geo.out):
+        buf[(Ellipsis,) + slices] += share
+    inner = tuple(slice(p, p + n) for p, n in zip(geo.pad, geo.size))
+    return xp.ascontiguousarray(buf[(Ellipsis,) + inner])
+
+
+class AvgPool(Function):
+    """Average pooling: window sums divided by `divisor` (a scalar or per-output array)."""
+
+    @staticmethod
+    def forward(ctx, x, geo, divisor):
+        ctx._name = f"AvgPool{len(geo.size)}DBackward0"
+        ctx.geo, ctx.divisor = geo, divisor
+        return _avg_pool_array(x, geo, divisor)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return AvgPoolAdjoint.apply(grad, ctx.geo, ctx.divisor)
+
+
+class AvgPoolAdjoint(Function):
+    """The adjoint of AvgPool: each output's share spread back over its window."""
+
+    @staticmethod
+    def forward(ctx, g, geo, divisor):
+        ctx.geo, ctx.divisor = geo, divisor
+        return _avg_pool_adjoint_array(g, geo, divisor)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return AvgPool.apply(grad, ctx.geo, ctx.divisor)
+
+
+def _avg_pool(op: str, nd: int, input, kernel_size, stride, padding, ceil_mode,
+              count_include_pad, divisor_override):
+    x, unbatched = _batched(op, input, nd)
+    geo = _geometry(op, nd, x, kernel_size, stride, padding, 1, ceil_mode)
+    if divisor_override is not None and divisor_override == 0:
+        raise RuntimeError("divisor must be not zero")
+    divisor = _divisor(xp_of(x._data), geo, count_include_pad, divisor_override)
+    out = AvgPool.apply(x, geo, divisor)
+    return out.squeeze(0) if unbatched else out
+
+
+def avg_pool1d(input: Tensor, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
+               count_include_pad: bool = True) -> Tensor:
+    """1-D average pooling over (N, C, L) or (C, L)."""
+    return _avg_pool("avg_pool1d", 1, input, kernel_size, stride, padding, ceil_mode,
+                     count_include_pad, None)
+
+
+def avg_pool2d(input: Tensor, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
+               count_include_pad: bool = True, divisor_override=None) -> Tensor:
+    """2-D average pooling.  Zero padding counts in the average unless
+    `count_include_pad` is False; `divisor_override` replaces the window size."""
+    return _avg_pool("avg_pool2d", 2, input, kernel_size, stride, padding, ceil_mode,
+                     count_include_pad, divisor_override)
+
+
+def avg_pool3d(input: Tensor, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
+               count_include_pad: bool = True, divisor_override=None) -> Tensor:
+    """3-D average pooling over (N, C, D, H, W) or (C, D, H, W)."""
+    return _avg_pool("avg_pool3d", 3, input, kernel_size, stride, padding, ceil_mode,
+                     count_include_pad, divisor_override)
+
+
+# ----------------------------------------------------------------------
+# Lp pooling
+
+
+def _lp_pool(op: str, nd: int, input, norm_type, kernel_size, stride, ceil_mode) -> Tensor:
+    from .arithmetic import abs as abs_
+    from .elementwise import relu, sign
+
+    kernel = _tuple_arg(op, kernel_size, nd, "kernel_size")
+    pooled = _avg_pool(op, nd, input.pow(norm_type), kernel, stride, 0, ceil_mode, True, None)
+    # sign * relu(abs) keeps the gradient at zero sums finite, as PyTorch does.
+    return (sign(pooled) * relu(abs_(pooled))).mul(math.prod(kernel)).pow(1.0 / norm_type)
+
+
+def lp_pool1d(input: Tensor, norm_type, kernel_size, stride=None, ceil_mode: bool = False):
+    """Power-average pooling: ``(sum over the window of x^p)^(1/p)``."""
+    return _lp_pool("lp_pool1d", 1, input, norm_type, kernel_size, stride, ceil_mode)
+
+
+def lp_pool2d(input: Tensor, norm_type, kernel_size, stride=None, ceil_mode: bool = False):
+    """2-D power-average pooling: ``(sum over the window of x^p)^(1/p)``."""
+    return _lp_pool("lp_pool2d", 2, input, norm_type, kernel_size, stride, ceil_mode)
+
+
+def lp_pool3d(input: Tensor, norm_type, kernel_size, stride=None, ceil_mode: bool = False):
+    """3-D power-average pooling: ``(sum over the window of x^p)^(1/p)``."""
+    return _lp_pool("lp_pool3d", 3, input, norm_type, kernel_size, stride, ceil_mode)
+
+
+# ----------------------------------------------------------------------
+# adaptive pooling
+
+
+def _adaptive_output(op: str, nd: int, x: Tensor, output_size) -> tuple:
+    size = tuple(x.shape[2:])
+    if isinstance(output_size, _INTS) or output_size is None:
+        output_size = (output_size,) * nd
+    output_size = tuple(output_size)
+    if len(output_size) != nd:
+        raise RuntimeError(f"{op}: output_size must be {nd}")
+    out = tuple(n if o is None else int(o) for o, n in zip(output_size, size))
+    if any(o < 0 for o in out):
+        raise RuntimeError(f"{op}: elements of output_size must be greater than or equal to 0 "
+                           f"but received {{{', '.join(map(str, out))}}}")
+    return out
+
+
+def adaptive_windows(n: int, o: int):
+    """Start and end of the o windows that split length n as evenly as possible."""
+    i = np.arange(o)
+    return (i * n) // o, -((-(i + 1) * n) // o)
+
+
+def _adaptive_batched(op: str, input, nd: int):
+    if not isinstance(input, Tensor):
+        raise TypeError(f"{op}(): argument 'input' must be Tensor, not {type(input).__name__}")
+    if input.dim() not in (nd + 1, nd + 2):
+        raise RuntimeError(f"{op}(): Expected {nd + 1}D or {nd + 2}D tensor, but got "
+                           f"{list(input.shape)}")
+    for d in range(input.dim() - nd, input.dim()):
+        if input.shape[d] == 0:
+            raise RuntimeError(
+                f"{op}(): Expected input to have non-zero size for non-batch dimensions, but "
+                f"input has sizes {list(input.shape)} with dimension {d} being empty")
+    if input.dim() == nd + 1:
+        return input.unsqueeze(0), True
+    return input, False
+
+
+def _adaptive_avg(op: str, nd: int, input, output_size) -> Tensor:
+    from .resample import axis_map
+
+    x, unbatched = _adaptive_batched(op, input, nd)
+    out_size = _adaptive_output(op, nd, x, output_size)
+    y = x
+    for d, (n, o) in enumerate(zip(x.shape[2:], out_size)):
+        if n == o:
+            continue
+        start, end = adaptive_windows(n, o)
+        taps = int((end - start).max()) if o else 1
+        t = np.arange(taps).reshape(-1, 1)
+        idx = np.minimum(start + t, np.maximum(end - 1, 0))
+        weight = np.where(start + t < end, 1.0 / np.maximum(end - start, 1), 0.0)
+        y = axis_map(y, 2 + d, idx, weight, f"AdaptiveAvgPool{nd}DBackward0")
+    if y is x:
+        y = x * 1  # a new tensor, as PyTorch always returns one
+    return y.squeeze(0) if unbatched else y
+
+
+def adaptive_avg_pool1d(input: Tensor, output_size) -> Tensor:
+    """Average pooling to a fixed output length, windows spread evenly over the input."""
+    return _adaptive_avg("adaptive_avg_pool1d", 1, input, output_size)
+
+
+def adaptive_avg_pool2d(input: Tensor, output_size) -> Tensor:
+    """Average pooling to a fixed (H, W) output (an int, a pair, None keeps a size).
+
+    >>> adaptive_avg_pool2d(ember.ones(1, 3, 7, 7), 1).shape
+    ember.Size([1, 3, 1, 1])
+    """
+    return _adaptive_avg("adaptive_avg_pool2d", 2, input, output_size)
+
+
+def adaptive_avg_pool3d(input: Tensor, output_size) -> Tensor:
+    """Average pooling to a fixed (D, H, W) output."""
+    return _adaptive_avg("adaptive_avg_pool3d", 3, input, output_size)
+
+
+def _adaptive_max(op: str, nd: int, input, output_size, return_indices: bool):
+    x, unbatched = _adaptive_batched(op, input, nd)
+    out_size = _adaptive_output(op, nd, x, output_size)
+    size = tuple(x.shape[2:])
+    xp = xp_of(x._data)
+    # flat index of every (output, window tap) pair: (P, taps), windows clipped by repetition
+    flat = np.zeros((1,) * (2 * nd), dtype=np.int64)
+    step = math.prod(size)
+    for d, (n, o) in enumerate(zip(size, out_size)):
+        step //= n
+        start, end = adaptive_windows(n, o)
+        taps = int((end - start).max()) if o else 1
+        idx = np.minimum(start.reshape(-1, 1) + np.arange(taps), np.maximum(end - 1, 0)[:, None])
+        shape = [1] * (2 * nd)
+        shape[d], shape[nd + d] = o, taps
+        flat = flat + (idx * step).reshape(shape)
+    taps_total = math.prod(flat.shape[nd:])
+    flat = xp.asarray(flat.reshape(-1, taps_total))              # (P, T)
+    n, c = x.shape[:2]
+    windows = xp.take(x._data.reshape(n, c, -1), flat.reshape(-1), axis=2)
+    best = xp.argmax(windows.reshape(n, c, -1, taps_total), axis=3)  # first max; NaN wins
+    idx = flat[xp.arange(flat.shape[0]), best].reshape((n, c) + out_size)
+    out = FlatGather.apply(x, idx, False, f"AdaptiveMaxPool{nd}DBackward0")
+    indices = _make(idx)
+    if unbatched:
+        out, indices = out.squeeze(0), indices.squeeze(0)
+    return (out, indices) if return_indices else out
+
+
+def adaptive_max_pool1d(input: Tensor, output_size, return_indices: bool = False):
+    """Max pooling to a fixed output length (with `return_indices`, also the argmax)."""
+    return _adaptive_max("adaptive_max_pool1d", 1, input, output_size, return_indices)
+
+
+def adaptive_max_pool2d(input: Tensor, output_size, return_indices: bool = False):
+    """Max pooling to a fixed (H, W) output (with `return_indices`, also the argmax)."""
+    return _adaptive_max("adaptive_max_pool2d", 2, input, output_size, return_indices)
+
+
+def adaptive_max_pool3d(input: Tensor, output_size, return_indices: bool = False):
+    """Max pooling to a fixed (D, H, W) output (with `return_indices`, also the argmax)."""
+    return _adaptive_max("adaptive_max_pool3d", 3, input, output_size, return_indices)
+
+
+def adaptive_max_pool1d_with_indices(input, output_size, return_indices=False):
+    """``adaptive_max_pool1d`` returning (values, indices) always."""
+    return adaptive_max_pool1d(input, output_size, True)
+
+
+def adaptive_max_pool2d_with_indices(input, output_size, return_indices=False):
+    """``adaptive_max_pool2d`` returning (values, indices) always."""
+    return adaptive_max_pool2d(input, output_size, True)
+
+
+def adaptive_max_pool3d_with_indices(input, output_size, return_indices=False):
+    """``adaptive_max_pool3d`` returning (values, indices) always."""
+    return adaptive_max_pool3d(input, output_size, True)
+
+
+# ----------------------------------------------------------------------
+# max unpooling
+
+
+def _max_unpool(op: str, nd: int, input, indices, kernel_size, stride, padding, output_size):
+    if not isinstance(indices, Tensor) or indices.dtype.name != "int64":
+        got = indices.dtype if isinstance(indices, Tensor) else type(indices).__name__
+        raise RuntimeError(f"elements in indices should be type int64 but got: {got}")
+    if tuple(indices.shape) != tuple(input.shape):
+        raise RuntimeError(
+            f"Expected shape of indices to be same as that of the input tensor "
+            f"({list(input.shape)}) but got indices tensor with shape: {list(indices.shape)}")
+    kernel = _tuple_arg(op, kernel_size, nd, "kernel_size")
+    stride = _tuple_arg(op, stride, nd, "stride", default=kernel)
+    pad = _tuple_arg(op, padding, nd, "padding")
+    x, unbatched = (input.unsqueeze(0), True) if input.dim() == nd + 1 else (input, False)
+    if x.dim() != nd + 2:
+        raise RuntimeError(f"{op}: Expected {nd + 1}D or {nd + 2}D tensor, but got "
+                           f"{list(input.shape)}")
+    idx = indices.unsqueeze(0) if unbatched else indices
+    size = _unpool_size(x, kernel, stride, pad, output_size)
+    flat = idx._data
+    plane = math.prod(size)
+    if flat.size and (int(flat.min()) < 0 or int(flat.max()) >= plane):
+        bad = int(flat.max()) if int(flat.max()) >= plane else int(flat.min())
+        raise RuntimeError(f"Found an invalid max index: {bad} (output volumes are of size "
+                           f"{'x'.join(map(str, size))})")
+    # A plain indexed write: where indices repeat, one of the values is kept, as in PyTorch.
+    out = FlatScatter.apply(x, flat, size, True, f"MaxUnpool{nd}DBackward0")
+    return out.squeeze(0) if unbatched else out
+
+
+def _unpool_size(x: Tensor, kernel, stride, pad, output_size) -> tuple:
+    nd = len(kernel)
+    default = tuple((n - 1) * s - 2 * p + k for n, k, s, p in
+                    zip(x.shape[2:], kernel, stride, pad))
+    if output_size is None:
+        return default
+    output_size = tuple(int(v) for v in output_size)
+    if len(output_size) == nd + 2:
+        output_size = output_size[2:]
+    if len(output_size) != nd:
+        raise ValueError(f"output_size should be a sequence containing {nd} or {nd + 2} "
+                         f"elements, but it has a length of '{len(output_size)}'")
+    for d, (o, dflt, s) in enumerate(zip(output_size, default, stride)):
+        if not dflt - s < o < dflt + s:
+            raise ValueError(f'invalid output_size "{output_size}" (dim {d} must be between '
+                             f"{dflt - s} and {dflt + s})")
+    return output_size
+
+
+def max_unpool1d(input: Tensor, indices: Tensor, kernel_size, stride=None, padding=0,
+                 output_size=None) -> Tensor:
+    """The partial inverse of max_pool1d: each value written back at its index, zeros
+    elsewhere."""
+    return _max_unpool("max_unpool1d", 1, input, indices, kernel_size, stride, padding,
+                       output_size)
+
+
+def max_unpool2d(input: Tensor, indices: Tensor, kernel_size, stride=None, padding=0,
+                 output_size=None) -> Tensor:
+    """The partial inverse of max_pool2d (indices from ``return_indices=True``)."""
+    return _max_unpool("max_unpool2d", 2, input, indices, kernel_size, stride, padding,
+                       output_size)
+
+
+def max_unpool3d(input: Tensor, indices: Tensor, kernel_size, stride=None, padding=0,
+                 output_size=None) -> Tensor:
+    """The partial inverse of max_pool3d."""
+    return _max_unpool("max_unpool3d", 3, input, indices, kernel_size, stride, padding,
+                       output_size)

@@ -240,7 +240,7 @@ def _run_tensor_hooks(node: Node, grads: list) -> list:
                     t._grad = g if t._grad is None else t._grad + g
                 else:
                     t._grad = _make(g._data.copy()) if t._grad is None else _make(
-                        t._grad._data + g._data)
+                        _xp(g._data).asarray(t._grad._data + g._data))
     return grads
 
 

@@ -67,8 +67,15 @@ def max_memory_allocated(device=None) -> int:
 
 
 def manual_seed(seed: int) -> None:
-    """Seed the GPU random generator."""
-    cupy_module().random.seed(seed)
+    """Seed the random generator of the current GPU (ember's CUDA generator)."""
+    from ..random import default_cuda_generator
+
+    default_cuda_generator(current_device() if cuda_available() else 0).manual_seed(seed)
 
 
-manual_seed_all = manual_seed
+def manual_seed_all(seed: int) -> None:
+    """Seed the random generators of all GPUs."""
+    from ..random import default_cuda_generator
+
+    for index in range(max(device_count(), 1)):
+        default_cuda_generator(index).manual_seed(seed)

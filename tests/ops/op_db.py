@@ -8,7 +8,7 @@ from __future__ import annotations
 import importlib
 
 FAMILIES = ("arithmetic", "elementwise", "comparison", "reduction", "shape", "indexing",
-            "linalg", "creation")
+            "linalg", "creation", "activation", "loss", "normalization")
 
 OP_DB = []
 for _family in FAMILIES:

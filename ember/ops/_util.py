@@ -87,6 +87,10 @@ def cast(value, target: dtypes.dtype):
         return float(value)
     if target is dtypes.bool and isinstance(value, numbers.Number):
         return bool(value)
+    if target is dtypes.bfloat16:
+        # NOTE: ml_dtypes does not treat Python numbers as "weak" the way NumPy's own
+        # types do (bfloat16 array * 0.5 would give float32): wrap the number instead.
+        return _make(np.asarray(value, dtype=target.np_dtype))
     return value
 
 

@@ -274,8 +274,8 @@ def ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths, target_lengths, 
     neg2 = _make(xp.full((n, 2), _LOG_ZERO, dtype=dtype))
     skip_t = _make(xp.asarray(skip))
     for t in range(1, t_max):
-        prev1 = cat([neg, alpha[:, :-1]], 1)
-        prev2 = where(skip_t, cat([neg2, alpha[:, :-2]], 1), _LOG_ZERO)
+        prev1 = cat([neg, alpha], 1)[:, :s_ext]
+        prev2 = where(skip_t, cat([neg2, alpha], 1)[:, :s_ext], _LOG_ZERO)
         step = logsumexp(stack([alpha, prev1, prev2]), 0) + emit[t]
         active = _make(xp.asarray((t < in_len)[:, None]))
         alpha = where(active, step, alpha)

@@ -47,7 +47,7 @@ def _adjoint_map(g, axis: int, idx, weight, size: int):
     moved = xp.moveaxis(g, axis, -1)
     vals = moved[..., None, :] * weight.astype(g.dtype, copy=False) if weight is not None \
         else moved[..., None, :]
-    vals = vals.reshape(moved.shape[:-1] + (-1,))
+    vals = vals.reshape(moved.shape[:-1] + (idx.size,))
     flat = idx.reshape(-1)
     out = xp.zeros(moved.shape[:-1] + (size,), dtype=g.dtype)
     if xp is np:
@@ -125,10 +125,10 @@ def _taps(mode: str, n_in: int, n_out: int, scale, align_corners: bool, antialia
         shift = 0.5 if mode == "nearest-exact" else 0.0
         src = np.floor((np.arange(n_out) + shift) * ratio).astype(np.int64)
         return np.minimum(src, n_in - 1)[None], None
-    if antialias and ratio > 1 and not align_corners:
+    if antialias:
+        if align_corners:
+            ratio = (n_in - 1) / (n_out - 1) if n_out > 1 else 0.0
         return _antialias_taps(mode, n_in, n_out, ratio)
-    if antialias and align_corners and (n_in - 1) / max(n_out - 1, 1) > 1:
-        return _antialias_taps(mode, n_in, n_out, (n_in - 1) / max(n_out - 1, 1), True)
     if mode == "linear":
         src = _source(n_out, n_in, scale, align_corners, clamp=True)
         i0 = np.floor(src).astype(np.int64)
@@ -141,16 +141,17 @@ def _taps(mode: str, n_in: int, n_out: int, scale, align_corners: bool, antialia
     return idx, _cubic_weights(src - i0)
 
 
-def _antialias_taps(mode: str, n_in: int, n_out: int, ratio: float, corners: bool = False):
-    """Windowed filter taps for downsampling (a triangle or cubic filter widened by the
-    ratio, normalized to sum to 1), as PIL and PyTorch's ``antialias=True`` use."""
-    support = (1.0 if mode == "linear" else 2.0) * ratio
-    center = ratio * (np.arange(n_out) + (0.0 if corners else 0.5))
-    lo = np.maximum((center - support + 0.5).astype(np.int64), 0)
-    hi = np.minimum((center + support + 0.5).astype(np.int64), n_in)
+def _antialias_taps(mode: str, n_in: int, n_out: int, ratio: float):
+    """Windowed filter taps (PyTorch's ``antialias=True``, after PIL): a triangle or cubic
+    filter, widened by the ratio when downsampling, normalized to sum to 1."""
+    support = 1.0 if mode == "linear" else 2.0
+    widen = max(ratio, 1.0)
+    center = ratio * (np.arange(n_out) + 0.5)
+    lo = np.maximum((center - support * widen + 0.5).astype(np.int64), 0)
+    hi = np.minimum((center + support * widen + 0.5).astype(np.int64), n_in)
     taps = int((hi - lo).max())
     j = lo + np.arange(taps).reshape(-1, 1)
-    s = np.abs((j - center + 0.5) / ratio)
+    s = np.abs((j - center + 0.5) / widen)
     if mode == "linear":
         w = np.maximum(1 - s, 0.0)
     else:  # cubic with a = -0.5, PIL's choice for antialiasing
@@ -345,7 +346,6 @@ def _im2col(x, kernel, dilation, padding, stride):
 def _col2im(cols, size, kernel, dilation, padding, stride):
     """The adjoint of _im2col: columns added back into an (N, C, *size) image."""
     xp = xp_of(cols)
-    nd = len(kernel)
     padded = tuple(s + 2 * p for s, p in zip(size, padding))
     out = tuple((n - d * (k - 1) - 1) // st + 1
                 for n, k, d, st in zip(padded, kernel, dilation, stride))

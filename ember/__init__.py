@@ -143,6 +143,10 @@ from .ops.normalization import group_norm_fn as group_norm
 from .ops.normalization import instance_norm_fn as instance_norm
 from .ops.normalization import layer_norm_fn as layer_norm
 
+# --- sparse (sparse.py) and recurrent cells (ops/rnn.py) ---
+from . import sparse
+from .sparse import sparse_coo, sparse_coo_tensor
+
 # --- subpackages ---
 from . import accelerator, autograd, cuda
 from . import linalg, random

@@ -213,8 +213,8 @@ def _add_to_buffer(buffers: dict, node: Node, nr: int, g: Tensor) -> None:
     old = slots[nr]
     if old is None:
         slots[nr] = g
-    elif STATE.enabled:  # create_graph: the sum is part of the new graph
-        slots[nr] = old + g
+    elif STATE.enabled or old.is_sparse or g.is_sparse:  # create_graph, or sparse gradients
+        slots[nr] = g + old if old.is_sparse and not g.is_sparse else old + g
     else:
         slots[nr] = _make(_xp(old._data).asarray(old._data + g._data))  # 0-dim: not a scalar
 

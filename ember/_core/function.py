@@ -78,16 +78,10 @@ def unpack_saved(entry: tuple, node: Node):
     """The saved tensor, after checking that no in-place write happened since."""
     tensor, data, counter, version, output_nr = entry
     if counter is not None and counter.value != version:
-        shape = list(data.shape if tensor is None else tensor._data.shape)
         what = (f", which is output {output_nr} of {_short_node_name(node)}," if tensor is None
                 else _describe_origin(tensor))
-        raise RuntimeError(
-            "one of the variables needed for gradient computation has been modified by an "
-            f"inplace operation: [{_type_name(data)} {shape}]{what} is at "
-            f"version {counter.value}; expected version {version} instead. Hint: "
-            "enable anomaly detection to find the operation that failed to compute its "
-            "gradient, with torch.autograd.set_detect_anomaly(True, check_nan=False)."
-        )
+        _raise_version_error(data.shape if tensor is None else tensor._data.shape,
+                             data.dtype, what, counter.value, version)
     if tensor is not None:
         return tensor
     out = _make(data, True)
@@ -95,6 +89,16 @@ def unpack_saved(entry: tuple, node: Node):
     out._output_nr = output_nr
     out._version = counter
     return out
+
+
+def _raise_version_error(shape, np_dtype, what: str, now: int, expected: int):
+    raise RuntimeError(
+        "one of the variables needed for gradient computation has been modified by an "
+        f"inplace operation: [{_type_name(np_dtype)} {list(shape)}]{what} is at "
+        f"version {now}; expected version {expected} instead. Hint: "
+        "enable anomaly detection to find the operation that failed to compute its "
+        "gradient, with torch.autograd.set_detect_anomaly(True, check_nan=False)."
+    )
 
 
 def _describe_origin(t: Tensor) -> str:
@@ -109,12 +113,12 @@ def _short_node_name(node: Node) -> str:
     return head[: -len("Backward")] if head.endswith("Backward") else name
 
 
-def _type_name(array) -> str:
+def _type_name(np_dtype) -> str:
     from .dtype import from_numpy_dtype
 
     names = {"float32": "FloatTensor", "float64": "DoubleTensor", "float16": "HalfTensor",
              "bfloat16": "BFloat16Tensor", "int64": "LongTensor", "int32": "IntTensor"}
-    name = from_numpy_dtype(array.dtype).name
+    name = from_numpy_dtype(np_dtype).name
     return "torch." + names.get(name, name)
 
 
@@ -135,6 +139,7 @@ class Node:
     _non_differentiable = None
     _dirty = None
     _metadata = None
+    _unpack_hook = None  # set on nodes recorded under saved_tensors_hooks
     _name = None  # set on a class whose node name is not <ClassName>Backward0
     # Built-in backwards may omit trailing gradients of non-tensor arguments.
     _pad_grads = True
@@ -169,6 +174,9 @@ class Node:
         saved = getattr(self, "_saved", None)
         if saved is None:
             return ()
+        if self._unpack_hook is not None:
+            return tuple(_unpack_hooked(s, self) if s is not None and len(s) == 6 else
+                         None if s is None else unpack_saved(s, self) for s in saved)
         return tuple(None if s is None else unpack_saved(s, self) for s in saved)
 
     def save_for_backward(self, *items) -> None:
@@ -252,6 +260,8 @@ class Function(Node):
     def apply(cls, *args, **params):
         """Run forward on the arguments' arrays and record a node when grad is needed."""
         # NOTE: this is the hot path of every op; keep it short.
+        if STATE.observer is not None:  # profiling or selective checkpointing
+            return STATE.observer.op(cls, args, params)
         arrays = [a._data if isinstance(a, Tensor) else a for a in args]
         record = False
         if STATE.enabled:
@@ -364,7 +374,10 @@ def _record(ctx: Node, args, arrays, results) -> None:
     ctx._out_meta = tuple(out_meta)
     items = ctx._to_save
     if items is not None:
-        ctx._saved = [_pack(item, args, arrays, results) for item in items]
+        saved = [_pack(item, args, arrays, results) for item in items]
+        if STATE.saved_hooks is not None:  # saved_tensors_hooks: pass them through pack
+            saved = _pack_hooked(ctx, saved)
+        ctx._saved = saved
         ctx._to_save = None
     else:
         ctx._saved = None
@@ -386,6 +399,62 @@ def _pack(item, args, arrays, results):
     if is_tensor:
         return saved_entry(item, item._data, item._version)
     return saved_entry(_make(as_array(item)), item, None)
+
+
+def _pack_hooked(ctx: Node, saved: list) -> list:
+    """Pass each saved tensor through the active pack hook (``saved_tensors_hooks``).
+
+    A hooked entry is (packed, edge, version_counter, version, output_nr, (shape, dtype)):
+    the version snapshot stays, so in-place checks still work; `edge` is where the
+    gradient of a saved input flows, so that the unpacked tensor can be re-attached.
+    """
+    pack, unpack = STATE.saved_hooks
+    ctx._unpack_hook = unpack
+    out = []
+    for e in saved:
+        if e is None or e[1] is None:  # a Python scalar argument
+            out.append(e)
+            continue
+        tensor, data, counter, version, nr = e
+        if tensor is None:  # the node's own output: hand the hook an alias, not the output
+            tensor, edge = _make(data), None  # (holding the output would make a cycle)
+            tensor._version = counter
+        else:
+            edge = _edge(tensor) if tensor._requires_grad else None
+        out.append((pack(tensor), edge, counter, version, nr, (data.shape, data.dtype)))
+    return out
+
+
+def _unpack_hooked(entry: tuple, node: Node) -> Tensor:
+    """A hooked saved tensor: the version check, unpack_hook, then re-attach its edge."""
+    packed, edge, counter, version, nr, (shape, dtype) = entry
+    if counter is not None and counter.value != version:
+        fn = node if nr >= 0 else (None if edge is None else edge[0])
+        what = ("" if fn is None or isinstance(fn, AccumulateGrad)
+                else f", which is output {nr if nr >= 0 else edge[1]} of {_short_node_name(fn)},")
+        _raise_version_error(shape, dtype, what, counter.value, version)
+    value = node._unpack_hook(packed)
+    if not isinstance(value, Tensor):
+        raise TypeError("Output of saved tensor unpack_hook expected to be a Tensor but got "
+                        f"result of type {type(value).__name__}")
+    if nr >= 0:
+        out = _make(value._data, True)
+        out._grad_fn, out._output_nr, out._version = node, nr, counter
+        return out
+    if edge is None:
+        return value.detach() if value._requires_grad else value
+    fn, fn_nr = edge
+    if isinstance(fn, AccumulateGrad):
+        if fn.variable is value:
+            return value
+        out = _make(value._data, True)
+        out._accum_ref = weakref.ref(fn)
+        return out
+    if value._grad_fn is fn and value._output_nr == fn_nr:
+        return value
+    out = _make(value._data, True)
+    out._grad_fn, out._output_nr = fn, fn_nr
+    return out
 
 
 def _mark_views(cls, args, params, results, multi: bool) -> None:
@@ -559,14 +628,15 @@ class AccumulateGrad(Node):
         extra = var._extra
         old = var._grad
         if old is None:
-            if create_graph:
+            if create_graph or grad.is_sparse:  # a sparse gradient is stored as it is
                 var._grad = grad
             else:
                 # NOTE: copy, because the same gradient tensor can reach several
                 # leaves (add's backward passes it to both inputs) or be the user's.
                 var._grad = _make(grad._data.copy())
-        elif create_graph or STATE.enabled:
-            var._grad = old + grad
+        elif create_graph or STATE.enabled or old.is_sparse or grad.is_sparse:
+            # NOTE: only dense + sparse is defined (sparse + dense raises, as in PyTorch)
+            var._grad = grad + old if old.is_sparse and not grad.is_sparse else old + grad
         else:
             old._data += grad._data
             old._version.value += 1

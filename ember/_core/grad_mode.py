@@ -11,13 +11,21 @@ import inspect
 
 
 class _GradState:
-    __slots__ = ("enabled", "inference", "anomaly", "anomaly_check_nan")
+    __slots__ = ("enabled", "inference", "anomaly", "anomaly_check_nan", "observer",
+                 "saved_hooks", "step_seq")
 
     def __init__(self):
         self.enabled = True
         self.inference = False
         self.anomaly = False
         self.anomaly_check_nan = True
+        # An object that sees every op call, backward node and module call (the profiler,
+        # selective checkpointing); None, the usual case, costs each op one branch.
+        self.observer = None
+        # The innermost saved_tensors_hooks (a (pack, unpack) pair), or None.
+        self.saved_hooks = None
+        # The op sequence number at the last optimizer step (for the graph-leak warning).
+        self.step_seq = -1
 
 
 STATE = _GradState()

@@ -592,6 +592,8 @@ def _init(t: Tensor, data, requires_grad: bool = False) -> None:
 
 def _make(data, requires_grad: bool = False, cls=Tensor) -> Tensor:
     """Wrap a backend array in a new leaf Tensor (no copy)."""
+    # NOTE: the stores of `_init` are repeated inline: this runs once per op result,
+    # and a nested call would cost a measurable share of the per-op overhead.
     t = object.__new__(cls)
     t._data = data
     t._requires_grad = requires_grad

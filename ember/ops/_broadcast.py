@@ -23,11 +23,15 @@ def sum_to_shape(grad, shape: tuple):
     return out
 
 
-def broadcast_shapes(*shapes) -> tuple:
-    """The shape that tensors of `shapes` broadcast to (RuntimeError when they can't)."""
+def broadcast_shapes(*shapes, on_mismatch=None) -> tuple:
+    """The shape that tensors of `shapes` broadcast to (RuntimeError when they can't).
+
+    `on_mismatch(index, dim, size, partial_shape)` may raise a caller-specific error
+    for the first shape (at `index`) that does not fit.
+    """
     ndim = max((len(s) for s in shapes), default=0)
     out = [1] * ndim
-    for s in shapes:
+    for index, s in enumerate(shapes):
         for i, d in enumerate(s):
             j = ndim - len(s) + i
             if d == out[j] or d == 1:
@@ -35,6 +39,8 @@ def broadcast_shapes(*shapes) -> tuple:
             if out[j] == 1:
                 out[j] = d
                 continue
+            if on_mismatch is not None:
+                on_mismatch(index, j - ndim, d, out)
             raise RuntimeError(
                 f"The size of tensor a ({out[j]}) must match the size of tensor b ({d}) "
                 f"at non-singleton dimension {i}"

@@ -20,6 +20,7 @@ from .._core.grad_mode import is_grad_enabled
 from .._core.tensor import Tensor, _make
 from ._util import xp_of
 from .activation import LogSigmoid, Softmax, log_softmax
+from .arithmetic import check_broadcast
 from .elementwise_special import where, xlogy
 
 REDUCTIONS = ("none", "mean", "sum")
@@ -71,11 +72,14 @@ def constant_arg(op: str, name: str, value) -> None:
 
 
 def warn_size(input: Tensor, target: Tensor) -> None:
+    """PyTorch's warning for targets that broadcast against the input (RuntimeError when they
+    cannot broadcast)."""
     if target.shape != input.shape:
         warnings.warn(f"Using a target size ({size_str(target.shape)}) that is different to the "
                       f"input size ({size_str(input.shape)}). This will likely lead to incorrect "
                       "results due to broadcasting. Please ensure they have the same size.",
                       UserWarning, stacklevel=3)
+        check_broadcast(input, target)
 
 
 def _weighted(loss: Tensor, weight, reduction: str, input: Tensor) -> Tensor:
@@ -275,7 +279,7 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
     loss = CrossEntropy.apply(x, weight, target=safe, picked_weight=picked, valid=valid,
                               smoothing=label_smoothing)
     if reduction == "none":
-        return loss.reshape(shape)
+        return loss if tuple(loss.shape) == shape else loss.reshape(shape)
     if reduction == "sum":
         return loss.sum()
     return _weighted_mean(loss, picked)
@@ -312,7 +316,7 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_a
     constant_arg("nll_loss_forward", "weight", weight)
     loss = -x.gather(1, _make(safe[:, None])).squeeze(1) * _make(picked)
     if reduction == "none":
-        return loss.reshape(shape)
+        return loss if tuple(loss.shape) == shape else loss.reshape(shape)
     if reduction == "sum":
         return loss.sum()
     return _weighted_mean(loss, picked)

@@ -108,20 +108,23 @@ def _mode_pad(input: Tensor, pairs: list, mode: str) -> Tensor:
     name = f"{kind}Pad{k}DBackward0"
     out = input
     # pairs run from the last dim backwards
-    for d, (lo, hi) in zip(reversed(padded), pairs):
+    for i, (d, (lo, hi)) in enumerate(zip(reversed(padded), pairs)):
         n = input.shape[d]
         if mode == "reflect" and (lo >= n or hi >= n):
             raise RuntimeError(
-                f"Argument #4: Padding size should be less than the corresponding input "
-                f"dimension, but got: padding ({lo}, {hi}) at dimension {d} of input "
+                f"Argument #{2 * k + 2}: Padding size should be less than the corresponding "
+                f"input dimension, but got: padding ({lo}, {hi}) at dimension {d} of input "
                 f"{list(input.shape)}")
-        if mode == "circular" and max(lo, hi, 0) > n - max(-lo, 0) - max(-hi, 0):
-            # (measured after cropping by the negative amounts)
-            raise RuntimeError("Padding value causes wrapping around more than once.")
-        if n + lo + hi < 0:
-            raise RuntimeError(f"The input size {n}, plus negative padding {lo} and {hi} "
-                               f"resulted in a negative output size, which is invalid. Check "
-                               f"dimension {d} of your input.")
+        kept = n - max(-lo, 0) - max(-hi, 0)  # what is left after cropping
+        if mode == "circular":
+            if kept < 0:
+                raise RuntimeError("Negative padding value is resulting in an empty dimension")
+            if max(lo, hi, 0) > kept:
+                raise RuntimeError("Padding value causes wrapping around more than once.")
+        elif n + lo + hi < 0:
+            axis = "DHW"[3 - 1 - i] if i < 3 else str(d)
+            raise RuntimeError(f"input ({axis}: {n}) is too small. Calculated output {axis}: "
+                               f"{n + lo + hi}")
         if lo == 0 and hi == 0:
             continue
         idx = _source_index(mode, n, lo, hi).reshape(1, -1)

@@ -439,22 +439,14 @@ def broadcast_to(input: Tensor, size) -> Tensor:
 def broadcast_shapes(*shapes) -> Size:
     """The shape tensors of `shapes` (ints or sequences) broadcast to."""
     norm = [(int(s),) if isinstance(s, _INTS) else tuple(int(d) for d in s) for s in shapes]
-    ndim = max((len(s) for s in norm), default=0)
-    out = [1] * ndim
-    for s in norm:
-        for i, d in enumerate(s):
-            j = ndim - len(s) + i
-            if d == out[j] or d == 1:
-                continue
-            if out[j] == 1:
-                out[j] = d
-                continue
-            index = next(k for k, other in enumerate(norm) if other is s)
-            raise RuntimeError(
-                f"Attempting to broadcast a dimension of length {d} at {j - ndim}! Mismatching "
-                f"argument at index {index} had {s}; but expected shape should be broadcastable "
-                f"to {out}")
-    return Size(out)
+
+    def mismatch(index, dim, size, partial):
+        raise RuntimeError(
+            f"Attempting to broadcast a dimension of length {size} at {dim}! Mismatching "
+            f"argument at index {index} had {norm[index]}; but expected shape should be "
+            f"broadcastable to {partial}")
+
+    return Size(_broadcast_shapes(*norm, on_mismatch=mismatch))
 
 
 def broadcast_tensors(*tensors) -> tuple:

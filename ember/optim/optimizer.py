@@ -524,10 +524,12 @@ def check_betas(betas) -> None:
 def sparse_grad_parts(grad: Tensor, optimizer: str):
     """The (indices, values) arrays of a coalesced sparse gradient.
 
-    This is where the sparse tensor type plugs in: every optimizer that accepts sparse
-    gradients asks this function for them.  ember has no sparse tensors yet.
+    This is where the sparse tensor type (``ember/sparse.py``) plugs in: every optimizer
+    that accepts sparse gradients asks this function for them.  `indices` is an integer
+    array of shape (sparse_dim, nnz) without repeats, `values` has shape
+    ``(nnz,) + grad.shape[sparse_dim:]``.
     """
-    raise NotImplementedError(
-        f"{optimizer}: sparse gradients are not supported yet (ember has no sparse tensor "
-        "type); use a dense gradient"
-    )
+    if not grad.is_sparse:
+        raise RuntimeError(f"{optimizer}: expected a sparse gradient")
+    data = grad.coalesce()._data
+    return data.indices, data.values

@@ -85,4 +85,14 @@ class SGD(Optimizer):
         param += tmp
 
     def _sparse_update(self, param, grad, state, group) -> None:
-        sparse_grad_parts(grad, "SGD")
+        # Without momentum only the stored rows move; with momentum the (dense) buffer
+        # makes every row move, as PyTorch's sparse buffer does, so the dense rule applies.
+        if group["weight_decay"] != 0:
+            raise RuntimeError("add(sparse, dense) is not supported. Use add(dense, sparse) "
+                               "instead.")
+        if group["momentum"] != 0:
+            self._update(param._data, grad._data.to_dense(), state, group)
+            return
+        indices, values = sparse_grad_parts(grad, "SGD")
+        lr = scalar(group["lr"])
+        param._data[tuple(indices)] += values * (lr if group["maximize"] else -lr)

@@ -87,7 +87,7 @@ def _alive(pid: int) -> bool:
         return True  # no cheap check: rely on the age rule
     try:
         os.kill(pid, 0)
-    except ProcessLookupError:
+    except (ProcessLookupError, OverflowError):
         return False
     except (PermissionError, OSError):
         return True

@@ -1,0 +1,87 @@
+"""Distances between vectors (cosine_similarity, pairwise_distance, pdist) and one_hot.
+
+All are compositions of existing ember ops, so their gradients (of any order) come
+from autograd.
+"""
+
+from __future__ import annotations
+
+from .._core.tensor import Tensor, _make
+from ._broadcast import broadcast_shapes
+from ._util import wrap_dim, xp_of
+from .linalg_norms import vector_norm
+
+
+def _check(op: str, *tensors) -> None:
+    for i, t in enumerate(tensors):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"{op}(): argument 'x{i + 1}' (position {i + 1}) must be Tensor, "
+                            f"not {type(t).__name__}")
+
+
+def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -> Tensor:
+    """``x1 . x2 / (max(|x1|, eps) * max(|x2|, eps))`` along `dim` (inputs broadcast).
+
+    >>> cosine_similarity(ember.tensor([[1., 0.]]), ember.tensor([[1., 1.]]))
+    tensor([0.7071])
+    """
+    _check("cosine_similarity", x1, x2)
+    shape = broadcast_shapes(tuple(x1.shape), tuple(x2.shape))
+    if not (x1.is_floating_point() or x2.is_floating_point()):
+        raise RuntimeError(f"expected common dtype to be floating point, yet common dtype is "
+                           f"{x1.dtype.name.capitalize().replace('Int64', 'Long')}")
+    dim = wrap_dim(dim, len(shape), "cosine_similarity")
+    a, b = x1.expand(shape), x2.expand(shape)
+    na = vector_norm(a, 2, dim, keepdim=True).clamp_min(eps)
+    nb = vector_norm(b, 2, dim, keepdim=True).clamp_min(eps)
+    return ((a / na) * (b / nb)).sum(dim)
+
+
+def pairwise_distance(x1: Tensor, x2: Tensor, p: float = 2.0, eps: float = 1e-6,
+                      keepdim: bool = False) -> Tensor:
+    """The p-norm of ``x1 - x2 + eps`` over the last dim (inputs broadcast)."""
+    _check("pairwise_distance", x1, x2)
+    diff = x1 - x2 + eps
+    if diff.dim() == 0:
+        return diff.abs()
+    return vector_norm(diff, p, -1, keepdim=keepdim)
+
+
+def pdist(input: Tensor, p: float = 2) -> Tensor:
+    """The p-norm distance between every pair of rows i < j of an (N, M) input, as a
+    vector of N(N-1)/2 entries (the upper triangle of the distance matrix, row by row)."""
+    _check("pdist", input)
+    if input.dim() != 2:
+        raise RuntimeError(f"pdist only supports 2D tensors, got: {input.dim()}D")
+    if p < 0:
+        raise RuntimeError("pdist only supports non-negative p values")
+    xp = xp_of(input._data)
+    n = input.shape[0]
+    i, j = xp.triu_indices(n, 1)
+    diff = input[_make(i)] - input[_make(j)]
+    return vector_norm(diff, p, -1)
+
+
+def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
+    """int64 indices (*) -> (*, num_classes) int64 with a 1 at each index, zeros elsewhere.
+    ``num_classes=-1`` uses the largest index + 1.
+
+    >>> one_hot(ember.tensor([0, 2]), 3)
+    tensor([[1, 0, 0],
+            [0, 0, 1]])
+    """
+    if not isinstance(tensor, Tensor) or tensor.dtype.name != "int64":
+        raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
+    data = tensor._data
+    xp = xp_of(data)
+    if num_classes == -1:
+        if data.size == 0:
+            raise RuntimeError("Can not infer total number of classes from empty tensor.")
+        num_classes = int(data.max()) + 1
+    if data.size:
+        if int(data.min()) < 0:
+            raise RuntimeError("Class values must be non-negative.")
+        if int(data.max()) >= num_classes:
+            raise RuntimeError("Class values must be smaller than num_classes.")
+    out = (data[..., None] == xp.arange(num_classes)).astype(xp.int64)
+    return _make(out)

@@ -1,0 +1,144 @@
+"""Focused tests of ember/ops/normalization.py: running statistics, errors as in PyTorch,
+the fused batch/layer norm gradients (first and second order) and the torch.* forms."""
+
+import numpy as np
+import pytest
+
+import ember
+import ember.nn.functional as F
+from ember.autograd import gradcheck, gradgradcheck
+from ember.testing import assert_close
+
+
+def _x(*shape, seed=0):
+    return ember.tensor(np.random.default_rng(seed).normal(size=shape))
+
+
+def test_batch_norm_updates_running_stats_with_unbiased_variance():
+    x = _x(4, 3, 2, 2)
+    rm, rv = ember.zeros(3, dtype=ember.float64), ember.ones(3, dtype=ember.float64)
+    v0 = rm._version.value
+    F.batch_norm(x, rm, rv, training=True, momentum=0.3)
+    data = x.numpy()
+    mean = data.mean(axis=(0, 2, 3))
+    var = data.var(axis=(0, 2, 3), ddof=1)
+    assert_close(rm, 0.3 * mean)
+    assert_close(rv, 0.7 + 0.3 * var)
+    assert rm._version.value > v0
+    # eval mode normalizes with the running statistics
+    out = F.batch_norm(x, rm, rv, training=False, eps=0.0)
+    expected = (data - rm.numpy()[:, None, None]) / np.sqrt(rv.numpy()[:, None, None])
+    assert_close(out, expected)
+
+
+def test_batch_norm_errors():
+    x = _x(3, 4)
+    with pytest.raises(RuntimeError, match="running_mean must be defined in evaluation mode"):
+        F.batch_norm(x, None, None, training=False)
+    with pytest.raises(ValueError, match=r"Expected more than 1 value per channel when "
+                       r"training, got input size torch.Size\(\[1, 4\]\)"):
+        F.batch_norm(_x(1, 4), None, None, training=True)
+    with pytest.raises(RuntimeError, match="running_mean should contain 4 elements not 3"):
+        F.batch_norm(x, ember.zeros(3), ember.ones(3), training=True)
+    with pytest.raises(RuntimeError, match="weight should contain 4 elements not 3"):
+        F.batch_norm(x, None, None, ember.ones(3), training=True)
+    with pytest.raises(IndexError, match="Dimension out of range"):
+        F.batch_norm(_x(4), None, None, training=True)
+
+
+def test_instance_norm_running_stats_average_the_instances():
+    x = _x(2, 3, 5)
+    rm, rv = ember.zeros(3, dtype=ember.float64), ember.ones(3, dtype=ember.float64)
+    F.instance_norm(x, rm, rv, momentum=0.5)
+    data = x.numpy()
+    assert_close(rm, 0.5 * data.mean(axis=2).mean(0))
+    assert_close(rv, 0.5 + 0.5 * data.var(axis=2, ddof=1).mean(0))
+    with pytest.raises(ValueError, match="Expected more than 1 spatial element when training"):
+        F.instance_norm(_x(2, 6, 1))
+    out = F.instance_norm(x, rm, rv, use_input_stats=False, eps=0.0)
+    assert_close(out, (data - rm.numpy()[:, None]) / np.sqrt(rv.numpy()[:, None]))
+
+
+def test_layer_group_rms_errors():
+    x = _x(3, 4)
+    with pytest.raises(RuntimeError, match=r"Given normalized_shape=\[5\], expected input with "
+                       r"shape \[\*, 5\], but got input of size\[3, 4\]"):
+        F.layer_norm(x, (5,))
+    with pytest.raises(RuntimeError, match=r"Expected weight to be of same shape as "
+                       r"normalized_shape, but got weight of shape \[5\]"):
+        F.layer_norm(x, (4,), ember.ones(5))
+    with pytest.raises(TypeError, match="must be tuple of ints, not float"):
+        F.layer_norm(x, 4.0)
+    with pytest.raises(RuntimeError, match="Expected number of channels in input to be "
+                       r"divisible by num_groups, but got input of shape \[2, 6, 4\] and "
+                       "num_groups=4"):
+        F.group_norm(_x(2, 6, 4), 4)
+    with pytest.raises(RuntimeError, match="Expected at least 2 dimensions"):
+        F.group_norm(_x(6), 3)
+    with pytest.raises(RuntimeError, match=r"expected input with shape \[\*5\]"):
+        F.rms_norm(x, (5,))
+    with pytest.raises(ValueError, match="Expected 3D or higher dimensionality"):
+        F.local_response_norm(x, 2)
+    assert F.layer_norm(x, 4).shape == (3, 4)
+
+
+def test_rms_norm_default_eps_is_dtype_eps():
+    x = ember.zeros(2, 3)
+    assert_close(F.rms_norm(x, (3,)), np.zeros((2, 3)))
+    y = ember.ones(2, 3, dtype=ember.float64)
+    expected = 1 / np.sqrt(1 + np.finfo(np.float64).eps)
+    assert_close(F.rms_norm(y, [3]), np.full((2, 3), expected))
+
+
+def test_layer_norm_is_stable_for_large_offsets():
+    x = ember.tensor([[1e4 + 1.0, 1e4 - 1.0, 1e4]], dtype=ember.float64)
+    assert_close(F.layer_norm(x, (3,)), np.array([[1.2247, -1.2247, 0.0]]), atol=1e-4)
+
+
+def test_fused_norms_double_backward_with_mixed_uses():
+    """Gradients through the input, weight and bias together, taken twice."""
+    rng = np.random.default_rng(1)
+    x = ember.tensor(rng.normal(size=(3, 2, 2)), requires_grad=True)
+    w = ember.tensor(rng.uniform(0.5, 1.5, 2), requires_grad=True)
+    b = ember.tensor(rng.normal(size=2), requires_grad=True)
+    fn = lambda x, w, b: F.batch_norm(x, None, None, w, b, training=True) ** 2  # noqa: E731
+    assert gradcheck(fn, (x, w, b))
+    assert gradgradcheck(fn, (x, w, b))
+    wl = ember.tensor(rng.uniform(0.5, 1.5, (2, 2)), requires_grad=True)
+    fl = lambda x, w: F.layer_norm(x, (2, 2), w).sin()  # noqa: E731
+    assert gradcheck(fl, (x, wl))
+    assert gradgradcheck(fl, (x, wl))
+    fg = lambda x: F.group_norm(x.reshape(1, 6, 2), 3).exp()  # noqa: E731
+    assert gradgradcheck(fg, (x,))
+
+
+def test_node_names_and_top_level_forms():
+    x = _x(4, 3).requires_grad_()
+    assert F.batch_norm(x, None, None, training=True).grad_fn.name() == \
+        "NativeBatchNormBackward0"
+    assert F.layer_norm(x, (3,)).grad_fn.name() == "NativeLayerNormBackward0"
+    assert_close(ember.layer_norm(x, [3]), F.layer_norm(x, (3,)))
+    rm, rv = ember.zeros(3, dtype=ember.float64), ember.ones(3, dtype=ember.float64)
+    a = ember.batch_norm(x, None, None, rm, rv, True, 0.1, 1e-5, False)
+    assert_close(a, F.batch_norm(x, None, None, training=True))
+    assert rm.abs().sum().item() > 0
+    assert_close(ember.group_norm(_x(2, 4, 3), 2), F.group_norm(_x(2, 4, 3), 2))
+    assert_close(ember.instance_norm(_x(2, 4, 3), None, None, None, None, True, 0.1, 1e-5,
+                                     False), F.instance_norm(_x(2, 4, 3)))
+
+
+def test_half_precision_batch_norm_runs_in_float32_statistics():
+    x = ember.tensor(np.random.default_rng(0).normal(size=(8, 3)) * 100 + 1000,
+                     dtype=ember.float16)
+    out = F.batch_norm(x, None, None, training=True)
+    assert out.dtype is ember.float16
+    assert np.abs(out.float().numpy().mean(0)).max() < 0.05
+
+
+def test_normalize():
+    x = _x(3, 4)
+    assert_close(F.normalize(x).norm(dim=1), np.ones(3))
+    assert_close(F.normalize(ember.zeros(2, 3)), np.zeros((2, 3)))
+    out = ember.empty(3, 4, dtype=ember.float64)
+    F.normalize(x, p=1.0, dim=0, out=out)
+    assert_close(out.abs().sum(0), np.ones(4))

@@ -146,12 +146,18 @@ from .ops.normalization import layer_norm_fn as layer_norm
 # --- sparse (sparse.py) and recurrent cells (ops/rnn.py) ---
 from . import sparse
 from .sparse import sparse_coo, sparse_coo_tensor
+from .ops.rnn import gru_cell, lstm_cell, rnn_relu_cell, rnn_tanh_cell
 
 # --- subpackages ---
 from . import accelerator, autograd, cuda
 from . import linalg, random
 from . import optim
 from . import nn
+from . import profiler
+from . import serialization
+from ._interop import from_dlpack
+from .serialization import load, save
+from . import utils
 from ._core.dtype import can_cast
 from .autograd.anomaly_mode import is_anomaly_check_nan_enabled, is_anomaly_enabled
 

@@ -424,6 +424,8 @@ METHODS = {
     # activation (ops/activation.py) --------------------------------------------
     "softmax": activation.softmax_fn,
     "log_softmax": activation.log_softmax_fn,
+    # interop (_interop.py: __array_ufunc__, __array_function__, __dlpack__) ---------
+    **__import__("ember._interop", fromlist=["TENSOR_METHODS"]).TENSOR_METHODS,
 }
 
 OPERATORS = {

@@ -358,7 +358,8 @@ class SparseTensor(Tensor):
         data = self._data
         pad = " " * 7
         indices = _indent(repr(_make(data.indices)), len("tensor(indices="))
-        values = _indent(repr(_make(data.values)), len("tensor(values="))
+        values = repr(_make(data.values)).replace(f", dtype={self.dtype})", ")")
+        values = _indent(values, len("tensor(values="))
         extra = "" if self.device.type == "cpu" else f", device='{self.device}'"
         if self.dtype is not dtypes.get_default_dtype():
             extra += f", dtype={self.dtype}"

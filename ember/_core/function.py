@@ -648,3 +648,45 @@ class AccumulateGrad(Node):
 def tensor_hooks_of(t: Tensor) -> dict:
     """The hook dict of a leaf tensor (created on first use)."""
     return _extra(t).hooks
+
+
+# ---------------------------------------------------------------------------
+# the graph-leak guard: `total_loss += loss` across optimizer steps
+
+def mark_optimizer_step() -> None:
+    """Called after each optimizer step: nodes recorded before now belong to past steps."""
+    STATE.step_seq = next(_sequence)
+
+
+_LEAK_SITES: set = set()
+
+
+def check_graph_leak(out: Tensor) -> None:
+    """Warn (once per line) when a 0-dim sum with a graph is built on a graph recorded
+    before the last optimizer step: the classic ``total_loss += loss`` leak, which keeps
+    every step's graph alive.  Called by ``add``/``add_`` on 0-dim results only."""
+    step = STATE.step_seq
+    fn = out._grad_fn
+    if step < 0 or fn is None:
+        return
+    if not any(child is not None and child._sequence_nr < step for child, _ in fn._edges):
+        return
+    import os
+    import sys
+    import warnings
+
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+    frame = sys._getframe(1)
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(here):
+        frame = frame.f_back
+    if frame is None:
+        return
+    site = (frame.f_code.co_filename, frame.f_lineno)
+    if site in _LEAK_SITES:
+        return
+    _LEAK_SITES.add(site)
+    warnings.warn_explicit(
+        f"{site[0]}:{site[1]}: a tensor that still carries its autograd graph is accumulated "
+        "across optimizer steps (e.g. `total_loss += loss`): the graph of every step stays "
+        "alive and memory grows. Accumulate `loss.item()` or `loss.detach()` instead.",
+        UserWarning, site[0], site[1], module=frame.f_globals.get("__name__", "__main__"))

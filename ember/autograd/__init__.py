@@ -6,6 +6,7 @@ from .._core.grad_mode import (
     set_grad_enabled,
 )
 from . import anomaly_mode, function, functional, graph
+from . import profiler  # the legacy profiler API
 from .anomaly_mode import (
     detect_anomaly, is_anomaly_check_nan_enabled, is_anomaly_enabled, set_detect_anomaly,
 )

@@ -44,3 +44,33 @@ __all__ += [
     "Softplus", "Softshrink", "Softsign", "Tanh", "Tanhshrink", "Threshold", "TripletMarginLoss",
     "TripletMarginWithDistanceLoss"
 ]
+
+# --- convolution, pooling, padding, resampling, distance (modules/conv.py, pooling.py,
+# padding.py, upsampling.py, fold.py, pixelshuffle.py, distance.py) ---
+from .modules import (  # noqa: E402
+    AdaptiveAvgPool1d, AdaptiveAvgPool2d, AdaptiveAvgPool3d, AdaptiveMaxPool1d, AdaptiveMaxPool2d,
+    AdaptiveMaxPool3d, AvgPool1d, AvgPool2d, AvgPool3d, CircularPad1d, CircularPad2d,
+    CircularPad3d, ConstantPad1d, ConstantPad2d, ConstantPad3d, Conv1d, Conv2d, Conv3d,
+    ConvTranspose1d, ConvTranspose2d, ConvTranspose3d, CosineSimilarity, Fold, LPPool1d,
+    LPPool2d, LPPool3d, MaxPool1d, MaxPool2d, MaxPool3d, MaxUnpool1d, MaxUnpool2d, MaxUnpool3d,
+    PairwiseDistance, PixelShuffle, PixelUnshuffle, ReflectionPad1d, ReflectionPad2d,
+    ReflectionPad3d, ReplicationPad1d, ReplicationPad2d, ReplicationPad3d, Unfold, Upsample,
+    UpsamplingBilinear2d, UpsamplingNearest2d, ZeroPad1d, ZeroPad2d, ZeroPad3d,
+)
+from .modules import _CONV_POOL  # noqa: E402
+
+__all__ += _CONV_POOL
+
+# --- embeddings, recurrent layers, attention, transformers (modules/sparse.py, rnn.py,
+# multihead.py, transformer.py) ---
+from .modules import (  # noqa: E402
+    GRU, Embedding, EmbeddingBag, GRUCell, LSTM, LSTMCell, MultiheadAttention, RNN, RNNBase,
+    RNNCell, RNNCellBase, Transformer, TransformerDecoder, TransformerDecoderLayer,
+    TransformerEncoder, TransformerEncoderLayer,
+)
+
+__all__ += [
+    "Embedding", "EmbeddingBag", "GRU", "GRUCell", "LSTM", "LSTMCell", "MultiheadAttention",
+    "RNN", "RNNBase", "RNNCell", "RNNCellBase", "Transformer", "TransformerDecoder",
+    "TransformerDecoderLayer", "TransformerEncoder", "TransformerEncoderLayer",
+]

@@ -191,3 +191,45 @@ __all__ += [
     "smooth_l1_loss", "soft_margin_loss", "triplet_margin_loss",
     "triplet_margin_with_distance_loss",
 ]
+
+# --- convolution, pooling, padding, resampling (ops/conv.py, pooling.py, padding.py,
+# resample.py, grid_sample.py, distance.py) ---
+from ..ops.conv import (  # noqa: E402
+    conv1d, conv2d, conv3d, conv_transpose1d, conv_transpose2d, conv_transpose3d,
+)
+from ..ops.pooling import (  # noqa: E402
+    adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d, adaptive_max_pool1d,
+    adaptive_max_pool1d_with_indices, adaptive_max_pool2d, adaptive_max_pool2d_with_indices,
+    adaptive_max_pool3d, adaptive_max_pool3d_with_indices, avg_pool1d, avg_pool2d, avg_pool3d,
+    lp_pool1d, lp_pool2d, lp_pool3d, max_pool1d, max_pool1d_with_indices, max_pool2d,
+    max_pool2d_with_indices, max_pool3d, max_pool3d_with_indices, max_unpool1d, max_unpool2d,
+    max_unpool3d,
+)
+from ..ops.padding import pad  # noqa: E402
+from ..ops.resample import (  # noqa: E402
+    fold, interpolate, pixel_shuffle, pixel_unshuffle, unfold, upsample, upsample_bilinear,
+    upsample_nearest,
+)
+from ..ops.grid_sample import affine_grid, grid_sample  # noqa: E402
+from ..ops.distance import cosine_similarity, one_hot, pdist  # noqa: E402
+
+__all__ += [
+    "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d",
+    "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool3d", "adaptive_max_pool1d",
+    "adaptive_max_pool1d_with_indices", "adaptive_max_pool2d", "adaptive_max_pool2d_with_indices",
+    "adaptive_max_pool3d", "adaptive_max_pool3d_with_indices", "avg_pool1d", "avg_pool2d",
+    "avg_pool3d", "lp_pool1d", "lp_pool2d", "lp_pool3d", "max_pool1d", "max_pool1d_with_indices",
+    "max_pool2d", "max_pool2d_with_indices", "max_pool3d", "max_pool3d_with_indices",
+    "max_unpool1d", "max_unpool2d", "max_unpool3d", "pad", "fold", "interpolate", "pixel_shuffle",
+    "pixel_unshuffle", "unfold", "upsample", "upsample_bilinear", "upsample_nearest",
+    "affine_grid", "grid_sample", "cosine_similarity", "one_hot", "pdist",
+]
+
+# --- embeddings and attention (ops/embedding.py, ops/attention.py) ---
+from ..ops.embedding import embedding, embedding_bag  # noqa: E402
+from ..ops.attention import (  # noqa: E402
+    multi_head_attention_forward, scaled_dot_product_attention,
+)
+
+__all__ += ["embedding", "embedding_bag", "multi_head_attention_forward",
+            "scaled_dot_product_attention"]

@@ -12,7 +12,7 @@ import math
 import numpy as np
 
 from .._core import dtype as dtypes
-from .._core.function import Function
+from .._core.function import Function, check_graph_leak
 from .._core.tensor import Tensor
 from ._broadcast import broadcast_shapes
 from ._util import cast, float_input, is_scalar, promote, result_type, xp_of
@@ -133,7 +133,10 @@ def _scaled(other, alpha):
 def add(input, other, *, alpha=1) -> Tensor:
     """``input + alpha * other`` with broadcasting and PyTorch's type promotion."""
     a, b = promote("add", input, _scaled(other, alpha))
-    return Add.apply(a, b)
+    out = Add.apply(a, b)
+    if out._data.ndim == 0 and out._grad_fn is not None:
+        check_graph_leak(out)  # `total_loss = total_loss + loss` across optimizer steps
+    return out
 
 
 def sub(input, other, *, alpha=1) -> Tensor:
@@ -198,7 +201,10 @@ negative = neg
 
 def add_(input: Tensor, other, *, alpha=1) -> Tensor:
     """In-place ``input += alpha * other``."""
-    return AddInplace.apply(input, inplace_operand("add_", input, _scaled(other, alpha)))
+    out = AddInplace.apply(input, inplace_operand("add_", input, _scaled(other, alpha)))
+    if out._data.ndim == 0 and out._grad_fn is not None:
+        check_graph_leak(out)  # `total_loss += loss` across optimizer steps
+    return out
 
 
 def sub_(input: Tensor, other, *, alpha=1) -> Tensor:

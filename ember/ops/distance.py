@@ -1,4 +1,6 @@
-"""Distances between vectors (cosine_similarity, pairwise_distance, pdist) and one_hot.
+"""Distances between vectors (cosine_similarity, pdist) and one_hot.
+
+(pairwise_distance lives in loss_margin.py, beside the triplet losses that use it.)
 
 All are compositions of existing ember ops, so their gradients (of any order) come
 from autograd.
@@ -35,16 +37,6 @@ def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -
     na = vector_norm(a, 2, dim, keepdim=True).clamp_min(eps)
     nb = vector_norm(b, 2, dim, keepdim=True).clamp_min(eps)
     return ((a / na) * (b / nb)).sum(dim)
-
-
-def pairwise_distance(x1: Tensor, x2: Tensor, p: float = 2.0, eps: float = 1e-6,
-                      keepdim: bool = False) -> Tensor:
-    """The p-norm of ``x1 - x2 + eps`` over the last dim (inputs broadcast)."""
-    _check("pairwise_distance", x1, x2)
-    diff = x1 - x2 + eps
-    if diff.dim() == 0:
-        return diff.abs()
-    return vector_norm(diff, p, -1, keepdim=keepdim)
 
 
 def pdist(input: Tensor, p: float = 2) -> Tensor:

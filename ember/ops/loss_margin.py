@@ -285,8 +285,10 @@ def ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths, target_lengths, 
     final = where(_make(xp.asarray(np.stack([np.ones(n, bool), tg_len > 0], 1))), final,
                   _LOG_ZERO)
     loss = -logsumexp(final, 1)
-    impossible = _make(xp.asarray((loss._data > -_LOG_ZERO / 2) | (in_len == 0)))
+    impossible = _make((loss._data > -_LOG_ZERO / 2) | xp.asarray((in_len == 0) & (tg_len > 0)))
     loss = where(impossible, 0.0 if zero_infinity else float("inf"), loss)
+    # no frames and no labels: the empty alignment, with probability 1
+    loss = where(_make(xp.asarray((in_len == 0) & (tg_len == 0))), 0.0, loss)
     if work is not lp:
         loss = loss.to(lp.dtype)
     if reduction == "mean":

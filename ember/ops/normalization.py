@@ -54,6 +54,8 @@ class Normalize(Function):
         n = _prod(x.shape[d] for d in dims)
         ctx.dims, ctx.n, ctx.bshape = dims, n, bshape
         ctx.affine = weight is not None or bias is not None
+        full = (1,) * (x.ndim - len(bshape)) + tuple(bshape)
+        ctx.per_group_affine = all(full[d] == 1 for d in dims)
         if running is not None:
             _update_running(xp, running, mean, var, n, momentum)
         mean, rstd = mean.astype(x.dtype, copy=False), rstd.astype(x.dtype, copy=False)
@@ -71,35 +73,58 @@ class Normalize(Function):
     @staticmethod
     def backward(ctx, grad_out, grad_mean, grad_rstd, grad_y=None):
         y, rstd, weight = ctx.saved_tensors
-        dims, n = ctx.dims, ctx.n
-        needs = ctx.needs_input_grad
-        gw = gb = None
-        if ctx.affine and grad_out is not None:
-            if needs[1]:
-                gw = _reduce_to(grad_out * y, ctx.bshape).reshape(weight.shape)
-            if needs[2]:
-                gb = _reduce_to(grad_out, ctx.bshape).reshape(ctx.bias_shape)
-        if not needs[0]:
-            return None, gw, gb
-        # the gradient reaching the normalized input y
-        gy = grad_out
-        if gy is not None and weight is not None:
-            gy = gy * weight.reshape(ctx.bshape)
-        if grad_y is not None:
-            gy = grad_y if gy is None else gy + grad_y
-        gx = None
-        if gy is not None:
-            gx = rstd * (gy - gy.mean(dims, keepdim=True)
-                         - y * (gy * y).mean(dims, keepdim=True))
+        n, needs = ctx.n, ctx.needs_input_grad
+        if grad_out is not None and grad_y is None and ctx.per_group_affine:
+            gx, gw, gb = _backward_per_group(ctx, grad_out, y, rstd, weight)
+        else:
+            gx, gw, gb = _backward_general(ctx, grad_out, grad_y, y, rstd, weight)
         # mean = sum(x) / n, so d mean / dx = 1 / n
-        if grad_mean is not None:
+        if needs[0] and grad_mean is not None:
             extra = (grad_mean / n).expand(y.shape)
             gx = extra if gx is None else gx + extra
         # rstd = (var + eps) ** -1/2, so d rstd / dx = -rstd^2 * y / n
-        if grad_rstd is not None:
+        if needs[0] and grad_rstd is not None:
             extra = -(grad_rstd * rstd * rstd / n) * y
             gx = extra if gx is None else gx + extra
         return gx, gw, gb
+
+
+def _backward_general(ctx, grad_out, grad_y, y, rstd, weight):
+    """The closed-form gradient for any layout of the affine parameters."""
+    dims, needs = ctx.dims, ctx.needs_input_grad
+    gw = gb = gx = None
+    if ctx.affine and grad_out is not None:
+        if needs[1]:
+            gw = _reduce_to(grad_out * y, ctx.bshape).reshape(weight.shape)
+        if needs[2]:
+            gb = _reduce_to(grad_out, ctx.bshape).reshape(ctx.bias_shape)
+    # the gradient reaching the normalized input y
+    gy = grad_out
+    if gy is not None and weight is not None:
+        gy = gy * weight.reshape(ctx.bshape)
+    if grad_y is not None:
+        gy = grad_y if gy is None else gy + grad_y
+    if needs[0] and gy is not None:
+        gx = rstd * (gy - gy.mean(dims, keepdim=True) - y * (gy * y).mean(dims, keepdim=True))
+    return gx, gw, gb
+
+
+def _backward_per_group(ctx, grad_out, y, rstd, weight):
+    """The same gradient when weight and bias are constant within each normalized group
+    (batch and instance norm): the sums that give the parameter gradients are the means
+    the input gradient needs, and the weight folds into a per-group factor."""
+    dims, n, needs = ctx.dims, ctx.n, ctx.needs_input_grad
+    mean_g = grad_out.mean(dims, keepdim=True)
+    mean_gy = (grad_out * y).mean(dims, keepdim=True)
+    gw = gb = gx = None
+    if needs[1]:
+        gw = _reduce_to(mean_gy * n, ctx.bshape).reshape(weight.shape)
+    if needs[2]:
+        gb = _reduce_to(mean_g * n, ctx.bshape).reshape(ctx.bias_shape)
+    if needs[0]:
+        scale = rstd if weight is None else rstd * weight.reshape(ctx.bshape)
+        gx = (grad_out - mean_g - y * mean_gy) * scale
+    return gx, gw, gb
 
 
 def _reduce_to(t: Tensor, bshape) -> Tensor:

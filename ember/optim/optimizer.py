@@ -32,6 +32,7 @@ from itertools import chain
 
 import numpy as np
 
+from .._core.function import mark_optimizer_step
 from .._core.grad_mode import enable_grad, no_grad
 from .._core.tensor import HookDict, RemovableHandle, Tensor, _make
 
@@ -79,6 +80,7 @@ def _with_step_hooks(step):
                     )
                 args, kwargs = result
         out = step(self, *args, **kwargs)
+        mark_optimizer_step()  # for the `total_loss += loss` leak warning
         for hook in chain(tuple(self._optimizer_step_post_hooks.values()),
                           tuple(_GLOBAL_POST_HOOKS.values())):
             hook(self, args, kwargs)

@@ -107,8 +107,9 @@ def load(f, map_location=None, pickle_module=None, *, weights_only: bool | None 
         f: a path or a readable binary file object.
         map_location: where tensors go: None (where they were saved), a device or
             device string (all of them), a dict mapping saved locations to new ones
-            (``{"cuda:1": "cuda:0"}``), or a function ``fn(tensor, location)`` returning
-            the tensor to use (or None for the default).
+            (``{"cuda:1": "cuda:0"}``), or a function ``fn(tensor, location)``, called
+            once per tensor (PyTorch: per storage) with the tensor on the CPU and its saved
+            location string, returning the tensor to use (or None for the default).
         weights_only: True (default) never runs code from the file; pickled objects load
             only if their classes are allow-listed (see ``add_safe_globals``).  False
             unpickles anything: only for files you trust.
@@ -254,17 +255,15 @@ def _load_torch_zip(fh, head: bytes, start, total, place, weights_only: bool, ma
     else:  # a stream: zip needs to seek, so read it whole
         source = io.BytesIO(head + fh.read())
     zf = _torch_zip.open_zip(source)
-    with zf:
-        reader = _torch_zip.TorchZipReader(zf, place, mapped, total or 0)
-        try:
+    try:
+        with zf:
+            reader = _torch_zip.TorchZipReader(zf, place, mapped, total or 0)
             return reader.load(weights_only)
-        except UnpicklingError:
-            raise
-        except Exception as exc:
-            if not weights_only:
-                raise
-            raise RuntimeError(f"PyTorch checkpoint is corrupt: {type(exc).__name__}: "
-                               f"{exc}") from exc
+    except (UnpicklingError, RuntimeError, ValueError):
+        raise
+    except Exception as exc:  # zipfile's BadZipFile (bad CRC...), EOFError, ...
+        raise RuntimeError(f"PyTorch checkpoint is corrupt: {type(exc).__name__}: "
+                           f"{exc}") from exc
 
 
 def _placer(map_location):

@@ -18,7 +18,7 @@ import pickle
 
 from .._core import dtype as dtypes
 from .._core.device import device as Device
-from .._core.tensor import Size
+from .._core.tensor import HookDict, Size
 
 UnpicklingError = pickle.UnpicklingError
 
@@ -106,6 +106,7 @@ _BUILTIN_GLOBALS = {
     "builtins.slice": builtins.slice,
     "_codecs.encode": _codecs_encode,
     "ember._core.tensor.Size": Size,
+    "ember._core.tensor.HookDict": HookDict,  # a plain dict (modules keep hooks in them)
     "ember._core.device.device": Device,
     "ember._core.dtype._dtype_by_name": dtypes._dtype_by_name,
 }

@@ -208,7 +208,8 @@ class Encoder:
         if len(group) == 1 and group[0].array.dtype != np.complex128:
             item = group[0]
             item.ref["data"] = self._unique(item.path)
-            return [(item.ref["data"], np.ascontiguousarray(item.array))]
+            a = item.array
+            return [(item.ref["data"], a if a.flags.c_contiguous else a.copy(order="C"))]
         lo, hi = min(i.lo for i in group), max(i.hi for i in group)
         primary = next((i for i in group if i.lo == lo and i.hi == hi
                         and i.array.flags.c_contiguous), None)

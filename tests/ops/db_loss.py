@@ -321,8 +321,8 @@ def _multilabel_samples(rng):
 
 def _multilabel_soft(x, t, **kw):
     weight = kw.pop("weight", None)
-    return F.multilabel_soft_margin_loss(x, ember.tensor(t, dtype=x.dtype), weight=None if
-                                         weight is None else ember.tensor(weight, dtype=x.dtype), **kw)
+    w = None if weight is None else ember.tensor(weight, dtype=x.dtype)
+    return F.multilabel_soft_margin_loss(x, ember.tensor(t, dtype=x.dtype), weight=w, **kw)
 
 
 def _multilabel_soft_ref(x, t, weight=None, reduction="mean"):

@@ -49,3 +49,51 @@ __all__ += [
     "Softplus", "Softshrink", "Softsign", "Tanh", "Tanhshrink", "Threshold", "TripletMarginLoss",
     "TripletMarginWithDistanceLoss"
 ]
+
+# --- convolution, pooling, padding, resampling, distance (conv.py, pooling.py, padding.py,
+# upsampling.py, fold.py, pixelshuffle.py, distance.py) ---
+from .conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
+from .pooling import (
+    AdaptiveAvgPool1d, AdaptiveAvgPool2d, AdaptiveAvgPool3d, AdaptiveMaxPool1d, AdaptiveMaxPool2d,
+    AdaptiveMaxPool3d, AvgPool1d, AvgPool2d, AvgPool3d, LPPool1d, LPPool2d, LPPool3d, MaxPool1d,
+    MaxPool2d, MaxPool3d, MaxUnpool1d, MaxUnpool2d, MaxUnpool3d,
+)
+from .padding import (
+    CircularPad1d, CircularPad2d, CircularPad3d, ConstantPad1d, ConstantPad2d, ConstantPad3d,
+    ReflectionPad1d, ReflectionPad2d, ReflectionPad3d, ReplicationPad1d, ReplicationPad2d,
+    ReplicationPad3d, ZeroPad1d, ZeroPad2d, ZeroPad3d,
+)
+from .upsampling import Upsample, UpsamplingBilinear2d, UpsamplingNearest2d
+from .fold import Fold, Unfold
+from .pixelshuffle import PixelShuffle, PixelUnshuffle
+from .distance import CosineSimilarity, PairwiseDistance
+
+_CONV_POOL = [
+    "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d",
+    "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveAvgPool3d", "AdaptiveMaxPool1d",
+    "AdaptiveMaxPool2d", "AdaptiveMaxPool3d", "AvgPool1d", "AvgPool2d", "AvgPool3d", "LPPool1d",
+    "LPPool2d", "LPPool3d", "MaxPool1d", "MaxPool2d", "MaxPool3d", "MaxUnpool1d", "MaxUnpool2d",
+    "MaxUnpool3d", "CircularPad1d", "CircularPad2d", "CircularPad3d", "ConstantPad1d",
+    "ConstantPad2d", "ConstantPad3d", "ReflectionPad1d", "ReflectionPad2d", "ReflectionPad3d",
+    "ReplicationPad1d", "ReplicationPad2d", "ReplicationPad3d", "ZeroPad1d", "ZeroPad2d",
+    "ZeroPad3d", "Upsample", "UpsamplingBilinear2d", "UpsamplingNearest2d", "Fold", "Unfold",
+    "PixelShuffle", "PixelUnshuffle", "CosineSimilarity", "PairwiseDistance",
+]
+__all__ += _CONV_POOL
+
+# --- embeddings, recurrent layers, attention, transformers (sparse.py, rnn.py, multihead.py,
+# transformer.py) ---
+from .sparse import Embedding, EmbeddingBag
+from .rnn import GRU, GRUCell, LSTM, LSTMCell, RNN, RNNBase, RNNCell, RNNCellBase
+from .multihead import MultiheadAttention, NonDynamicallyQuantizableLinear
+from .transformer import (
+    Transformer, TransformerDecoder, TransformerDecoderLayer, TransformerEncoder,
+    TransformerEncoderLayer,
+)
+
+__all__ += [
+    "Embedding", "EmbeddingBag", "GRU", "GRUCell", "LSTM", "LSTMCell", "RNN", "RNNBase",
+    "RNNCell", "RNNCellBase", "MultiheadAttention", "NonDynamicallyQuantizableLinear",
+    "Transformer", "TransformerDecoder", "TransformerDecoderLayer", "TransformerEncoder",
+    "TransformerEncoderLayer",
+]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from ...ops.loss import legacy_reduction
 from .. import functional as F
+from .distance import PairwiseDistance
 from .module import Module
 
 __all__ = [
@@ -265,7 +266,7 @@ class TripletMarginWithDistanceLoss(_Loss):
             raise ValueError(f"TripletMarginWithDistanceLoss: expected margin to be greater "
                              f"than 0, got {margin} instead")
         self.distance_function = (distance_function if distance_function is not None
-                                  else F.pairwise_distance)
+                                  else PairwiseDistance())
         self.margin, self.swap = margin, swap
 
     def forward(self, anchor, positive, negative):

@@ -10,3 +10,8 @@ __all__ = [
     "clip_grad", "convert_parameters", "clip_grad_norm", "clip_grad_norm_", "clip_grad_value_",
     "clip_grads_with_norm_", "get_total_norm", "parameters_to_vector", "vector_to_parameters",
 ]
+
+# --- packed sequences (rnn.py) ---
+from . import rnn  # noqa: E402
+
+__all__ += ["rnn"]

@@ -11,6 +11,8 @@ so a death is seen the moment it happens rather than after a time-out.
 from __future__ import annotations
 
 import atexit
+import collections
+import functools
 import itertools
 import multiprocessing.connection
 import os
@@ -42,6 +44,20 @@ def _exit_status(exitcode) -> str:
     return f"exited with exit code {exitcode}"
 
 
+def _watch_segment(pool_ref, wid: int, name: str, mapping) -> None:
+    finalizer = weakref.finalize(mapping, _segment_freed, pool_ref, wid, name)
+    finalizer.atexit = False
+
+
+def _segment_freed(pool_ref, wid: int, name: str) -> None:
+    # NOTE: this can run inside any allocation (a collected cycle), even inside a
+    # Queue.put holding the queue's lock: only append to a deque here, the pool passes
+    # the names on to the worker at its next safe point.
+    pool = pool_ref()
+    if pool is not None:
+        pool.released.append((wid, name))
+
+
 class WorkerPool:
     """`num_workers` processes running ``_worker.worker_loop`` for one DataLoader."""
 
@@ -52,6 +68,9 @@ class WorkerPool:
         self.epoch_id = 0
         self.closed = False
         self.warned_fallback = False
+        self.released = collections.deque()   # (worker, segment) freed by the main process
+        self._hooks = []
+        self._reusable = []                     # per worker: segments to hand back
         self.processes, self.queues, self.conns, self.dump_paths = [], [], [], []
         _live_pools.add(self)
         try:
@@ -68,9 +87,12 @@ class WorkerPool:
         os.close(fd)
         self.queues.append(task_queue)
         self.conns.append(reader)
+        self._reusable.append([])
+        self._hooks.append(functools.partial(_watch_segment, weakref.ref(self), wid))
         self.dump_paths.append(dump_path)
         spec = WorkerSpec(
-            dataset=loader.dataset, iterable=loader._iterable, auto_collation=loader._auto_collation,
+            dataset=loader.dataset, iterable=loader._iterable,
+            auto_collation=loader._auto_collation,
             collate_fn=loader.collate_fn, drop_last=loader.drop_last,
             batch_size=loader.batch_size, reseed=loader.seed_per_sample,
             worker_init_fn=loader.worker_init_fn, worker_id=wid,
@@ -94,7 +116,12 @@ class WorkerPool:
         return self.epoch_id
 
     def send_task(self, wid: int, task_idx: int, keys, ordinal: int) -> None:
-        self.queues[wid].put(("task", self.epoch_id, task_idx, keys, ordinal))
+        """Queue a task for worker `wid`, with the segments it may reuse now."""
+        while self.released:
+            owner, name = self.released.popleft()
+            self._reusable[owner].append(name)
+        reusable, self._reusable[wid] = self._reusable[wid], []
+        self.queues[wid].put(("task", self.epoch_id, task_idx, keys, ordinal, reusable))
 
     def wait(self, timeout):
         """Events within `timeout` seconds (None: until one comes): ("msg", wid, message)
@@ -107,7 +134,7 @@ class WorkerPool:
             if obj in readers:
                 wid = readers[obj]
                 try:
-                    events.append(("msg", wid, _shared_memory.receive(obj)))
+                    events.append(("msg", wid, _shared_memory.receive(obj, self._hooks[wid])))
                 except (EOFError, OSError):
                     dead.add(wid)
             else:
@@ -124,7 +151,7 @@ class WorkerPool:
         events, conn = [], self.conns[wid]
         try:
             while not conn.closed and conn.poll(0):
-                events.append(("msg", wid, _shared_memory.receive(conn)))
+                events.append(("msg", wid, _shared_memory.receive(conn, self._hooks[wid])))
         except (EOFError, OSError):
             pass
         return events

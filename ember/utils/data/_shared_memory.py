@@ -3,21 +3,25 @@
 A batch is pickled with every large NumPy array (and so every large tensor, which pickles
 as its array) taken out of the pickle stream.  The arrays then go one of two ways:
 
-- shared memory: when they add up to at least `MIN_SHM_BYTES`, the worker copies them
-  into one fresh POSIX shared-memory segment (what ``multiprocessing.shared_memory``
-  uses underneath) and sends only its name; the main process maps it, unlinks the name at
-  once and wraps the arrays around the mapping, so the memory lives exactly as long as
-  the arrays do and nothing is left in /dev/shm;
-- the pipe: otherwise, each array's raw bytes follow the pickle on the worker's pipe and
-  are read straight into the buffer the main-process array will own (no pickle copy).
+- shared memory, when they add up to at least `MIN_SHM_BYTES`: the worker copies them
+  into a POSIX shared-memory segment (what ``multiprocessing.shared_memory`` uses
+  underneath) and sends only its name; the main process maps the segment and wraps the
+  arrays around the mapping, without a copy;
+- the pipe, otherwise: each array's raw bytes follow the pickle on the worker's pipe and
+  are read straight into the buffer the main-process array will own.
 
-`benchmarks/dataloader.py` measures both ways against each other and against a plain
-pickle; the thresholds below come from it.  Segment names start with
-``ember_dl_<main pid>_<pool>_`` so the main process can remove what a killed worker
-leaves behind (`unlink_leftovers`).  When a segment cannot be made (no /dev/shm, or it is
-full: the space is reserved with ``posix_fallocate`` so a full /dev/shm fails here
-instead of killing the worker with SIGBUS later) the sender falls back to the pipe for
-good and says why, once.
+Segments are recycled.  Making a fresh one costs a page fault and a zero-fill per 4 KiB
+page (measured here: ~12 ms for 16 MiB, ten times the copy itself), so when the last
+array of a batch dies in the main process, a finalizer tells the worker, which then
+reuses the segment (still mapped on its side) for a later batch.  `benchmarks/
+dataloader.py` measures both routes and a plain pickle; `MIN_SHM_BYTES` comes from it.
+
+Segment names start with ``ember_dl_<main pid>_<pool>_``: when a pool shuts down the main
+process removes every name with its prefix (`unlink_leftovers`), which also covers a
+worker killed half-way through a segment; mappings still held by live arrays stay valid.
+When a segment cannot be made (no /dev/shm, or it is full: the space is reserved with
+``posix_fallocate`` so a full /dev/shm fails here instead of killing the worker with
+SIGBUS on a later write) the worker falls back to the pipe for good and says why, once.
 """
 
 from __future__ import annotations
@@ -38,8 +42,14 @@ NAME_PREFIX = "ember_dl_"
 # Arrays smaller than this stay inside the pickle (the bookkeeping would cost more).
 MIN_ARRAY_BYTES = 16 * 1024
 # A batch whose large arrays add up to this much travels through shared memory.
-MIN_SHM_BYTES = 256 * 1024
+MIN_SHM_BYTES = 128 * 1024
+# Released segments a worker keeps mapped for reuse.
+MAX_FREE_SEGMENTS = 4
 _ALIGN = 64
+_SIZE_STEP = 64 * 1024          # segment sizes are rounded up, so similar batches share
+# NOTE: pre-faulting a whole mapping in one call is much cheaper than one page fault per
+# 4 KiB page on first touch.
+_MAP_FLAGS = mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0)
 _SHM_DIR = "/dev/shm"
 
 
@@ -85,8 +95,8 @@ def _layout(arrays: list):
     return layout, offset
 
 
-def _create_segment(name: str, size: int, arrays: list, layout: list) -> None:
-    """Make segment `name` of `size` bytes and copy `arrays` into it (worker side)."""
+def _create_segment(name: str, size: int) -> mmap.mmap:
+    """Make segment `name` of `size` bytes, space reserved, and map it (worker side)."""
     fd = _posixshmem.shm_open("/" + name, os.O_CREAT | os.O_EXCL | os.O_RDWR, 0o600)
     try:
         try:
@@ -94,44 +104,77 @@ def _create_segment(name: str, size: int, arrays: list, layout: list) -> None:
                 os.posix_fallocate(fd, 0, size)
             else:
                 os.ftruncate(fd, size)
-            mm = mmap.mmap(fd, size)
+            return mmap.mmap(fd, size, flags=_MAP_FLAGS)
         finally:
             os.close(fd)
     except BaseException:
         _posixshmem.shm_unlink("/" + name)
         raise
-    try:
-        for a, (dtype, shape, offset, nbytes) in zip(arrays, layout):
-            dst = np.frombuffer(mm, dtype=dtype, count=a.size, offset=offset).reshape(shape)
-            np.copyto(dst, a, casting="no")
-            del dst
-    finally:
-        mm.close()
 
 
-def _attach_segment(name: str, layout: list) -> list:
-    """Map segment `name`, remove its name, and return the arrays inside (main side)."""
+def _attach_segment(name: str) -> mmap.mmap:
+    """Map an existing segment (main side)."""
     fd = _posixshmem.shm_open("/" + name, os.O_RDWR, 0o600)
     try:
-        size = os.fstat(fd).st_size
-        mm = mmap.mmap(fd, size)
+        return mmap.mmap(fd, os.fstat(fd).st_size, flags=_MAP_FLAGS)
     finally:
         os.close(fd)
+
+
+def _unlink(name: str) -> None:
+    try:
         _posixshmem.shm_unlink("/" + name)
-    return [np.frombuffer(mm, dtype=dtype, count=int(np.prod(shape, dtype=np.int64)),
-                          offset=offset).reshape(shape)
-            for dtype, shape, offset, _ in layout]
+    except OSError:
+        pass
 
 
 class Sender:
-    """The worker's end: sends (header, payload) messages on one pipe connection."""
+    """The worker's end: sends (header, payload) messages on one pipe connection, and
+    keeps the segments it made (in flight, or released and free for reuse)."""
 
     def __init__(self, conn, prefix: str, use_shm: bool = True):
         self.conn = conn
         self.prefix = prefix
         self.use_shm = use_shm and available()
         self.count = 0
+        self.in_flight: dict = {}     # name -> mmap, sent and not yet released
+        self.free: list = []          # (size, name, mmap) released, reusable
         self.fallback_reason = None   # why shared memory was given up, reported once
+
+    def _segment(self, size: int):
+        """A free segment of a fitting size, or a new one."""
+        for i, (seg_size, name, mm) in enumerate(self.free):
+            if size <= seg_size <= 2 * size + _SIZE_STEP:
+                del self.free[i]
+                return name, mm
+        name = f"{self.prefix}{self.count:x}"
+        self.count += 1
+        return name, _create_segment(name, -(-size // _SIZE_STEP) * _SIZE_STEP)
+
+    def _to_shm(self, arrays: list, layout: list, total: int):
+        try:
+            name, mm = self._segment(total)
+        except OSError as exc:
+            self.use_shm = False
+            self.fallback_reason = f"{type(exc).__name__}: {exc}"
+            return None
+        for a, (dtype, shape, offset, _) in zip(arrays, layout):
+            dst = np.frombuffer(mm, dtype=dtype, count=a.size, offset=offset).reshape(shape)
+            np.copyto(dst, a, casting="no")
+            del dst
+        self.in_flight[name] = mm
+        return ("shm", name, layout)
+
+    def release(self, name: str) -> None:
+        """The main process no longer uses segment `name`: keep it for reuse."""
+        mm = self.in_flight.pop(name, None)
+        if mm is None:
+            return
+        self.free.append((len(mm), name, mm))
+        if len(self.free) > MAX_FREE_SEGMENTS:
+            _, old_name, old_mm = self.free.pop(0)
+            old_mm.close()
+            _unlink(old_name)
 
     def send(self, header: tuple, payload) -> None:
         buf = io.BytesIO()
@@ -141,14 +184,7 @@ class Sender:
         layout, total = _layout(arrays)
         route = None
         if arrays and self.use_shm and total >= MIN_SHM_BYTES:
-            name = f"{self.prefix}{self.count:x}"
-            self.count += 1
-            try:
-                _create_segment(name, total, arrays, layout)
-                route = ("shm", name, layout)
-            except OSError as exc:
-                self.use_shm = False
-                self.fallback_reason = f"{type(exc).__name__}: {exc}"
+            route = self._to_shm(arrays, layout, total)
         if route is None and arrays:
             route = ("pipe", layout)
         note, self.fallback_reason = self.fallback_reason, None
@@ -159,14 +195,33 @@ class Sender:
             for a in arrays:
                 self.conn.send_bytes(np.ascontiguousarray(a).reshape(-1).view(np.uint8))
 
+    def close(self) -> None:
+        """Unmap everything (the names are the main process's to remove)."""
+        for mm in self.in_flight.values():
+            mm.close()
+        for _, _, mm in self.free:
+            mm.close()
+        self.in_flight.clear()
+        self.free.clear()
 
-def receive(conn):
-    """The main process's end: one message -> (header, payload, fallback note or None)."""
+
+def receive(conn, on_segment=None):
+    """The main process's end: one message -> (header, payload, fallback note or None).
+
+    ``on_segment(name, mapping)`` is called for a batch that came through shared memory,
+    so the caller can learn when its arrays are gone (a weakref on the mapping).
+    """
     header, route, note = pickle.loads(conn.recv_bytes())
     body = conn.recv_bytes()
     arrays = []
     if route is not None and route[0] == "shm":
-        arrays = _attach_segment(route[1], route[2])
+        mm = _attach_segment(route[1])
+        arrays = [np.frombuffer(mm, dtype=dtype, count=int(np.prod(shape, dtype=np.int64)),
+                                offset=offset).reshape(shape)
+                  for dtype, shape, offset, _ in route[2]]
+        if on_segment is not None:
+            on_segment(route[1], mm)
+        del mm
     elif route is not None:
         for dtype, shape, _, nbytes in route[1]:
             raw = bytearray(nbytes)
@@ -182,11 +237,8 @@ def unlink_leftovers(prefix: str) -> int:
     removed = 0
     for name in os.listdir(_SHM_DIR):
         if name.startswith(prefix):
-            try:
-                _posixshmem.shm_unlink("/" + name)
-                removed += 1
-            except OSError:
-                pass
+            _unlink(name)
+            removed += 1
     return removed
 
 

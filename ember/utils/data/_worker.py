@@ -276,15 +276,16 @@ def _parent_alive(parent_pid: int) -> bool:
 def worker_loop(spec: WorkerSpec, task_queue, conn) -> None:
     """Serve tasks from `task_queue` until told to stop (None) or the parent is gone.
 
-    Messages in: ("epoch", epoch_id, base_seed, epoch) and ("task", epoch_id, task_idx,
-    keys, ordinal).  Messages out, on `conn`: ("data" | "error" | "exhausted", epoch_id,
-    task_idx) with the batch, the error's description, or nothing.
+    Messages in: ("epoch", epoch_id, base_seed, epoch), and ("task", epoch_id, task_idx,
+    keys, ordinal, names of segments the main process has finished with).  Messages out,
+    on `conn`: ("data" | "error" | "exhausted", epoch_id, task_idx) with the batch, the
+    error's description, or nothing.
     """
     global _worker_info
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the main process's to handle
     dump_file = None
     if spec.dump_path is not None and hasattr(signal, "SIGUSR1"):
-        dump_file = open(spec.dump_path, "w")  # noqa: SIM115 (open for the process's life)
+        dump_file = open(spec.dump_path, "w")  # kept open for the process's life
         faulthandler.register(signal.SIGUSR1, file=dump_file, all_threads=True)
     seed = (spec.base_seed + spec.worker_id) & _M64
     random.seed(seed)
@@ -328,7 +329,9 @@ def worker_loop(spec: WorkerSpec, task_queue, conn) -> None:
                     except Exception as exc:
                         epoch_error = describe_error(exc, "__iter__", None)
                 continue
-            _, epoch_id, task_idx, keys, ordinal = msg
+            _, epoch_id, task_idx, keys, ordinal, reusable = msg
+            for name in reusable:
+                sender.release(name)
             error = setup_error or epoch_error
             if error is None:
                 try:
@@ -358,4 +361,5 @@ def worker_loop(spec: WorkerSpec, task_queue, conn) -> None:
         if dump_file is not None:
             faulthandler.unregister(signal.SIGUSR1)
             dump_file.close()
+        sender.close()
         conn.close()

@@ -88,9 +88,6 @@ class StackDataset(Dataset):
             return {key: d[index] for key, d in self.datasets.items()}
         return tuple(d[index] for d in self.datasets)
 
-    def __getitems__(self, indices: list) -> list:
-        return [self[i] for i in indices]
-
     def __len__(self) -> int:
         return self._length
 
@@ -158,10 +155,14 @@ class Subset(Dataset):
             return self.dataset[[self.indices[i] for i in idx]]
         return self.dataset[self.indices[idx]]
 
-    def __getitems__(self, indices: list) -> list:
-        if callable(getattr(self.dataset, "__getitems__", None)):
-            return self.dataset.__getitems__([self.indices[i] for i in indices])
-        return [self.dataset[self.indices[i]] for i in indices]
+    @property
+    def __getitems__(self):
+        # Only when the wrapped dataset loads batches itself: otherwise the DataLoader
+        # loads (and seeds) sample by sample, as it would for the wrapped dataset.
+        inner = getattr(self.dataset, "__getitems__", None)
+        if not callable(inner):
+            raise AttributeError("__getitems__")
+        return lambda indices: inner([self.indices[i] for i in indices])
 
     def __len__(self) -> int:
         return len(self.indices)

@@ -1,0 +1,131 @@
+"""MultiheadAttention (PyTorch keeps it in activation.py; here it has a file of its own)."""
+
+from __future__ import annotations
+
+from ...ops.attention import multi_head_attention_forward
+from ...ops.creation import empty
+from .. import init
+from ..parameter import Parameter
+from .linear import Linear
+from .module import Module
+
+__all__ = ["MultiheadAttention", "NonDynamicallyQuantizableLinear"]
+
+
+class NonDynamicallyQuantizableLinear(Linear):
+    """A Linear under another name: MultiheadAttention's output projection (the name keeps
+    PyTorch's repr; in PyTorch it also opts out of dynamic quantization)."""
+
+
+class MultiheadAttention(Module):
+    """Attention over `num_heads` heads: project query, key and value, attend per head,
+    concatenate the heads and project the result.
+
+    Args:
+        embed_dim: model width E (split into num_heads heads of E // num_heads).
+        num_heads: parallel attention heads.
+        dropout: dropout on the attention weights (training only).
+        bias: biases on the input and output projections.
+        add_bias_kv: learn one extra key and value (``bias_k``, ``bias_v``) appended to
+            the sequence.
+        add_zero_attn: append an all-zero key and value.
+        kdim, vdim: feature sizes of key and value (default E; when they differ the
+            projections are separate ``q_proj_weight``/``k_proj_weight``/``v_proj_weight``
+            instead of one ``in_proj_weight``).
+        batch_first: inputs and outputs are (N, L, E) instead of (L, N, E).
+
+    ``forward(query, key, value, key_padding_mask=None, need_weights=True,
+    attn_mask=None, average_attn_weights=True, is_causal=False)`` returns
+    (output, attention weights or None).  Boolean masks mark the positions to ignore.
+
+    >>> mha = MultiheadAttention(16, 4)
+    >>> x = ember.randn(5, 2, 16)
+    >>> out, w = mha(x, x, x)
+    >>> out.shape, w.shape
+    (ember.Size([5, 2, 16]), ember.Size([2, 5, 5]))
+    """
+
+    __constants__ = ["batch_first"]
+
+    def __init__(self, embed_dim: int, num_heads: int, dropout: float = 0.0, bias: bool = True,
+                 add_bias_kv: bool = False, add_zero_attn: bool = False, kdim=None, vdim=None,
+                 batch_first: bool = False, device=None, dtype=None) -> None:
+        if embed_dim <= 0 or num_heads <= 0:
+            raise ValueError(f"embed_dim and num_heads must be greater than 0, got embed_dim="
+                             f"{embed_dim} and num_heads={num_heads} instead")
+        super().__init__()
+        self.embed_dim = embed_dim
+        self.kdim = kdim if kdim is not None else embed_dim
+        self.vdim = vdim if vdim is not None else embed_dim
+        self._qkv_same_embed_dim = self.kdim == embed_dim and self.vdim == embed_dim
+        self.num_heads = num_heads
+        self.dropout = dropout
+        self.batch_first = batch_first
+        self.head_dim = embed_dim // num_heads
+        if self.head_dim * num_heads != embed_dim:
+            raise AssertionError("embed_dim must be divisible by num_heads")
+        kw = {"device": device, "dtype": dtype}
+        if not self._qkv_same_embed_dim:
+            self.q_proj_weight = Parameter(empty((embed_dim, embed_dim), **kw))
+            self.k_proj_weight = Parameter(empty((embed_dim, self.kdim), **kw))
+            self.v_proj_weight = Parameter(empty((embed_dim, self.vdim), **kw))
+            self.register_parameter("in_proj_weight", None)
+        else:
+            self.in_proj_weight = Parameter(empty((3 * embed_dim, embed_dim), **kw))
+            self.register_parameter("q_proj_weight", None)
+            self.register_parameter("k_proj_weight", None)
+            self.register_parameter("v_proj_weight", None)
+        if bias:
+            self.in_proj_bias = Parameter(empty(3 * embed_dim, **kw))
+        else:
+            self.register_parameter("in_proj_bias", None)
+        self.out_proj = NonDynamicallyQuantizableLinear(embed_dim, embed_dim, bias=bias, **kw)
+        if add_bias_kv:
+            self.bias_k = Parameter(empty((1, 1, embed_dim), **kw))
+            self.bias_v = Parameter(empty((1, 1, embed_dim), **kw))
+        else:
+            self.bias_k = self.bias_v = None
+        self.add_zero_attn = add_zero_attn
+        self._reset_parameters()
+
+    def _reset_parameters(self) -> None:
+        """xavier_uniform_ projections, zero biases, xavier_normal_ bias_k/bias_v."""
+        if self._qkv_same_embed_dim:
+            init.xavier_uniform_(self.in_proj_weight)
+        else:
+            init.xavier_uniform_(self.q_proj_weight)
+            init.xavier_uniform_(self.k_proj_weight)
+            init.xavier_uniform_(self.v_proj_weight)
+        if self.in_proj_bias is not None:
+            init.constant_(self.in_proj_bias, 0.0)
+            init.constant_(self.out_proj.bias, 0.0)
+        if self.bias_k is not None:
+            init.xavier_normal_(self.bias_k)
+        if self.bias_v is not None:
+            init.xavier_normal_(self.bias_v)
+
+    def forward(self, query, key, value, key_padding_mask=None, need_weights: bool = True,
+                attn_mask=None, average_attn_weights: bool = True, is_causal: bool = False):
+        batched = query.dim() == 3
+        if self.batch_first and batched:
+            # Keep the identities (query is key is value) that let one matmul project all.
+            if key is value:
+                if query is key:
+                    query = key = value = query.transpose(1, 0)
+                else:
+                    query, key = query.transpose(1, 0), key.transpose(1, 0)
+                    value = key
+            else:
+                query, key, value = (x.transpose(1, 0) for x in (query, key, value))
+        out, weights = multi_head_attention_forward(
+            query, key, value, self.embed_dim, self.num_heads, self.in_proj_weight,
+            self.in_proj_bias, self.bias_k, self.bias_v, self.add_zero_attn, self.dropout,
+            self.out_proj.weight, self.out_proj.bias, training=self.training,
+            key_padding_mask=key_padding_mask, need_weights=need_weights, attn_mask=attn_mask,
+            use_separate_proj_weight=not self._qkv_same_embed_dim,
+            q_proj_weight=self.q_proj_weight, k_proj_weight=self.k_proj_weight,
+            v_proj_weight=self.v_proj_weight, average_attn_weights=average_attn_weights,
+            is_causal=is_causal)
+        if self.batch_first and batched:
+            out = out.transpose(1, 0)
+        return out, weights

@@ -1,0 +1,26 @@
+"""The converter tables: Function class -> converter, module class -> (accepts, converter).
+
+Each family file owns the table of its ops; this module only merges them.  A
+converter is ``convert(c: Call) -> None``: it reads the record through `c`, emits
+ONNX nodes with ``c.op(...)`` and binds the record's outputs with ``c.done(...)``.
+"""
+
+from __future__ import annotations
+
+from . import activation, conv, elementwise, linear, normalization, pooling, reduction, shape
+
+TABLE: dict = {}
+for _family in (elementwise, activation, linear, conv, pooling, normalization, shape, reduction):
+    TABLE.update(_family.CONVERTERS)
+
+MODULE_TABLE: dict = {}
+MODULE_TABLE.update(normalization.MODULE_CONVERTERS)
+
+
+def module_converter(module, args, kwargs):
+    """The module converter to use for this call of `module` (None: trace inside it)."""
+    entry = MODULE_TABLE.get(type(module))
+    if entry is None:
+        return None
+    accepts, convert = entry
+    return convert if accepts(module, args, kwargs) else None

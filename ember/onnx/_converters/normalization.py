@@ -1,0 +1,64 @@
+"""Normalization: batch norm in eval mode (BatchNormalization, from the module), layer
+norm (LayerNormalization from opset 17), and every other use of the fused `Normalize`
+op (group/instance norm, batch norm with batch statistics, older opsets) written out
+with ReduceMean; eval-mode functional batch norm is elementwise arithmetic already."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...nn.modules import batchnorm
+from ...ops import normalization
+from .._convert import Call
+
+
+def convert_normalize(c: Call) -> None:
+    x = c.input(0)
+    has_w, has_b = c.arg(1) is not None, c.arg(2) is not None
+    dims, eps, bshape = c.param("dims"), float(c.param("eps")), tuple(c.param("bshape"))
+    in_shape = c.shape(0)
+    ndim, dtype = len(in_shape), c.out_dtype()
+    trailing = tuple(dims) == tuple(range(ndim - len(dims), ndim))
+    if (c.opset >= 17 and trailing and dims
+            and (not (has_w or has_b) or bshape == tuple(in_shape[d] for d in dims))):
+        norm_shape = [in_shape[d] for d in dims]
+        scale = c.input(1) if has_w else c.const(np.ones(norm_shape), dtype)
+        bias = [c.input(2)] if has_b else []
+        c.done(c.op("LayerNormalization", x, scale, *bias, axis=dims[0], epsilon=eps))
+        return
+    mean = c.reduce("ReduceMean", x, dims, True)
+    centered = c.op("Sub", x, mean)
+    var = c.reduce("ReduceMean", c.op("Mul", centered, centered), dims, True)
+    rstd = c.op("Reciprocal", c.op("Sqrt", c.op("Add", var, c.const(eps, dtype))))
+    y = c.op("Mul", centered, rstd)
+    out = y
+    if has_w:
+        out = c.op("Mul", out, c.reshape(c.input(1), bshape))
+    if has_b:
+        out = c.op("Add", out, c.reshape(c.input(2), bshape))
+    c.done(out, mean, rstd, y if (has_w or has_b) else None)
+
+
+def _accepts_batch_norm(module, args, kwargs) -> bool:
+    return (not module.training and module.running_mean is not None
+            and module.running_var is not None and len(args) == 1 and not kwargs
+            and args[0].dim() >= 2)
+
+
+def convert_batch_norm(c: Call) -> None:
+    """BatchNorm in eval mode: one BatchNormalization node with the running statistics."""
+    m = c.module
+    dtype = c.out_dtype()
+    channels = c.shape(0)[1]
+    scale = c.tensor(m.weight) if m.weight is not None else c.const(np.ones(channels), dtype)
+    bias = c.tensor(m.bias) if m.bias is not None else c.const(np.zeros(channels), dtype)
+    c.done(c.op("BatchNormalization", c.input(0), scale, bias, c.tensor(m.running_mean),
+                c.tensor(m.running_var), epsilon=float(m.eps)))
+
+
+CONVERTERS = {normalization.Normalize: convert_normalize}
+
+MODULE_CONVERTERS = {
+    cls: (_accepts_batch_norm, convert_batch_norm)
+    for cls in (batchnorm.BatchNorm1d, batchnorm.BatchNorm2d, batchnorm.BatchNorm3d)
+}

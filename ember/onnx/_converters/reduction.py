@@ -1,0 +1,122 @@
+"""Reductions: sum, mean, prod, max/min (with and without indices), var/std, logsumexp,
+vector norms, cumsum."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ...ops import linalg_norms, reduction, reduction_stats, sorting
+from .._convert import Call
+
+
+def _dims(c: Call, dims) -> list:
+    """The reduced dims (None: all of them)."""
+    ndim = len(c.shape(0))
+    if dims is None:
+        return list(range(ndim))
+    if isinstance(dims, (int, np.integer)):
+        return [int(dims)]
+    return [int(d) for d in dims]
+
+
+def _reduce(c: Call, op_type: str, x: str, dims, keepdim: bool) -> str:
+    dims = _dims(c, dims)
+    if not dims:
+        return c.op("Identity", x)
+    if not c.shape(0):  # a 0-dim input: nothing to reduce
+        return c.op("Identity", x)
+    return c.reduce(op_type, x, dims, keepdim)
+
+
+def convert_sum(c: Call) -> None:
+    x = c.input(0)
+    if c.out_dtype() != c.dtype(0):
+        x = c.cast(x, c.out_dtype())
+    c.done(_reduce(c, "ReduceSum", x, c.arg(1), bool(c.arg(2, False))))
+
+
+def convert_mean(c: Call) -> None:
+    c.done(_reduce(c, "ReduceMean", c.input(0), c.arg(1), bool(c.arg(2))))
+
+
+def convert_prod(c: Call) -> None:
+    c.done(_reduce(c, "ReduceProd", c.input(0), c.arg(1), bool(c.arg(2))))
+
+
+def convert_even_reduce(c: Call) -> None:
+    kind = c.arg(1)
+    if kind not in ("max", "min"):
+        c.fail(f"the {kind} reduction has no ONNX equivalent")
+    op_type = "ReduceMax" if kind == "max" else "ReduceMin"
+    c.done(_reduce(c, op_type, c.input(0), c.arg(2), bool(c.arg(3))))
+
+
+def convert_select_along_dim(c: Call) -> None:
+    """max/min along a dim: (values, indices) as Reduce{Max,Min} and Arg{Max,Min}."""
+    x = c.input(0)
+    dim, keepdim, largest = int(c.arg(1)), bool(c.arg(2)), bool(c.arg(3))
+    values = c.reduce("ReduceMax" if largest else "ReduceMin", x, [dim], keepdim)
+    indices = c.op("ArgMax" if largest else "ArgMin", x, axis=dim, keepdims=int(keepdim))
+    c.done(values, indices)
+
+
+def convert_var(c: Call) -> None:
+    x = c.input(0)
+    dims, correction, keepdim, take_sqrt = c.arg(1), c.arg(2), bool(c.arg(3)), c.arg(4)
+    dims = _dims(c, dims)
+    shape = c.shape(0)
+    count = math.prod(shape[d] for d in dims)
+    mean = c.reduce("ReduceMean", x, dims, True)
+    d = c.op("Sub", x, mean)
+    total = c.reduce("ReduceSum", c.op("Mul", d, d), dims, keepdim)
+    dof = max(0, count - (correction if correction is not None else 1))
+    out = c.op("Div", total, c.const(float(dof), c.out_dtype()))
+    c.done(c.op("Sqrt", out) if take_sqrt else out)
+
+
+def convert_logsumexp(c: Call) -> None:
+    c.done(_reduce(c, "ReduceLogSumExp", c.input(0), c.arg(1), bool(c.arg(2))))
+
+
+def convert_norm(c: Call) -> None:
+    """Norm(x, p, dims, keepdim) and VectorNorm(x, ord, dims, keepdim)."""
+    x = c.input(0)
+    p, dims, keepdim = c.arg(1), c.arg(2), bool(c.arg(3))
+    if c.out_dtype() != c.dtype(0):
+        x = c.cast(x, c.out_dtype())
+    if p == 2:
+        out = _reduce(c, "ReduceL2", x, dims, keepdim)
+    elif p == 1:
+        out = _reduce(c, "ReduceL1", x, dims, keepdim)
+    elif p == math.inf:
+        out = _reduce(c, "ReduceMax", c.op("Abs", x), dims, keepdim)
+    elif p == -math.inf:
+        out = _reduce(c, "ReduceMin", c.op("Abs", x), dims, keepdim)
+    elif p == 0:
+        nonzero = c.cast(c.op("Not", c.op("Equal", x, c.const(0, c.out_dtype()))),
+                         c.out_dtype())
+        out = _reduce(c, "ReduceSum", nonzero, dims, keepdim)
+    else:
+        powered = c.op("Pow", c.op("Abs", x), c.const(float(p), c.out_dtype()))
+        total = _reduce(c, "ReduceSum", powered, dims, keepdim)
+        out = c.op("Pow", total, c.const(1.0 / float(p), c.out_dtype()))
+    c.done(out)
+
+
+def convert_cumsum(c: Call) -> None:
+    x = c.input(0)
+    if c.out_dtype() != c.dtype(0):
+        x = c.cast(x, c.out_dtype())
+    c.done(c.op("CumSum", x, c.const(np.int64(c.arg(1)))))
+
+
+CONVERTERS = {
+    reduction.Sum: convert_sum, reduction.Mean: convert_mean, reduction.Prod: convert_prod,
+    reduction._EvenReduce: convert_even_reduce,
+    reduction._SelectAlongDim: convert_select_along_dim,
+    reduction_stats.Var: convert_var, reduction_stats.LogSumExp: convert_logsumexp,
+    reduction_stats.Norm: convert_norm, linalg_norms.VectorNorm: convert_norm,
+    sorting.Cumsum: convert_cumsum,
+}

@@ -1,0 +1,215 @@
+"""Tracing: run the model once while an observer records every op call.
+
+The tracer is an ``Observer`` (see ``ember/autograd/_observer.py``): ``Function.apply``
+and ``Module.__call__`` hand it every op and module call while it is installed.  For
+each op it keeps a `Record`: the Function class, its arguments and parameters, its
+outputs, where in the user's code it was called and inside which module.  Each tensor
+argument is tagged with its `Source`: a graph input, a parameter or buffer (by its
+name in ``named_parameters()``/``named_buffers()``), an output of an earlier record,
+or a constant (a tensor made inside ``forward`` without a traced op).
+
+Python control flow runs once and is baked in, as with any tracer.  Modules that have
+a module-level converter (an LSTM: one ONNX node instead of its unrolled steps) are
+run with recording paused and kept as one record of kind ``"module"``.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+from .._core.grad_mode import no_grad
+from .._core.tensor import Tensor
+from ..autograd._observer import Observer, run_module, run_op
+
+_EMBER_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
+STATE = {"exporting": False}
+
+
+class Source(NamedTuple):
+    """Where a tensor argument comes from.
+
+    kind: ``"input"`` (ref: the input's position), ``"param"`` (ref: its name), ``"op"``
+    (ref: (record index, output index)) or ``"const"`` (ref: the backend array).
+    """
+
+    kind: str
+    ref: object
+
+
+@dataclass
+class Record:
+    """One traced op (kind ``"op"``) or module call with a module converter (``"module"``)."""
+
+    index: int
+    kind: str
+    cls: type
+    args: tuple
+    params: dict
+    outputs: tuple
+    sources: list
+    param_sources: dict
+    where: str
+    scope: str
+    scope_type: str
+    module: object = None
+
+    def describe(self) -> str:
+        """The op, where it was called and inside which module (for error messages)."""
+        what = self.cls.__name__ if self.kind == "op" else f"module {self.cls.__name__}"
+        inside = f" inside '{self.scope}' ({self.scope_type})" if self.scope else ""
+        return f"{what} (called at {self.where}{inside})"
+
+
+@dataclass
+class Trace:
+    """What one run of the model recorded."""
+
+    records: list
+    inputs: list            # the input tensors, in order
+    outputs: list           # the output tensors, flattened
+    output_sources: list
+    keep: list = field(default_factory=list)  # keeps traced objects (and their ids) alive
+
+
+def is_array(obj) -> bool:
+    """A backend array (NumPy or CuPy)."""
+    return hasattr(obj, "__array_interface__") or hasattr(obj, "__cuda_array_interface__")
+
+
+class Tracer(Observer):
+    """Records op calls (see the module docstring)."""
+
+    def __init__(self, inputs, named_tensors: dict, module_names: dict, module_converter):
+        self.records: list[Record] = []
+        self.keep: list = []
+        self._ids: dict[int, Source] = {}
+        self._arrays: dict[int, Source] = {}
+        for i, t in enumerate(inputs):
+            self._bind(t, Source("input", i))
+        for name, t in named_tensors.items():
+            if id(t) not in self._ids:
+                self._bind(t, Source("param", name))
+        self._module_names = module_names
+        self._module_converter = module_converter
+        self._scopes: list[tuple[str, str]] = []
+        self._paused = 0
+
+    def _bind(self, t: Tensor, src: Source) -> None:
+        self._ids[id(t)] = src
+        self._arrays[id(t._data)] = src
+        self.keep.append(t)
+
+    # sources -------------------------------------------------------------
+
+    def source(self, obj):
+        """The Source of a tensor/array argument, a list of them for a sequence holding
+        tensors, None for anything else (numbers, shapes, flags)."""
+        if isinstance(obj, Tensor):
+            src = self._ids.get(id(obj)) or self._arrays.get(id(obj._data))
+            if src is None:
+                self.keep.append(obj)
+                src = Source("const", obj._data)
+            return src
+        if is_array(obj) and not isinstance(obj, type):
+            src = self._arrays.get(id(obj))
+            if src is None:
+                self.keep.append(obj)
+                src = Source("const", obj)
+            return src
+        if isinstance(obj, (tuple, list)) and any(
+                isinstance(e, (Tensor, tuple, list)) or is_array(e) for e in obj):
+            return [self.source(e) for e in obj]
+        return None
+
+    # observer hooks ----------------------------------------------------------
+
+    def op(self, cls, args, params):
+        if self._paused:
+            return run_op(self.prev, cls, args, params)
+        sources = [self.source(a) for a in args]
+        param_sources = {k: s for k, v in params.items() if (s := self.source(v)) is not None}
+        out = run_op(self.prev, cls, args, params)
+        self._record("op", cls, None, args, params, sources, param_sources, out)
+        return out
+
+    def module(self, module, args, kwargs):
+        if self._paused:
+            return run_module(self.prev, module, args, kwargs)
+        name = self._module_names.get(id(module), "")
+        if self._module_converter(module, args, kwargs) is not None:
+            sources = [self.source(a) for a in args]
+            param_sources = {k: s for k, v in kwargs.items()
+                             if (s := self.source(v)) is not None}
+            self._paused += 1
+            try:
+                out = run_module(self.prev, module, args, kwargs)
+            finally:
+                self._paused -= 1
+            self._scopes.append((name, type(module).__name__))
+            try:
+                self._record("module", type(module), module, args, kwargs, sources,
+                             param_sources, out)
+            finally:
+                self._scopes.pop()
+            return out
+        self._scopes.append((name, type(module).__name__))
+        try:
+            return run_module(self.prev, module, args, kwargs)
+        finally:
+            self._scopes.pop()
+
+    def _record(self, kind, cls, module, args, params, sources, param_sources, out) -> None:
+        outputs = tuple(flatten_tensors(out))
+        scope, scope_type = self._scopes[-1] if self._scopes else ("", "")
+        rec = Record(len(self.records), kind, cls, tuple(args), dict(params), outputs,
+                     sources, param_sources, user_location(), scope, scope_type, module)
+        self.records.append(rec)
+        for j, t in enumerate(outputs):
+            self._bind(t, Source("op", (rec.index, j)))
+
+
+def user_location() -> str:
+    """``file:line`` of the innermost frame outside ember (the user's code)."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        if not os.path.abspath(filename).startswith(_EMBER_DIR):
+            return f"{filename}:{frame.f_lineno}"
+        frame = frame.f_back
+    return "<unknown>"
+
+
+def flatten_tensors(obj) -> list:
+    """The tensors in a (nested) tuple/list/dict structure, in order."""
+    if isinstance(obj, Tensor):
+        return [obj]
+    if isinstance(obj, (tuple, list)):
+        return [t for item in obj for t in flatten_tensors(item)]
+    if isinstance(obj, dict):
+        return [t for item in obj.values() for t in flatten_tensors(item)]
+    return []
+
+
+def trace(model, args: tuple, kwargs: dict, named_tensors: dict, module_names: dict,
+          module_converter) -> Trace:
+    """Run ``model(*args, **kwargs)`` once under a `Tracer`, without building a graph."""
+    inputs = flatten_tensors(list(args) + list(kwargs.values()))
+    tracer = Tracer(inputs, named_tensors, module_names, module_converter)
+    tracer.install()
+    previous = STATE["exporting"]
+    STATE["exporting"] = True
+    try:
+        with no_grad():
+            out = model(*args, **kwargs)
+    finally:
+        STATE["exporting"] = previous
+        tracer.uninstall()
+    outputs = flatten_tensors(out)
+    if not outputs:
+        raise RuntimeError("ONNX export: the model returned no tensor")
+    sources = [tracer.source(t) for t in outputs]
+    return Trace(tracer.records, inputs, outputs, sources, tracer.keep)

@@ -1,0 +1,3 @@
+"""Utilities: ``ember.utils.data`` (datasets, samplers and the DataLoader)."""
+
+from . import data

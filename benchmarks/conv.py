@@ -2,10 +2,13 @@
 
 Workloads (float32): conv 1->32 3x3 on 28x28, conv 32->64 3x3 on 26x26, max_pool2d 2 on
 the 24x24 result; each forward alone and forward+backward (backward from a fixed
-gradient; the first conv's input needs no gradient, as in a real network).  PyTorch
-runs with ``torch.set_num_threads(os.cpu_count())``, NumPy with its BLAS default.
-Usage:
-    python benchmarks/conv.py [--repeats 15] [--profile]
+gradient; the first conv's input needs no gradient, as in a real network).  By default
+PyTorch runs with ``torch.set_num_threads(os.cpu_count())`` and NumPy with its BLAS
+default; ``--threads N`` pins both to N threads (set before NumPy is imported).
+
+The two libraries run in alternation; the table shows the median and the best (min)
+wall time of each, the min being the steadier figure on a shared machine.  Usage:
+    python benchmarks/conv.py [--repeats 15] [--threads N] [--profile]
 """
 
 from __future__ import annotations
@@ -13,13 +16,32 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _args():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=15)
+    parser.add_argument("--threads", type=int, default=None,
+                        help="threads for both libraries (default: NumPy's BLAS default, "
+                             "PyTorch os.cpu_count())")
+    parser.add_argument("--profile", action="store_true",
+                        help="cProfile ember's forward+backward instead of timing")
+    args = parser.parse_args()
+    if args.threads:  # must happen before NumPy loads its BLAS
+        for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+            os.environ[name] = str(args.threads)
+    return args
+
+
+ARGS = _args() if __name__ == "__main__" else None
 
 import numpy as np  # noqa: E402
 
 import ember  # noqa: E402
-from benchmarks._harness import alternate, print_table, try_import_torch  # noqa: E402
+from benchmarks._harness import try_import_torch  # noqa: E402
 
 BATCH = 64
 
@@ -33,7 +55,7 @@ def _make(lib, shapes: dict, grads: set):
 
 def workloads(lib):
     """name -> (forward, forward+backward) closures for one library."""
-    F = lib.nn.functional
+    F = lib.nn.functional  # noqa: N806 - the usual name
     t = _make(lib, {"x1": (BATCH, 1, 28, 28), "w1": (32, 1, 3, 3), "b1": (32,),
                     "x2": (BATCH, 32, 26, 26), "w2": (64, 32, 3, 3), "b2": (64,),
                     "x3": (BATCH, 64, 24, 24)},
@@ -62,12 +84,24 @@ def workloads(lib):
     }
 
 
+def _alternate(ours, theirs, repeats: int) -> tuple:
+    """(median, min) seconds of each, timed in alternation after two warm-up calls."""
+    fns = [f for f in (ours, theirs) if f is not None]
+    for fn in fns:
+        fn()
+        fn()
+    times = [[] for _ in fns]
+    for _ in range(repeats):
+        for fn, acc in zip(fns, times):
+            start = time.perf_counter()
+            fn()
+            acc.append(time.perf_counter() - start)
+    stats = [(float(np.median(acc)), min(acc)) for acc in times]
+    return stats[0], (stats[1] if theirs is not None else (None, None))
+
+
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=15)
-    parser.add_argument("--profile", action="store_true",
-                        help="cProfile ember's forward+backward instead of timing")
-    args = parser.parse_args()
+    args = ARGS
     ours = workloads(ember)
     if args.profile:
         import cProfile
@@ -83,19 +117,26 @@ def main() -> None:
         return
     torch = try_import_torch()
     if torch is not None:
-        torch.set_num_threads(os.cpu_count())
+        torch.set_num_threads(args.threads or os.cpu_count())
     theirs = workloads(torch) if torch is not None else {}
-    rows, totals = [], [0.0, 0.0]
+    rows = []
+    total = np.zeros(4)
     for name, (fwd, run) in ours.items():
         t_fwd, t_run = theirs.get(name, (None, None))
-        rows.append((name + " fwd", *alternate(fwd, t_fwd, repeats=args.repeats)))
-        e, t = alternate(run, t_run, repeats=args.repeats)
-        rows.append((name + " fwd+bwd", e, t))
-        totals[0] += e
-        totals[1] += t or 0.0
-    rows.append(("MNIST CNN layers fwd+bwd, total", totals[0], totals[1] or None))
-    print(f"batch {BATCH}, float32, {os.cpu_count()} CPU threads, median of {args.repeats}")
-    print_table(rows, unit="ms", scale=1e3)
+        for label, e_fn, t_fn in (("fwd", fwd, t_fwd), ("fwd+bwd", run, t_run)):
+            (e_med, e_min), (t_med, t_min) = _alternate(e_fn, t_fn, args.repeats)
+            rows.append((f"{name} {label}", e_med, t_med, e_min, t_min))
+            if label == "fwd+bwd":
+                total += [e_med, t_med or 0, e_min, t_min or 0]
+    rows.append(("MNIST CNN layers fwd+bwd, total", *total))
+    threads = args.threads or f"BLAS default / torch {os.cpu_count()}"
+    print(f"batch {BATCH}, float32, threads: {threads}, {args.repeats} alternated runs (ms)")
+    print(f"{'workload':<36} {'ember med':>9} {'torch med':>9} {'ratio':>6} "
+          f"{'ember min':>9} {'torch min':>9} {'ratio':>6}")
+    for name, e_med, t_med, e_min, t_min in rows:
+        med = f"{t_med * 1e3:9.2f} {e_med / t_med:6.2f}" if t_med else f"{'-':>9} {'-':>6}"
+        best = f"{t_min * 1e3:9.2f} {e_min / t_min:6.2f}" if t_min else f"{'-':>9} {'-':>6}"
+        print(f"{name:<36} {e_med * 1e3:9.2f} {med} {e_min * 1e3:9.2f} {best}")
 
 
 if __name__ == "__main__":

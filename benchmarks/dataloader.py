@@ -2,17 +2,18 @@
 
 1. MNIST-shaped loading: 10,000 uint8 28x28 images (the real t10k set from
    shared/data/mnist when it is there, random bytes otherwise), each turned into a float
-   tensor scaled to [0, 1] in ``__getitem__``, with its label; batch 64, one epoch, with 0
-   and 2 workers (persistent workers, so start-up is not counted; the median epoch of
-   `--repeats` after one warm-up epoch).  ember runs with its default per-sample seeding
-   and with ``seed_per_sample=False``; PyTorch's rows are skipped when it is absent.
-2. Transport: one worker sends batches of one float32 array of a given size, the main
-   process touches every page; per batch time through shared memory, through the pipe
-   with out-of-band buffers, and as a plain pickle.  ``_shared_memory.MIN_SHM_BYTES`` is
-   chosen from this table.
+   tensor scaled to [0, 1] in ``__getitem__``, with its label; batch 64, shuffled, with 0
+   and 2 workers (persistent, so start-up is not counted).  Loaders take turns, one epoch
+   each, and each reports its best epoch of `--repeats`.  ember runs with its default
+   per-sample seeding and with ``seed_per_sample=False``; PyTorch's rows are skipped when
+   it is absent.
+2. Transport: one worker sends batches of one float32 array of a given size and the main
+   process touches every page; per-batch time through shared memory, through the pipe
+   with out-of-band buffers, and as one plain pickle (best of `--rounds` interleaved
+   rounds).  ``_shared_memory.MIN_SHM_BYTES`` is chosen from this table.
 
 Usage:
-    python benchmarks/dataloader.py [--repeats 3] [--transport-batches 200]
+    python benchmarks/dataloader.py [--repeats 5] [--rounds 5] [--skip-throughput]
 """
 
 from __future__ import annotations
@@ -20,7 +21,6 @@ from __future__ import annotations
 import argparse
 import gzip
 import os
-import statistics
 import sys
 import time
 
@@ -65,16 +65,11 @@ class MnistLike:
         return image, int(self.labels[i])
 
 
-def epoch_time(loader, repeats: int) -> float:
-    for _ in loader:          # warm-up (and worker start-up)
+def epoch_time(loader) -> float:
+    start = time.perf_counter()
+    for _ in loader:
         pass
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        for _ in loader:
-            pass
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+    return time.perf_counter() - start
 
 
 def throughput(repeats: int) -> None:
@@ -83,27 +78,32 @@ def throughput(repeats: int) -> None:
     if torch is not None:
         torch.set_num_threads(1)
     print(f"MNIST-shaped loading ({source} images, {len(images)} samples, batch 64): "
-          "batches/s, higher is better")
+          f"batches/s (best of {repeats} interleaved epochs), higher is better")
     print(f"{'workers':<8} {'ember':>10} {'ember, no reseed':>18} {'torch':>10} "
           f"{'ember/torch':>12}")
     for workers in (0, 2):
         extra = {"persistent_workers": True} if workers else {}
-        rows = []
+        loaders = {}
         for reseed in (True, False):
-            loader = ember.utils.data.DataLoader(
+            loaders[reseed] = ember.utils.data.DataLoader(
                 MnistLike(ember, images, labels), batch_size=64, shuffle=True,
                 num_workers=workers, seed_per_sample=reseed, **extra)
-            rows.append(len(loader) / epoch_time(loader, repeats))
-            del loader
-        t_rate = None
         if torch is not None:
-            loader = torch.utils.data.DataLoader(MnistLike(torch, images, labels), batch_size=64,
-                                                 shuffle=True, num_workers=workers, **extra)
-            t_rate = len(loader) / epoch_time(loader, repeats)
-            del loader
+            loaders["torch"] = torch.utils.data.DataLoader(
+                MnistLike(torch, images, labels), batch_size=64, shuffle=True,
+                num_workers=workers, **extra)
+        for loader in loaders.values():   # warm-up (and worker start-up, not timed)
+            epoch_time(loader)
+        best = {key: float("inf") for key in loaders}
+        for _ in range(repeats):
+            for key, loader in loaders.items():
+                best[key] = min(best[key], epoch_time(loader))
+        rate = {key: len(loaders[key]) / t for key, t in best.items()}
+        del loaders
+        t_rate = rate.get("torch")
         t_text = f"{t_rate:10.1f}" if t_rate else f"{'-':>10}"
-        ratio = f"{rows[0] / t_rate:12.2f}" if t_rate else f"{'-':>12}"
-        print(f"{workers:<8} {rows[0]:10.1f} {rows[1]:18.1f} {t_text} {ratio}")
+        ratio = f"{rate[True] / t_rate:12.2f}" if t_rate else f"{'-':>12}"
+        print(f"{workers:<8} {rate[True]:10.1f} {rate[False]:18.1f} {t_text} {ratio}")
 
 
 class Payload:
@@ -124,8 +124,8 @@ def _identity(x):
     return x
 
 
-def transport_time(nbytes: int, mode: str, batches: int) -> float:
-    """Seconds per batch from one worker, the main process touching every page."""
+def _transport_loader(nbytes: int, mode: str, batches: int):
+    """A loader with one persistent worker whose transport is forced to `mode`."""
     saved = _shared_memory.MIN_ARRAY_BYTES, _shared_memory.MIN_SHM_BYTES
     if mode == "shm":
         _shared_memory.MIN_SHM_BYTES = 0
@@ -136,32 +136,40 @@ def transport_time(nbytes: int, mode: str, batches: int) -> float:
     try:
         loader = ember.utils.data.DataLoader(Payload(nbytes, batches), batch_size=None,
                                              num_workers=1, collate_fn=_identity,
-                                             seed_per_sample=False, prefetch_factor=4)
-        it = iter(loader)
-        first = next(it)
-        del first
-        start = time.perf_counter()
-        count = 0
-        for batch in it:
-            batch.reshape(-1).view(np.uint8)[::4096].sum()
-            count += 1
-        return (time.perf_counter() - start) / count
+                                             seed_per_sample=False, prefetch_factor=4,
+                                             persistent_workers=True)
+        next(iter(loader))   # the worker starts (and inherits the settings) now
+        return loader
     finally:
         _shared_memory.MIN_ARRAY_BYTES, _shared_memory.MIN_SHM_BYTES = saved
 
 
-def transports(batches: int) -> None:
-    print("\nworker -> main transport, one float32 array per batch: microseconds per batch, "
-          "lower is better")
+def _epoch_per_batch(loader) -> float:
+    start = time.perf_counter()
+    count = 0
+    for batch in loader:
+        batch.reshape(-1).view(np.uint8)[::4096].sum()   # the consumer touches every page
+        count += 1
+    return (time.perf_counter() - start) / count
+
+
+def transports(batches: int, rounds: int) -> None:
+    print("\nworker -> main transport, one float32 array per batch, one worker: microseconds "
+          f"per batch (best of {rounds} interleaved rounds), lower is better")
     print(f"{'batch size':<12} {'shared memory':>14} {'pipe (oob)':>12} {'pickle':>10} "
           f"{'shm/pipe':>9}")
+    modes = ("shm", "pipe", "pickle")
     for nbytes in (16 << 10, 64 << 10, 128 << 10, 256 << 10, 1 << 20, 4 << 20, 16 << 20):
-        n = batches if nbytes <= (1 << 20) else max(20, batches // 4)
-        times = {mode: min(transport_time(nbytes, mode, n) for _ in range(2))
-                 for mode in ("shm", "pipe", "pickle")}
+        n = batches if nbytes <= (1 << 20) else max(20, batches // 5)
+        loaders = {mode: _transport_loader(nbytes, mode, n) for mode in modes}
+        best = {mode: float("inf") for mode in modes}
+        for _ in range(rounds):
+            for mode in modes:
+                best[mode] = min(best[mode], _epoch_per_batch(loaders[mode]))
+        del loaders
         label = f"{nbytes >> 10} KiB" if nbytes < (1 << 20) else f"{nbytes >> 20} MiB"
-        print(f"{label:<12} {times['shm'] * 1e6:14.1f} {times['pipe'] * 1e6:12.1f} "
-              f"{times['pickle'] * 1e6:10.1f} {times['shm'] / times['pipe']:9.2f}")
+        print(f"{label:<12} {best['shm'] * 1e6:14.1f} {best['pipe'] * 1e6:12.1f} "
+              f"{best['pickle'] * 1e6:10.1f} {best['shm'] / best['pipe']:9.2f}")
     print(f"(current choice: shared memory from {_shared_memory.MIN_SHM_BYTES >> 10} KiB of "
           f"large arrays per batch, arrays under {_shared_memory.MIN_ARRAY_BYTES >> 10} KiB "
           "stay in the pickle)")
@@ -169,13 +177,14 @@ def transports(batches: int) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--transport-batches", type=int, default=200)
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--transport-batches", type=int, default=100)
+    parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--skip-throughput", action="store_true")
     args = parser.parse_args()
     if not args.skip_throughput:
         throughput(args.repeats)
-    transports(args.transport_batches)
+    transports(args.transport_batches, args.rounds)
 
 
 if __name__ == "__main__":

@@ -153,6 +153,8 @@ from . import accelerator, autograd, cuda
 from . import linalg, random
 from . import optim
 from . import nn
+from . import onnx
+from . import distributed
 from . import profiler
 from . import serialization
 from ._interop import from_dlpack

@@ -487,8 +487,9 @@ def sparse_coo_tensor(indices, values, size=None, *, dtype=None, device=None,
             raise RuntimeError(f"number of dimensions must be sparse_dim ({sparse_dim}) + "
                                f"dense_dim ({len(dense_shape)}), but got {len(shape)}")
         if shape[sparse_dim:] != dense_shape:
-            raise RuntimeError(f"values has incorrect size, expected {list((nnz,) + shape[sparse_dim:])}"
-                               f", got {list(vals.shape)}")
+            expected = [nnz] + list(shape[sparse_dim:])
+            raise RuntimeError(f"values has incorrect size, expected {expected}, got "
+                               f"{list(vals.shape)}")
         if nnz:
             top = index_array.max(axis=1)
             for d in range(sparse_dim):

@@ -275,7 +275,10 @@ class Function(Node):
             _check_inplace(args[0], record)
             out = cls.forward(ctx, *arrays, **params)
             return _finish_inplace(ctx, args, arrays, out, record)
-        out = cls.forward(ctx, *arrays, **params)
+        try:
+            out = cls.forward(ctx, *arrays, **params)
+        except ValueError as exc:  # NumPy's broadcasting errors, in PyTorch's words
+            raise _shape_error(ctx, arrays, exc) from None
         if type(out) is tuple:
             results = [_make(_as_output(ctx, o)) for o in out]
             if cls._is_view:
@@ -289,6 +292,22 @@ class Function(Node):
         if record:
             _record(ctx, args, arrays, (result,))
         return result
+
+
+def _shape_error(ctx: Node, arrays, exc: ValueError) -> Exception:
+    """A RuntimeError naming the op and the shapes when operands do not broadcast."""
+    shapes = [a.shape for a in arrays if hasattr(a, "shape") and hasattr(a, "dtype")]
+    if "broadcast" not in str(exc) or len(shapes) < 2:
+        return exc
+    a, b = shapes[0], shapes[1]
+    for i in range(1, min(len(a), len(b)) + 1):
+        if a[-i] != b[-i] and 1 not in (a[-i], b[-i]):
+            return RuntimeError(
+                f"The size of tensor a ({a[-i]}) must match the size of tensor b ({b[-i]}) at "
+                f"non-singleton dimension {max(len(a), len(b)) - i} ({ctx.name()[:-9]} of "
+                f"shapes {list(a)} and {list(b)})")
+    return RuntimeError(f"{ctx.name()[:-9]}: shapes {[list(s) for s in shapes]} do not "
+                        f"broadcast ({exc})")
 
 
 def _as_output(ctx: Node, value):

@@ -74,3 +74,8 @@ __all__ += [
     "RNN", "RNNBase", "RNNCell", "RNNCellBase", "Transformer", "TransformerDecoder",
     "TransformerDecoderLayer", "TransformerEncoder", "TransformerEncoderLayer",
 ]
+
+# --- data parallel (parallel/distributed.py) ---
+from . import parallel  # noqa: E402
+
+__all__ += ["parallel"]

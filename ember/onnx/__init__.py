@@ -6,8 +6,9 @@ hook), each recorded op becomes ONNX nodes through one small converter per op
 extra: ``pip install 'ember[onnx]'``).
 """
 
-from ._convert import OnnxExporterError, UnsupportedOperatorError
+from . import errors
 from ._export import OperatorExportTypes, TrainingMode, export, is_in_onnx_export
+from .errors import OnnxExporterError, UnsupportedOperatorError
 
 __all__ = ["OnnxExporterError", "OperatorExportTypes", "TrainingMode",
-           "UnsupportedOperatorError", "export", "is_in_onnx_export"]
+           "UnsupportedOperatorError", "errors", "export", "is_in_onnx_export"]

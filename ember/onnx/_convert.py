@@ -20,16 +20,9 @@ import numpy as np
 
 from ._graph import ONNX_TYPES, Graph, ValueInfo
 from ._trace import Record, Source, Trace, is_array
+from .errors import UnsupportedOperatorError
 
 INT64_MAX = np.iinfo(np.int64).max
-
-
-class OnnxExporterError(RuntimeError):
-    """ONNX export failed."""
-
-
-class UnsupportedOperatorError(OnnxExporterError):
-    """An op or argument that ONNX export cannot express."""
 
 
 def to_numpy(array) -> np.ndarray:
@@ -216,7 +209,9 @@ class Exporter:
                     break
         if convert is None:
             raise UnsupportedOperatorError(
-                f"ONNX export: the op {rec.describe()} has no ONNX converter")
+                f"Exporting the operator '{cls.__name__}' to ONNX opset version "
+                f"{self.graph.opset} is not supported: ember has no ONNX converter for it "
+                f"(called at {rec.where}{rec.inside()})")
         return convert
 
     def _compare(self, rec: Record, rec2: Record, convert) -> None:

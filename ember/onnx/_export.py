@@ -20,11 +20,12 @@ import warnings
 import numpy as np
 
 from .._core.tensor import Tensor, _make
-from ._convert import Exporter, OnnxExporterError, to_numpy
+from ._convert import Exporter, to_numpy
 from ._converters import MODULE_TABLE, TABLE, module_converter
 from ._graph import Graph, ValueInfo
 from ._trace import STATE, flatten_tensors, trace
 from ._write import NodeEvaluator, build_model, require_onnx
+from .errors import OnnxExporterError
 
 DEFAULT_OPSET = 17
 MIN_OPSET = 13
@@ -99,7 +100,7 @@ def export(model, args=(), f=None, *, kwargs: dict | None = None, export_params:
     named = _named_tensors(model)
     module_names = ({id(m): name for name, m in model.named_modules()}
                     if hasattr(model, "named_modules") else {})
-    with _mode(model, training):
+    with _TrainingModeFor(model, training):
         first = trace(model, args, kwargs, named, module_names, module_converter)
         in_names = _names(input_names, len(first.inputs), _default_input_names(model, args,
                                                                              kwargs))
@@ -155,7 +156,7 @@ def _named_tensors(model) -> dict:
     return named
 
 
-class _mode:
+class _TrainingModeFor:
     """Put the model's modules in the export's training mode, and restore them after."""
 
     def __init__(self, model, training):

@@ -60,8 +60,10 @@ class Record:
     def describe(self) -> str:
         """The op, where it was called and inside which module (for error messages)."""
         what = self.cls.__name__ if self.kind == "op" else f"module {self.cls.__name__}"
-        inside = f" inside '{self.scope}' ({self.scope_type})" if self.scope else ""
-        return f"{what} (called at {self.where}{inside})"
+        return f"{what} (called at {self.where}{self.inside()})"
+
+    def inside(self) -> str:
+        return f" inside '{self.scope}' ({self.scope_type})" if self.scope else ""
 
 
 @dataclass

@@ -47,6 +47,7 @@ def resolve_reduction(size_average, reduce, reduction: str) -> str:
 
 
 def reduce_loss(loss: Tensor, reduction: str) -> Tensor:
+    """The mean or the sum of `loss`, or `loss` itself for 'none'."""
     if reduction == "mean":
         return loss.mean()
     if reduction == "sum":
@@ -55,10 +56,12 @@ def reduce_loss(loss: Tensor, reduction: str) -> Tensor:
 
 
 def size_str(shape) -> str:
+    """A shape as PyTorch prints it in messages: ``torch.Size([3, 4])``."""
     return f"torch.Size([{', '.join(str(s) for s in shape)}])"
 
 
 def check_tensor(op: str, name: str, value) -> None:
+    """TypeError naming the op and the argument unless `value` is a Tensor."""
     if not isinstance(value, Tensor):
         raise TypeError(f"{op}(): argument '{name}' must be Tensor, not {type(value).__name__}")
 

@@ -6,7 +6,7 @@ The design is PyTorch's (Li et al., "PyTorch Distributed", VLDB 2020), on ember'
 dtypes), then rank 0's parameters and buffers are broadcast so every replica starts equal.
 Parameters that require grad are grouped into *buckets*: in reverse registration order
 (roughly the order backward produces their gradients), per dtype, each at most
-``bucket_cap_mb`` (the first one at most 1 MB, so communication starts early).  A bucket owns
+``bucket_cap_mb`` (the first one at most 1 MB, so that communication starts early).  A bucket owns
 one flat buffer holding its parameters' gradients side by side.
 
 **Backward.** Every parameter has a post-accumulate-grad hook
@@ -202,8 +202,9 @@ class DistributedDataParallel(Module):
             p = self._params[i]
             key = (p._data.dtype, p.device)
             members, nbytes = open_.get(key, ([], 0))
-            cap = _FIRST_BUCKET_BYTES if not any(
-                k == key for k, _ in buckets) else self.bucket_bytes_cap
+            first = not any(k == key for k, _ in buckets)
+            cap = min(_FIRST_BUCKET_BYTES, self.bucket_bytes_cap) if first else (
+                self.bucket_bytes_cap)
             if members and nbytes + p._data.nbytes > cap:
                 buckets.append((key, members))
                 members, nbytes = [], 0

@@ -11,7 +11,9 @@ __all__ = [
     "clip_grads_with_norm_", "get_total_norm", "parameters_to_vector", "vector_to_parameters",
 ]
 
-# --- packed sequences (rnn.py) ---
-from . import rnn  # noqa: E402
+# --- packed sequences and parametrizations (rnn.py, parametrize.py, parametrizations.py,
+# weight_norm.py) ---
+from . import parametrizations, parametrize, rnn  # noqa: E402
+from .weight_norm import remove_weight_norm, weight_norm  # noqa: E402
 
-__all__ += ["rnn"]
+__all__ += ["parametrizations", "parametrize", "rnn", "remove_weight_norm", "weight_norm"]

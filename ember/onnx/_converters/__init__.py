@@ -7,14 +7,18 @@ ONNX nodes with ``c.op(...)`` and binds the record's outputs with ``c.done(...)`
 
 from __future__ import annotations
 
-from . import activation, conv, elementwise, linear, normalization, pooling, reduction, shape
+from . import (
+    activation, conv, elementwise, linear, normalization, pooling, reduction, rnn, shape,
+)
 
 TABLE: dict = {}
-for _family in (elementwise, activation, linear, conv, pooling, normalization, shape, reduction):
+for _family in (elementwise, activation, linear, conv, pooling, normalization, shape, reduction,
+                rnn):
     TABLE.update(_family.CONVERTERS)
 
 MODULE_TABLE: dict = {}
 MODULE_TABLE.update(normalization.MODULE_CONVERTERS)
+MODULE_TABLE.update(rnn.MODULE_CONVERTERS)
 
 
 def module_converter(module, args, kwargs):

@@ -176,6 +176,16 @@ def convert_hypot(c: Call) -> None:
     c.done(c.op("Sqrt", c.op("Add", c.op("Mul", a, a), c.op("Mul", b, b))))
 
 
+def convert_atan2(c: Call) -> None:
+    """atan(y / x), moved by pi into the left half-plane."""
+    y, x = _operands(c)
+    zero = _scalar(c, 0.0)
+    base = c.op("Atan", c.op("Div", y, x))
+    turn = c.op("Where", c.op("GreaterOrEqual", y, zero), _scalar(c, math.pi),
+                _scalar(c, -math.pi))
+    c.done(c.op("Add", base, c.op("Where", c.op("Less", x, zero), turn, zero)))
+
+
 def convert_xlogy(c: Call) -> None:
     a, b = _operands(c)
     prod = c.op("Mul", a, c.op("Log", b))
@@ -362,7 +372,7 @@ CONVERTERS = {
     el.Frac: composite(_frac),
     sp.Sigmoid: unary("Sigmoid"), sp.Erf: unary("Erf"), sp.Erfc: composite(_erfc),
     sp.Maximum: binary("Max"), sp.Minimum: binary("Min"), sp.Fmax: binary("Max"),
-    sp.Fmin: binary("Min"), sp.Hypot: convert_hypot, sp.Xlogy: convert_xlogy,
+    sp.Fmin: binary("Min"), sp.Hypot: convert_hypot, sp.Atan2: convert_atan2, sp.Xlogy: convert_xlogy,
     sp.Logit: convert_logit, sp.Clamp: convert_clamp, sp.ClampTensor: convert_clamp_tensor,
     sp.Where: convert_where, sp.NanToNum: convert_nan_to_num,
     cmp.Eq: comparison("Equal"), cmp.Ne: comparison("Equal", negate=True),

@@ -26,8 +26,19 @@ def _transposed_source(c: Call, i: int):
     return c.ex.value(producer.sources[0], check.sources[0] if check else None, producer)
 
 
+def _matmul(c: Call, a: str, b: str, ndim_a: int, ndim_b: int) -> str:
+    """MatMul; a vector second operand of a matrix product goes in as a column.
+
+    NOTE: onnxruntime (1.2x, all optimizations on) fuses Transpose + MatMul into a
+    wrong result when the second operand is 1-D; a (k, 1) column avoids that fusion.
+    """
+    if ndim_b != 1 or ndim_a < 2:
+        return c.op("MatMul", a, b)
+    return c.squeeze(c.op("MatMul", a, c.unsqueeze(b, [1])), [-1])
+
+
 def convert_matmul(c: Call) -> None:
-    c.done(c.op("MatMul", c.input(0), c.input(1)))
+    c.done(_matmul(c, c.input(0), c.input(1), len(c.shape(0)), len(c.shape(1))))
 
 
 def convert_add_product(c: Call) -> None:
@@ -48,7 +59,7 @@ def convert_add_product(c: Call) -> None:
     elif kind == "addbmm":
         prod = c.reduce("ReduceSum", c.op("MatMul", a, b), [0], False)
     else:  # addmv, baddbmm
-        prod = c.op("MatMul", a, b)
+        prod = _matmul(c, a, b, len(c.shape(1)), len(c.shape(2)))
     if alpha != 1:
         prod = c.op("Mul", prod, c.const(alpha, dtype))
     if beta == 0:

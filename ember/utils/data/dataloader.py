@@ -239,8 +239,8 @@ class _BaseIter:
             if resume.get("sampler") is not None and hasattr(sampler, "load_state_dict"):
                 sampler.load_state_dict(resume["sampler"])
         else:
-            self._epoch, self._base_seed, skip = loader._epochs_started, draw_seed(
-                loader.generator), 0
+            self._epoch, skip = loader._epochs_started, 0
+            self._base_seed = draw_seed(loader.generator)
         loader._epochs_started = self._epoch + 1
         self._sampler_iter = None if loader._iterable else iter(sampler)
         snapshot = getattr(sampler, "state_dict", None)

@@ -194,6 +194,19 @@ def test_the_loader_leaves_the_main_process_streams_alone():
     assert draws_after(0) == draws_after(2)
 
 
+def test_seed_per_sample_off_draws_from_the_global_streams():
+    np.random.seed(0)
+    random.seed(0)
+    ember.manual_seed(0)
+    plain = as_plain(DataLoader(Augmented(6), batch_size=3, seed_per_sample=False))
+    np.random.seed(0)
+    random.seed(0)
+    ember.manual_seed(0)
+    DataLoader(Augmented(6)).__iter__()      # the epoch's seed draw, as above
+    expected = [Augmented(6)[i][0].numpy() for i in range(6)]
+    assert np.array_equal(np.concatenate([b[0] for b in plain]), np.stack(expected))
+
+
 def test_iterable_dataset_sharding_across_workers():
     ember.manual_seed(0)
     loader = DataLoader(Shards(10), batch_size=2, num_workers=2)

@@ -160,6 +160,7 @@ from . import serialization
 from ._interop import from_dlpack
 from .serialization import load, save
 from . import utils
+from . import hub, vision
 from ._core.dtype import can_cast
 from .autograd.anomaly_mode import is_anomaly_check_nan_enabled, is_anomaly_enabled
 

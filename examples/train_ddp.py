@@ -25,7 +25,7 @@ import ember
 import ember.distributed as dist
 import ember.nn as nn
 import ember.nn.functional as F
-from ember.nn.parallel import DistributedDataParallel as DDP
+from ember.nn.parallel import DistributedDataParallel as DDP  # noqa: N817 - the usual idiom
 from ember.utils.data import DataLoader, DistributedSampler, TensorDataset
 
 

@@ -8,8 +8,9 @@ the previous one as ``prev`` and passes each call on to it, so that the profiler
 still times ops that selective checkpointing intercepts.
 
 The innermost observer sees a call first; the last one of the chain runs it.
-``STATE`` is process-wide: ops run by other threads while an observer is
-installed are seen too (the profiler records their thread id).
+``STATE`` is process-wide: ops run by other threads while an observer is installed
+are seen too (the profiler records their thread id), except while an op is running:
+the slot is cleared for the op's duration, so a concurrent op may go unseen.
 """
 
 from __future__ import annotations

@@ -254,7 +254,7 @@ class BudgetPlan:
     def run(self, fn, *args, **kwargs):
         """``fn(*args, **kwargs)`` with the dropped activations recomputed in backward."""
         run = _BudgetRun(self)
-        self.last_run = run
+        self.last_run = run.stats  # (not the run itself: it holds the plan)
         run.install()
         try:
             with saved_tensors_hooks(run.pack, run.unpack):
@@ -295,73 +295,64 @@ class BudgetPlan:
     __repr__ = __str__
 
 
-def _plan(budget_bytes, ops, owners, saved, uses, groups) -> BudgetPlan:
-    """Greedy choice of the activations to drop (see the module docstring)."""
-    dropped: set = set()
+def _costs(ops, owners, saved, dropped) -> dict:
+    """(recompute ns, peak working bytes) of producing each op output from what is kept.
 
-    def available(key) -> bool:
-        """Is `key` at hand in backward without recomputing (kept, or outside memory)?"""
-        owner = owners.get(key)
-        return owner is None or (owner in saved and owner not in dropped)
-
-    def cost_and_work(key, memo):
-        """(recompute ns, peak working bytes) of producing `key` from what is kept."""
-        if key in memo:
-            return memo[key]
-        k, i = key
-        op = ops[k]
+    Ops are in execution order, so one pass in that order sees every input first.
+    """
+    table = {}
+    for k, op in enumerate(ops):
         cost, held, peak = op.cost_ns, 0, 0
         for kind, ref in op.inputs:
-            if kind == "op" and not available(ref):
-                c, w = cost_and_work(ref, memo)
-                cost += c
-                peak = max(peak, held + w)
-                held += ops[ref[0]].out_bytes[ref[1]]
-        memo[key] = (cost, max(peak, held + sum(op.out_bytes)))
-        return memo[key]
-
-    def droppable(key) -> bool:
-        op = ops[key[0]]
-        return key not in dropped and not (op.random or op.cls._inplace or op.cls._is_view)
-
-    def reserve(memo) -> int:
-        worst = 0
-        for keys in groups:
-            worst = max(worst, sum(cost_and_work(key, memo)[1] for key in keys if key in dropped))
-        return worst
-
-    plain = sum(saved.values())
-    kept = plain
-    memo: dict = {}
-    feasible = True
-    while kept + reserve(memo) > budget_bytes:
-        best, best_score = None, -1.0
-        for key in saved:
-            if not droppable(key):
+            if kind != "op":
                 continue
-            dropped.add(key)
-            trial: dict = {}
-            cost = cost_and_work(key, trial)[0] * uses[key]
-            dropped.discard(key)
-            score = saved[key] / max(cost, 1)
-            if score > best_score:
-                best, best_score = key, score
+            owner = owners.get(ref)
+            if owner is None or (owner in saved and owner not in dropped):
+                continue  # at hand in backward: kept, or memory from outside
+            c, w = table[ref]
+            cost += c
+            peak = max(peak, held + w)
+            held += ops[ref[0]].out_bytes[ref[1]]
+        work = max(peak, held + sum(op.out_bytes))
+        for i in range(len(op.out_bytes)):
+            table[(k, i)] = (cost, work)
+    return table
+
+
+def _reserve(groups, dropped, table, saved, uses) -> int:
+    """Working memory of the worst backward node (its dropped saves recomputed at once),
+    plus one recomputed value held for a later node that saved it too."""
+    worst = max([sum(table[key][1] for key in keys if key in dropped) for keys in groups] + [0])
+    held = max([saved[key] for key in dropped if uses[key] > 1] + [0])
+    return worst + held
+
+
+def _plan(budget_bytes, ops, owners, saved, uses, groups) -> BudgetPlan:
+    """Greedy choice of the activations to drop: while the kept bytes plus the working
+    memory of the worst recomputation exceed the budget, drop the droppable activation
+    with the most bytes per nanosecond of recompute (its op, and any dropped inputs)."""
+    dropped: set = set()
+    candidates = [key for key in saved
+                  if not (ops[key[0]].random or ops[key[0]].cls._inplace
+                          or ops[key[0]].cls._is_view)]
+    kept = plain = sum(saved.values())
+    feasible = True
+    table = _costs(ops, owners, saved, dropped)
+    while kept + _reserve(groups, dropped, table, saved, uses) > budget_bytes:
+        best = max((key for key in candidates if key not in dropped),
+                   key=lambda key: saved[key] / max(table[key][0], 1), default=None)
         if best is None:
             feasible = False
             break
         dropped.add(best)
         kept -= saved[best]
-        memo = {}
-    memo = {}
-    recompute_ns = sum(cost_and_work(key, memo)[0] * uses[key] for key in dropped)
+        table = _costs(ops, owners, saved, dropped)
+    recompute_ns = sum(table[key][0] for key in dropped)
     return BudgetPlan(budget_bytes, ops, saved, uses, groups, dropped, plain, kept,
-                      reserve(memo), recompute_ns, feasible)
+                      _reserve(groups, dropped, table, saved, uses), recompute_ns, feasible)
 
 
-def plan_memory_budget(fn, *args, budget_bytes: int, **kwargs) -> BudgetPlan:
-    """Run ``fn(*args, **kwargs)`` once (graph discarded, random state restored) to see what
-    it saves for backward, and plan which activations to drop to stay within
-    `budget_bytes`.  Returns the `BudgetPlan`; apply it with ``plan.run(fn, *args)``."""
+def _trace(fn, args, kwargs) -> _Tracer:
     tracer = _Tracer()
     with _random.fork_rng(), enable_grad():
         tracer.install()
@@ -371,6 +362,23 @@ def plan_memory_budget(fn, *args, budget_bytes: int, **kwargs) -> BudgetPlan:
         finally:
             tracer.uninstall()
     del out
+    return tracer
+
+
+def plan_memory_budget(fn, *args, budget_bytes: int, trace_runs: int = 2,
+                       **kwargs) -> BudgetPlan:
+    """Run ``fn(*args, **kwargs)`` `trace_runs` times (graphs discarded, random state
+    restored; each op's cost is its fastest run) to see what it saves for backward, and
+    plan which activations to drop to stay within `budget_bytes`.  Returns the
+    `BudgetPlan`; apply it with ``plan.run(fn, *args)``."""
+    tracer = _trace(fn, args, kwargs)
+    for _ in range(max(trace_runs, 1) - 1):
+        again = _trace(fn, args, kwargs)
+        if [op.cls for op in again.ops] != [op.cls for op in tracer.ops]:
+            raise RuntimeError("plan_memory_budget: the function ran different ops on two "
+                               "runs; a memory plan needs the same ops every time")
+        for op, other in zip(tracer.ops, again.ops):
+            op.cost_ns = min(op.cost_ns, other.cost_ns)
     ops, saved, uses, groups = tracer.ops, tracer.saved, tracer.uses, tracer.groups
     for op in ops:  # keep only what a plan needs: the recipes of the real run replace these
         op.inputs = tuple((kind, ref) if kind != "ext" else (kind, None)
@@ -435,6 +443,21 @@ class _Tracer(_Recipes):
             self.groups.setdefault(slot.group, set()).add(owner)
 
 
+class _Stats:
+    """Bytes of live saved activations during one run, and their peak."""
+
+    __slots__ = ("live", "peak")
+
+    def __init__(self):
+        self.live = 0
+        self.peak = 0
+
+
+def _untrack(counted: set, stats: _Stats, key, nbytes) -> None:
+    counted.discard(key)
+    stats.live -= nbytes
+
+
 class _BudgetRun(_Recipes):
     """One run under a plan: keeps or drops saved tensors, recomputes on unpack, and
     counts the bytes of live saved activations."""
@@ -442,10 +465,11 @@ class _BudgetRun(_Recipes):
     def __init__(self, plan: BudgetPlan):
         super().__init__(tracing=False)
         self.plan = plan
-        self.live = 0
-        self.peak = 0
+        self.stats = _Stats()
         self.mismatch = False
         self._counted: set = set()
+        self.remaining: dict = {}  # dropped key -> saves of it not unpacked yet
+        self.memo: dict = {}       # dropped key -> its recomputed array, while still needed
 
     def op(self, cls, args, params):
         k = len(self.ops)
@@ -464,13 +488,10 @@ class _BudgetRun(_Recipes):
         if key in self._counted:
             return
         self._counted.add(key)
-        self.live += array.nbytes
-        self.peak = max(self.peak, self.live)
-        weakref.finalize(array, self._untrack, key, array.nbytes)
-
-    def _untrack(self, key, nbytes) -> None:
-        self._counted.discard(key)
-        self.live -= nbytes
+        stats = self.stats
+        stats.live += array.nbytes
+        stats.peak = max(stats.peak, stats.live)
+        weakref.finalize(array, _untrack, self._counted, stats, key, array.nbytes)
 
     # hooks --------------------------------------------------------------------
 
@@ -481,6 +502,7 @@ class _BudgetRun(_Recipes):
             return  # a parameter, an input, or changed in place: kept, not an activation
         if owner in self.plan.dropped and not self.mismatch:
             slot.tensor = None  # dropped: recomputed from its key when unpacked
+            self.remaining[src] = self.remaining.get(src, 0) + 1
             return
         base = slot.tensor._data
         while getattr(base, "base", None) is not None:
@@ -490,7 +512,17 @@ class _BudgetRun(_Recipes):
     def unpack(self, slot):
         if slot.tensor is not None:
             return slot.tensor
-        return _make(self.value(slot.key))
+        key = slot.key
+        array = self.memo.pop(key, None)
+        if array is None:
+            array = self.value(key)
+        # NOTE: a value saved by several nodes is recomputed once and held until the last
+        # of them has unpacked it (usually the next node: the op's own backward).
+        left = self.remaining.get(key, 0) - 1
+        self.remaining[key] = left
+        if left > 0:
+            self.memo[key] = array
+        return _make(array)
 
     def value(self, key):
         """The array of output i of op k: still alive and unchanged, or recomputed."""

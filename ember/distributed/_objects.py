@@ -57,9 +57,8 @@ def _array_meta(array: np.ndarray, blobs: list) -> dict:
     if array.dtype.kind not in _ARRAY_KINDS and array.dtype.name != "bfloat16":
         raise TypeError(f"cannot encode a NumPy array of dtype {array.dtype} safely "
                         "(only bool, integer, floating and complex arrays)")
-    array = np.ascontiguousarray(array)
     return {"dtype": array.dtype.name, "shape": list(array.shape),
-            "blob": _blob(blobs, array.tobytes())}
+            "blob": _blob(blobs, array.tobytes(order="C"))}
 
 
 def _encode(obj, blobs: list, active: set):
@@ -69,9 +68,7 @@ def _encode(obj, blobs: list, active: set):
 
     if obj is None or isinstance(obj, (bool, str)):
         return obj
-    if isinstance(obj, int) and type(obj) in (int,):
-        return obj
-    if type(obj) is float:
+    if type(obj) in (int, float):
         return obj
     if type(obj) is complex:
         return {"$c": [obj.real, obj.imag]}

@@ -8,6 +8,9 @@ args``.  On each rank the worker sets PyTorch's environment variables (``RANK``,
 ``WORLD_SIZE``, ``LOCAL_RANK``, ``LOCAL_WORLD_SIZE``, ``GROUP_RANK``, ``MASTER_ADDR``,
 ``MASTER_PORT``) from what ``mpiexec`` tells it, then runs the script as ``__main__``.
 
+Each rank gets ``OMP_NUM_THREADS`` = cores / ranks per host (unless it is set already), as
+torchrun does, so that the ranks' BLAS threads do not oversubscribe the machine.
+
 Failures: a rank whose script raises (or exits with a non-zero code) prints its traceback
 and a line naming itself, and aborts the whole job (``MPI_Abort``), so the other ranks never
 wait for it.  When ``mpiexec`` ends badly, the launcher says which rank failed (each worker
@@ -98,6 +101,10 @@ def main(argv=None) -> int:
     status_dir = tempfile.mkdtemp(prefix="ember-run-")
     env = dict(os.environ, MASTER_ADDR=opts.master_addr, MASTER_PORT=str(opts.master_port),
                EMBER_RUN_DIR=status_dir, EMBER_RUN_NPROC_PER_NODE=str(opts.nproc_per_node))
+    if "OMP_NUM_THREADS" not in env and opts.nproc_per_node > 1:
+        # As torchrun does: ranks sharing a host share its cores, so each rank's BLAS gets
+        # its share instead of every rank starting one thread per core.
+        env["OMP_NUM_THREADS"] = str(max(1, (os.cpu_count() or 1) // opts.nproc_per_node))
     flavour = _flavour(mpiexec)
     cmd = [mpiexec, "-n", str(total)]
     if flavour == "openmpi":
@@ -105,7 +112,7 @@ def main(argv=None) -> int:
             cmd += ["--hostfile", opts.hostfile]
         cmd += ["--map-by", f"ppr:{opts.nproc_per_node}:node"]
         for key in ("MASTER_ADDR", "MASTER_PORT", "EMBER_RUN_DIR", "EMBER_RUN_NPROC_PER_NODE",
-                    "PYTHONPATH", "EMBER_DISTRIBUTED_DEBUG"):
+                    "PYTHONPATH", "EMBER_DISTRIBUTED_DEBUG", "OMP_NUM_THREADS"):
             if key in env:
                 cmd += ["-x", key]
     else:

@@ -63,18 +63,16 @@ class Exporter:
         self.export_params = export_params
         self.table, self.module_table = table, module_table
         self.values: dict = {}
-        self.info: dict = {}          # onnx name -> (shape, shape in the check trace, dtype)
         self._dim_owners: list = []   # (onnx name, axis, size, size in the check trace)
         self._dim_cache: dict = {}
         self._const_cache: dict = {}
 
     # values -----------------------------------------------------------------
 
-    def bind(self, key, name: str, shape, shape2, dtype) -> None:
-        """Make `name` the ONNX value of `key` (an input, a parameter or a record output)."""
+    def bind(self, key, name: str, shape, shape2) -> None:
+        """Make `name` the ONNX value of `key` (an input, a parameter or a record output);
+        its dims that differ in the check trace can later be read with Shape."""
         self.values[key] = name
-        shape, shape2 = tuple(shape), tuple(shape2)
-        self.info[name] = (shape, shape2, np.dtype(dtype))
         for axis, (n1, n2) in enumerate(zip(shape, shape2)):
             if n1 != n2:
                 self._dim_owners.append((name, axis, n1, n2))
@@ -105,20 +103,21 @@ class Exporter:
         else:
             self.graph.reserve(name)
             self.graph.inputs.append(ValueInfo(name, data.dtype, data.shape))
-        self.bind(("param", name), name, data.shape, data.shape, data.dtype)
+        self.bind(("param", name), name, data.shape, data.shape)
         return name
 
     def constant(self, array, array2, rec: Record | None) -> str:
         """A tensor made inside forward: an initializer, or, when its size follows a
         dynamic dim, a ConstantOfShape/Range computed from the inputs' shapes."""
-        data = to_numpy(array)
-        if array2 is not None and not same(data, to_numpy(array2)):
-            return self._varying_constant(data, to_numpy(array2), rec)
         cached = self._const_cache.get(id(array))
         if cached is not None:
             return cached[1]
-        name = self.graph.add_initializer(np.array(data))
-        self._const_cache[id(array)] = (array, name)
+        data = to_numpy(array)
+        if array2 is not None and not same(data, to_numpy(array2)):
+            name = self._varying_constant(data, to_numpy(array2), rec)
+        else:
+            name = self.graph.add_initializer(np.array(data))
+        self._const_cache[id(array)] = (array, name)  # (keeps the array, and its id, alive)
         return name
 
     def _varying_constant(self, a1: np.ndarray, a2: np.ndarray, rec) -> str:
@@ -145,9 +144,10 @@ class Exporter:
                 out = self.graph.add_node("Cast", [out], to=onnx_type(a1.dtype))[0]
             return out
         raise UnsupportedOperatorError(
-            f"ONNX export: a tensor used by {where} was made inside forward with a size that "
-            "follows a dynamic dim, and its values cannot be expressed in the graph (only "
-            "constant fills and arange(n) can)")
+            f"ONNX export: a tensor used by {where} depends on the inputs (its size and "
+            "values), but was computed outside ember's traced ops (e.g. argmax, one_hot, "
+            ".item(), .numpy()); of the tensors made inside forward, only constant fills and "
+            "arange(n) can follow a dynamic size")
 
     # dynamic dims ------------------------------------------------------------
 
@@ -273,6 +273,23 @@ class Call:
         """Keyword parameter `key` as recorded."""
         return self.rec.params.get(key, default)
 
+    def get(self, i: int, key: str, default=None):
+        """An argument given either positionally (at `i`) or as keyword `key`."""
+        return self.arg(i) if i < len(self.rec.args) else self.param(key, default)
+
+    def get_input(self, i: int, key: str) -> str:
+        """The ONNX name of a tensor/array argument given at `i` or as keyword `key`."""
+        return self.input(i) if i < len(self.rec.args) else self.param_input(key)
+
+    def static_dims(self, i: int, dims, why: str) -> None:
+        """Refuse when a dim of argument `i` the converter reads as a number is dynamic."""
+        if self.rec2 is None:
+            return
+        s1, s2 = self.shape(i), self.shape2(i)
+        for d in dims:
+            if s1[d] != s2[d]:
+                self.fail(f"{why} along dim {d}, whose size is dynamic")
+
     def arg2(self, i: int, default=None):
         """Argument `i` in the check trace (the same as `arg` without one)."""
         rec = self.rec2 or self.rec
@@ -377,7 +394,7 @@ class Call:
                 continue
             t = self.rec.outputs[j]
             t2 = (self.rec2 or self.rec).outputs[j]
-            self.ex.bind(("op", (self.rec.index, j)), name, t.shape, t2.shape, t._data.dtype)
+            self.ex.bind(("op", (self.rec.index, j)), name, t.shape, t2.shape)
 
     def fail(self, why: str):
         """Raise the error for an argument combination the converter cannot express."""

@@ -77,6 +77,9 @@ def export(model, args=(), f=None, *, kwargs: dict | None = None, export_params:
             those inputs/outputs are symbolic in the graph, which then runs with other
             sizes there (e.g. any batch size).
         keep_initializers_as_inputs: also list the initializers as graph inputs.
+        operator_export_type, custom_opsets, export_modules_as_functions,
+        autograd_inlining, dynamo: PyTorch's; ember has one exporter (this tracer) that
+            emits standard ONNX ops only.
 
     Python control flow in ``forward`` is run once and baked into the graph.  Ops
     without a converter raise ``UnsupportedOperatorError`` naming the op and the line
@@ -121,7 +124,7 @@ def export(model, args=(), f=None, *, kwargs: dict | None = None, export_params:
     proto = build_model(graph, bool(keep_initializers_as_inputs), _version())
     onnx.checker.check_model(proto)
     if verbose:
-        print(onnx.helper.printable_graph(proto.graph))
+        print(onnx.printer.to_text(proto.graph))
     if f is None:
         return proto
     if isinstance(f, (str, os.PathLike)):
@@ -198,6 +201,7 @@ def _names(given, count: int, default: list) -> list:
     given = list(given or [])
     if len(given) > count:
         raise ValueError(f"ONNX export: {len(given)} names given for {count} tensors")
+    default = default + [f"input_{i}" for i in range(len(default), count)]
     names = given + default[len(given):count]
     if len(set(names)) != len(names):
         raise ValueError(f"ONNX export: names must be unique, got {names}")
@@ -240,7 +244,10 @@ def _check_trace(model, args, kwargs, named, module_names, first, in_names, axes
                                        shuffle)
         args2, kwargs2 = _replace(args, swap), _replace(kwargs, swap)
         try:
-            second = trace(model, args2, kwargs2, named, module_names, module_converter)
+            # the check run's own warnings (NaNs from shuffled masks, ...) are noise here
+            with warnings.catch_warnings(), np.errstate(all="ignore"):
+                warnings.simplefilter("ignore")
+                second = trace(model, args2, kwargs2, named, module_names, module_converter)
         except Exception as exc:  # noqa: BLE001 - reported below
             problem = f"the model failed on other inputs ({type(exc).__name__}: {exc})"
             continue
@@ -327,7 +334,7 @@ def _bind_inputs(graph, exporter, first, check, in_names, axes) -> dict:
             symbols.setdefault((shape[d], shape2[d]), s)
         graph.reserve(name)
         graph.inputs.append(ValueInfo(name, np.dtype(t._data.dtype), declared))
-        exporter.bind(("input", i), name, shape, shape2, t._data.dtype)
+        exporter.bind(("input", i), name, shape, shape2)
     return symbols
 
 

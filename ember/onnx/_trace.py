@@ -20,9 +20,12 @@ import sys
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
+import numpy as np
+
 from .._core.grad_mode import no_grad
 from .._core.tensor import Tensor
 from ..autograd._observer import Observer, run_module, run_op
+from .errors import UnsupportedOperatorError
 
 _EMBER_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 
@@ -99,6 +102,7 @@ class Tracer(Observer):
         self._module_converter = module_converter
         self._scopes: list[tuple[str, str]] = []
         self._paused = 0
+        self._snapshots: dict = {}
 
     def _bind(self, t: Tensor, src: Source) -> None:
         self._ids[id(t)] = src
@@ -113,10 +117,9 @@ class Tracer(Observer):
         if isinstance(obj, Tensor):
             src = self._ids.get(id(obj)) or self._arrays.get(id(obj._data))
             if src is None:
-                self.keep.append(obj)
-                src = Source("const", obj._data)
+                src = Source("const", self._snapshot(obj))
             return src
-        if is_array(obj) and not isinstance(obj, type):
+        if is_array(obj) and not isinstance(obj, (type, np.generic)):  # (numbers are not)
             src = self._arrays.get(id(obj))
             if src is None:
                 self.keep.append(obj)
@@ -127,11 +130,23 @@ class Tracer(Observer):
             return [self.source(e) for e in obj]
         return None
 
+    def _snapshot(self, t: Tensor):
+        """The values of a constant tensor as they are now (an in-place op later in forward
+        must not change what an earlier op read); one copy per version of the tensor."""
+        key = (id(t._data), t._version.value)
+        snap = self._snapshots.get(key)
+        if snap is None:
+            snap = self._snapshots[key] = t._data.copy()
+            self.keep.append(t)
+        return snap
+
     # observer hooks ----------------------------------------------------------
 
     def op(self, cls, args, params):
         if self._paused:
             return run_op(self.prev, cls, args, params)
+        if cls._inplace and args and isinstance(args[0], Tensor):
+            self._check_inplace_view(cls, args[0])
         sources = [self.source(a) for a in args]
         param_sources = {k: s for k, v in params.items() if (s := self.source(v)) is not None}
         out = run_op(self.prev, cls, args, params)
@@ -163,6 +178,26 @@ class Tracer(Observer):
             return run_module(self.prev, module, args, kwargs)
         finally:
             self._scopes.pop()
+
+    def _check_inplace_view(self, cls, target: Tensor) -> None:
+        """An in-place write into a view changes its base too, which a graph of values
+        cannot express; refuse it unless the base is a constant made inside forward."""
+        # (views carry no view info under no_grad: follow the recorded view ops instead)
+        src = self._ids.get(id(target))
+        is_view = False
+        while src is not None and src.kind == "op":
+            rec = self.records[src.ref[0]]
+            if rec.kind != "op" or not rec.cls._is_view:
+                break
+            is_view = True
+            src = rec.sources[0]
+        if is_view and src is not None and src.kind != "const":
+            scope = self._scopes[-1] if self._scopes else ("", "")
+            inside = f" inside '{scope[0]}' ({scope[1]})" if scope[0] else ""
+            raise UnsupportedOperatorError(
+                f"ONNX export: {cls.__name__} (called at {user_location()}{inside}) writes in "
+                "place into a view of a tensor of the graph (like x[:, 0] = v or "
+                "x[1:].add_(1)); write it out of place (torch.where, cat, index_put) instead")
 
     def _record(self, kind, cls, module, args, params, sources, param_sources, out) -> None:
         outputs = tuple(flatten_tensors(out))

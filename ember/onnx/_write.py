@@ -21,10 +21,12 @@ def require_onnx():
 def _tensor(onnx, array: np.ndarray, name: str = ""):
     array = np.asarray(array)
     if array.dtype.name == "bfloat16":  # stored as its raw 16-bit patterns
-        proto = onnx.helper.make_tensor(name, onnx.TensorProto.BFLOAT16, array.shape,
-                                        array.view(np.uint16).tobytes(), raw=True)
-        return proto
-    return onnx.numpy_helper.from_array(np.ascontiguousarray(array), name)
+        raw = np.array(array, order="C").view(np.uint16).tobytes()
+        return onnx.helper.make_tensor(name, onnx.TensorProto.BFLOAT16, array.shape, raw,
+                                       raw=True)
+    if not array.flags.c_contiguous:  # (np.ascontiguousarray would make 0-d arrays 1-d)
+        array = array.copy(order="C")
+    return onnx.numpy_helper.from_array(array, name)
 
 
 def _attribute(onnx, key: str, value):

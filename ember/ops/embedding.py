@@ -34,6 +34,19 @@ def _row_factors(xp, flat, num_weights: int, padding_idx: int, scale_grad_by_fre
     return factors
 
 
+def _add_rows(xp, out, index, rows) -> None:
+    """``out[index[k]] += rows[k]`` for every k, repeated indices summed."""
+    if xp is not np:
+        scatter_add(xp, out, index, rows)
+        return
+    # NOTE: sorting and summing runs of equal indices (reduceat) is several times faster
+    # than np.add.at, which handles repeated indices one element at a time.
+    order = np.argsort(index, kind="stable")
+    ordered = index[order]
+    starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
+    out[ordered[starts]] += np.add.reduceat(rows[order], starts, axis=0)
+
+
 class Embedding(Function):
     """``weight[indices]``; the gradient flows back to the rows that were picked."""
 
@@ -72,7 +85,7 @@ class EmbeddingDenseBackward(Function):
         ctx.indices, ctx.factors = indices, factors
         out = xp.zeros((num_weights, dim), dtype=grad.dtype)
         if flat.size:
-            scatter_add(xp, out, flat, rows if factors is None else rows * factors[:, None])
+            _add_rows(xp, out, flat, rows if factors is None else rows * factors[:, None])
         return out
 
     @staticmethod

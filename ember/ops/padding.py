@@ -112,7 +112,7 @@ def _mode_pad(input: Tensor, pairs: list, mode: str) -> Tensor:
         n = input.shape[d]
         if mode == "reflect" and (lo >= n or hi >= n):
             raise RuntimeError(
-                f"Argument #{2 * k + 2}: Padding size should be less than the corresponding "
+                f"Argument #{4 + 2 * i}: Padding size should be less than the corresponding "
                 f"input dimension, but got: padding ({lo}, {hi}) at dimension {d} of input "
                 f"{list(input.shape)}")
         kept = n - max(-lo, 0) - max(-hi, 0)  # what is left after cropping

@@ -609,8 +609,9 @@ def _max_unpool(op: str, nd: int, input, indices, kernel_size, stride, padding, 
     size = _unpool_size(x, kernel, stride, pad, output_size)
     flat = idx._data
     plane = math.prod(size)
-    if flat.size and (int(flat.min()) < 0 or int(flat.max()) >= plane):
-        bad = int(flat.max()) if int(flat.max()) >= plane else int(flat.min())
+    outside = (flat < 0) | (flat >= plane)
+    if outside.any():
+        bad = int(flat[outside].reshape(-1)[0])
         raise RuntimeError(f"Found an invalid max index: {bad} (output volumes are of size "
                            f"{'x'.join(map(str, size))})")
     # A plain indexed write: where indices repeat, one of the values is kept, as in PyTorch.

@@ -52,6 +52,15 @@ def _sigmoid_(xp, a) -> None:
     a += 0.5
 
 
+def _recurrent(xp, w_hh, h):
+    """``h @ w_hh^T`` (bs, G), as the transpose of ``w_hh @ h^T``.
+
+    NOTE: for a short batch (bs of ~20 rows) OpenBLAS computes the (G, bs) product about
+    a third faster than the (bs, G) one; the result is read transposed by the next op.
+    """
+    return xp.matmul(w_hh, h.T).T
+
+
 def _grads_by_recompute(ctx, composite, inputs, grads, **params):
     """Gradients for double backward: differentiate the ember-op composite (recorded)."""
     from .._core.engine import grad as autograd_grad
@@ -90,7 +99,8 @@ class LSTMSequence(Function):
         h_raw = None if w_hr is None else xp.empty((n, hidden), dtype=xw.dtype)
         out = xp.empty((n, h0.shape[1]), dtype=xw.dtype)
         h, c = h0.copy(), c0.copy()
-        w_hh_t = w_hh.T
+        w_hh = xp.ascontiguousarray(w_hh)
+        w_hr_t = None if w_hr is None else xp.ascontiguousarray(w_hr.T)
         two, three = 2 * hidden, 3 * hidden
         for s, bs in _steps(batch_sizes, reverse):
             e = s + bs
@@ -98,8 +108,7 @@ class LSTMSequence(Function):
             h_prev[s:e] = hp
             c_prev[s:e] = cp
             g = gates[s:e]
-            xp.matmul(hp, w_hh_t, out=g)
-            g += xw[s:e]
+            xp.add(xw[s:e], _recurrent(xp, w_hh, hp), out=g)
             _sigmoid_(xp, g[:, :two])
             xp.tanh(g[:, two:three], out=g[:, two:three])
             _sigmoid_(xp, g[:, three:])
@@ -112,7 +121,7 @@ class LSTMSequence(Function):
                 xp.multiply(g[:, three:], tc, out=out[s:e])
             else:
                 xp.multiply(g[:, three:], tc, out=h_raw[s:e])
-                xp.matmul(h_raw[s:e], w_hr.T, out=out[s:e])
+                xp.matmul(h_raw[s:e], w_hr_t, out=out[s:e])
             h[:bs] = out[s:e]
         ctx.save_for_backward(xw, h0, c0, w_hh, w_hr)
         ctx.arrays = (gates, tanh_c, c_prev, h_prev, h_raw)
@@ -219,14 +228,14 @@ class GRUSequence(Function):
         h_prev = xp.empty((n, hidden), dtype=xw.dtype)
         out = xp.empty((n, hidden), dtype=xw.dtype)
         h = h0.copy()
-        w_hh_t = w_hh.T
+        w_hh = xp.ascontiguousarray(w_hh)
         for s, bs in _steps(batch_sizes, reverse):
             e = s + bs
             hp = h[:bs]
             h_prev[s:e] = hp
-            hw = hp @ w_hh_t
+            hw = _recurrent(xp, w_hh, hp)
             if b_hh is not None:
-                hw += b_hh
+                hw = hw + b_hh
             g = gates[s:e]
             xp.add(xw[s:e, :two], hw[:, :two], out=g[:, :two])
             _sigmoid_(xp, g[:, :two])
@@ -316,14 +325,13 @@ class RNNSequence(Function):
         h_prev = xp.empty((n, hidden), dtype=xw.dtype)
         out = xp.empty((n, hidden), dtype=xw.dtype)
         h = h0.copy()
-        w_hh_t = w_hh.T
+        w_hh = xp.ascontiguousarray(w_hh)
         for s, bs in _steps(batch_sizes, reverse):
             e = s + bs
             hp = h[:bs]
             h_prev[s:e] = hp
             o = out[s:e]
-            xp.matmul(hp, w_hh_t, out=o)
-            o += xw[s:e]
+            xp.add(xw[s:e], _recurrent(xp, w_hh, hp), out=o)
             if nonlinearity == "tanh":
                 xp.tanh(o, out=o)
             else:

@@ -206,7 +206,7 @@ class _Recorder(Observer):
             result = run_op(self.prev, cls, args, params)
         finally:
             self.end(event)
-        if self.profile_memory:
+        if self.profile_memory and not cls._inplace:  # an in-place op allocates no output
             event.self_memory = _new_bytes(result)
         first = result[0] if isinstance(result, tuple) and result else result
         fn = getattr(first, "_grad_fn", None)

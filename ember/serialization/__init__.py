@@ -83,7 +83,7 @@ def save(obj, f, pickle_module=pickle, pickle_protocol: int = DEFAULT_PROTOCOL,
     encoder = _structure.Encoder(pickle_module, pickle_protocol)
     try:
         node = encoder.encode(obj)
-    except _structure._Cyclic:  # a container holds itself: pickle handles cycles
+    except _structure._CyclicError:  # a container holds itself: pickle handles cycles
         encoder = _structure.Encoder(pickle_module, pickle_protocol)
         node = encoder._pickle(obj, "")
     entries = encoder.finish()
@@ -257,7 +257,7 @@ def _load_torch_zip(fh, head: bytes, start, total, place, weights_only: bool, ma
     zf = _torch_zip.open_zip(source)
     try:
         with zf:
-            reader = _torch_zip.TorchZipReader(zf, place, mapped, total or 0)
+            reader = _torch_zip.TorchZipReader(zf, place, mapped, total or 0, start or 0)
             return reader.load(weights_only)
     except (UnpicklingError, RuntimeError, ValueError):
         raise

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
+import stat
 import time
 
 _STALE_AGE_S = 24 * 3600  # a temporary file untouched this long is stale whatever its pid
@@ -27,10 +28,15 @@ def atomic_write(path):
     path = os.fspath(path)
     if isinstance(path, bytes):
         path = os.fsdecode(path)
-    folder, name = os.path.split(os.path.abspath(path))
+    # Through a symlink, replace the file it points to (as writing in place would).
+    path = os.path.realpath(path)
+    folder, name = os.path.split(path)
     tmp = os.path.join(folder, f"{_temp_prefix(name)}{os.getpid()}-{secrets.token_hex(4)}")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
     try:
+        with contextlib.suppress(OSError):  # keep the permissions of the file we replace
+            os.chmod(fd if os.chmod in os.supports_fd else tmp,
+                     stat.S_IMODE(os.stat(path).st_mode))
         with os.fdopen(fd, "wb") as f:
             yield f
             f.flush()

@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import zlib
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
@@ -71,34 +73,64 @@ def storable(dtype: np.dtype) -> bool:
     return dtype in _CODE_OF or dtype == np.complex128
 
 
-class _ChunkCRC:
-    """CRC-32 of each CHUNK-sized piece of a byte stream fed in arbitrary pieces."""
-
-    def __init__(self):
-        self.crcs = bytearray()
-        self._crc = 0
-        self._filled = 0
-
-    def update(self, data) -> None:
-        view = memoryview(data).cast("B")
-        pos, n = 0, len(view)
+def _chunks(buffers) -> list:
+    """Split a byte stream, given as consecutive buffers, into CHUNK-sized piece lists."""
+    out, current, filled = [], [], 0
+    for buf in buffers:
+        pos, n = 0, len(buf)
         while pos < n:
-            take = min(CHUNK - self._filled, n - pos)
-            self._crc = zlib.crc32(view[pos:pos + take], self._crc)
-            self._filled += take
+            take = min(CHUNK - filled, n - pos)
+            current.append(buf[pos:pos + take])
+            filled += take
             pos += take
-            if self._filled == CHUNK:
-                self._flush()
+            if filled == CHUNK:
+                out.append(current)
+                current, filled = [], 0
+    if current:
+        out.append(current)
+    return out
 
-    def _flush(self) -> None:
-        self.crcs += self._crc.to_bytes(4, "little")
-        self._crc = 0
-        self._filled = 0
+
+def _crc_group(chunks: list) -> bytes:
+    out = bytearray()
+    for pieces in chunks:
+        crc = 0
+        for piece in pieces:
+            crc = zlib.crc32(piece, crc)
+        out += crc.to_bytes(4, "little")
+    return bytes(out)
+
+
+class _ChunkCRCs:
+    """The CRC-32 of each chunk, computed on worker threads (zlib releases the GIL), so
+    that checksumming overlaps the reads and writes of the main thread."""
+
+    _GROUP = 8  # chunks per task
+
+    def __init__(self, nbytes: int):
+        workers = min(4, os.cpu_count() or 1) if nbytes >= 4 * self._GROUP * CHUNK else 1
+        # A pool per call, never a global one: a fork() cannot inherit dead workers.
+        self._pool = ThreadPoolExecutor(workers) if workers > 1 else None
+        self._parts: list = []
+
+    def submit(self, chunks: list) -> None:
+        for i in range(0, len(chunks), self._GROUP):
+            group = chunks[i:i + self._GROUP]
+            if self._pool is None:
+                self._parts.append(_crc_group(group))
+            else:
+                self._parts.append(self._pool.submit(_crc_group, group))
 
     def digest(self) -> bytes:
-        if self._filled:
-            self._flush()
-        return bytes(self.crcs)
+        try:
+            return b"".join(p if isinstance(p, bytes) else p.result() for p in self._parts)
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
 
 
 def _header_checksum(rows: list, structure: str) -> str:
@@ -147,34 +179,35 @@ def write(f, entries: list, metadata: dict, structure: str | None) -> None:
         header["__metadata__"] = meta
     for name, code, shape, offsets in rows:
         header[name] = {"dtype": code, "shape": shape, "data_offsets": offsets}
-    text = json.dumps(header, separators=(",", ":"), ensure_ascii=False).encode()
+    text = json.dumps(header, separators=(",", ":")).encode()
     text += b" " * (-len(text) % 8)  # the data section starts 8-byte aligned
     seekable = structure is not None and _seekable(f)
-    crc = _ChunkCRC()
-    if structure is not None and not seekable:
-        for _, array in entries:  # a stream: the checksum must be known before the header
-            crc.update(_byte_view(array))
-        digest = _data_checksum(meta["ember.header_checksum"], crc.digest())
-        text = text.replace(f"{CHECKSUM_ALGO}:{_PLACEHOLDER}".encode(),
-                            f"{CHECKSUM_ALGO}:{digest}".encode(), 1)
-    start = f.tell() if seekable else 0
-    f.write(len(text).to_bytes(8, "little"))
-    f.write(text)
-    for _, array in entries:
-        data = _byte_view(array)
-        for pos in range(0, len(data), IO_BLOCK):
-            piece = data[pos:pos + IO_BLOCK]
-            if seekable:
-                crc.update(piece)  # while the piece is in cache
-            f.write(piece)
-    if seekable:  # fill in the data checksum, now known
-        digest = _data_checksum(meta["ember.header_checksum"], crc.digest())
-        end = f.tell()
-        where = text.index(f'"ember.checksum":"{CHECKSUM_ALGO}:'.encode())
-        where += len(f'"ember.checksum":"{CHECKSUM_ALGO}:')
-        f.seek(start + 8 + where)
-        f.write(digest.encode())
-        f.seek(end)
+    buffers = [_byte_view(array) for _, array in entries]
+    crcs = _ChunkCRCs(offset if structure is not None else 0)
+    try:
+        if structure is not None:
+            crcs.submit(_chunks(buffers))  # workers checksum while we write
+        if structure is not None and not seekable:
+            # A stream: the checksum must be known before the header goes out.
+            digest = _data_checksum(meta["ember.header_checksum"], crcs.digest())
+            text = text.replace(f"{CHECKSUM_ALGO}:{_PLACEHOLDER}".encode(),
+                                f"{CHECKSUM_ALGO}:{digest}".encode(), 1)
+        start = f.tell() if seekable else 0
+        f.write(len(text).to_bytes(8, "little"))
+        f.write(text)
+        for data in buffers:
+            for pos in range(0, len(data), IO_BLOCK):
+                f.write(data[pos:pos + IO_BLOCK])
+        if seekable:  # fill in the data checksum, now known
+            digest = _data_checksum(meta["ember.header_checksum"], crcs.digest())
+            end = f.tell()
+            where = text.index(f'"ember.checksum":"{CHECKSUM_ALGO}:'.encode())
+            where += len(f'"ember.checksum":"{CHECKSUM_ALGO}:')
+            f.seek(start + 8 + where)
+            f.write(digest.encode())
+            f.seek(end)
+    finally:
+        crcs.close()
 
 
 def _seekable(f) -> bool:
@@ -334,25 +367,31 @@ def read_stream(f, total: int | None, mmap_array: np.ndarray | None = None) -> C
     if len(header_text) != n:
         raise FormatError(f"the file ends inside its {n}-byte header (truncated?)")
     if total is None:
-        rest = bytearray(f.read())
-        data = np.frombuffer(rest, dtype=np.uint8)
-        crc = _ChunkCRC()
-        crc.update(data)
+        data = np.frombuffer(bytearray(f.read()), dtype=np.uint8)
         table, metadata = parse_header(header_text, len(data))
-        return Container(table, metadata, data, crc.digest())
+        crcs = _ChunkCRCs(len(data))
+        crcs.submit(_chunks([memoryview(data)]))
+        return Container(table, metadata, data, crcs.digest())
     data_len = total - 8 - n
     table, metadata = parse_header(header_text, data_len)
     data = np.empty(data_len, dtype=np.uint8)
-    crc = _ChunkCRC()
-    pos = 0
-    while pos < data_len:
-        got = f.readinto(memoryview(data[pos:pos + IO_BLOCK]))
-        if not got:
-            raise FormatError(f"the file ended after {pos} of {data_len} data bytes "
-                              "(truncated?)")
-        crc.update(data[pos:pos + got])
-        pos += got
-    return Container(table, metadata, data, crc.digest())
+    view = memoryview(data)
+    crcs = _ChunkCRCs(data_len)
+    try:
+        pos = done = 0  # bytes read; bytes handed to the checksum workers
+        while pos < data_len:
+            got = f.readinto(view[pos:pos + IO_BLOCK])
+            if not got:
+                raise FormatError(f"the file ended after {pos} of {data_len} data bytes "
+                                  "(truncated?)")
+            pos += got
+            ready = pos if pos == data_len else pos - pos % CHUNK
+            if ready > done:
+                crcs.submit(_chunks([view[done:ready]]))
+                done = ready
+        return Container(table, metadata, data, crcs.digest())
+    finally:
+        crcs.close()
 
 
 def _read_exact(f, n: int) -> bytes:

@@ -36,7 +36,7 @@ from . import _format
 from ._format import FormatError
 
 
-class _Cyclic(Exception):
+class _CyclicError(Exception):
     """A container contains itself: the whole object goes through pickle instead."""
 
 
@@ -108,7 +108,7 @@ class Encoder:
 
     def _container(self, obj, kind, path: str):
         if id(obj) in self._active:
-            raise _Cyclic
+            raise _CyclicError
         self._active.add(id(obj))
         try:
             if kind is list:

@@ -77,8 +77,9 @@ class TorchZipReader:
     """One ``.pt`` zip archive: its storages (read or memory-mapped) and its pickle."""
 
     def __init__(self, zf: zipfile.ZipFile, place, mmap_array: np.ndarray | None,
-                 file_size: int):
+                 file_size: int, mmap_base: int = 0):
         self.zf = zf
+        self.mmap_base = mmap_base  # file position of mmap_array[0]
         self.place = place
         self.mmap_array = mmap_array
         self.file_size = file_size
@@ -164,7 +165,7 @@ class TorchZipReader:
 
     def _read_entry(self, info: zipfile.ZipInfo) -> np.ndarray:
         if self.mmap_array is not None and info.compress_type == zipfile.ZIP_STORED:
-            start = _data_offset(self.mmap_array, info)
+            start = _data_offset(self.mmap_array, info, self.mmap_base)
             return self.mmap_array[start:start + info.file_size]
         out = np.empty(info.file_size, dtype=np.uint8)
         with self.zf.open(info) as src:
@@ -237,11 +238,11 @@ def _rebuild_from_type_v2(func, new_type, args, state):
     return out
 
 
-def _data_offset(mapped: np.ndarray, info: zipfile.ZipInfo) -> int:
-    """Where an uncompressed entry's bytes start in the file (after its local header)."""
-    at = info.header_offset
+def _data_offset(mapped: np.ndarray, info: zipfile.ZipInfo, base: int) -> int:
+    """Where an uncompressed entry's bytes start in `mapped` (after its local header)."""
+    at = info.header_offset - base
     head = bytes(mapped[at:at + 30])
-    if len(head) != 30 or head[:4] != ZIP_MAGIC:
+    if at < 0 or len(head) != 30 or head[:4] != ZIP_MAGIC:
         raise RuntimeError(f"PyTorch checkpoint: bad local header for {info.filename}")
     start = at + 30 + int.from_bytes(head[26:28], "little") + int.from_bytes(head[28:30],
                                                                             "little")

@@ -58,8 +58,9 @@ def _env(extra: dict | None) -> dict:
 def run(cmd: list, timeout: float, env: dict | None = None) -> Result:
     """Run `cmd` in its own session; on timeout kill the whole session and fail."""
     start = time.monotonic()
-    proc = subprocess.Popen(cmd, cwd=ROOT, env=_env(env), stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, start_new_session=True)
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=_env(env), stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            start_new_session=True)
     try:
         out, _ = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:

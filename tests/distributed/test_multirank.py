@@ -6,6 +6,7 @@ running.
 """
 
 import os
+import re
 import sys
 
 from tests.distributed.launch import ROOT, WORKERS, assert_no_strays, launch, requires_mpi, run
@@ -77,7 +78,7 @@ def test_group_of_one_without_mpiexec():
 
 def test_example_reaches_the_single_process_accuracy():
     """examples/train_ddp.py under the launcher == the same script in one process."""
-    args = ["--model", "mlp", "--epochs", "2", "--dropout", "0", "--train-size", "256",
+    args = ["--model", "mlp", "--epochs", "2", "--dropout", "0", "--train-size", "128",
             "--test-size", "64"]
     example = os.path.join(ROOT, "examples", "train_ddp.py")
     single = run([sys.executable, example, *args], timeout=120)
@@ -87,9 +88,9 @@ def test_example_reaches_the_single_process_accuracy():
     assert "2 rank(s)" in ddp.output
 
     def last_epoch(text):
-        line = [ln for ln in text.splitlines() if ln.startswith("epoch 2")][-1]
-        words = line.split()
-        return float(words[4]), float(words[10].rstrip("%"))  # train loss, accuracy
+        m = re.search(r"epoch 2  train loss ([\d.]+) .* accuracy ([\d.]+)%", text)
+        assert m, text
+        return float(m.group(1)), float(m.group(2))
 
     (loss1, acc1), (loss2, acc2) = last_epoch(single.output), last_epoch(ddp.output)
     assert acc1 == acc2 and abs(loss1 - loss2) < 1e-4, (single.output, ddp.output)

@@ -40,7 +40,10 @@ def export_proto(model, args, **kwargs):
 
 
 def run_onnx(proto, feeds: list) -> list:
-    session = ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"])
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = 1  # small graphs; keep the suite light on CPUs
+    session = ort.InferenceSession(proto.SerializeToString(), options,
+                                   providers=["CPUExecutionProvider"])
     names = [i.name for i in session.get_inputs()]
     return session.run(None, dict(zip(names, feeds)))
 

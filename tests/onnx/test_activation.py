@@ -57,6 +57,14 @@ def test_hardswish_by_opset(opset, op):
     assert op in op_types(check_fn(F.hardswish, ember.randn(3, 4) * 4, opset=opset))
 
 
+def test_prelu_module_is_a_prelu_node():
+    prelu = nn.PReLU(3, 0.2)
+    with ember.no_grad():
+        prelu.weight.copy_(ember.tensor([0.1, -0.5, 2.0]))
+    assert op_types(check_fn(prelu, ember.randn(4, 3, 5))) == {"PRelu"}
+    assert op_types(check_fn(nn.PReLU(), ember.randn(4, 3))) == {"PRelu"}
+
+
 def test_native_ops_are_used():
     proto = check_fn(lambda x: (F.elu(x), F.selu(x), F.celu(x, 2.0), F.leaky_relu(x)),
                      ember.randn(3, 4))

@@ -31,7 +31,8 @@ UNARY = {
     "pow2": lambda x: x ** 2, "scalar_pow": lambda x: 2.0 ** x, "rsub": lambda x: 2 - x,
     "scalar_div": lambda x: 3 / (x.abs() + 1), "mul_scalar": lambda x: x * 2.5,
     "add_alpha": lambda x: ember.add(x, x, alpha=2), "sub_scalar": lambda x: x - 1,
-    "isnan": lambda x: ember.isnan(ember.log(x)), "isinf": lambda x: ember.isinf(ember.log(x.abs() * 0)),
+    "isnan": lambda x: ember.isnan(ember.log(x)),
+    "isinf": lambda x: ember.isinf(ember.log(x.abs() * 0)),
     "isfinite": lambda x: ember.isfinite(ember.log(x)),
 }
 
@@ -61,6 +62,7 @@ COMPARE = {
     "or": lambda a, b: (a > 0) | (b > 0), "xor": lambda a, b: (a > 0) ^ (b > 0),
     "not": lambda a, b: ~(a > b), "logical_and": lambda a, b: ember.logical_and(a, b),
     "logical_not": lambda a, b: ember.logical_not(a > b),
+    "isclose": lambda a, b: ember.isclose(a, (a * 100).round() / 100, rtol=1e-3, atol=1e-3),
 }
 
 

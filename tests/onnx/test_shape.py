@@ -22,8 +22,8 @@ SHAPE_OPS = {
     "select_first": lambda x: x[0], "narrow": lambda x: x.narrow(2, 1, 3),
     "chunk": lambda x: x.chunk(3, dim=-1), "split_sizes": lambda x: x.split([1, 3], dim=1),
     "unbind": lambda x: x.unbind(1), "cat": lambda x: ember.cat([x, x * 2], dim=1),
-    "stack": lambda x: ember.stack([x, -x], dim=0), "flip": lambda x: x.flip(0, 2),
-    "roll": lambda x: x.roll(2, dims=-1), "roll_flat": lambda x: x.roll(3),
+    "stack": lambda x: ember.stack([x, -x], dim=0), "flip": lambda x: x.flip((0, 2)),
+    "roll": lambda x: x.roll(2, dims=-1), "roll_two": lambda x: x.roll((1, -2), (1, 2)),
     "tril": lambda x: x.tril(), "triu": lambda x: x.triu(1),
     "contiguous": lambda x: x.transpose(1, 2).contiguous().view(x.size(0), -1),
     "movedim": lambda x: x.movedim(0, -1), "index_tensor": lambda x: x[:, ember.tensor(
@@ -40,15 +40,19 @@ def test_shape_op(name):
     check_fn(SHAPE_OPS[name], ember.randn(3, 4, 6))
 
 
-def test_view_keeps_dynamic_batch():
-    proto = check_fn(lambda x: x.view(x.size(0), -1), ember.randn(3, 4, 6))
-    shape = {i.name: list(i.int64_data) or None for i in proto.graph.initializer}
-    target = [n for n in proto.graph.node if n.op_type == "Reshape"][0].input[1]
+@pytest.mark.parametrize("fn, target", [
+    (lambda x: x.view(x.size(0), -1), [0, 24]),
+    (lambda x: x.reshape(-1, 6), [-1, 6]),
+    (lambda x: x.flatten(0, 1), [-1, 6]),
+])
+def test_reshape_targets_with_dynamic_batch(fn, target):
+    """The traced batch size never appears in a Reshape: 0 copies it, -1 infers it."""
     from onnx import numpy_helper
 
+    proto = check_fn(fn, ember.randn(3, 4, 6))
     values = {i.name: numpy_helper.to_array(i).tolist() for i in proto.graph.initializer}
-    assert values[target] == [0, -1]
-    del shape
+    reshape = [n for n in proto.graph.node if n.op_type == "Reshape"][0]
+    assert values[reshape.input[1]] == target
 
 
 def test_dynamic_sequence_dim():
@@ -67,6 +71,27 @@ def test_tensors_made_in_forward_follow_the_dynamic_dims():
         return x.sum(1) + h, x * steps.unsqueeze(0).unsqueeze(-1)
     check(fn, ember.randn(2, 3, 4), others=[ember.randn(5, 6, 4)], input_names=["x"],
           dynamic_axes={"x": {0: "batch", 1: "time"}})
+
+
+def test_flat_roll_of_a_fixed_shape():
+    check_fn(lambda x: x.roll(3), ember.randn(3, 4), batch=False)
+
+
+@pytest.mark.parametrize("fn", [
+    lambda x: x.scatter(1, ember.tensor([[0, 2], [1, 1], [3, 0]]), -1.0),
+    lambda x: x.scatter(1, ember.tensor([[0], [1], [3]]), x[:, 2:] * 10),
+    lambda x: x.scatter_add(1, ember.tensor([[0, 0], [1, 1], [3, 0]]), x[:, :2]),
+])
+def test_scatter(fn):
+    check_fn(fn, ember.randn(3, 4), batch=False)
+
+
+def test_slice_bound_from_another_tensor():
+    """A positional-encoding table cut to the input's (dynamic) length."""
+    table = ember.randn(1, 10, 4)
+    check(lambda x: x + table[:, :x.size(1)], ember.randn(2, 5, 4),
+          others=[ember.randn(3, 8, 4), ember.randn(1, 1, 4)], input_names=["x"],
+          dynamic_axes={"x": {0: "batch", 1: "length"}})
 
 
 def test_index_with_two_tensors():

@@ -8,7 +8,8 @@ from __future__ import annotations
 import importlib
 
 FAMILIES = ("arithmetic", "elementwise", "comparison", "reduction", "shape", "indexing",
-            "linalg", "creation", "activation", "loss", "normalization")
+            "linalg", "creation", "activation", "loss", "normalization", "conv", "pooling",
+            "resample")
 
 OP_DB = []
 for _family in FAMILIES:

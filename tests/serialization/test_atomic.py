@@ -104,3 +104,16 @@ def test_saved_file_has_ordinary_permissions(tmp_path):
     path = tmp_path / "w.pt"
     ember.save(ember.ones(1), path)
     assert path.stat().st_mode & 0o777 == 0o666 & ~umask
+
+
+@pytest.mark.skipif(os.name != "posix", reason="POSIX permissions and symlinks")
+def test_overwrite_keeps_permissions_and_follows_symlinks(tmp_path):
+    target = tmp_path / "epoch3.pt"
+    ember.save(ember.ones(1), target)
+    os.chmod(target, 0o600)
+    link = tmp_path / "latest.pt"
+    link.symlink_to(target.name)
+    ember.save(ember.zeros(2), link)
+    assert link.is_symlink()
+    assert ember.load(target).tolist() == [0.0, 0.0]
+    assert target.stat().st_mode & 0o777 == 0o600

@@ -362,3 +362,14 @@ def test_load_rejects_pickle_module_with_weights_only():
 def test_save_rejects_non_file():
     with pytest.raises(AttributeError):
         ember.save(ember.ones(1), 3)
+
+
+def test_file_object_positioned_after_other_data(tmp_path):
+    path = tmp_path / "multi.bin"
+    with open(path, "wb") as f:
+        f.write(b"prefix--")
+        ember.save({"w": ember.arange(3.0)}, f)
+    for mmap in (False, True):
+        with open(path, "rb") as f:
+            f.seek(8)
+            assert ember.load(f, mmap=mmap)["w"].tolist() == [0.0, 1.0, 2.0]

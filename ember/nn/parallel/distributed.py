@@ -2,32 +2,35 @@
 
 The design is PyTorch's (Li et al., "PyTorch Distributed", VLDB 2020), on ember's autograd:
 
-**Construction.** The ranks check that their models have the same parameters (names, shapes,
-dtypes), then rank 0's parameters and buffers are broadcast so every replica starts equal.
-Parameters that require grad are grouped into *buckets*: in reverse registration order
-(roughly the order backward produces their gradients), per dtype, each at most
-``bucket_cap_mb`` (the first one at most 1 MB, so that communication starts early).  A bucket owns
-one flat buffer holding its parameters' gradients side by side.
+**Construction.** The ranks check that their models have the same parameters (names,
+shapes, dtypes), then rank 0's parameters and buffers are broadcast so every replica starts
+equal.  Parameters that require grad are grouped into *buckets*: in reverse registration
+order (roughly the order backward produces their gradients), per dtype, each at most
+``bucket_cap_mb`` (the first one at most 1 MB, so that communication starts early).  A
+bucket owns one flat buffer holding its parameters' gradients side by side.
 
 **Backward.** Every parameter has a post-accumulate-grad hook
 (``Tensor.register_post_accumulate_grad_hook``): when autograd has written the parameter's
-``.grad``, the hook copies it into its slot of the bucket buffer (or, with
-``gradient_as_bucket_view=True``, ``.grad`` *is* that slot) and counts the bucket down.  A
-bucket whose gradients are all there starts an ``all_reduce`` of its buffer with
-``async_op=True`` (``MPI_Iallreduce``) right away, while autograd goes on computing the
-gradients of earlier layers: communication overlaps the rest of backward.  Buckets are
-started strictly in index order, the same on every rank, because MPI pairs collectives by
-the order they are called in.  Each hook also polls the buckets in flight, which is what
-moves MPI's transfers forward (MPI has no progress thread by default).
+``.grad``, the hook copies it, divided by the world size, into its slot of the bucket buffer
+(with ``gradient_as_bucket_view=True``, ``.grad`` *is* that slot and is scaled in place,
+which saves both copies) and counts the bucket down.  A bucket whose gradients are all
+there starts an ``all_reduce`` of its buffer with ``async_op=True`` (``MPI_Iallreduce``)
+right away, while autograd goes on computing the gradients of earlier layers:
+communication overlaps the rest of backward.  Buckets are started strictly in index order,
+the same on every rank, because MPI pairs collectives by the order they are called in.
+Each hook also polls the buckets in flight, which is what moves MPI's transfers forward
+(MPI has no progress thread by default).
 
 **The end of backward** (the "final callback").  ember's engine has no queue of callbacks
 to run after backward, so the reducer finishes from inside the hook that starts the last
-bucket: once every bucket is started, every parameter's gradient is final (a parameter's
-hook runs after *all* of its gradient has been accumulated), so that hook waits for the
-buckets in flight, divides by the world size and writes the averages back into ``.grad``.
-When ``loss.backward()`` returns, the gradients are averaged; nothing needs to happen
-before ``optimizer.step()``.  What runs of backward after that point only computes
-gradients for non-parameters (e.g. inputs), which DDP does not touch.
+bucket.  That is correct because a parameter's hook runs only once *all* of its gradient
+has been summed (the engine runs a leaf's AccumulateGrad once per backward): once every
+bucket has started, every parameter's gradient is final.  That hook waits for the buckets
+in flight (the summed buckets now hold the averages) and writes them back into ``.grad``,
+so when ``loss.backward()`` returns the gradients are averaged and nothing else needs to
+happen before ``optimizer.step()``.  Whatever backward still runs after that point only
+computes gradients of non-parameters (e.g. inputs), which DDP does not touch.  One backward
+per forward is expected: a second ``backward`` through the same graph accumulates locally.
 
 **Parameters without a gradient.** If some parameter takes no part in the loss, its hook
 never runs, its bucket never starts and backward ends with gradients not averaged; the
@@ -142,6 +145,7 @@ class DistributedDataParallel(Module):
         self._params = params
         self._names = names
         self._world = pg.size()
+        self._scale = 1.0 / self._world  # gradients are divided as they enter the buckets
         self._verify_same_model(names, params)
         if init_sync:
             self._broadcast_coalesced([p for p in module.parameters()]
@@ -152,6 +156,7 @@ class DistributedDataParallel(Module):
             for k, i in enumerate(b.members):
                 self._bucket_of[i] = (b, k)
         self._armed = False  # a backward that must be averaged is expected
+        self._backward_started = False
         self._ready = [False] * len(params)
         self._used = None  # per parameter: 1 when it got a gradient in this backward
         self._unused_now = ()
@@ -231,8 +236,8 @@ class DistributedDataParallel(Module):
         return output
 
     def _check_previous_reduction(self) -> None:
-        if not self._armed or not any(self._ready):
-            return
+        if not self._armed or not self._backward_started:
+            return  # (a forward whose output got no backward is simply forgotten)
         missing = [self._names[i] for i, r in enumerate(self._ready) if not r]
         self._armed = False
         raise RuntimeError(
@@ -247,6 +252,7 @@ class DistributedDataParallel(Module):
 
     def _prepare_for_backward(self, output) -> None:
         self._armed = True
+        self._backward_started = False
         self._ready = [False] * len(self._params)
         self._next_bucket = 0
         for b in self._buckets:
@@ -279,6 +285,7 @@ class DistributedDataParallel(Module):
                 "example a second backward through the same graph, or a parameter marked "
                 "unused by find_unused_parameters that was used after all)")
         self._ready[i] = True
+        self._backward_started = True
         if self._used is not None:
             self._used[i] = 1
         bucket, k = self._bucket_of[i]
@@ -290,17 +297,20 @@ class DistributedDataParallel(Module):
             self._progress()
 
     def _copy_in(self, bucket: _Bucket, k: int) -> None:
+        """Put a gradient, already divided by the world size, into its bucket slot."""
         p = self._params[bucket.members[k]]
         grad = p._grad
-        if grad is bucket.views[k]:
-            return  # gradient_as_bucket_view: accumulated in place already
+        slot = bucket.slot(k)
+        if grad is bucket.views[k]:  # gradient_as_bucket_view: accumulated in place already
+            slot *= self._scale
+            return
         if grad is None:
-            bucket.slot(k)[...] = 0
+            slot[...] = 0
         elif grad.is_sparse:
             raise RuntimeError("DistributedDataParallel does not support sparse gradients "
                                f"(parameter {self._names[bucket.members[k]]})")
         else:
-            bucket.slot(k)[...] = grad._data
+            module_of(slot).multiply(grad._data, self._scale, out=slot)
         if self.gradient_as_bucket_view and grad is not None:
             p._grad = bucket.views[k]
 
@@ -326,7 +336,7 @@ class DistributedDataParallel(Module):
             self._progress()
 
     def _finalize(self) -> None:
-        """Every bucket is in flight: wait, average, write the gradients back."""
+        """Every bucket is in flight: wait, then write the averages back into ``.grad``."""
         self._armed = False
         for b in self._buckets:
             b.work.wait()
@@ -335,9 +345,7 @@ class DistributedDataParallel(Module):
             used = _make(self._used)
             self._dist.all_reduce(used, group=self.process_group)
             globally_used = self._used
-        scale = 1.0 / self._world
         for b in self._buckets:
-            b.buffer *= scale
             for k, i in enumerate(b.members):
                 if globally_used is not None and not globally_used[i]:
                     continue  # no rank used it: leave its .grad as it was

@@ -17,6 +17,7 @@ for _family in (elementwise, activation, linear, conv, pooling, normalization, s
     TABLE.update(_family.CONVERTERS)
 
 MODULE_TABLE: dict = {}
+MODULE_TABLE.update(activation.MODULE_CONVERTERS)
 MODULE_TABLE.update(normalization.MODULE_CONVERTERS)
 MODULE_TABLE.update(rnn.MODULE_CONVERTERS)
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 
+from ...nn.modules import activation as act_modules
 from ...ops import activation as act
 from ...ops import elementwise as el
 from .._convert import Call
@@ -131,6 +132,20 @@ def convert_hardshrink(c: Call) -> None:
     c.done(c.op("Shrink", c.input(0), lambd=float(c.arg(1)), bias=0.0))
 
 
+def _accepts_prelu(module, args, kwargs) -> bool:
+    return len(args) == 1 and not kwargs
+
+
+def convert_prelu_module(c: Call) -> None:
+    """nn.PReLU: one PRelu node, its slope shaped to broadcast over dim 1."""
+    weight = c.tensor(c.module.weight)
+    ndim = len(c.shape(0))
+    n = c.module.weight.numel()
+    if n > 1 and ndim >= 2:
+        weight = c.reshape(weight, [n] + [1] * (ndim - 2))
+    c.done(c.op("PRelu", c.input(0), weight))
+
+
 CONVERTERS = {
     el.Relu: convert_relu,
     act.Softmax: convert_softmax, act.LogSoftmax: convert_log_softmax,
@@ -141,3 +156,5 @@ CONVERTERS = {
     act.Hardsigmoid: convert_hardsigmoid, act.Hardswish: convert_hardswish,
     act.Softshrink: convert_softshrink, act.Hardshrink: convert_hardshrink,
 }
+
+MODULE_CONVERTERS = {act_modules.PReLU: (_accepts_prelu, convert_prelu_module)}

@@ -14,7 +14,7 @@ from ...ops import creation
 from ...ops import dropout
 from ...ops import elementwise as el
 from ...ops import elementwise_special as sp
-from .._convert import Call
+from .._convert import Call, to_numpy
 
 
 def _operands(c: Call) -> tuple:
@@ -305,6 +305,23 @@ def convert_bitwise_not(c: Call) -> None:
     c.done(c.op("Not" if c.dtype(0) == np.bool_ else "BitwiseNot", x))
 
 
+def convert_isclose(c: Call) -> None:
+    """``|x - y| <= atol + rtol * |y|`` (equal values, infinities included, always are)."""
+    x, y = c.input(0), c.input(1, like=0)
+    rtol, atol, equal_nan = c.arg(2), c.arg(3), c.arg(4)
+    if c.dtype(0) == np.bool_:
+        c.done(c.op("Equal", x, y))
+        return
+    dtype = c.dtype(0)
+    gap = c.op("Abs", c.op("Sub", x, y))
+    bound = c.op("Add", _scalar(c, atol, dtype), c.op("Mul", _scalar(c, rtol, dtype),
+                                                      c.op("Abs", y)))
+    close = c.op("Or", c.op("LessOrEqual", gap, bound), c.op("Equal", x, y))
+    if equal_nan:
+        close = c.op("Or", close, c.op("And", c.op("IsNaN", x), c.op("IsNaN", y)))
+    c.done(close)
+
+
 def convert_isfinite(c: Call) -> None:
     x = c.input(0)
     c.done(c.op("Not", c.op("Or", c.op("IsNaN", x), c.op("IsInf", x))))
@@ -343,10 +360,15 @@ def convert_zero(c: Call) -> None:
 
 
 def convert_masked(c: Call) -> None:
-    """Dropout's mask (exported in training mode: the mask drawn at export is baked in)."""
-    out = c.op("Mul", c.input(0), c.param_input("scale"))
-    if c.param("shift") is not None:
-        out = c.op("Add", out, c.param_input("shift"))
+    """Dropout in training mode: a Dropout node (a fresh random mask at every run)."""
+    scale = np.asarray(to_numpy(c.param("scale")), dtype=np.float64)
+    kept = scale[scale != 0]
+    if c.param("shift") is not None or scale.shape != c.shape(0) or (
+            kept.size and not np.allclose(kept, kept[0])):
+        c.fail("only elementwise dropout can be exported in training mode (not alpha or "
+               "channel-wise dropout)")
+    ratio = 1.0 - 1.0 / kept[0] if kept.size else 1.0
+    out = c.op("Dropout", c.input(0), c.const(ratio, c.dtype(0)), c.const(True, np.bool_))
     c.done(out)
 
 
@@ -372,7 +394,8 @@ CONVERTERS = {
     el.Frac: composite(_frac),
     sp.Sigmoid: unary("Sigmoid"), sp.Erf: unary("Erf"), sp.Erfc: composite(_erfc),
     sp.Maximum: binary("Max"), sp.Minimum: binary("Min"), sp.Fmax: binary("Max"),
-    sp.Fmin: binary("Min"), sp.Hypot: convert_hypot, sp.Atan2: convert_atan2, sp.Xlogy: convert_xlogy,
+    sp.Fmin: binary("Min"), sp.Hypot: convert_hypot, sp.Atan2: convert_atan2,
+    sp.Xlogy: convert_xlogy,
     sp.Logit: convert_logit, sp.Clamp: convert_clamp, sp.ClampTensor: convert_clamp_tensor,
     sp.Where: convert_where, sp.NanToNum: convert_nan_to_num,
     cmp.Eq: comparison("Equal"), cmp.Ne: comparison("Equal", negate=True),
@@ -382,7 +405,8 @@ CONVERTERS = {
     cmp.LogicalXor: logical("Xor"), cmp.LogicalNot: convert_logical_not,
     cmp.BitwiseAnd: bitwise("BitwiseAnd", "And"), cmp.BitwiseOr: bitwise("BitwiseOr", "Or"),
     cmp.BitwiseXor: bitwise("BitwiseXor", "Xor"), cmp.BitwiseNot: convert_bitwise_not,
-    cmp.IsNan: unary("IsNaN"), cmp.IsInf: unary("IsInf"), cmp.IsFinite: convert_isfinite,
+    cmp.IsClose: convert_isclose, cmp.IsNan: unary("IsNaN"), cmp.IsInf: unary("IsInf"),
+    cmp.IsFinite: convert_isfinite,
     cmp.IsPosInf: unary("IsInf", detect_negative=0),
     cmp.IsNegInf: unary("IsInf", detect_positive=0),
     conv.ToCopy: convert_to_copy, conv.Clone: unary("Identity"), conv.Copy: convert_copy,

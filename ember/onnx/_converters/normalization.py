@@ -22,6 +22,8 @@ def convert_normalize(c: Call) -> None:
     if (c.opset >= 17 and trailing and dims
             and (not (has_w or has_b) or bshape == tuple(in_shape[d] for d in dims))):
         norm_shape = [in_shape[d] for d in dims]
+        if not has_w:
+            c.static_dims(0, dims, "layer norm without a weight gets a constant scale")
         scale = c.input(1) if has_w else c.const(np.ones(norm_shape), dtype)
         bias = [c.input(2)] if has_b else []
         c.done(c.op("LayerNormalization", x, scale, *bias, axis=dims[0], epsilon=eps))

@@ -104,6 +104,7 @@ def convert_axis_map(c: Call) -> None:
     weight = c.arg(3)
     weight = None if weight is None else to_numpy(weight).astype(np.float64)
     ndim = len(c.shape(0))
+    c.static_dims(0, [axis], "resampling maps a fixed number of positions")
     n_in = c.shape(0)[axis]
     dtype = c.out_dtype()
     if not adjoint:

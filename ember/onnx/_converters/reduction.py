@@ -37,6 +37,19 @@ def convert_sum(c: Call) -> None:
     c.done(_reduce(c, "ReduceSum", x, c.arg(1), bool(c.arg(2, False))))
 
 
+def convert_nansum(c: Call) -> None:
+    x = c.input(0)
+    if c.dtype(0).kind == "f":
+        x = c.op("Where", c.op("IsNaN", x), c.const(0, c.dtype(0)), x)
+    if c.out_dtype() != c.dtype(0):
+        x = c.cast(x, c.out_dtype())
+    c.done(_reduce(c, "ReduceSum", x, c.arg(1), bool(c.arg(2))))
+
+
+def convert_abs_pow(c: Call) -> None:
+    c.done(c.op("Pow", c.op("Abs", c.input(0)), c.const(float(c.arg(1)), c.dtype(0))))
+
+
 def convert_mean(c: Call) -> None:
     c.done(_reduce(c, "ReduceMean", c.input(0), c.arg(1), bool(c.arg(2))))
 
@@ -66,6 +79,7 @@ def convert_var(c: Call) -> None:
     x = c.input(0)
     dims, correction, keepdim, take_sqrt = c.arg(1), c.arg(2), bool(c.arg(3)), c.arg(4)
     dims = _dims(c, dims)
+    c.static_dims(0, dims, "the variance divides by the number of elements")
     shape = c.shape(0)
     count = math.prod(shape[d] for d in dims)
     mean = c.reduce("ReduceMean", x, dims, True)
@@ -105,6 +119,16 @@ def convert_norm(c: Call) -> None:
     c.done(out)
 
 
+def convert_sorted(c: Call) -> None:
+    """sort and topk: a TopK node (values and indices, in order)."""
+    dim, descending, k = int(c.arg(1)), bool(c.arg(2)), c.arg(3)
+    c.static_dims(0, [dim], "a full sort returns as many values as the dim has")
+    count = c.shape(0)[dim] if k is None else int(k)
+    values, indices = c.op("TopK", c.input(0), c.ints([count]), axis=dim,
+                           largest=int(descending), sorted=1, outputs=2)
+    c.done(values, indices)
+
+
 def convert_cumsum(c: Call) -> None:
     x = c.input(0)
     if c.out_dtype() != c.dtype(0):
@@ -113,10 +137,11 @@ def convert_cumsum(c: Call) -> None:
 
 
 CONVERTERS = {
-    reduction.Sum: convert_sum, reduction.Mean: convert_mean, reduction.Prod: convert_prod,
+    reduction.Sum: convert_sum, reduction.Nansum: convert_nansum, reduction.Mean: convert_mean,
+    reduction.Prod: convert_prod, reduction_stats._AbsPow: convert_abs_pow,
     reduction._EvenReduce: convert_even_reduce,
     reduction._SelectAlongDim: convert_select_along_dim,
     reduction_stats.Var: convert_var, reduction_stats.LogSumExp: convert_logsumexp,
     reduction_stats.Norm: convert_norm, linalg_norms.VectorNorm: convert_norm,
-    sorting.Cumsum: convert_cumsum,
+    sorting.Cumsum: convert_cumsum, sorting._Sorted: convert_sorted,
 }

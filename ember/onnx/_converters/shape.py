@@ -118,13 +118,26 @@ def convert_expand(c: Call) -> None:
 # slicing
 
 
-def _bound(c: Call, value, n1: int, n2: int, value2, what: str) -> int:
-    """A slice bound (or int index) on a dim of size n1 (n2 in the check trace)."""
+def _bound(c: Call, value, n1: int, n2: int, value2, what: str):
+    """A slice bound (or int index) on a dim of size n1 (n2 in the check trace): an int,
+    or the ONNX name of a 1-element tensor when it follows a dynamic size elsewhere."""
     if value == value2:
         return value
     if value - n1 == value2 - n2:
         return value - n1 if value != n1 else INT64_MAX
-    c.fail(f"the {what} {value} depends on a dynamic dim in a way ONNX Slice cannot express")
+    try:
+        return c.dim_value(value, value2)  # e.g. pe[:, :x.size(1)]
+    except UnsupportedOperatorError:
+        c.fail(f"the {what} {value} depends on a dynamic dim in a way ONNX Slice cannot "
+               "express")
+
+
+def _int_tensor(c: Call, items: list) -> str:
+    """A 1-D int64 tensor of ints and 1-element tensors (by name)."""
+    if all(not isinstance(i, str) for i in items):
+        return c.ints(items)
+    parts = [i if isinstance(i, str) else c.ints([i]) for i in items]
+    return c.op("Concat", *parts, axis=0)
 
 
 @dynamic
@@ -158,6 +171,8 @@ def convert_subview(c: Call) -> None:
             out += 1
         else:  # an int index
             i = _bound(c, int(k), in1[d], in2[d], int(k2), "index")
+            if isinstance(i, str):
+                c.fail(f"the index {k} depends on a dynamic dim")
             starts.append(i)
             ends.append(i + 1 if i != -1 else INT64_MAX)
             axes.append(d)
@@ -166,7 +181,8 @@ def convert_subview(c: Call) -> None:
             d += 1
     x = c.input(0)
     if axes:
-        x = c.slice(x, starts, ends, axes, steps)
+        x = c.op("Slice", x, _int_tensor(c, starts), _int_tensor(c, ends), c.ints(axes),
+                 c.ints(steps))
     if squeeze:
         x = c.squeeze(x, squeeze)
     if unsqueeze:
@@ -184,6 +200,7 @@ def convert_split(c: Call) -> None:
 
 def convert_unbind(c: Call) -> None:
     dim = int(c.arg(1))
+    c.static_dims(0, [dim], "unbind makes one output per index")
     n = c.shape(0)[dim]
     parts = c.op("Split", c.input(0), c.ints([1] * n), axis=dim, outputs=n)
     parts = [parts] if n == 1 else parts
@@ -221,11 +238,39 @@ def convert_index(c: Call) -> None:
 
 
 def convert_index_select(c: Call) -> None:
-    c.done(c.op("Gather", c.input(0), c.input(2), axis=int(c.arg(1))))
+    index = c.get_input(2, "index")
+    c.done(c.op("Gather", c.input(0), index, axis=int(c.get(1, "dim"))))
 
 
 def convert_gather(c: Call) -> None:
-    c.done(c.op("GatherElements", c.input(0), c.input(2), axis=int(c.arg(1))))
+    index = c.get_input(2, "index")
+    c.done(c.op("GatherElements", c.input(0), index, axis=int(c.get(1, "dim"))))
+
+
+def _scatter(c: Call, reduction: str) -> None:
+    x = c.input(0)
+    index_shape = tuple(np.shape(c.param("index")))
+    if c.is_tensor(1):
+        updates = c.input(1)
+        if c.shape(1) != index_shape:
+            updates = c.slice(updates, [0] * len(index_shape), index_shape,
+                              range(len(index_shape)))
+    else:
+        updates = c.op("Expand", c.const(c.arg(1), c.dtype(0)), c.ints(index_shape))
+    if reduction != "none" and c.opset < 16:
+        c.fail("scatter with a reduction needs opset 16 or later")
+    attrs = {"reduction": reduction} if reduction != "none" else {}
+    c.done(c.op("ScatterElements", x, c.param_input("index"), updates,
+                axis=int(c.param("dim")), **attrs))
+
+
+def convert_scatter(c: Call) -> None:
+    reduce = c.param("reduce")
+    _scatter(c, {None: "none", "add": "add", "multiply": "mul"}[reduce])
+
+
+def convert_scatter_add(c: Call) -> None:
+    _scatter(c, "add")
 
 
 def convert_masked_fill(c: Call) -> None:
@@ -276,6 +321,7 @@ def convert_roll(c: Call) -> None:
     x = c.input(0)
     shifts, dims = c.arg(1), c.arg(2)
     full = c.shape(0)
+    c.static_dims(0, range(len(full)) if not dims else dims, "roll shifts")
     if not dims:
         x = c.reshape(x, [-1])
         shape_dims = [(0, int(np.prod(full)))]
@@ -316,6 +362,7 @@ CONVERTERS = {
     slicing.Unbind: convert_unbind,
     indexing.Index: convert_index, indexing.MaskedFill: convert_masked_fill,
     index_dim.IndexSelect: convert_index_select, scatter.Gather: convert_gather,
+    scatter.Scatter: convert_scatter, scatter.ScatterAdd: convert_scatter_add,
     joining.Cat: convert_cat, joining.Stack: convert_stack, joining.Repeat: convert_repeat,
     joining.Flip: convert_flip, joining.Roll: convert_roll,
     joining.Tril: convert_tril, joining.Triu: convert_tril,

@@ -12,7 +12,7 @@ import ember
 import ember.distributed as dist
 import ember.nn as nn
 import ember.nn.functional as F
-from ember.nn.parallel import DistributedDataParallel as DDP
+from ember.nn.parallel import DistributedDataParallel as DDP  # noqa: N817 - the usual idiom
 from ember.utils.data import DataLoader, DistributedSampler, TensorDataset
 
 RTOL, ATOL = 1e-4, 1e-5
@@ -148,6 +148,7 @@ def unused_parameters():
     model.use_b = rank == 0
     ddp = DDP(model, find_unused_parameters=True)
     x = ember.ones(2, 4) * (rank + 1)
+    ddp(x)  # a forward without backward (e.g. a look at the loss) is simply forgotten
     ddp(x).sum().backward()
     assert model.never.weight.grad is None, "a parameter no rank used must keep grad None"
     grads = [None, None]

@@ -16,7 +16,7 @@ import ember
 import ember.distributed as dist
 import ember.nn as nn
 import ember.nn.functional as F
-from ember.nn.parallel import DistributedDataParallel as DDP
+from ember.nn.parallel import DistributedDataParallel as DDP  # noqa: N817 - the usual idiom
 
 
 def main():

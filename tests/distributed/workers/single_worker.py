@@ -5,7 +5,7 @@ import os
 import ember
 import ember.distributed as dist
 import ember.nn as nn
-from ember.nn.parallel import DistributedDataParallel as DDP
+from ember.nn.parallel import DistributedDataParallel as DDP  # noqa: N817 - the usual idiom
 
 
 def main():

@@ -1,0 +1,615 @@
+"""Image transforms as objects (``torchvision.transforms``' API), built on `functional`.
+
+Like torchvision's, the transforms with settings are `nn.Module`s (so they fit in an
+``nn.Sequential``); the conversions and `Compose` are plain callables.  Random transforms
+draw from ember's default generator (``ember.rand``, ``ember.randint``...), which the
+DataLoader seeds per sample: the same seed gives the same augmented batches whatever the
+number of workers.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Sequence
+
+import numpy as np
+
+from ... import _sampling
+from ..._core.tensor import Tensor, _make
+from ...nn.modules.module import Module
+from . import functional as F
+from .functional import InterpolationMode
+
+# -- random numbers, from ember's default generator ----------------------------------
+
+
+def _rand() -> float:
+    return float(_sampling.rand(1).item())
+
+
+def _uniform(low: float, high: float) -> float:
+    return low + (high - low) * _rand()
+
+
+def _randint(low: int, high: int) -> int:
+    return int(_sampling.randint(low, high, (1,)).item())
+
+
+def _pair_range(value, name: str, center: float = 0.0, bound=(0.0, float("inf"))):
+    """A number v -> (center - v, center + v) clipped to `bound`; a pair is checked."""
+    if isinstance(value, numbers.Number):
+        if value < 0:
+            raise ValueError(f"If {name} is a single number, it must be non negative.")
+        low, high = center - float(value), center + float(value)
+        low = max(low, bound[0])
+    elif isinstance(value, (tuple, list)) and len(value) == 2:
+        low, high = float(value[0]), float(value[1])
+    else:
+        raise TypeError(f"{name} should be a single number or a list/tuple with length 2.")
+    if not bound[0] <= low <= high <= bound[1]:
+        raise ValueError(f"{name} values should be between {bound}, but got {[low, high]}.")
+    return low, high
+
+
+def _setup_size(size, message: str = "Please provide only two dimensions (h, w) for size."):
+    if isinstance(size, numbers.Number):
+        return int(size), int(size)
+    if isinstance(size, Sequence) and len(size) == 1:
+        return int(size[0]), int(size[0])
+    if len(size) != 2:
+        raise ValueError(message)
+    return int(size[0]), int(size[1])
+
+
+class _Transform(Module):
+    """A transform with settings: `forward` does the work, `extra_repr` shows settings."""
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.extra_repr()})"
+
+
+# -- composition and conversions ------------------------------------------------------
+
+
+class Compose:
+    """Apply `transforms` one after the other."""
+
+    def __init__(self, transforms):
+        self.transforms = list(transforms)
+
+    def __call__(self, img):
+        for t in self.transforms:
+            img = t(img)
+        return img
+
+    def __repr__(self) -> str:
+        body = "".join(f"\n    {t}" for t in self.transforms)
+        return f"{type(self).__name__}({body}\n)"
+
+
+class ToTensor:
+    """PIL or NumPy (H, W, C) image -> (C, H, W) tensor; uint8 scaled to [0, 1]."""
+
+    def __call__(self, pic) -> Tensor:
+        return F.to_tensor(pic)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}()"
+
+
+class PILToTensor:
+    """PIL image -> (C, H, W) tensor of the same pixel type, without scaling."""
+
+    def __call__(self, pic) -> Tensor:
+        return F.pil_to_tensor(pic)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}()"
+
+
+class ToPILImage:
+    """Tensor (C, H, W) or NumPy (H, W, C) image -> PIL image (see `F.to_pil_image`)."""
+
+    def __init__(self, mode: str | None = None):
+        self.mode = mode
+
+    def __call__(self, pic):
+        return F.to_pil_image(pic, self.mode)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(" + (f"mode={self.mode}" if self.mode else "") + ")"
+
+
+class ConvertImageDtype(_Transform):
+    """Convert a tensor image to `dtype`, rescaling the values (uint8 255 <-> float 1.0)."""
+
+    def __init__(self, dtype):
+        super().__init__()
+        self.dtype = dtype
+
+    def forward(self, image):
+        return F.convert_image_dtype(image, self.dtype)
+
+
+class Lambda:
+    """Apply a user function."""
+
+    def __init__(self, lambd):
+        if not callable(lambd):
+            raise TypeError(f"Argument lambd should be callable, got {type(lambd).__name__!r}")
+        self.lambd = lambd
+
+    def __call__(self, img):
+        return self.lambd(img)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}()"
+
+
+class Normalize(_Transform):
+    """Per channel ``(x - mean[c]) / std[c]`` on a float tensor image."""
+
+    def __init__(self, mean, std, inplace: bool = False):
+        super().__init__()
+        self.mean, self.std, self.inplace = mean, std, inplace
+
+    def forward(self, tensor):
+        return F.normalize(tensor, self.mean, self.std, self.inplace)
+
+    def extra_repr(self) -> str:
+        return f"mean={self.mean}, std={self.std}"
+
+
+# -- geometry -------------------------------------------------------------------------
+
+
+class Resize(_Transform):
+    """Resize to `size` ((h, w), or an int for the smaller edge).  No antialiasing in
+    ember: `antialias` is accepted and ignored."""
+
+    def __init__(self, size, interpolation=InterpolationMode.BILINEAR, max_size=None,
+                 antialias=True):
+        super().__init__()
+        if not isinstance(size, (int, Sequence)) or (isinstance(size, Sequence) and
+                                                     len(size) not in (1, 2)):
+            raise TypeError(f"Size should be int or sequence of 1 or 2 ints. Got {size!r}")
+        self.size, self.interpolation = size, interpolation
+        self.max_size, self.antialias = max_size, antialias
+
+    def forward(self, img):
+        return F.resize(img, self.size, self.interpolation, self.max_size, self.antialias)
+
+    def extra_repr(self) -> str:
+        mode = getattr(self.interpolation, "value", self.interpolation)
+        return (f"size={self.size}, interpolation={mode}, max_size={self.max_size}, "
+                f"antialias={self.antialias}")
+
+
+class CenterCrop(_Transform):
+    """The central `size` window (zero-padded when the image is smaller)."""
+
+    def __init__(self, size):
+        super().__init__()
+        self.size = _setup_size(size)
+
+    def forward(self, img):
+        return F.center_crop(img, self.size)
+
+    def extra_repr(self) -> str:
+        return f"size={self.size}"
+
+
+class Pad(_Transform):
+    """Pad the borders (see `F.pad`)."""
+
+    def __init__(self, padding, fill=0, padding_mode: str = "constant"):
+        super().__init__()
+        if padding_mode not in ("constant", "edge", "reflect", "symmetric"):
+            raise ValueError("Padding mode should be either constant, edge, reflect or "
+                             "symmetric")
+        self.padding, self.fill, self.padding_mode = padding, fill, padding_mode
+
+    def forward(self, img):
+        return F.pad(img, self.padding, self.fill, self.padding_mode)
+
+    def extra_repr(self) -> str:
+        return f"padding={self.padding}, fill={self.fill}, padding_mode={self.padding_mode}"
+
+
+class RandomCrop(_Transform):
+    """A `size` window at a random place, after optional `padding` (see `F.pad`);
+    `pad_if_needed` pads images smaller than `size` (by the missing amount on each
+    side)."""
+
+    def __init__(self, size, padding=None, pad_if_needed: bool = False, fill=0,
+                 padding_mode: str = "constant"):
+        super().__init__()
+        self.size = _setup_size(size)
+        self.padding, self.pad_if_needed = padding, pad_if_needed
+        self.fill, self.padding_mode = fill, padding_mode
+
+    @staticmethod
+    def get_params(img, output_size) -> tuple[int, int, int, int]:
+        """A random (top, left, height, width) window of `output_size`."""
+        _, h, w = F.get_dimensions(img)
+        th, tw = output_size
+        if h < th or w < tw:
+            raise ValueError(f"Required crop size {(th, tw)} is larger than input image size "
+                             f"{(h, w)}")
+        if (h, w) == (th, tw):
+            return 0, 0, h, w
+        return _randint(0, h - th + 1), _randint(0, w - tw + 1), th, tw
+
+    def forward(self, img):
+        if self.padding is not None:
+            img = F.pad(img, self.padding, self.fill, self.padding_mode)
+        _, h, w = F.get_dimensions(img)
+        if self.pad_if_needed and w < self.size[1]:
+            img = F.pad(img, [self.size[1] - w, 0], self.fill, self.padding_mode)
+        if self.pad_if_needed and h < self.size[0]:
+            img = F.pad(img, [0, self.size[0] - h], self.fill, self.padding_mode)
+        return F.crop(img, *self.get_params(img, self.size))
+
+    def extra_repr(self) -> str:
+        return f"size={self.size}, padding={self.padding}"
+
+
+class RandomResizedCrop(_Transform):
+    """A random window (area a random fraction in `scale` of the image, aspect ratio
+    log-uniform in `ratio`) resized to `size`; after 10 failed draws, a central crop."""
+
+    def __init__(self, size, scale=(0.08, 1.0), ratio=(3.0 / 4.0, 4.0 / 3.0),
+                 interpolation=InterpolationMode.BILINEAR, antialias=True):
+        super().__init__()
+        self.size = _setup_size(size)
+        if scale[0] > scale[1] or ratio[0] > ratio[1]:
+            raise ValueError("Scale and ratio should be of kind (min, max)")
+        self.scale, self.ratio = tuple(scale), tuple(ratio)
+        self.interpolation, self.antialias = interpolation, antialias
+
+    @staticmethod
+    def get_params(img, scale, ratio) -> tuple[int, int, int, int]:
+        """A random (top, left, height, width) window (see the class)."""
+        _, height, width = F.get_dimensions(img)
+        area = height * width
+        log_low, log_high = math.log(ratio[0]), math.log(ratio[1])
+        for _ in range(10):
+            target_area = area * _uniform(scale[0], scale[1])
+            aspect = math.exp(_uniform(log_low, log_high))
+            w = int(round(math.sqrt(target_area * aspect)))
+            h = int(round(math.sqrt(target_area / aspect)))
+            if 0 < w <= width and 0 < h <= height:
+                return _randint(0, height - h + 1), _randint(0, width - w + 1), h, w
+        in_ratio = width / height
+        if in_ratio < min(ratio):
+            w, h = width, int(round(width / min(ratio)))
+        elif in_ratio > max(ratio):
+            h, w = height, int(round(height * max(ratio)))
+        else:
+            w, h = width, height
+        return (height - h) // 2, (width - w) // 2, h, w
+
+    def forward(self, img):
+        i, j, h, w = self.get_params(img, self.scale, self.ratio)
+        return F.resized_crop(img, i, j, h, w, self.size, self.interpolation)
+
+    def extra_repr(self) -> str:
+        return f"size={self.size}, scale={self.scale}, ratio={self.ratio}"
+
+
+class RandomHorizontalFlip(_Transform):
+    """Mirror left to right with probability `p`."""
+
+    def __init__(self, p: float = 0.5):
+        super().__init__()
+        self.p = p
+
+    def forward(self, img):
+        return F.hflip(img) if _rand() < self.p else img
+
+    def extra_repr(self) -> str:
+        return f"p={self.p}"
+
+
+class RandomVerticalFlip(RandomHorizontalFlip):
+    """Mirror top to bottom with probability `p`."""
+
+    def forward(self, img):
+        return F.vflip(img) if _rand() < self.p else img
+
+
+def _degrees(degrees, name: str = "degrees") -> tuple[float, float]:
+    if isinstance(degrees, numbers.Number):
+        if degrees < 0:
+            raise ValueError(f"If {name} is a single number, it must be positive.")
+        return -float(degrees), float(degrees)
+    if len(degrees) != 2:
+        raise ValueError(f"If {name} is a sequence, it must be of len 2.")
+    return float(degrees[0]), float(degrees[1])
+
+
+class RandomRotation(_Transform):
+    """Rotate by an angle drawn uniformly from `degrees` ((-d, d) for a number d);
+    see `F.rotate` for the other arguments."""
+
+    def __init__(self, degrees, interpolation=InterpolationMode.NEAREST, expand: bool = False,
+                 center=None, fill=0):
+        super().__init__()
+        self.degrees = _degrees(degrees)
+        self.interpolation, self.expand = interpolation, expand
+        self.center, self.fill = center, fill
+
+    @staticmethod
+    def get_params(degrees) -> float:
+        """A random angle in `degrees`."""
+        return _uniform(float(degrees[0]), float(degrees[1]))
+
+    def forward(self, img):
+        angle = self.get_params(self.degrees)
+        return F.rotate(img, angle, self.interpolation, self.expand, self.center, self.fill)
+
+    def extra_repr(self) -> str:
+        return f"degrees={list(self.degrees)}, expand={self.expand}, fill={self.fill}"
+
+
+class RandomAffine(_Transform):
+    """A random affine map keeping the centre: angle uniform in `degrees`, translation up
+    to `translate` = (fx, fy) of the width/height, scale uniform in `scale`, shear in
+    `shear` (a number s: x-shear in (-s, s); 2 values: x-shear range; 4: x then y)."""
+
+    def __init__(self, degrees, translate=None, scale=None, shear=None,
+                 interpolation=InterpolationMode.NEAREST, fill=0, center=None):
+        super().__init__()
+        self.degrees = _degrees(degrees)
+        if translate is not None:
+            if len(translate) != 2 or not all(0.0 <= t <= 1.0 for t in translate):
+                raise ValueError("translate should be a sequence of length 2 with values "
+                                 "between 0 and 1")
+        if scale is not None:
+            if len(scale) != 2 or any(s <= 0 for s in scale):
+                raise ValueError("scale values should be positive")
+        if shear is not None:
+            if isinstance(shear, numbers.Number):
+                shear = _degrees(shear, "shear")
+            elif len(shear) not in (2, 4):
+                raise ValueError("shear should be a number or a sequence of length 2 or 4")
+        self.translate, self.scale, self.shear = translate, scale, shear
+        self.interpolation, self.fill, self.center = interpolation, fill, center
+
+    @staticmethod
+    def get_params(degrees, translate, scale_ranges, shears, img_size):
+        """(angle, (tx, ty), scale, (shear_x, shear_y)) for an image of `img_size` (w, h)."""
+        angle = _uniform(float(degrees[0]), float(degrees[1]))
+        if translate is not None:
+            max_dx, max_dy = float(translate[0] * img_size[0]), float(translate[1] *
+                                                                       img_size[1])
+            tx = int(round(_uniform(-max_dx, max_dx)))
+            ty = int(round(_uniform(-max_dy, max_dy)))
+            translations = (tx, ty)
+        else:
+            translations = (0, 0)
+        scale = 1.0 if scale_ranges is None else _uniform(scale_ranges[0], scale_ranges[1])
+        shear_x = shear_y = 0.0
+        if shears is not None:
+            shear_x = _uniform(shears[0], shears[1])
+            if len(shears) == 4:
+                shear_y = _uniform(shears[2], shears[3])
+        return angle, translations, scale, (shear_x, shear_y)
+
+    def forward(self, img):
+        _, h, w = F.get_dimensions(img)
+        angle, translations, scale, shear = self.get_params(
+            self.degrees, self.translate, self.scale, self.shear, [w, h])
+        return F.affine(img, angle, list(translations), scale, list(shear),
+                        self.interpolation, self.fill, self.center)
+
+    def extra_repr(self) -> str:
+        return (f"degrees={list(self.degrees)}, translate={self.translate}, "
+                f"scale={self.scale}, shear={self.shear}")
+
+
+# -- colour ---------------------------------------------------------------------------
+
+
+class ColorJitter(_Transform):
+    """Random brightness, contrast, saturation and hue changes, in a random order.
+
+    Each argument is a number v (factor drawn from [max(0, 1 - v), 1 + v]; for hue, the
+    shift from [-v, v] with v <= 0.5) or a (min, max) range; 0 leaves it alone.
+    """
+
+    def __init__(self, brightness=0, contrast=0, saturation=0, hue=0):
+        super().__init__()
+        self.brightness = self._range(brightness, "brightness", 1.0)
+        self.contrast = self._range(contrast, "contrast", 1.0)
+        self.saturation = self._range(saturation, "saturation", 1.0)
+        self.hue = self._range(hue, "hue", 0.0, (-0.5, 0.5))
+
+    @staticmethod
+    def _range(value, name, center, bound=(0.0, float("inf"))):
+        low, high = _pair_range(value, name, center, bound)
+        return None if low == high == center else (low, high)
+
+    @staticmethod
+    def get_params(brightness, contrast, saturation, hue):
+        """(order of the four changes, brightness, contrast, saturation, hue factors)."""
+        order = [int(i) for i in _sampling.randperm(4).tolist()]
+        factors = [None if r is None else _uniform(r[0], r[1])
+                   for r in (brightness, contrast, saturation, hue)]
+        return (order, *factors)
+
+    def forward(self, img):
+        order, *factors = self.get_params(self.brightness, self.contrast, self.saturation,
+                                          self.hue)
+        changes = (F.adjust_brightness, F.adjust_contrast, F.adjust_saturation,
+                   F.adjust_hue)
+        for index in order:
+            if factors[index] is not None:
+                img = changes[index](img, factors[index])
+        return img
+
+    def extra_repr(self) -> str:
+        return (f"brightness={self.brightness}, contrast={self.contrast}, "
+                f"saturation={self.saturation}, hue={self.hue}")
+
+
+class Grayscale(_Transform):
+    """Convert to gray (1 or 3 channels)."""
+
+    def __init__(self, num_output_channels: int = 1):
+        super().__init__()
+        self.num_output_channels = num_output_channels
+
+    def forward(self, img):
+        return F.rgb_to_grayscale(img, self.num_output_channels)
+
+    def extra_repr(self) -> str:
+        return f"num_output_channels={self.num_output_channels}"
+
+
+class RandomGrayscale(_Transform):
+    """Convert to gray with probability `p`, keeping the number of channels."""
+
+    def __init__(self, p: float = 0.1):
+        super().__init__()
+        self.p = p
+
+    def forward(self, img):
+        if _rand() < self.p:
+            return F.rgb_to_grayscale(img, F.get_image_num_channels(img))
+        return img
+
+    def extra_repr(self) -> str:
+        return f"p={self.p}"
+
+
+# -- random application ---------------------------------------------------------------
+
+
+class RandomApply(_Transform):
+    """Apply all of `transforms` with probability `p`, or none of them."""
+
+    def __init__(self, transforms, p: float = 0.5):
+        super().__init__()
+        self.transforms = list(transforms)
+        self.p = p
+
+    def forward(self, img):
+        if self.p < _rand():
+            return img
+        for t in self.transforms:
+            img = t(img)
+        return img
+
+    def __repr__(self) -> str:
+        body = "".join(f"\n    {t}" for t in self.transforms)
+        return f"{type(self).__name__}(\n    p={self.p}{body}\n)"
+
+
+class RandomChoice:
+    """Apply one of `transforms`, picked with probabilities `p` (uniform by default)."""
+
+    def __init__(self, transforms, p=None):
+        self.transforms = list(transforms)
+        if p is not None and len(p) != len(self.transforms):
+            raise ValueError(f"Length of p doesn't match the number of transforms: {len(p)} "
+                             f"!= {len(self.transforms)}")
+        total = float(sum(p)) if p is not None else float(len(self.transforms))
+        self.p = [x / total for x in p] if p is not None else [1.0 / total] * len(
+            self.transforms)
+
+    def __call__(self, *args):
+        draw, acc = _rand(), 0.0
+        for t, weight in zip(self.transforms, self.p):
+            acc += weight
+            if draw < acc:
+                return t(*args)
+        return self.transforms[-1](*args)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(transforms={self.transforms}, p={self.p})"
+
+
+class RandomOrder:
+    """Apply all of `transforms` in a random order."""
+
+    def __init__(self, transforms):
+        self.transforms = list(transforms)
+
+    def __call__(self, img):
+        for i in _sampling.randperm(len(self.transforms)).tolist():
+            img = self.transforms[int(i)](img)
+        return img
+
+    def __repr__(self) -> str:
+        body = "".join(f"\n    {t}" for t in self.transforms)
+        return f"{type(self).__name__}({body}\n)"
+
+
+class RandomErasing(_Transform):
+    """With probability `p`, set a random rectangle of a tensor image to `value`.
+
+    The rectangle's area is a fraction in `scale` of the image's, its aspect ratio
+    log-uniform in `ratio` (10 tries, else nothing is erased).  `value`: a number, one
+    number per channel, or ``"random"`` (standard normal noise).
+    """
+
+    def __init__(self, p: float = 0.5, scale=(0.02, 0.33), ratio=(0.3, 3.3), value=0,
+                 inplace: bool = False):
+        super().__init__()
+        if not isinstance(value, (numbers.Number, str, tuple, list)):
+            raise TypeError("Argument value should be either a number or str or a sequence")
+        if isinstance(value, str) and value != "random":
+            raise ValueError("If value is str, it should be 'random'")
+        if scale[0] > scale[1] or ratio[0] > ratio[1]:
+            raise ValueError("Scale and ratio should be of kind (min, max)")
+        if scale[0] < 0 or scale[1] > 1:
+            raise ValueError("Scale should be between 0 and 1")
+        if p < 0 or p > 1:
+            raise ValueError("Random erasing probability should be between 0 and 1")
+        self.p, self.scale, self.ratio = p, scale, ratio
+        self.value, self.inplace = value, inplace
+
+    @staticmethod
+    def get_params(img: Tensor, scale, ratio, value=None):
+        """(top, left, height, width, fill tensor); the whole image and the image itself
+        when no rectangle fits.  `value` None means random normal values."""
+        channels, height, width = img.shape[-3], img.shape[-2], img.shape[-1]
+        area = height * width
+        log_low, log_high = math.log(ratio[0]), math.log(ratio[1])
+        for _ in range(10):
+            erase_area = area * _uniform(scale[0], scale[1])
+            aspect = math.exp(_uniform(log_low, log_high))
+            h = int(round(math.sqrt(erase_area * aspect)))
+            w = int(round(math.sqrt(erase_area / aspect)))
+            if not (h < height and w < width):
+                continue
+            if value is None:
+                fill = _sampling.randn(channels, h, w, dtype=img.dtype)
+            else:
+                fill = _make(np.asarray(value, dtype=img.dtype.np_dtype).reshape(-1, 1, 1))
+            i, j = _randint(0, height - h + 1), _randint(0, width - w + 1)
+            return i, j, h, w, fill.to(img.device)
+        return 0, 0, height, width, img
+
+    def forward(self, img):
+        if not isinstance(img, Tensor):
+            raise TypeError(f"img should be a Tensor image, got {type(img).__name__}")
+        if _rand() >= self.p:
+            return img
+        if isinstance(self.value, numbers.Number):
+            value = [float(self.value)]
+        elif isinstance(self.value, str):
+            value = None
+        else:
+            value = [float(v) for v in self.value]
+        if value is not None and len(value) not in (1, img.shape[-3]):
+            raise ValueError("If value is a sequence, it should have either a single value "
+                             f"or {img.shape[-3]} (number of input channels)")
+        i, j, h, w, fill = self.get_params(img, self.scale, self.ratio, value)
+        return F.erase(img, i, j, h, w, fill, self.inplace)
+
+    def extra_repr(self) -> str:
+        return (f"p={self.p}, scale={self.scale}, ratio={self.ratio}, value={self.value}, "
+                f"inplace={self.inplace}")

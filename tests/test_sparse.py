@@ -1,0 +1,202 @@
+"""ember.sparse: the COO tensor, its few ops, sparse gradients in the engine and the
+optimizers that take them (SGD, Adagrad, SparseAdam)."""
+
+import copy
+import pickle
+
+import numpy as np
+import pytest
+
+import ember
+from ember import nn
+from ember.testing import assert_close
+
+try:
+    import torch
+except ImportError:  # parity checks skip without PyTorch
+    torch = None
+
+
+def _example():
+    return ember.sparse_coo_tensor([[0, 1, 1], [2, 0, 0]], [3.0, 4.0, 5.0], (2, 3))
+
+
+def test_construction_and_queries():
+    s = _example()
+    assert s.is_sparse and s.layout == ember.sparse_coo == "sparse_coo"
+    assert s.shape == (2, 3) and s.dim() == 2 and s.numel() == 6
+    assert s.dtype is ember.float32 and s.device == ember.device("cpu")
+    assert s._nnz() == 3 and s.sparse_dim() == 2 and s.dense_dim() == 0
+    assert not s.is_coalesced()
+    assert_close(s.to_dense(), np.array([[0.0, 0.0, 3.0], [9.0, 0.0, 0.0]]))
+    assert s._indices().tolist() == [[0, 1, 1], [2, 0, 0]]
+    assert s._values().tolist() == [3.0, 4.0, 5.0]
+    assert not ember.tensor([1.0]).is_sparse
+
+
+def test_size_inferred_and_dense_dims():
+    s = ember.sparse_coo_tensor([[0, 3]], [[1.0, 2.0], [3.0, 4.0]])
+    assert s.shape == (4, 2) and s.sparse_dim() == 1 and s.dense_dim() == 1
+    assert_close(s.to_dense(), np.array([[1.0, 2.0], [0, 0], [0, 0], [3.0, 4.0]]))
+    assert ember.sparse_coo_tensor([[0, 1]], [1, 2]).dtype is ember.int64
+
+
+def test_coalesce_sums_duplicates_and_sorts():
+    c = _example().coalesce()
+    assert c.is_coalesced() and c._nnz() == 2
+    assert c.indices().tolist() == [[0, 1], [2, 0]]
+    assert c.values().tolist() == [3.0, 9.0]
+    assert c.coalesce() is c
+
+
+def test_indices_of_uncoalesced_tensor_raise():
+    with pytest.raises(RuntimeError, match="uncoalesced"):
+        _example().indices()
+    with pytest.raises(RuntimeError, match="uncoalesced"):
+        _example().values()
+
+
+@pytest.mark.parametrize("indices, values, size, message", [
+    ([0, 1], [1.0, 2.0], (2,), "sparse_dim x nnz"),
+    ([[0, 1]], [1.0], (2,), "same nnz"),
+    ([[0, 5]], [1.0, 2.0], (2,), "size is inconsistent"),
+    ([[0, -1]], [1.0, 2.0], (2,), "negative index"),
+    ([[0, 1]], [1.0, 2.0], (2, 2), "number of dimensions"),
+])
+def test_construction_errors(indices, values, size, message):
+    with pytest.raises(RuntimeError, match=message):
+        ember.sparse_coo_tensor(indices, values, size)
+
+
+def test_dense_plus_sparse_and_in_place_add():
+    d = ember.ones(2, 3)
+    assert_close(d + _example(), np.array([[1.0, 1, 4], [10, 1, 1]]))
+    d.add_(_example(), alpha=2)
+    assert_close(d, np.array([[1.0, 1, 7], [19, 1, 1]]))
+    with pytest.raises(RuntimeError, match="add\\(sparse, dense\\) is not supported"):
+        _example() + ember.ones(2, 3)
+
+
+def test_dense_plus_sparse_is_differentiable_in_the_dense_operand():
+    d = ember.ones(2, 3, requires_grad=True)
+    (d + _example()).sum().backward()
+    assert_close(d.grad, np.ones((2, 3)))
+
+
+def test_sparse_arithmetic():
+    s = _example()
+    assert (s + s)._nnz() == 6
+    assert_close((s + s).to_dense(), 2 * s.to_dense())
+    assert_close((s * 2).to_dense(), 2 * s.to_dense())
+    assert_close((2 * s).to_dense(), 2 * s.to_dense())
+    assert_close((s / 2).to_dense(), s.to_dense() / 2)
+    assert_close((-s).to_dense(), -s.to_dense())
+    assert_close((s - s).to_dense(), np.zeros((2, 3)))
+    assert float(s.sum()) == 12.0
+    t = s.clone().mul_(3)
+    assert_close(t.to_dense(), 3 * s.to_dense())
+    assert s.clone().zero_()._nnz() == 0
+
+
+def test_conversions_and_copies():
+    s = _example()
+    d = s.double()
+    assert d.is_sparse and d.dtype is ember.float64
+    assert s.to(ember.float32) is s
+    assert s.detach().is_sparse and s.clone()._values() is not s._values()
+    for other in (copy.deepcopy(s), pickle.loads(pickle.dumps(s))):
+        assert other.is_sparse and other._indices().tolist() == s._indices().tolist()
+    assert "layout=ember.sparse_coo" in repr(s) and "nnz=3" in repr(s)
+
+
+def test_other_ops_raise_not_implemented():
+    s = _example()
+    for fn in (lambda: s.exp(), lambda: ember.exp(s), lambda: s[0], lambda: s.T,
+               lambda: s.numpy(), lambda: s * ember.ones(2, 3), lambda: s.item()):
+        with pytest.raises(NotImplementedError, match="sparse"):
+            fn()
+    with pytest.raises(NotImplementedError, match="gradients"):
+        s.requires_grad_()
+
+
+def test_sparse_gradients_accumulate_in_the_engine():
+    emb = nn.Embedding(6, 3, sparse=True)
+    emb(ember.tensor([1, 2])).sum().backward()
+    first = emb.weight.grad
+    assert first.is_sparse and first._nnz() == 2
+    emb(ember.tensor([2, 3])).sum().backward()  # sparse + sparse: entries concatenated
+    assert emb.weight.grad.is_sparse and emb.weight.grad._nnz() == 4
+    assert_close(emb.weight.grad.to_dense().sum(1), np.array([0.0, 3, 6, 3, 0, 0]))
+    # one weight reached twice in a graph: the engine sums the two sparse gradients
+    emb.weight.grad = None
+    (emb(ember.tensor([1])).sum() + emb(ember.tensor([1, 4])).sum()).backward()
+    assert_close(emb.weight.grad.to_dense().sum(1), np.array([0.0, 6, 0, 0, 3, 0]))
+    # sparse + dense (a tied weight): the sum is dense
+    emb.weight.grad = None
+    (emb(ember.tensor([1])).sum() + (emb.weight * 2).sum()).backward()
+    grad = emb.weight.grad
+    assert not grad.is_sparse
+    assert_close(grad.sum(1), np.array([6.0, 9, 6, 6, 6, 6]))
+
+
+def test_zero_grad_without_set_to_none_empties_a_sparse_gradient():
+    emb = nn.Embedding(4, 2, sparse=True)
+    opt = ember.optim.SGD(emb.parameters(), lr=0.1)
+    emb(ember.tensor([1])).sum().backward()
+    opt.zero_grad(set_to_none=False)
+    assert emb.weight.grad.is_sparse and emb.weight.grad._nnz() == 0
+
+
+def _train(lib, sparse, opt_name, options, weight, steps):
+    emb = lib.nn.Embedding(6, 3, sparse=sparse)
+    with lib.no_grad():
+        emb.weight.copy_(lib.tensor(weight))
+    opt = getattr(lib.optim, opt_name)(emb.parameters(), **options)
+    for idx in steps:
+        opt.zero_grad()
+        (emb(lib.tensor(idx)) ** 2).sum().backward()
+        opt.step()
+    return emb.weight.detach().numpy().copy()
+
+
+OPTIMIZERS = [
+    ("SGD", {"lr": 0.1}),
+    ("SGD", {"lr": 0.1, "momentum": 0.9}),
+    ("SGD", {"lr": 0.1, "momentum": 0.9, "nesterov": True}),
+    ("SGD", {"lr": 0.1, "maximize": True}),
+    ("Adagrad", {"lr": 0.1}),
+    ("Adagrad", {"lr": 0.1, "lr_decay": 0.01, "initial_accumulator_value": 0.1}),
+]
+STEPS = [np.array([[0, 2, 0], [4, 2, 1]]), np.array([[5, 5, 1], [0, 3, 3]])] * 2
+
+
+@pytest.mark.parametrize("name, options", OPTIMIZERS)
+def test_sparse_steps_equal_dense_steps(name, options):
+    weight = np.random.default_rng(0).standard_normal((6, 3)).astype(np.float32)
+    sparse = _train(ember, True, name, options, weight, STEPS)
+    dense = _train(ember, False, name, options, weight, STEPS)
+    assert_close(sparse, dense, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.skipif(torch is None, reason="needs PyTorch")
+@pytest.mark.parametrize("name, options", OPTIMIZERS + [("SparseAdam", {"lr": 0.1})])
+def test_sparse_steps_match_pytorch(name, options):
+    weight = np.random.default_rng(1).standard_normal((6, 3)).astype(np.float32)
+    ours = _train(ember, True, name, options, weight, STEPS)
+    theirs = _train(torch, True, name, options, weight, STEPS)
+    assert_close(ours, theirs, rtol=1e-4, atol=1e-6)
+
+
+def test_sparse_adam_refuses_dense_and_sgd_refuses_weight_decay():
+    emb = nn.Embedding(4, 2)
+    emb(ember.tensor([1])).sum().backward()
+    with pytest.raises(RuntimeError, match="SparseAdam does not support dense gradients"):
+        ember.optim.SparseAdam(emb.parameters()).step()
+    sparse = nn.Embedding(4, 2, sparse=True)
+    sparse(ember.tensor([1])).sum().backward()
+    with pytest.raises(RuntimeError, match="add\\(sparse, dense\\)"):
+        ember.optim.SGD(sparse.parameters(), lr=0.1, weight_decay=0.1).step()
+    with pytest.raises(RuntimeError, match="weight_decay"):
+        ember.optim.Adagrad(sparse.parameters(), weight_decay=0.1).step()
+    with pytest.raises(RuntimeError, match="sparse gradients"):
+        ember.optim.Adam(sparse.parameters()).step()

@@ -327,27 +327,49 @@ def _reserve(groups, dropped, table, saved, uses) -> int:
     return worst + held
 
 
+def _total(table, dropped) -> int:
+    return sum(table[key][0] for key in dropped)
+
+
+# Above this many (candidates x ops), the greedy step scores a tensor by its own recompute
+# cost instead of the exact change in total recompute time (quadratic in model size).
+_EXACT_LIMIT = 2_000_000
+
+
 def _plan(budget_bytes, ops, owners, saved, uses, groups) -> BudgetPlan:
     """Greedy choice of the activations to drop: while the kept bytes plus the working
     memory of the worst recomputation exceed the budget, drop the droppable activation
-    with the most bytes per nanosecond of recompute (its op, and any dropped inputs)."""
+    with the most bytes per nanosecond of recompute time it adds (its own op and the
+    dropped inputs behind it, plus what it adds to activations already dropped)."""
     dropped: set = set()
     candidates = [key for key in saved
                   if not (ops[key[0]].random or ops[key[0]].cls._inplace
                           or ops[key[0]].cls._is_view)]
+    exact = len(candidates) * len(ops) <= _EXACT_LIMIT
     kept = plain = sum(saved.values())
     feasible = True
     table = _costs(ops, owners, saved, dropped)
     while kept + _reserve(groups, dropped, table, saved, uses) > budget_bytes:
-        best = max((key for key in candidates if key not in dropped),
-                   key=lambda key: saved[key] / max(table[key][0], 1), default=None)
+        base = _total(table, dropped)
+        best, best_score = None, -1.0
+        for key in candidates:
+            if key in dropped:
+                continue
+            if exact:
+                trial = dropped | {key}
+                added = _total(_costs(ops, owners, saved, trial), trial) - base
+            else:
+                added = table[key][0]
+            score = saved[key] / max(added, 1)
+            if score > best_score:
+                best, best_score = key, score
         if best is None:
             feasible = False
             break
         dropped.add(best)
         kept -= saved[best]
         table = _costs(ops, owners, saved, dropped)
-    recompute_ns = sum(table[key][0] for key in dropped)
+    recompute_ns = _total(table, dropped)
     return BudgetPlan(budget_bytes, ops, saved, uses, groups, dropped, plain, kept,
                       _reserve(groups, dropped, table, saved, uses), recompute_ns, feasible)
 

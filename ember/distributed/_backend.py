@@ -28,13 +28,19 @@ from abc import ABC, abstractmethod
 class DistError(RuntimeError):
     """Base class of ember.distributed's errors (PyTorch's ``DistError``)."""
 
+    __module__ = "ember.distributed"
+
 
 class DistBackendError(DistError):
     """A collective failed in the backend: a timeout, a lost peer, a mismatch."""
 
+    __module__ = "ember.distributed"
+
 
 class DistNetworkError(DistError):
     """A network error while setting up or running a process group."""
+
+    __module__ = "ember.distributed"
 
 
 class ReduceOp(enum.Enum):

@@ -8,7 +8,7 @@ simply ``start(...).wait()``.
 
 NOTE: MPI progresses a non-blocking operation only while some MPI call runs (MPICH has no
 progress thread by default).  The loop therefore spins on the backend's test call; after a
-few milliseconds it yields the CPU between tests (so a rank waiting for a slow peer does not
+50 ms it yields the CPU between tests (so a rank waiting for a slow peer does not
 starve it on a busy machine), and after a second it sleeps a millisecond between tests.
 """
 
@@ -20,7 +20,7 @@ from datetime import timedelta
 
 from ._backend import DistBackendError
 
-_SPIN_S = 0.005  # pure spinning: short waits finish at full speed
+_SPIN_S = 0.05  # pure spinning (as MPI's own Wait does): short waits finish at full speed
 _YIELD_S = 1.0  # then sched_yield between tests; after this, sleep 1 ms between tests
 
 

@@ -192,17 +192,20 @@ __all__ += [
     "triplet_margin_with_distance_loss",
 ]
 
-# --- convolution, pooling, padding, resampling (ops/conv.py, pooling.py, padding.py,
-# resample.py, grid_sample.py, distance.py) ---
+# --- convolution, pooling, padding, resampling (ops/conv.py, pooling.py, pooling_adaptive.py,
+# padding.py, resample.py, grid_sample.py, distance.py) ---
 from ..ops.conv import (  # noqa: E402
     conv1d, conv2d, conv3d, conv_transpose1d, conv_transpose2d, conv_transpose3d,
 )
 from ..ops.pooling import (  # noqa: E402
+    avg_pool1d, avg_pool2d, avg_pool3d, lp_pool1d, lp_pool2d, lp_pool3d, max_pool1d,
+    max_pool1d_with_indices, max_pool2d, max_pool2d_with_indices, max_pool3d,
+    max_pool3d_with_indices,
+)
+from ..ops.pooling_adaptive import (  # noqa: E402
     adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d, adaptive_max_pool1d,
     adaptive_max_pool1d_with_indices, adaptive_max_pool2d, adaptive_max_pool2d_with_indices,
-    adaptive_max_pool3d, adaptive_max_pool3d_with_indices, avg_pool1d, avg_pool2d, avg_pool3d,
-    lp_pool1d, lp_pool2d, lp_pool3d, max_pool1d, max_pool1d_with_indices, max_pool2d,
-    max_pool2d_with_indices, max_pool3d, max_pool3d_with_indices, max_unpool1d, max_unpool2d,
+    adaptive_max_pool3d, adaptive_max_pool3d_with_indices, max_unpool1d, max_unpool2d,
     max_unpool3d,
 )
 from ..ops.padding import pad  # noqa: E402

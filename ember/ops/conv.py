@@ -1,11 +1,11 @@
 """Convolution: conv1d/2d/3d and conv_transpose1d/2d/3d, one N-d implementation.
 
 Everything rests on sliding windows: the zero-padded input seen as a strided view
-of shape (N, C, *out, *kernel) (no copy), copied once into a column matrix and
-multiplied by the weight in one matrix product per group ("im2col").  The transposed
-convolution runs the other way: one matrix product gives the columns, which are
-added back into the (padded) output by strided slices, one per kernel offset
-("col2im", a loop over the k^d kernel positions, never over pixels).
+of shape (N, C, *out, *kernel) (no copy), copied into a column matrix and multiplied by
+the weight, one matrix product for each group and each cache-sized chunk of the batch
+("im2col").  The transposed convolution runs the other way: the matrix product gives
+the columns, which are added back into the (padded) output by strided slices, one per
+kernel offset ("col2im", a loop over the k^d kernel positions, never over pixels).
 
 The three products hidden in a convolution are one trilinear form
 ``T(a, w, c) = <conv(a, w), c>``; each of conv, conv_transpose and the weight
@@ -284,11 +284,12 @@ def _check_tensors(op: str, input, weight, bias) -> None:
     if input.dtype != weight.dtype:
         raise RuntimeError(f"expected scalar type {_ctype(input)} but found {_ctype(weight)}")
     if bias is not None and bias.dtype != input.dtype:
-        raise RuntimeError(f"Input type ({input.dtype.name.replace('32', '')}) and bias type "
-                           f"({bias.dtype.name.replace('64', '')}) should be the same")
+        raise RuntimeError(f"Input type ({_ctype(input).lower()}) and bias type "
+                           f"({_ctype(bias).lower()}) should be the same")
 
 
 def _ctype(t: Tensor) -> str:
+    """PyTorch's C type name of a tensor's dtype (as its error messages print it)."""
     return {"float32": "Float", "float64": "Double", "float16": "Half", "int64": "Long",
             "int32": "Int", "bfloat16": "BFloat16"}.get(t.dtype.name, t.dtype.name)
 

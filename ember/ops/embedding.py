@@ -235,10 +235,11 @@ def _bags(input: Tensor, offsets, include_last_offset: bool):
     if starts.size and starts[-1] > n:
         raise RuntimeError(f"offsets[-1] can not be greater than input's length {n} but got "
                            f"offsets[-1] of {int(starts[-1])}")
-    if include_last_offset:  # as PyTorch: the last bag runs to the end of input
-        starts = starts[:-1]
+    if include_last_offset:  # offsets[-1] is where the last bag ends
+        ends, starts = starts[1:], starts[:-1]
+    else:
+        ends = np.append(starts[1:], n)
     bags = starts.size
-    ends = np.append(starts[1:], n)
     lengths = np.maximum(ends - starts, 0)
     bag_of = np.repeat(np.arange(bags), lengths)
     positions = np.concatenate([np.arange(s, s + k) for s, k in zip(starts, lengths)]) if (

@@ -269,8 +269,18 @@ def _dims_arg(dims, ndim: int, op: str) -> tuple:
     return out
 
 
-def flip(input: Tensor, dims) -> Tensor:
-    """A copy with the order of elements reversed along each of `dims`."""
+def flip(input: Tensor, *dims, **kwargs) -> Tensor:
+    """A copy with the order of elements reversed along each of `dims`.
+
+    `dims` is a sequence (``flip(x, (0, 2))``, ``flip(x, dims=[1])``) or, as a method,
+    varargs (``x.flip(0, 2)``).
+    """
+    if "dims" in kwargs:
+        dims = kwargs.pop("dims")
+    elif len(dims) == 1 and not isinstance(dims[0], int):
+        dims = dims[0]
+    if kwargs:
+        raise TypeError(f"flip() got unexpected keyword arguments {sorted(kwargs)}")
     return Flip.apply(input, _dims_arg(dims, input.ndim, "flip"))
 
 

@@ -58,7 +58,7 @@ def _adjoint_map(g, axis: int, idx, weight, size: int):
         if vals.shape[-1]:
             out[..., targets[starts]] = np.add.reduceat(vals[..., order], starts, axis=-1)
     else:
-        scatter_add(xp, out, (Ellipsis, flat), vals)
+        scatter_add(xp, out, (slice(None),) * (out.ndim - 1) + (flat,), vals)
     return xp.ascontiguousarray(xp.moveaxis(out, -1, axis))
 
 
@@ -241,7 +241,7 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
             + ", ".join(f"{k}: {n}" for k, n in zip(names, input.shape[2:])) + ") output ("
             + ", ".join(f"{k}: {n}" for k, n in zip(names, out_size)) + ")")
     if mode == "area":
-        from .pooling import _adaptive_avg
+        from .pooling_adaptive import _adaptive_avg
 
         return _adaptive_avg(f"adaptive_avg_pool{nd}d", nd, input, out_size)
     if not input.is_floating_point():

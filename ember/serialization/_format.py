@@ -7,11 +7,13 @@ tile the data section exactly, without gaps or overlaps, as the safetensors spec
 so any safetensors reader can open our files and we can open theirs.
 
 ember adds, in ``__metadata__`` (string values, per the spec), a format marker, the
-nested structure of the saved object as JSON (see ``_structure.py``), and a checksum:
-SHA-256 over the entry table, the structure and the CRC-32 of every 1 MiB chunk of the
-data.  (CRC-32 runs at memory speed in zlib; hashing the whole data with SHA-256 would
-double the time of a save.  The checksum guards against corruption, not tampering:
-anyone can recompute it, which is why loading never trusts the file anyway.)
+nested structure of the saved object as JSON (see ``_structure.py``) and two checksums:
+``ember.header_checksum``, SHA-256 of the entry table and the structure, and
+``ember.checksum``, SHA-256 of that and of the CRC-32 of every 1 MiB chunk of the data.
+CRC-32 (zlib, ~1.5 GB/s a core, computed on worker threads while the main thread reads
+or writes) is several times cheaper than hashing all the data with SHA-256 and catches
+the corruption a checksum is for (bit flips, torn or zeroed blocks).  It does not guard
+against tampering: anyone can recompute it, which is why loading never trusts a file.
 """
 
 from __future__ import annotations
@@ -228,12 +230,17 @@ def _code_and_shape(array: np.ndarray):
 
 
 class Container:
-    """A parsed container: its entry table, metadata and data section (a uint8 array)."""
+    """A parsed container: its entry table, metadata and the bytes of each entry.
 
-    def __init__(self, table: dict, metadata: dict, data: np.ndarray, crcs: bytes | None):
+    `buffers` maps each entry name to a uint8 array of its bytes: one allocation per
+    entry when the file was read (so dropping some tensors frees their memory), views
+    of the mapping with mmap.
+    """
+
+    def __init__(self, table: dict, metadata: dict, buffers: dict, crcs: bytes | None):
         self.table = table
         self.metadata = metadata
-        self.data = data
+        self.buffers = buffers
         self._crcs = crcs
 
     @property
@@ -263,27 +270,26 @@ class Container:
                                   "modified")
 
     def entry(self, name: str) -> np.ndarray:
-        """The array of one entry (a view into the data section, no copy)."""
-        e = self.table.get(name)
-        if e is None:
-            raise FormatError(f"the file has no entry named {name!r}")
-        dtype, shape, (start, end) = e
-        raw = self.data[start:end]
-        if dtype.itemsize and (start % dtype.itemsize or not raw.flags.aligned):
+        """The array of one entry (a view of its bytes, no copy)."""
+        raw = self.raw(name)
+        dtype, shape, _ = self.table[name]
+        if not raw.flags.aligned or raw.__array_interface__["data"][0] % dtype.alignment:
             raw = raw.copy()  # a foreign file with unaligned data: copy to align
         return raw.view(dtype).reshape(shape)
 
     def raw(self, name: str) -> np.ndarray:
-        """The bytes of one entry as a uint8 array (a view)."""
-        e = self.table.get(name)
-        if e is None:
+        """The bytes of one entry as a uint8 array."""
+        if name not in self.table:
             raise FormatError(f"the file has no entry named {name!r}")
-        start, end = e[2]
-        return self.data[start:end]
+        return self.buffers[name]
+
+
+def _slices(table: dict, data: np.ndarray) -> dict:
+    return {name: data[start:end] for name, (_, _, (start, end)) in table.items()}
 
 
 def read_header(head: bytes, total: int | None):
-    """Parse the length prefix and JSON header; returns (header length, table, metadata)."""
+    """Check the 8-byte length prefix against the limits and the file size; the length."""
     if len(head) < 8:
         raise FormatError("file too short to be a safetensors/ember file (truncated?)")
     n = int.from_bytes(head[:8], "little")
@@ -360,38 +366,72 @@ def read_stream(f, total: int | None, mmap_array: np.ndarray | None = None) -> C
         header_text = bytes(mmap_array[8:8 + n])
         data = mmap_array[8 + n:]
         table, metadata = parse_header(header_text, len(data))
-        return Container(table, metadata, data, None)
+        return Container(table, metadata, _slices(table, data), None)
     head = _read_exact(f, 8)
     n = read_header(head, total)
     header_text = _read_exact(f, n)
     if len(header_text) != n:
         raise FormatError(f"the file ends inside its {n}-byte header (truncated?)")
-    if total is None:
+    if total is None:  # a stream of unknown length: read it whole
         data = np.frombuffer(bytearray(f.read()), dtype=np.uint8)
         table, metadata = parse_header(header_text, len(data))
         crcs = _ChunkCRCs(len(data))
         crcs.submit(_chunks([memoryview(data)]))
-        return Container(table, metadata, data, crcs.digest())
+        return Container(table, metadata, _slices(table, data), crcs.digest())
     data_len = total - 8 - n
     table, metadata = parse_header(header_text, data_len)
-    data = np.empty(data_len, dtype=np.uint8)
-    view = memoryview(data)
+    order = sorted(table, key=lambda name: table[name][2][0])  # the entries tile the data
+    buffers = {}
     crcs = _ChunkCRCs(data_len)
+    chunker = _Chunker(crcs)
     try:
-        pos = done = 0  # bytes read; bytes handed to the checksum workers
-        while pos < data_len:
-            got = f.readinto(view[pos:pos + IO_BLOCK])
-            if not got:
-                raise FormatError(f"the file ended after {pos} of {data_len} data bytes "
-                                  "(truncated?)")
-            pos += got
-            ready = pos if pos == data_len else pos - pos % CHUNK
-            if ready > done:
-                crcs.submit(_chunks([view[done:ready]]))
-                done = ready
-        return Container(table, metadata, data, crcs.digest())
+        for name in order:
+            start, end = table[name][2]
+            buf = np.empty(end - start, dtype=np.uint8)
+            view = memoryview(buf)
+            pos = 0
+            while pos < len(buf):
+                got = f.readinto(view[pos:pos + IO_BLOCK])
+                if not got:
+                    raise FormatError(f"the file ended after {start + pos} of {data_len} data "
+                                      "bytes (truncated?)")
+                chunker.feed(view[pos:pos + got])  # workers checksum while we read on
+                pos += got
+            buffers[name] = buf
+        chunker.finish()
+        return Container(table, metadata, buffers, crcs.digest())
     finally:
         crcs.close()
+
+
+class _Chunker:
+    """Cuts a byte stream fed piece by piece into chunks and hands them to the workers."""
+
+    def __init__(self, crcs: _ChunkCRCs):
+        self._crcs = crcs
+        self._current: list = []
+        self._filled = 0
+        self._ready: list = []
+
+    def feed(self, piece: memoryview) -> None:
+        pos, n = 0, len(piece)
+        while pos < n:
+            take = min(CHUNK - self._filled, n - pos)
+            self._current.append(piece[pos:pos + take])
+            self._filled += take
+            pos += take
+            if self._filled == CHUNK:
+                self._ready.append(self._current)
+                self._current, self._filled = [], 0
+        if len(self._ready) >= _ChunkCRCs._GROUP:
+            self._crcs.submit(self._ready)
+            self._ready = []
+
+    def finish(self) -> None:
+        if self._current:
+            self._ready.append(self._current)
+        self._crcs.submit(self._ready)
+        self._current, self._filled, self._ready = [], 0, []
 
 
 def _read_exact(f, n: int) -> bytes:

@@ -30,7 +30,7 @@ def test_collectives_on_two_ranks_with_mismatch_checks():
 def test_ddp_matches_single_process_training():
     """MLP and MNIST CNN: same parameters on both ranks after every step, equal to one
     process on the concatenated batches; no_sync accumulation, unused parameters, bucket
-    views, buffer broadcast and the state_dict prefix."""
+    views, buffer broadcast, the state_dict prefix and join() on uneven inputs."""
     result = launch("ddp_worker.py", "all", timeout=150)
     _ok(result, "DDP-OK")
     assert_no_strays(result)

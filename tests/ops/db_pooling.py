@@ -153,7 +153,7 @@ def _adaptive_samples(nd, ramp=False):
 
 def _lp_samples(nd):
     def samples(rng):
-        size = {1: (7,), 2: (5, 6), 3: (4, 4, 5)}[nd]
+        size = {1: (7,), 2: (5, 6), 3: (3, 3, 4)}[nd]
         x = rng.uniform(0.5, 1.5, size=(1, 2) + size)
         return [Sample((x, 2.0, 2), {}), Sample((x, 3.0, 3), {"stride": 2, "ceil_mode": True})]
     return samples

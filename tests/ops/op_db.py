@@ -9,7 +9,7 @@ import importlib
 
 FAMILIES = ("arithmetic", "elementwise", "comparison", "reduction", "shape", "indexing",
             "linalg", "creation", "activation", "loss", "normalization", "conv", "pooling",
-            "resample")
+            "resample", "nn_misc")
 
 OP_DB = []
 for _family in FAMILIES:

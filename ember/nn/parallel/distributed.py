@@ -42,6 +42,9 @@ used keeps its ``.grad`` untouched.  ``static_graph=True`` does the walk once an
 **no_sync()** skips the averaging: gradients accumulate locally over several backward
 passes, and the first backward outside ``no_sync`` averages the sum.
 
+**join()** lets ranks with fewer batches finish early: they stand in for the others'
+collectives with zero gradients until every rank is done.
+
 **Buffers** (batch norm's running statistics) are broadcast from rank 0 before each
 forward when ``broadcast_buffers`` is True.
 
@@ -59,6 +62,7 @@ from __future__ import annotations
 import weakref
 from contextlib import contextmanager
 
+from ... import distributed as dist
 from ..._core.backend import module_of
 from ..._core.function import AccumulateGrad
 from ..._core.grad_mode import STATE
@@ -110,10 +114,7 @@ class DistributedDataParallel(Module):
                  check_reduction: bool = False, gradient_as_bucket_view: bool = False,
                  static_graph: bool = False, **kwargs):
         super().__init__()
-        from ... import distributed as dist
-        from ...distributed._group import _resolve
-
-        pg = _resolve(process_group)
+        pg = dist._group._resolve(process_group)
         if pg == dist.GroupMember.NON_GROUP_MEMBER:
             raise ValueError("DistributedDataParallel: this rank is not in process_group")
         params = [p for _, p in module.named_parameters() if p.requires_grad]
@@ -141,7 +142,6 @@ class DistributedDataParallel(Module):
         self.require_backward_grad_sync = True
         self.require_forward_param_sync = True
         self.bucket_bytes_cap = int((25 if bucket_cap_mb is None else bucket_cap_mb) * 2 ** 20)
-        self._dist = dist
         self._params = params
         self._names = names
         self._world = pg.size()
@@ -155,6 +155,7 @@ class DistributedDataParallel(Module):
         for b in self._buckets:
             for k, i in enumerate(b.members):
                 self._bucket_of[i] = (b, k)
+        self._joining = None  # inside join(): whether to divide by the initial world size
         self._armed = False  # a backward that must be averaged is expected
         self._backward_started = False
         self._ready = [False] * len(params)
@@ -171,7 +172,7 @@ class DistributedDataParallel(Module):
     def _verify_same_model(self, names: list, params: list) -> None:
         mine = [[n, list(p.shape), p.dtype.name] for n, p in zip(names, params)]
         everyone = [None] * self._world
-        self._dist.all_gather_object(everyone, mine, group=self.process_group)
+        dist.all_gather_object(everyone, mine, group=self.process_group)
         for rank, theirs in enumerate(everyone):
             theirs = [list(e) for e in theirs]
             if theirs != [list(e) for e in everyone[0]]:
@@ -184,16 +185,16 @@ class DistributedDataParallel(Module):
                     f"{self.process_group._ranks[rank]} has {diff[1]} "
                     "([name, shape, dtype]); every rank must build the same model")
 
-    def _broadcast_coalesced(self, tensors: list) -> None:
-        """Broadcast tensors from the group's first rank, one flat buffer per dtype."""
+    def _broadcast_coalesced(self, tensors: list, root: int | None = None) -> None:
+        """Broadcast tensors from `root` (the group's first rank), one flat buffer per dtype."""
         by_dtype: dict = {}
         for t in tensors:
             by_dtype.setdefault((t._data.dtype, t.device), []).append(t)
-        root = self.process_group._ranks[0]
+        root = self.process_group._ranks[0] if root is None else root
         for group in by_dtype.values():
             xp = module_of(group[0]._data)
             flat = xp.concatenate([t._data.reshape(-1) for t in group])
-            self._dist.broadcast(_make(flat), src=root, group=self.process_group)
+            dist.broadcast(_make(flat), src=root, group=self.process_group)
             pos = 0
             for t in group:
                 n = t._data.size
@@ -224,16 +225,22 @@ class DistributedDataParallel(Module):
     # ---- forward -------------------------------------------------------------------
     def forward(self, *inputs, **kwargs):
         self._check_previous_reduction()
-        if self.broadcast_buffers and self.require_forward_param_sync and self._world > 1:
-            buffers = [b for b in self.module.buffers()]
-            if buffers:
-                self._broadcast_coalesced(buffers)
+        will_sync = STATE.enabled and self.require_backward_grad_sync
+        if self._joining is not None:
+            self._join_step(will_sync)
+        self._sync_buffers()
         output = self.module(*inputs, **kwargs)
-        if STATE.enabled and self.require_backward_grad_sync:
+        if will_sync:
             self._prepare_for_backward(output)
         else:
             self._armed = False
         return output
+
+    def _sync_buffers(self) -> None:
+        if self.broadcast_buffers and self.require_forward_param_sync and self._world > 1:
+            buffers = [b for b in self.module.buffers()]
+            if buffers:
+                self._broadcast_coalesced(buffers)
 
     def _check_previous_reduction(self) -> None:
         if not self._armed or not self._backward_started:
@@ -328,7 +335,7 @@ class DistributedDataParallel(Module):
             for k, i in enumerate(b.members):
                 if i in self._unused_now:
                     self._copy_in(b, k)
-            b.work = self._dist.all_reduce(b.tensor, group=self.process_group, async_op=True)
+            b.work = dist.all_reduce(b.tensor, group=self.process_group, async_op=True)
             self._next_bucket += 1
         if self._next_bucket == len(self._buckets):
             self._finalize()
@@ -343,7 +350,7 @@ class DistributedDataParallel(Module):
         globally_used = None
         if self._used is not None:
             used = _make(self._used)
-            self._dist.all_reduce(used, group=self.process_group)
+            dist.all_reduce(used, group=self.process_group)
             globally_used = self._used
         for b in self._buckets:
             for k, i in enumerate(b.members):
@@ -368,6 +375,65 @@ class DistributedDataParallel(Module):
             yield
         finally:
             self.require_backward_grad_sync = old
+
+    @contextmanager
+    def join(self, divide_by_initial_world_size: bool = True, enable: bool = True,
+             throw_on_early_termination: bool = False):
+        """Train on uneven inputs: wrap the training loop in ``with ddp.join():``.
+
+        A rank that runs out of batches leaves the loop and, in this context's exit, stands
+        in for the ranks still training: each of their iterations it takes part in the same
+        collectives (buffer broadcast, gradient buckets) with zero gradients, so that nobody
+        waits forever.  The average divides by the initial world size (or, with
+        ``divide_by_initial_world_size=False``, by the ranks still training).  When every
+        rank has joined, the parameters of the last rank to join are copied to all ranks.
+        Each forward inside the context costs one extra small all-reduce.
+        """
+        if not enable or self._world == 1:
+            yield
+            return
+        if throw_on_early_termination:
+            raise NotImplementedError("DistributedDataParallel.join(throw_on_early_termination="
+                                      "True) is not supported")
+        self._joining = divide_by_initial_world_size
+        try:
+            yield
+        finally:
+            self._joining = None
+        self._shadow_until_all_joined(divide_by_initial_world_size)
+
+    def _join_flags(self, active: int, sync: int):
+        flags = _make(module_of(self._params[0]._data).asarray([active, sync], dtype="int64"))
+        dist.all_reduce(flags, group=self.process_group)
+        return int(flags._data[0]), int(flags._data[1])
+
+    def _join_step(self, will_sync: bool) -> None:
+        """An active rank's forward under join(): count the ranks still training."""
+        active, _ = self._join_flags(1, int(will_sync))
+        self._scale = 1.0 / (self._world if self._joining else active)
+
+    def _shadow_until_all_joined(self, by_initial_size: bool) -> None:
+        """Mirror the collectives of the ranks still training, until none is."""
+        last_joiner = True
+        while True:
+            active, syncing = self._join_flags(0, 0)
+            if active == 0:
+                break
+            last_joiner = False
+            self._sync_buffers()
+            if syncing:
+                for b in self._buckets:
+                    b.buffer[...] = 0
+                    dist.all_reduce(b.tensor, group=self.process_group)
+                if self.find_unused_parameters or self.static_graph:
+                    zeros = module_of(self._params[0]._data).zeros(len(self._params), "int32")
+                    dist.all_reduce(_make(zeros), group=self.process_group)
+        self._scale = 1.0 / self._world
+        me = self.process_group._ranks[self.process_group.rank()]
+        who = _make(module_of(self._params[0]._data).asarray([me if last_joiner else -1]))
+        dist.all_reduce(who, op=dist.ReduceOp.MAX, group=self.process_group)
+        self._broadcast_coalesced(list(self.module.parameters()) + list(self.module.buffers()),
+                                  root=int(who._data[0]))
 
     def extra_repr(self) -> str:
         return (f"world_size={self._world}, buckets={len(self._buckets)}, "

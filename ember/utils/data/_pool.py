@@ -44,11 +44,6 @@ def _exit_status(exitcode) -> str:
     return f"exited with exit code {exitcode}"
 
 
-def _watch_segment(pool_ref, wid: int, name: str, mapping) -> None:
-    finalizer = weakref.finalize(mapping, _segment_freed, pool_ref, wid, name)
-    finalizer.atexit = False
-
-
 def _segment_freed(pool_ref, wid: int, name: str) -> None:
     # NOTE: this can run inside any allocation (a collected cycle), even inside a
     # Queue.put holding the queue's lock: only append to a deque here, the pool passes
@@ -69,7 +64,8 @@ class WorkerPool:
         self.closed = False
         self.warned_fallback = False
         self.released = collections.deque()   # (worker, segment) freed by the main process
-        self._hooks = []
+        self.receivers = []
+        self.ready = []                         # per worker: can dump its stack
         self._reusable = []                     # per worker: segments to hand back
         self.processes, self.queues, self.conns, self.dump_paths = [], [], [], []
         _live_pools.add(self)
@@ -88,7 +84,9 @@ class WorkerPool:
         self.queues.append(task_queue)
         self.conns.append(reader)
         self._reusable.append([])
-        self._hooks.append(functools.partial(_watch_segment, weakref.ref(self), wid))
+        self.ready.append(False)
+        self.receivers.append(_shared_memory.Receiver(
+            reader, functools.partial(_segment_freed, weakref.ref(self), wid)))
         self.dump_paths.append(dump_path)
         spec = WorkerSpec(
             dataset=loader.dataset, iterable=loader._iterable,
@@ -134,7 +132,7 @@ class WorkerPool:
             if obj in readers:
                 wid = readers[obj]
                 try:
-                    events.append(("msg", wid, _shared_memory.receive(obj, self._hooks[wid])))
+                    self._keep(events, wid, self.receivers[wid].receive())
                 except (EOFError, OSError):
                     dead.add(wid)
             else:
@@ -146,12 +144,18 @@ class WorkerPool:
             events.append(("dead", wid, process.exitcode))
         return events
 
+    def _keep(self, events: list, wid: int, message) -> None:
+        if message[0][0] == "ready":
+            self.ready[wid] = True
+        else:
+            events.append(("msg", wid, message))
+
     def _drain(self, wid: int) -> list:
         """Whatever a dead worker finished sending before it went."""
         events, conn = [], self.conns[wid]
         try:
             while not conn.closed and conn.poll(0):
-                events.append(("msg", wid, _shared_memory.receive(conn, self._hooks[wid])))
+                self._keep(events, wid, self.receivers[wid].receive())
         except (EOFError, OSError):
             pass
         return events
@@ -165,6 +169,9 @@ class WorkerPool:
         """The worker's Python stack right now (faulthandler, triggered by SIGUSR1)."""
         if not hasattr(signal, "SIGUSR1"):
             return "(no stack: this platform has no SIGUSR1)"
+        if not self.ready[wid]:
+            return ("(no stack: the worker is still starting up; with the 'spawn' start "
+                    "method, start-up counts against the timeout)")
         path = self.dump_paths[wid]
         try:
             os.kill(self.processes[wid].pid, signal.SIGUSR1)
@@ -196,6 +203,8 @@ class WorkerPool:
         # A worker blocked sending a batch gets a broken pipe and exits.
         for conn in self.conns:
             conn.close()
+        for receiver in self.receivers:
+            receiver.close()
         deadline = time.monotonic() + grace
         for p in self.processes:
             p.join(max(0.0, deadline - time.monotonic()))

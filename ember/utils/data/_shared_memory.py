@@ -13,7 +13,7 @@ as its array) taken out of the pickle stream.  The arrays then go one of two way
 Segments are recycled.  Making a fresh one costs a page fault and a zero-fill per 4 KiB
 page (measured here: ~12 ms for 16 MiB, ten times the copy itself), so when the last
 array of a batch dies in the main process, a finalizer tells the worker, which then
-reuses the segment (still mapped on its side) for a later batch.  `benchmarks/
+reuses the segment (still mapped on both sides) for a later batch.  `benchmarks/
 dataloader.py` measures both routes and a plain pickle; `MIN_SHM_BYTES` comes from it.
 
 Segment names start with ``ember_dl_<main pid>_<pool>_``: when a pool shuts down the main
@@ -30,6 +30,7 @@ import io
 import mmap
 import os
 import pickle
+import weakref
 
 import numpy as np
 
@@ -41,15 +42,18 @@ except ImportError:  # Windows: batches always travel through the pipe
 NAME_PREFIX = "ember_dl_"
 # Arrays smaller than this stay inside the pickle (the bookkeeping would cost more).
 MIN_ARRAY_BYTES = 16 * 1024
-# A batch whose large arrays add up to this much travels through shared memory.
-MIN_SHM_BYTES = 128 * 1024
+# A batch whose large arrays add up to this much travels through shared memory.  Measured
+# with recycled segments (benchmarks/dataloader.py): shared memory is already ahead of the
+# pipe at 16 KiB (86 vs 95 us per batch), 1.9x at 128 KiB, 7x at 1 MiB and above; below
+# 16 KiB all routes cost the same, as the arrays stay in the pickle.
+MIN_SHM_BYTES = 16 * 1024
 # Released segments a worker keeps mapped for reuse.
 MAX_FREE_SEGMENTS = 4
 _ALIGN = 64
 _SIZE_STEP = 64 * 1024          # segment sizes are rounded up, so similar batches share
 # NOTE: pre-faulting a whole mapping in one call is much cheaper than one page fault per
 # 4 KiB page on first touch.
-_MAP_FLAGS = mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0)
+_MAP_FLAGS = getattr(mmap, "MAP_SHARED", 0) | getattr(mmap, "MAP_POPULATE", 0)
 _SHM_DIR = "/dev/shm"
 
 
@@ -139,6 +143,7 @@ class Sender:
         self.count = 0
         self.in_flight: dict = {}     # name -> mmap, sent and not yet released
         self.free: list = []          # (size, name, mmap) released, reusable
+        self.retired: list = []       # names unlinked since the last message
         self.fallback_reason = None   # why shared memory was given up, reported once
 
     def _segment(self, size: int):
@@ -175,6 +180,7 @@ class Sender:
             _, old_name, old_mm = self.free.pop(0)
             old_mm.close()
             _unlink(old_name)
+            self.retired.append(old_name)
 
     def send(self, header: tuple, payload) -> None:
         buf = io.BytesIO()
@@ -188,7 +194,8 @@ class Sender:
         if route is None and arrays:
             route = ("pipe", layout)
         note, self.fallback_reason = self.fallback_reason, None
-        self.conn.send_bytes(pickle.dumps((header, route, note),
+        retired, self.retired = self.retired, []
+        self.conn.send_bytes(pickle.dumps((header, route, note, retired),
                                           protocol=pickle.HIGHEST_PROTOCOL))
         self.conn.send_bytes(buf.getbuffer())
         if route is not None and route[0] == "pipe":
@@ -205,29 +212,46 @@ class Sender:
         self.free.clear()
 
 
-def receive(conn, on_segment=None):
-    """The main process's end: one message -> (header, payload, fallback note or None).
+class Receiver:
+    """The main process's end of one worker's pipe.
 
-    ``on_segment(name, mapping)`` is called for a batch that came through shared memory,
-    so the caller can learn when its arrays are gone (a weakref on the mapping).
+    It maps each segment once and keeps the mapping while the worker may reuse the
+    segment.  A batch's arrays are views of one per-batch anchor array over the mapping
+    (NumPy keeps every view's ``base`` pointing at it), so a finalizer on the anchor
+    learns when the last of them is gone and calls ``on_free(name)``.
     """
-    header, route, note = pickle.loads(conn.recv_bytes())
-    body = conn.recv_bytes()
-    arrays = []
-    if route is not None and route[0] == "shm":
-        mm = _attach_segment(route[1])
-        arrays = [np.frombuffer(mm, dtype=dtype, count=int(np.prod(shape, dtype=np.int64)),
-                                offset=offset).reshape(shape)
-                  for dtype, shape, offset, _ in route[2]]
-        if on_segment is not None:
-            on_segment(route[1], mm)
-        del mm
-    elif route is not None:
-        for dtype, shape, _, nbytes in route[1]:
-            raw = bytearray(nbytes)
-            conn.recv_bytes_into(raw)
-            arrays.append(np.frombuffer(raw, dtype=dtype).reshape(shape))
-    return header, _Unpickler(io.BytesIO(body), arrays).load(), note
+
+    def __init__(self, conn, on_free):
+        self.conn = conn
+        self.on_free = on_free
+        self.mappings: dict = {}
+
+    def receive(self):
+        """One message -> (header, payload, fallback note or None)."""
+        header, route, note, retired = pickle.loads(self.conn.recv_bytes())
+        for name in retired:
+            self.mappings.pop(name, None)   # live arrays keep their mapping alive
+        body = self.conn.recv_bytes()
+        arrays = []
+        if route is not None and route[0] == "shm":
+            name = route[1]
+            mm = self.mappings.get(name)
+            if mm is None:
+                mm = self.mappings[name] = _attach_segment(name)
+            anchor = np.frombuffer(mm, dtype=np.uint8)
+            arrays = [anchor[offset:offset + nbytes].view(dtype).reshape(shape)
+                      for dtype, shape, offset, nbytes in route[2]]
+            weakref.finalize(anchor, self.on_free, name).atexit = False
+            del anchor
+        elif route is not None:
+            for dtype, shape, _, nbytes in route[1]:
+                raw = bytearray(nbytes)
+                self.conn.recv_bytes_into(raw)
+                arrays.append(np.frombuffer(raw, dtype=dtype).reshape(shape))
+        return header, _Unpickler(io.BytesIO(body), arrays).load(), note
+
+    def close(self) -> None:
+        self.mappings.clear()
 
 
 def unlink_leftovers(prefix: str) -> int:

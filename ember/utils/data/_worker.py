@@ -136,6 +136,7 @@ def capture_streams():
 
 
 def restore_streams(state) -> None:
+    """Put back the states returned by `capture_streams`."""
     py_state, np_state, ember_state = state
     random.setstate(py_state)
     np.random.set_state(np_state)
@@ -278,8 +279,8 @@ def worker_loop(spec: WorkerSpec, task_queue, conn) -> None:
 
     Messages in: ("epoch", epoch_id, base_seed, epoch), and ("task", epoch_id, task_idx,
     keys, ordinal, names of segments the main process has finished with).  Messages out,
-    on `conn`: ("data" | "error" | "exhausted", epoch_id, task_idx) with the batch, the
-    error's description, or nothing.
+    on `conn`: ("ready", None, None) once, then ("data" | "error" | "exhausted", epoch_id,
+    task_idx) with the batch, the error's description, or nothing.
     """
     global _worker_info
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the main process's to handle
@@ -287,13 +288,17 @@ def worker_loop(spec: WorkerSpec, task_queue, conn) -> None:
     if spec.dump_path is not None and hasattr(signal, "SIGUSR1"):
         dump_file = open(spec.dump_path, "w")  # kept open for the process's life
         faulthandler.register(signal.SIGUSR1, file=dump_file, all_threads=True)
+    sender = _shared_memory.Sender(conn, f"{spec.shm_prefix}{spec.worker_id:x}_", spec.use_shm)
+    try:
+        sender.send(("ready", None, None), None)   # from now on a stack dump can be asked for
+    except OSError:
+        return                                     # the main process is already gone
     seed = (spec.base_seed + spec.worker_id) & _M64
     random.seed(seed)
     np.random.seed(seed & 0xFFFFFFFF)
     ember_random.manual_seed(seed)
     _worker_info = WorkerInfo(id=spec.worker_id, num_workers=spec.num_workers, seed=seed,
                               dataset=spec.dataset)
-    sender = _shared_memory.Sender(conn, f"{spec.shm_prefix}{spec.worker_id:x}_", spec.use_shm)
     setup_error = None
     try:
         if spec.worker_init_fn is not None:

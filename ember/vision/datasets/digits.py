@@ -17,7 +17,7 @@ from .vision import VisionDataset, missing_file_error
 BUNDLED = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "digits.npz")
 
 
-def test_mask(labels: np.ndarray) -> np.ndarray:
+def split_mask(labels: np.ndarray) -> np.ndarray:
     """The fixed split: within each class, in file order, every fifth image (the 5th,
     10th, ...) is a test image.  That gives 355 test and 1,442 training images with the
     classes in the same proportions in both."""
@@ -35,7 +35,7 @@ class Digits(VisionDataset):
         root: None for the copy inside the package, or a folder holding a ``digits.npz``
             of the same layout (``images`` uint8 (N, 8, 8) with values 0..16, ``labels``).
         train: the training part (True) or the test part (False) of the fixed split (see
-            `test_mask`); ignored when `split` is given.
+            `split_mask`); ignored when `split` is given.
         transform, target_transform: applied to the image and to the label (an int).
         split: ``"train"``, ``"test"`` or ``"all"`` (all 1,797 images); overrides `train`.
 
@@ -63,7 +63,7 @@ class Digits(VisionDataset):
         with np.load(path, allow_pickle=False) as npz:
             counts, labels = npz["images"], npz["labels"].astype(np.int64)
         if split != "all":
-            keep = test_mask(labels) == (split == "test")
+            keep = split_mask(labels) == (split == "test")
             counts, labels = counts[keep], labels[keep]
         pixels = (counts.astype(np.uint16) * 255 + 8) // 16
         self.data = _make(pixels.astype(np.uint8))

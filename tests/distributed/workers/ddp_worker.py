@@ -219,6 +219,39 @@ def bucket_views_buffers_and_state_dict():
     fresh.load_state_dict({k.removeprefix("module."): v for k, v in ddp.state_dict().items()})
 
 
+def uneven_inputs_with_join():
+    """Rank 0 has 3 batches, rank 1 has 2: join() lets rank 1 stand in for step 3."""
+    rank = dist.get_rank()
+    dataset = data(10, seed=7)
+    ember.manual_seed(5)
+    model = mlp()
+    ember.manual_seed(5)
+    reference = mlp()
+    ddp = DDP(model)
+    opt = ember.optim.SGD(ddp.parameters(), lr=0.1)
+    ref_opt = ember.optim.SGD(reference.parameters(), lr=0.1)
+    batches = [dataset[0:2], dataset[2:4], dataset[4:6], dataset[6:8], dataset[8:10]]
+    mine = batches[0::2] if rank == 0 else batches[1::2][:2]  # rank 0: 3 batches, rank 1: 2
+    with ddp.join():
+        for x, y in mine:
+            opt.zero_grad()
+            F.nll_loss(ddp(x), y).backward()
+            opt.step()
+    for step in range(3):  # the same in one process; step 3 has rank 0's batch only
+        ref_opt.zero_grad()
+        if step < 2:
+            xs = ember.cat([batches[2 * step][0], batches[2 * step + 1][0]])
+            ys = ember.cat([batches[2 * step][1], batches[2 * step + 1][1]])
+            F.nll_loss(reference(xs), ys).backward()
+        else:  # divided by the initial world size
+            F.nll_loss(reference(batches[4][0]), batches[4][1]).div(2).backward()
+        ref_opt.step()
+    check_same_across_ranks(model, "after join")
+    for (name, p), q in zip(model.named_parameters(), reference.parameters()):
+        np.testing.assert_allclose(p.detach().numpy(), q.detach().numpy(), rtol=RTOL, atol=ATOL,
+                                   err_msg=f"join: {name}")
+
+
 def main():
     dist.init_process_group("mpi")
     assert dist.get_world_size() == 2
@@ -233,6 +266,8 @@ def main():
         unused_parameters()
     if which in ("all", "misc"):
         bucket_views_buffers_and_state_dict()
+    if which in ("all", "join"):
+        uneven_inputs_with_join()
     dist.barrier()
     print(f"DDP-OK {dist.get_rank()} pid={os.getpid()}", flush=True)
     dist.destroy_process_group()

@@ -58,8 +58,11 @@ class Pids(Dataset):
 class Big(Dataset):
     """Samples large enough that a batch travels through shared memory."""
 
+    def __init__(self, n=4):
+        self.n = n
+
     def __len__(self):
-        return 4
+        return self.n
 
     def __getitem__(self, i):
         return np.full((256, 256), i, dtype=np.float32)
@@ -262,6 +265,22 @@ def test_large_batches_travel_through_shared_memory():
     assert small[0].tolist() == [0, 1]
     del batch
     assert _shared_memory.leftovers(f"ember_dl_{os.getpid():x}_") == []
+
+
+def test_shared_memory_segments_are_recycled_only_when_free():
+    prefix = f"ember_dl_{os.getpid():x}_"
+    loader = DataLoader(Big(32), batch_size=2, num_workers=1, persistent_workers=True)
+    seen = set()
+    for i, batch in enumerate(loader):           # each batch dropped before the next
+        assert batch[:, 0, 0].tolist() == [2.0 * i, 2.0 * i + 1]
+        seen.update(_shared_memory.leftovers(prefix))
+    assert len(seen) <= 6                        # 16 batches through a handful of segments
+    kept = list(loader)                          # batches kept alive: never overwritten
+    assert [b[:, 0, 0].tolist() for b in kept] == [[2.0 * i, 2.0 * i + 1] for i in range(16)]
+    assert all(b.sum().item() == 256 * 256 * (4 * i + 1) for i, b in enumerate(kept))
+    del loader
+    assert _shared_memory.leftovers(prefix) == []
+    assert kept[5][0, 0, 0].item() == 10.0       # still readable once the names are gone
 
 
 def test_spawn_start_method():

@@ -1,0 +1,78 @@
+"""Transformer encoder layer training step: ember vs PyTorch.
+
+One TransformerEncoderLayer (d_model 128, 4 heads, feed-forward 2048, dropout 0.1,
+batch_first) on a (32, 64, 128) batch: forward, mean squared error against a fixed
+target, backward and one SGD step.  Both libraries start from the same weights and run
+with one BLAS/compute thread by default (``--threads`` to change; see lstm.py).  Usage:
+    python benchmarks/transformer.py [--repeats 7] [--threads 1]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _threads_from_argv() -> str:
+    """The --threads value, read before NumPy is imported (BLAS reads it at load time)."""
+    for i, arg in enumerate(sys.argv):
+        if arg == "--threads" and i + 1 < len(sys.argv):
+            return sys.argv[i + 1]
+        if arg.startswith("--threads="):
+            return arg.split("=", 1)[1]
+    return "1"
+
+
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ[_var] = _threads_from_argv()
+
+import numpy as np  # noqa: E402
+
+import ember  # noqa: E402
+from benchmarks._harness import alternate, print_table, try_import_torch  # noqa: E402
+
+D_MODEL, HEADS, SEQ, BATCH = 128, 4, 64, 32
+
+
+def make_step(lib, state=None):
+    """A closure running one training step, and the layer's state dict (for the other lib)."""
+    layer = lib.nn.TransformerEncoderLayer(D_MODEL, HEADS, batch_first=True)
+    if state is not None:
+        layer.load_state_dict({k: lib.tensor(v) for k, v in state.items()})
+    rng = np.random.default_rng(0)
+    x = lib.tensor(rng.standard_normal((BATCH, SEQ, D_MODEL)).astype(np.float32))
+    target = lib.tensor(rng.standard_normal((BATCH, SEQ, D_MODEL)).astype(np.float32))
+    opt = lib.optim.SGD(layer.parameters(), lr=0.01)
+
+    def step():
+        opt.zero_grad()
+        loss = lib.nn.functional.mse_loss(layer(x), target)
+        loss.backward()
+        opt.step()
+        return loss
+
+    weights = {k: v.detach().numpy().copy() for k, v in layer.state_dict().items()}
+    return step, weights
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--threads", type=int, default=1)
+    args = parser.parse_args()
+    torch = try_import_torch()
+    if torch is not None:
+        torch.set_num_threads(args.threads)
+    ours, weights = make_step(ember)
+    theirs = make_step(torch, weights)[0] if torch is not None else None
+    e, t = alternate(ours, theirs, repeats=args.repeats)
+    print(f"TransformerEncoderLayer training step: d_model {D_MODEL}, {HEADS} heads, seq {SEQ}, "
+          f"batch {BATCH}; {args.threads} thread(s), median of {args.repeats}")
+    print_table([("forward + backward + SGD step", e, t)], unit="ms", scale=1e3)
+
+
+if __name__ == "__main__":
+    main()

@@ -2,12 +2,12 @@
 
 ember's ``dist.all_reduce`` hands the tensor's memory to ``MPI_Iallreduce(MPI_IN_PLACE)`` and
 polls it with a timeout; the raw baselines are mpi4py's blocking ``Allreduce(IN_PLACE)`` and
-``Iallreduce`` + ``Wait`` on a NumPy array.  With PyTorch installed, ``torch.distributed``
-on Gloo (TCP over loopback) runs too, for scale.  Every timing starts after a barrier; the
+``Iallreduce`` + ``Wait`` on a NumPy array.  With ``--torch``, ``torch.distributed`` on Gloo
+(TCP over loopback) runs too, for scale.  Every timing starts after a barrier; the
 table shows rank 0's median and best time over the repeats (they run in alternation,
 in a rotating order).
 
-    python benchmarks/allreduce.py [--repeats 9] [--sizes 1,4,16,64,256] [--no-torch]
+    python benchmarks/allreduce.py [--repeats 9] [--sizes 1,4,16,64,256] [--torch]
 
 (Started directly, it re-starts itself under ``python -m ember.distributed.run`` with
 2 ranks.)
@@ -40,7 +40,8 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--repeats", type=int, default=9)
     p.add_argument("--sizes", default="1,4,16,64,256", help="sizes in MB")
-    p.add_argument("--no-torch", action="store_true")
+    p.add_argument("--torch", action="store_true",
+                   help="also time torch.distributed on Gloo (PyTorch must be installed)")
     args = p.parse_args()
 
     import numpy as np
@@ -53,7 +54,7 @@ def main() -> None:
     rank, world = dist.get_rank(), dist.get_world_size()
     comm = MPI.COMM_WORLD.Dup()
     torch_dist = None
-    if not args.no_torch:
+    if args.torch:
         try:
             import torch
             import torch.distributed as torch_dist

@@ -116,10 +116,11 @@ def save_image(tensor, fp, format: str | None = None, **kwargs) -> None:
     grid = make_grid(tensor, **kwargs).cpu_array()
     pixels = np.clip(grid.astype(np.float64) * 255 + 0.5, 0, 255).astype(np.uint8)
     pixels = np.ascontiguousarray(pixels.transpose(1, 2, 0))
-    if format is None:
+    kind = format
+    if kind is None:
         ext = os.path.splitext(os.fspath(fp))[1] if isinstance(fp, (str, os.PathLike)) else ""
-        format = ext[1:] if ext else "png"
-    if format.lower() == "png":
+        kind = ext[1:] if ext else "png"
+    if kind.lower() == "png":
         data = _png_bytes(pixels)
         if isinstance(fp, (str, os.PathLike)):
             with open(fp, "wb") as f:
@@ -127,6 +128,6 @@ def save_image(tensor, fp, format: str | None = None, **kwargs) -> None:
         else:
             fp.write(data)
         return
-    image_module = pil_image(f"save_image in format {format!r} (PNG needs nothing)")
+    image_module = pil_image(f"save_image in format {kind!r} (PNG needs nothing)")
     image = image_module.fromarray(pixels[:, :, 0] if pixels.shape[2] == 1 else pixels)
     image.save(fp, format=format)

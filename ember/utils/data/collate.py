@@ -15,7 +15,6 @@ import re
 
 import numpy as np
 
-from ..._core import dtype as dtypes
 from ..._core.tensor import Tensor
 from ...ops.creation import as_tensor, from_numpy, tensor
 
@@ -29,10 +28,11 @@ def _is_namedtuple(obj) -> bool:
 
 
 def _stack_tensors(batch, *, collate_fn_map=None) -> Tensor:
-    # NOTE: a plain NumPy stack (no graph) unless a sample requires grad, where the
-    # stack must be recorded; the result is a fresh array the workers can ship as is.
-    if all(t.device.type == "cpu" and not t.requires_grad for t in batch):
-        return from_numpy(np.stack([t.cpu_array() for t in batch]))
+    # NOTE: a plain NumPy stack (no graph, ~2x faster for small samples) unless a sample
+    # requires grad or lives on a GPU; the result is a fresh array workers ship as is.
+    arrays = [t._data for t in batch]
+    if all(type(a) is np.ndarray for a in arrays) and not any(t._requires_grad for t in batch):
+        return from_numpy(np.stack(arrays))
     from ...ops.joining import stack
 
     return stack(list(batch), 0)
@@ -49,12 +49,17 @@ def _collate_numpy_scalar(batch, *, collate_fn_map=None):
 
 
 def _collate_float(batch, *, collate_fn_map=None):
-    return tensor(batch, dtype=dtypes.float64)
+    return from_numpy(np.array(batch, dtype=np.float64))
 
 
 def _collate_int(batch, *, collate_fn_map=None):
     # bool is an int subclass: a batch of bools gives a bool tensor, as in PyTorch.
-    return tensor(batch)
+    if all(type(x) is bool for x in batch):
+        return from_numpy(np.array(batch, dtype=np.bool_))
+    try:
+        return from_numpy(np.array(batch, dtype=np.int64))
+    except OverflowError:
+        return tensor(batch)   # ember's own error for an integer out of range
 
 
 def _collate_str(batch, *, collate_fn_map=None):

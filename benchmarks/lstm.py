@@ -6,8 +6,10 @@ clipping and one SGD step.  Both libraries start from the same weights.
 
 Both run with one BLAS/compute thread by default (``--threads`` to change): on a shared
 machine, multi-threaded BLAS timings of small matrix products are dominated by thread
-contention.  Usage:
-    python benchmarks/lstm.py [--repeats 7] [--threads 1]
+contention.  Times are the process's CPU time by default (``--clock wall`` for wall time):
+with one thread on an idle machine the two agree, and on a busy one CPU time is not
+inflated by the other processes.  Usage:
+    python benchmarks/lstm.py [--repeats 7] [--threads 1] [--clock cpu]
 """
 
 from __future__ import annotations
@@ -31,6 +33,9 @@ def _threads_from_argv() -> str:
 
 for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ[_var] = _threads_from_argv()
+
+import statistics  # noqa: E402
+import time  # noqa: E402
 
 import numpy as np  # noqa: E402
 
@@ -79,20 +84,40 @@ def make_step(lib, state=None):
     return step, weights
 
 
+def alternate_timed(ember_fn, torch_fn, repeats: int, clock: str) -> tuple:
+    """Median seconds per call of each workload, timed in alternation with `clock`."""
+    if clock == "wall":
+        return alternate(ember_fn, torch_fn, repeats=repeats)
+    timings = ([], [])
+    for fn in (ember_fn, torch_fn):
+        if fn is not None:
+            fn()
+            fn()
+    for _ in range(repeats):
+        for fn, out in zip((ember_fn, torch_fn), timings):
+            if fn is not None:
+                start = time.process_time()
+                fn()
+                out.append(time.process_time() - start)
+    return (statistics.median(timings[0]),
+            statistics.median(timings[1]) if timings[1] else None)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--clock", choices=("cpu", "wall"), default="cpu")
     args = parser.parse_args()
     torch = try_import_torch()
     if torch is not None:
         torch.set_num_threads(args.threads)
     ours, weights = make_step(ember)
     theirs = make_step(torch, weights)[0] if torch is not None else None
-    e, t = alternate(ours, theirs, repeats=args.repeats)
+    e, t = alternate_timed(ours, theirs, args.repeats, args.clock)
     print(f"LSTM LM training step: vocab {VOCAB}, embedding {EMBED}, {LAYERS} layers of "
-          f"{HIDDEN}, seq {SEQ}, batch {BATCH}; {args.threads} thread(s), median of "
-          f"{args.repeats}")
+          f"{HIDDEN}, seq {SEQ}, batch {BATCH}; {args.threads} thread(s), {args.clock} time, "
+          f"median of {args.repeats}")
     print_table([("forward + backward + clip + SGD step", e, t)], unit="ms", scale=1e3)
 
 

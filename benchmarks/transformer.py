@@ -3,8 +3,9 @@
 One TransformerEncoderLayer (d_model 128, 4 heads, feed-forward 2048, dropout 0.1,
 batch_first) on a (32, 64, 128) batch: forward, mean squared error against a fixed
 target, backward and one SGD step.  Both libraries start from the same weights and run
-with one BLAS/compute thread by default (``--threads`` to change; see lstm.py).  Usage:
-    python benchmarks/transformer.py [--repeats 7] [--threads 1]
+with one BLAS/compute thread, timed in CPU time, by default (``--threads``, ``--clock``;
+see lstm.py for why).  Usage:
+    python benchmarks/transformer.py [--repeats 7] [--threads 1] [--clock cpu]
 """
 
 from __future__ import annotations
@@ -32,7 +33,8 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 import numpy as np  # noqa: E402
 
 import ember  # noqa: E402
-from benchmarks._harness import alternate, print_table, try_import_torch  # noqa: E402
+from benchmarks._harness import print_table, try_import_torch  # noqa: E402
+from benchmarks.lstm import alternate_timed  # noqa: E402
 
 D_MODEL, HEADS, SEQ, BATCH = 128, 4, 64, 32
 
@@ -62,15 +64,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--clock", choices=("cpu", "wall"), default="cpu")
     args = parser.parse_args()
     torch = try_import_torch()
     if torch is not None:
         torch.set_num_threads(args.threads)
     ours, weights = make_step(ember)
     theirs = make_step(torch, weights)[0] if torch is not None else None
-    e, t = alternate(ours, theirs, repeats=args.repeats)
+    e, t = alternate_timed(ours, theirs, args.repeats, args.clock)
     print(f"TransformerEncoderLayer training step: d_model {D_MODEL}, {HEADS} heads, seq {SEQ}, "
-          f"batch {BATCH}; {args.threads} thread(s), median of {args.repeats}")
+          f"batch {BATCH}; {args.threads} thread(s), {args.clock} time, median of "
+          f"{args.repeats}")
     print_table([("forward + backward + SGD step", e, t)], unit="ms", scale=1e3)
 
 

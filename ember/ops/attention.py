@@ -43,7 +43,7 @@ def _softmax_keeping_dead_rows_zero(scores: Tensor) -> Tensor:
     """softmax over the last dim; rows where every score is -inf give zeros (not NaN)."""
     data = scores._data
     xp = xp_of(data)
-    dead = xp.isneginf(data).all(axis=-1, keepdims=True)
+    dead = (data == _NEG_INF).all(axis=-1, keepdims=True)
     if not bool(dead.any()):
         return softmax(scores, -1)
     dead_mask = _make(dead)

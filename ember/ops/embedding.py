@@ -289,10 +289,10 @@ def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None,
                            f"through {num - 1}, but got {padding_idx}")
     pad = _padding_index(padding_idx, num)
     flat, bag_of, bags, positions = _bags(input, offsets, include_last_offset)
-    indices = flat._data.astype(np.int64, copy=False)
+    indices = flat.cpu_array().astype(np.int64, copy=False)  # bag bookkeeping on the host
     if max_norm is not None:
         with no_grad():
-            renorm_rows_(weight, indices, max_norm, norm_type)
+            renorm_rows_(weight, xp_of(weight._data).asarray(indices), max_norm, norm_type)
     keep = None if pad < 0 else indices != pad
     if keep is not None:
         indices, bag_of = indices[keep], bag_of[keep]

@@ -71,6 +71,7 @@ def _materialize(spec, dtype, rng):
             array = rng.integers(lo, max(lo, hi) + 1, spec.shape).astype(np_dtype)
         else:
             array = rng.uniform(spec.low, spec.high, spec.shape).astype(np_dtype)
+        array = np.asarray(array)
         if spec.transposed:
             array = np.ascontiguousarray(array.T).T
         return _Array(array, spec.grad and np_dtype.kind in "fc", spec.transposed)
@@ -173,10 +174,10 @@ def _dtype_name(d) -> str:
 
 def _np(t) -> np.ndarray:
     if isinstance(t, torch.Tensor):
-        t = t.detach().resolve_conj().resolve_neg()
+        t = t.detach()
         if t.dtype is torch.bfloat16:
             t = t.float()
-        return t.numpy()
+        return t.numpy(force=True)  # (force: conj/neg bits, torch's zero tensors)
     a = np.asarray(t.detach().numpy())
     return a.astype(np.float32) if a.dtype.name == "bfloat16" else a
 

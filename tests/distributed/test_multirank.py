@@ -66,7 +66,8 @@ def test_a_hanging_rank_times_out_with_an_error_naming_it():
     result = launch("failure_worker.py", "hang", timeout=60)
     assert result.returncode != 0
     assert "DistBackendError" in result.output
-    assert "timed out after 3.0 s on rank 0: rank 1 did not complete it" in result.output
+    assert re.search(r"timed out after 3\.\d s on rank 0: rank 1 did not complete it",
+                     result.output), result.output[-3000:]
     assert result.seconds < 40, result.seconds  # rank 1 sleeps 60 s: it was not waited for
     assert_no_strays(result)
 

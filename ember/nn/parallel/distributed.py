@@ -156,6 +156,9 @@ class DistributedDataParallel(Module):
             for k, i in enumerate(b.members):
                 self._bucket_of[i] = (b, k)
         self._joining = None  # inside join(): whether to divide by the initial world size
+        # False: start the buckets only once backward is done (benchmarks/ddp_step.py uses
+        # it to measure what overlapping communication with backward gains)
+        self._overlap = True
         self._armed = False  # a backward that must be averaged is expected
         self._backward_started = False
         self._ready = [False] * len(params)
@@ -298,7 +301,7 @@ class DistributedDataParallel(Module):
         bucket, k = self._bucket_of[i]
         self._copy_in(bucket, k)
         bucket.pending -= 1
-        if bucket.pending == 0:
+        if bucket.pending == 0 and (self._overlap or not any(b.pending for b in self._buckets)):
             self._launch_ready_buckets()
         else:
             self._progress()

@@ -3,9 +3,10 @@ local hub cache, see ``ember.hub``), the preprocessing it expects and facts abou
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, Callable
+from typing import Any
 
 from ... import hub
 

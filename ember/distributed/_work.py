@@ -7,9 +7,12 @@ it instead of a process stuck forever in a blocking call.  A blocking collective
 simply ``start(...).wait()``.
 
 NOTE: MPI progresses a non-blocking operation only while some MPI call runs (MPICH has no
-progress thread by default).  The loop therefore spins on the backend's test call; after a
-50 ms it yields the CPU between tests (so a rank waiting for a slow peer does not
-starve it on a busy machine), and after a second it sleeps a millisecond between tests.
+progress thread by default).  The loop therefore spins on the backend's test call, but
+after the first ~10 microseconds it calls ``sched_yield`` between rounds of tests, as MPI's
+own waits do: when ranks share a core (more ranks than cores, or a busy machine), a pure
+spin would hold the core for a whole scheduler time slice while the peer it waits for
+cannot run.  On an idle core the yield returns at once.  After a second it sleeps a
+millisecond between tests (a long wait is for a slow peer, not for the network).
 """
 
 from __future__ import annotations
@@ -20,8 +23,8 @@ from datetime import timedelta
 
 from ._backend import DistBackendError
 
-_SPIN_S = 0.05  # pure spinning (as MPI's own Wait does): short waits finish at full speed
-_YIELD_S = 1.0  # then sched_yield between tests; after this, sleep 1 ms between tests
+_SPIN_S = 10e-6  # pure spinning: the wait of a small message ends at full speed
+_YIELD_S = 1.0  # then sched_yield between rounds of tests; after this, sleep 1 ms
 
 
 def seconds(timeout) -> float | None:
@@ -42,7 +45,7 @@ def poll_until(test, timeout_s: float | None) -> bool:
     spin_end = start + _SPIN_S
     yield_end = start + _YIELD_S
     while True:
-        for _ in range(64):  # check the clock every few tests only
+        for _ in range(16):  # check the clock every few tests only
             if test():
                 return True
         now = time.monotonic()

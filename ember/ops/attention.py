@@ -16,7 +16,6 @@ import warnings
 
 from .._core import dtype as dtypes
 from .._core.tensor import Tensor, _make
-from ._util import xp_of
 from .activation import softmax
 from .creation import ones, zeros
 from .dropout import dropout
@@ -42,7 +41,6 @@ def _linear(x: Tensor, w: Tensor, b: Tensor | None) -> Tensor:
 def _softmax_keeping_dead_rows_zero(scores: Tensor) -> Tensor:
     """softmax over the last dim; rows where every score is -inf give zeros (not NaN)."""
     data = scores._data
-    xp = xp_of(data)
     dead = (data == _NEG_INF).all(axis=-1, keepdims=True)
     if not bool(dead.any()):
         return softmax(scores, -1)

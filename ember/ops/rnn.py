@@ -52,6 +52,14 @@ def _sigmoid_(xp, a) -> None:
     a += 0.5
 
 
+class _SequenceFunction(Function):
+    """Base of the sequence Functions: their work arrays go when the graph is freed."""
+
+    def _release(self) -> None:
+        super()._release()
+        self.arrays = None
+
+
 def _recurrent(xp, w_hh, h):
     """``h @ w_hh^T`` (bs, G), as the transpose of ``w_hh @ h^T``.
 
@@ -80,7 +88,7 @@ def _grads_by_recompute(ctx, composite, inputs, grads, **params):
 # LSTM
 
 
-class LSTMSequence(Function):
+class LSTMSequence(_SequenceFunction):
     """One LSTM direction over a flat sequence: (xw, h0, c0, w_hh[, w_hr]) -> (out, h_n, c_n).
 
     xw (N, 4H) holds the input projections with both biases; the gates are ordered
@@ -220,7 +228,7 @@ def _join(outs: dict) -> Tensor:
 # GRU
 
 
-class GRUSequence(Function):
+class GRUSequence(_SequenceFunction):
     """One GRU direction over a flat sequence: (xw, h0, w_hh, b_hh) -> (out, h_n).
 
     xw (N, 3H) holds ``x @ W_ih^T + b_ih``; the gates are ordered reset, update, new as in
@@ -329,7 +337,7 @@ def gru_composite(xw, h0, w_hh, b_hh=None, batch_sizes=(), reverse=False):
 # Elman RNN (tanh or relu)
 
 
-class RNNSequence(Function):
+class RNNSequence(_SequenceFunction):
     """One Elman-RNN direction: ``h' = act(xw + h @ W_hh^T)`` -> (out, h_n)."""
 
     @staticmethod

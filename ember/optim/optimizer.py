@@ -531,7 +531,11 @@ def sparse_grad_parts(grad: Tensor, optimizer: str):
     array of shape (sparse_dim, nnz) without repeats, `values` has shape
     ``(nnz,) + grad.shape[sparse_dim:]``.
     """
-    if not grad.is_sparse:
-        raise RuntimeError(f"{optimizer}: expected a sparse gradient")
+    from ..sparse import SparseTensor
+
+    if not isinstance(grad, SparseTensor):
+        raise NotImplementedError(f"{optimizer}: sparse gradients of type "
+                                  f"{type(grad).__name__} are not supported (only ember's sparse "
+                                  "COO tensors are)")
     data = grad.coalesce()._data
     return data.indices, data.values

@@ -90,9 +90,11 @@ class SGD(Optimizer):
         if group["weight_decay"] != 0:
             raise RuntimeError("add(sparse, dense) is not supported. Use add(dense, sparse) "
                                "instead.")
-        if group["momentum"] != 0:
-            self._update(param._data, grad._data.to_dense(), state, group)
-            return
         indices, values = sparse_grad_parts(grad, "SGD")
+        if group["momentum"] != 0:
+            dense = np.zeros_like(param._data)
+            dense[tuple(indices)] = values
+            self._update(param._data, dense, state, group)
+            return
         lr = scalar(group["lr"])
         param._data[tuple(indices)] += values * (lr if group["maximize"] else -lr)

@@ -4,6 +4,7 @@ reductions, shape/indexing/linalg and the rest (ops_parity_cases2.py), bad calls
 
 from __future__ import annotations
 
+from .ops_parity_cases2 import REDUCTION_CASES, SCAN_SORT_CASES
 from .ops_parity_spec import (
     ALL, FI, FLOAT, INT, INTB, NONE, Case, D, T, binary, s, unary, vals,
 )
@@ -54,9 +55,10 @@ def _unary_cases() -> list:
              tag="decimals"),
         Case("logit", [s(T(2, 3, low=0, high=1), eps=0.2), s(T(2, 3, low=0, high=1), 1e-6)],
              FLOAT, tag="eps"),
-        Case("nan_to_num", [s(vals(SPECIAL)), s(vals(SPECIAL), nan=1.0, posinf=2.0, neginf=-2.0),
-                            s(T(2, 3))], ALL),
-        Case("nan_to_num_", [s(vals(SPECIAL)), s(vals(SPECIAL), 0.5, 3.0)], ALL),
+        Case("nan_to_num", [s(T(2, 3)), s(T(2, 3), nan=1.0)], ALL),
+        Case("nan_to_num", [s(vals(SPECIAL)), s(vals(SPECIAL), nan=1.0, posinf=2.0, neginf=-2.0)],
+             FLOAT, tag="special"),
+        Case("nan_to_num_", [s(vals(SPECIAL)), s(vals(SPECIAL), 0.5, 3.0)], FLOAT),
         Case("relu", [s(vals([-1.0, 0.0, 2.0]))], FLOAT, tag="zero"),
         Case("abs", [s(vals([-1.0, 0.0, 2.0]))], FLOAT, tag="zero"),
     ]
@@ -142,8 +144,9 @@ def _binary_cases() -> list:
              FLOAT, tag="same"),
         Case("allclose", [s(T(2, 3), T(2, 3)), s(vals([1.0, NAN]), vals([1.0 + 1e-9, NAN]),
                                                  equal_nan=True)], FLOAT),
-        Case("isclose", [s(T(2, 3), T(3)), s(vals([1.0, NAN, INF]), vals([1.0 + 1e-6, NAN, INF]),
-                                             rtol=1e-3, equal_nan=True)], FI),
+        Case("isclose", [s(T(2, 3), T(3)), s(T(2, 3), T(2, 3), rtol=0.5, atol=0.1)], ALL),
+        Case("isclose", [s(vals([1.0, NAN, INF]), vals([1.0 + 1e-6, NAN, INF]), rtol=1e-3,
+                           equal_nan=True)], FLOAT, tag="special"),
         Case("where", [s(T(2, 3, dtype="bool"), T(2, 3), T(3)),
                        s(T(2, 3, dtype="bool"), T(3), 0.0), s(T(2, 3, dtype="bool"), 1.0, T(3)),
                        s(T(2, 3, dtype="bool"), T(2, 3), T(3, dtype="int64")),
@@ -176,7 +179,7 @@ def _binary_cases() -> list:
     return cases
 
 
-CASES = _unary_cases() + _binary_cases()
+CASES = _unary_cases() + _binary_cases() + REDUCTION_CASES + SCAN_SORT_CASES
 
 ERROR_CASES = []
 NOT_SWEPT = {}

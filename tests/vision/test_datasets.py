@@ -351,3 +351,17 @@ def test_digits_in_a_dataloader():
     assert tuple(images.shape) == (100, 1, 8, 8) and images.dtype is ember.float32
     assert labels.dtype is ember.int64 and tuple(labels.shape) == (100,)
     assert sum(len(b[1]) for b in loader) == 355
+
+
+def test_samples_are_copies():
+    ds = datasets.Digits(train=False)
+    img, _ = ds[0]
+    img[:] = 0
+    assert ds[0][0].any()
+
+
+def test_image_folder_without_pillow_names_the_extra(tmp_path, monkeypatch):
+    (tmp_path / "c").mkdir()
+    monkeypatch.setitem(__import__("sys").modules, "PIL", None)
+    with pytest.raises(ImportError, match=r"ember\[data\]"):
+        datasets.ImageFolder(tmp_path)

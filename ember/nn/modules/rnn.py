@@ -154,14 +154,13 @@ class RNNBase(Module):
             batch_sizes = (batch,) * steps
             flat = seq.reshape(steps * batch, seq.shape[2])
             sorted_indices = unsorted_indices = None
-        self._check_input(flat)
+        self.check_input(flat, None)
         h0, c0 = self._initial_state(hx, flat, batch, batched, is_lstm, sorted_indices)
         out, h_n, c_n = self._layers(flat, batch_sizes, h0, c0)
         if packed:
             output = PackedSequence(out, batch_sizes_t, sorted_indices, unsorted_indices)
-            if unsorted_indices is not None:
-                h_n = h_n.index_select(1, unsorted_indices)
-                c_n = None if c_n is None else c_n.index_select(1, unsorted_indices)
+            h_n = self.permute_hidden(h_n, unsorted_indices)
+            c_n = None if c_n is None else self.permute_hidden(c_n, unsorted_indices)
         else:
             output = out.reshape(len(batch_sizes), batch, out.shape[1])
             if self.batch_first and batched:
@@ -172,16 +171,56 @@ class RNNBase(Module):
                 c_n = None if c_n is None else c_n.squeeze(1)
         return output, ((h_n, c_n) if is_lstm else h_n)
 
-    def _check_input(self, flat) -> None:
+    # PyTorch's public checking helpers (subclasses and user code call them) -----------
+
+    def check_input(self, input, batch_sizes) -> None:
+        """Dtype, rank and feature-size checks of the input (flat data when packed)."""
         weight = self.weight_ih_l0
-        if flat.dtype != weight.dtype:
-            raise ValueError(f"{_display_name(self.mode)} input dtype ({flat.dtype}) does not "
+        if input.dtype != weight.dtype:
+            raise ValueError(f"{_display_name(self.mode)} input dtype ({input.dtype}) does not "
                              f"match weight dtype ({weight.dtype}). Convert input: "
                              f"input.to({weight.dtype}), or convert model: "
-                             f"model.to({flat.dtype})")
-        if flat.shape[-1] != self.input_size:
+                             f"model.to({input.dtype})")
+        expected_dim = 2 if batch_sizes is not None else 3
+        if batch_sizes is not None and input.dim() != expected_dim:
+            raise RuntimeError(f"input must have {expected_dim} dimensions, got {input.dim()}")
+        if input.shape[-1] != self.input_size:
             raise RuntimeError(f"input.size(-1) must be equal to input_size. Expected "
-                               f"{self.input_size}, got {flat.shape[-1]}")
+                               f"{self.input_size}, got {input.shape[-1]}")
+
+    def get_expected_hidden_size(self, input, batch_sizes) -> tuple:
+        """(num_layers * directions, batch, hidden or proj size) for this input."""
+        if batch_sizes is not None:
+            batch = int(batch_sizes[0])
+        else:
+            batch = input.shape[0] if self.batch_first else input.shape[1]
+        real_hidden = self.proj_size if self.proj_size > 0 else self.hidden_size
+        return (self.num_layers * (2 if self.bidirectional else 1), batch, real_hidden)
+
+    def check_hidden_size(self, hx, expected_hidden_size,
+                          msg: str = "Expected hidden size {}, got {}") -> None:
+        """RuntimeError (with `msg`) when hx is not of the expected shape."""
+        if tuple(hx.shape) != tuple(expected_hidden_size):
+            raise RuntimeError(msg.format(tuple(expected_hidden_size), list(hx.shape)))
+
+    def check_forward_args(self, input, hidden, batch_sizes) -> None:
+        """All argument checks of forward, for a 3-D (or packed) input."""
+        self.check_input(input, batch_sizes)
+        expected = self.get_expected_hidden_size(input, batch_sizes)
+        if self.mode == "LSTM":
+            self.check_hidden_size(hidden[0], expected, "Expected hidden[0] size {}, got {}")
+            cell = expected[:2] + (self.hidden_size,)
+            self.check_hidden_size(hidden[1], cell, "Expected hidden[1] size {}, got {}")
+        else:
+            self.check_hidden_size(hidden, expected)
+
+    def permute_hidden(self, hx, permutation):
+        """hx with its batch dimension reordered (None permutation: unchanged)."""
+        if permutation is None:
+            return hx
+        if isinstance(hx, tuple):
+            return tuple(h.index_select(1, permutation) for h in hx)
+        return hx.index_select(1, permutation)
 
     def _initial_state(self, hx, flat, batch: int, batched: bool, is_lstm: bool,
                        sorted_indices):
@@ -212,15 +251,15 @@ class RNNBase(Module):
             h0 = h0.unsqueeze(1)
             c0 = None if c0 is None else c0.unsqueeze(1)
         if sorted_indices is not None:
-            h0 = h0.index_select(1, sorted_indices)
-            c0 = None if c0 is None else c0.index_select(1, sorted_indices)
+            h0 = self.permute_hidden(h0, sorted_indices)
+            c0 = None if c0 is None else self.permute_hidden(c0, sorted_indices)
         expected = (layers, batch, real_hidden)
-        if tuple(h0.shape) != expected:
-            which = "hidden[0] size" if is_lstm else "hidden size"
-            raise RuntimeError(f"Expected {which} {expected}, got {list(h0.shape)}")
-        if c0 is not None and tuple(c0.shape) != (layers, batch, self.hidden_size):
-            raise RuntimeError(f"Expected hidden[1] size {(layers, batch, self.hidden_size)}, "
-                               f"got {list(c0.shape)}")
+        if is_lstm:
+            self.check_hidden_size(h0, expected, "Expected hidden[0] size {}, got {}")
+            self.check_hidden_size(c0, (layers, batch, self.hidden_size),
+                                   "Expected hidden[1] size {}, got {}")
+        else:
+            self.check_hidden_size(h0, expected)
         for state in (h0, c0):
             if state is not None and state.dtype != flat.dtype:
                 raise RuntimeError(f"{_display_name(self.mode)}: the hidden state's dtype "

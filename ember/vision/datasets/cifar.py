@@ -226,7 +226,7 @@ class CIFAR10(VisionDataset):
         return len(self.data)
 
     def __getitem__(self, index: int):
-        return self._apply(self.data[index], self.targets[index])
+        return self._apply(self.data[index].copy(), self.targets[index])
 
     def extra_repr(self) -> str:
         return f"Split: {'Train' if self.train else 'Test'}"

@@ -77,7 +77,7 @@ class Digits(VisionDataset):
         return self.data.shape[0]
 
     def __getitem__(self, index: int):
-        image = self.data.cpu_array()[index]
+        image = self.data.cpu_array()[index].copy()  # a transform may write into it
         return self._apply(image, int(self.targets.cpu_array()[index]))
 
     def extra_repr(self) -> str:

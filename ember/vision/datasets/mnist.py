@@ -102,7 +102,7 @@ class MNIST(VisionDataset):
         return self.data.shape[0]
 
     def __getitem__(self, index: int):
-        image = self.data.cpu_array()[index]
+        image = self.data.cpu_array()[index].copy()  # a transform may write into it
         target = int(self.targets.cpu_array()[index])
         return self._apply(image, target)
 

@@ -16,6 +16,9 @@ from ._core.grad_mode import (
     set_grad_enabled,
 )
 from ._core.printing import set_printoptions
+from ._threads import (
+    get_num_interop_threads, get_num_threads, set_num_interop_threads, set_num_threads,
+)
 from ._core.tensor import Size, Tensor, is_tensor
 from .ops._util import result_type
 

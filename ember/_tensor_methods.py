@@ -15,7 +15,7 @@ from .ops import reduction_stats, sorting
 from .ops import arithmetic_fused, comparison, elementwise, elementwise_special
 from .ops import linalg, linalg_decomp, linalg_svd
 from .ops import activation
-from . import _sampling
+from . import _interop, _sampling
 from .ops._util import SCALAR_TYPES
 
 _OPERAND_TYPES = (Tensor,) + SCALAR_TYPES
@@ -425,7 +425,7 @@ METHODS = {
     "softmax": activation.softmax_fn,
     "log_softmax": activation.log_softmax_fn,
     # interop (_interop.py: __array_ufunc__, __array_function__, __dlpack__) ---------
-    **__import__("ember._interop", fromlist=["TENSOR_METHODS"]).TENSOR_METHODS,
+    **_interop.TENSOR_METHODS,
 }
 
 OPERATORS = {

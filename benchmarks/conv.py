@@ -7,8 +7,11 @@ PyTorch runs with ``torch.set_num_threads(os.cpu_count())`` and NumPy with its B
 default; ``--threads N`` pins both to N threads (set before NumPy is imported).
 
 The two libraries run in alternation; the table shows the median and the best (min)
-wall time of each, the min being the steadier figure on a shared machine.  Usage:
-    python benchmarks/conv.py [--repeats 15] [--threads N] [--profile]
+time of each, the min being the steadier figure on a shared machine.  ``--clock cpu``
+times with the process CPU clock instead of the wall clock: on a machine shared with
+other work this is the stable measure, but it is only comparable between the libraries
+with ``--threads 1`` (it adds up the time of every thread).  Usage:
+    python benchmarks/conv.py [--repeats 15] [--threads N] [--clock wall|cpu] [--profile]
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ def _args():
     parser.add_argument("--threads", type=int, default=None,
                         help="threads for both libraries (default: NumPy's BLAS default, "
                              "PyTorch os.cpu_count())")
+    parser.add_argument("--clock", choices=("wall", "cpu"), default="wall")
     parser.add_argument("--profile", action="store_true",
                         help="cProfile ember's forward+backward instead of timing")
     args = parser.parse_args()
@@ -84,7 +88,7 @@ def workloads(lib):
     }
 
 
-def _alternate(ours, theirs, repeats: int) -> tuple:
+def _alternate(ours, theirs, repeats: int, clock=time.perf_counter) -> tuple:
     """(median, min) seconds of each, timed in alternation after two warm-up calls."""
     fns = [f for f in (ours, theirs) if f is not None]
     for fn in fns:
@@ -93,9 +97,9 @@ def _alternate(ours, theirs, repeats: int) -> tuple:
     times = [[] for _ in fns]
     for _ in range(repeats):
         for fn, acc in zip(fns, times):
-            start = time.perf_counter()
+            start = clock()
             fn()
-            acc.append(time.perf_counter() - start)
+            acc.append(clock() - start)
     stats = [(float(np.median(acc)), min(acc)) for acc in times]
     return stats[0], (stats[1] if theirs is not None else (None, None))
 
@@ -119,18 +123,20 @@ def main() -> None:
     if torch is not None:
         torch.set_num_threads(args.threads or os.cpu_count())
     theirs = workloads(torch) if torch is not None else {}
+    clock = time.process_time if args.clock == "cpu" else time.perf_counter
     rows = []
     total = np.zeros(4)
     for name, (fwd, run) in ours.items():
         t_fwd, t_run = theirs.get(name, (None, None))
         for label, e_fn, t_fn in (("fwd", fwd, t_fwd), ("fwd+bwd", run, t_run)):
-            (e_med, e_min), (t_med, t_min) = _alternate(e_fn, t_fn, args.repeats)
+            (e_med, e_min), (t_med, t_min) = _alternate(e_fn, t_fn, args.repeats, clock)
             rows.append((f"{name} {label}", e_med, t_med, e_min, t_min))
             if label == "fwd+bwd":
                 total += [e_med, t_med or 0, e_min, t_min or 0]
     rows.append(("MNIST CNN layers fwd+bwd, total", *total))
     threads = args.threads or f"BLAS default / torch {os.cpu_count()}"
-    print(f"batch {BATCH}, float32, threads: {threads}, {args.repeats} alternated runs (ms)")
+    print(f"batch {BATCH}, float32, threads: {threads}, {args.clock} clock, "
+          f"{args.repeats} alternated runs (ms)")
     print(f"{'workload':<36} {'ember med':>9} {'torch med':>9} {'ratio':>6} "
           f"{'ember min':>9} {'torch min':>9} {'ratio':>6}")
     for name, e_med, t_med, e_min, t_min in rows:

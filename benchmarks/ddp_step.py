@@ -102,24 +102,28 @@ def main() -> None:
         with ddp.no_sync():
             return F.nll_loss(ddp(x), y)
 
-    def timed_backward(sync: bool, overlap: bool = True) -> float:
+    def one_backward(sync: bool, overlap: bool) -> float:
         ddp._overlap = overlap
-        times = []
-        for i in range(args.repeats + 1):
-            loss = prepared(sync)
-            dist.barrier()
-            start = time.perf_counter()
-            loss.backward()
-            if i:
-                times.append(time.perf_counter() - start)
+        loss = prepared(sync)
+        dist.barrier()
+        start = time.perf_counter()
+        loss.backward()
+        elapsed = time.perf_counter() - start
         ddp._overlap = True
-        return statistics.median(times)
+        return elapsed
 
     t_single = measure(single_step, only_rank0=True)
     t_ddp = measure(ddp_step)
-    b_local = timed_backward(sync=False)
-    b_ddp = timed_backward(sync=True)
-    b_serial = timed_backward(sync=True, overlap=False)
+    # the three backward variants in alternation (rotating order), so drift hits all alike
+    modes = {"local": (False, True), "ddp": (True, True), "serial": (True, False)}
+    samples = {m: [] for m in modes}
+    names = list(modes)
+    for i in range(args.repeats + 1):
+        for m in names[i % 3:] + names[: i % 3]:
+            elapsed = one_backward(*modes[m])
+            if i:
+                samples[m].append(elapsed)
+    b_local, b_ddp, b_serial = (statistics.median(samples[m]) for m in names)
     if rank == 0:
         comm = b_serial - b_local
         hidden = (b_serial - b_ddp) / comm if comm > 0 else float("nan")

@@ -278,7 +278,7 @@ def op_overhead(lib):
     return workloads(lib, lib.__name__ == "torch")
 
 
-# name, builder, unit scale, repeats factor, target ratio
+# key (for --only), name, builder, target ratio
 STEPS = [
     ("mlp", "MLP 784-512-256-10 step, batch 128", mlp_step, 0.9),
     ("cnn", "MNIST CNN step, batch 64, Adadelta", cnn_step, 1.0),
@@ -323,22 +323,27 @@ def _inner_for(fn) -> int:
 
 def peak_memory_child(lib_name: str, steps: int = 3) -> dict:
     """Run in a fresh process: RSS before and peak RSS during CNN training at batch 256."""
-    import resource
-
     lib = __import__(lib_name)
     if lib_name == "torch" and os.environ.get("EMBER_BENCH_THREADS"):
         lib.set_num_threads(int(os.environ["EMBER_BENCH_THREADS"]))
     step = cnn_step(lib, batch=256)
-    before = _current_rss()
+    before = _status_bytes("VmRSS")
     for _ in range(steps):
         step()
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # Linux: KiB
-    return {"before": before, "peak": peak}
+    return {"before": before, "peak": _status_bytes("VmHWM")}
 
 
-def _current_rss() -> int:
-    with open("/proc/self/statm") as f:
-        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+def _status_bytes(field: str) -> int:
+    """A memory figure of this process from /proc/self/status (Linux).
+
+    NOTE: not ``getrusage().ru_maxrss``: Linux keeps that peak across ``exec``, so a child
+    would report its parent's peak.  ``VmHWM`` starts afresh with the new program.
+    """
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) * 1024  # kB
+    raise RuntimeError(f"no {field} in /proc/self/status")
 
 
 def peak_memory(lib_name: str, threads: int) -> dict | None:

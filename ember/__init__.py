@@ -32,20 +32,21 @@ _tensor_methods.attach()
 
 # --- creation (ops/creation.py) ---
 from .ops.creation import (
-    arange, as_tensor, cartesian_prod, empty, empty_like, empty_strided, eye, from_numpy, full,
-    full_like, linspace, logspace, meshgrid, ones, ones_like, tensor, tril_indices,
-    triu_indices, zeros, zeros_like,
+    arange, as_tensor, cartesian_prod, empty, empty_like, empty_strided, eye, fill_, from_numpy,
+    full, full_like, linspace, logspace, meshgrid, ones, ones_like, tensor, tril_indices,
+    triu_indices, zero_, zeros, zeros_like,
 )
 from .ops.creation import range_ as range
 
 # --- conversion (ops/conversion.py) ---
 from .ops.conversion import clone
+detach, get_device, is_inference = Tensor.detach, Tensor.get_device, Tensor.is_inference
 
 # --- arithmetic (ops/arithmetic.py) ---
 from .ops.arithmetic import (
     abs, abs_, absolute, add, div, divide, float_power, floor_divide, fmod, mul, multiply, neg,
-    negative, pow, reciprocal, reciprocal_, remainder, rsub, square, square_, sub, subtract,
-    true_divide,
+    neg_, negative, negative_, pow, reciprocal, reciprocal_, remainder, rsub, square, square_,
+    sub, subtract, true_divide,
 )
 from .ops.arithmetic_fused import addcdiv, addcmul, lerp
 
@@ -54,7 +55,8 @@ from .ops.reduction import (
     all, amax, amin, aminmax, any, argmax, argmin, count_nonzero, max, mean, min, nanmean,
     nansum, prod, return_types, sum,
 )
-from .ops.reduction_stats import logsumexp, norm, std, std_mean, var, var_mean
+from .ops.linalg_norms import legacy_norm as norm
+from .ops.reduction_stats import logsumexp, std, std_mean, var, var_mean
 from .ops.sorting import (
     argsort, bincount, bucketize, cummax, cummin, cumprod, cumsum, histc, kthvalue,
     logcumsumexp, median, mode, msort, nanmedian, searchsorted, sort, topk, unique,
@@ -110,8 +112,8 @@ from .ops.index_dim import index_add, index_copy, index_fill, index_reduce, inde
 # --- linalg (ops/linalg.py) ---
 from .ops.einsum import einsum
 from .ops.linalg import (
-    addbmm, addmm, addmv, addr, baddbmm, bmm, cross, dot, ger, inner, kron, matmul, mm, mv,
-    outer, tensordot, trace, vdot,
+    addbmm, addmm, addmv, addmv_, addr, baddbmm, bmm, cross, dot, ger, inner, kron, matmul, mm,
+    mv, outer, tensordot, trace, vdot,
 )
 from .ops.linalg_decomp import det, logdet, matrix_power
 from .ops.linalg_decomp import inv as inverse

@@ -11,7 +11,7 @@ from __future__ import annotations
 from ._core.tensor import Tensor
 from .ops import arithmetic, conversion, creation, reduction, shape
 from .ops import index_dim, indexing, joining, scatter, slicing
-from .ops import reduction_stats, sorting
+from .ops import linalg_norms, reduction_stats, sorting
 from .ops import arithmetic_fused, comparison, elementwise, elementwise_special
 from .ops import linalg, linalg_decomp, linalg_svd
 from .ops import activation
@@ -81,6 +81,7 @@ METHODS = {
     "mul_": arithmetic.mul_,
     "div_": arithmetic.div_,
     "neg_": arithmetic.neg_,
+    "negative_": arithmetic.neg_,
     # reduction ---------------------------------------------------------------
     "sum": reduction.sum,
     "sum_to_size": reduction.sum_to_size,
@@ -101,7 +102,7 @@ METHODS = {
     "var": reduction_stats.var,
     "std": reduction_stats.std,
     "logsumexp": reduction_stats.logsumexp,
-    "norm": reduction_stats.norm,
+    "norm": linalg_norms.legacy_norm,
     "cumsum": sorting.cumsum,
     "cumprod": sorting.cumprod,
     "cumsum_": sorting.cumsum_,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numbers
+import warnings
 
 import numpy as np
 
@@ -10,6 +11,15 @@ from .._core import dtype as dtypes
 from .._core.tensor import Tensor, _make
 
 SCALAR_TYPES = (bool, int, float, complex, np.number, np.bool_)
+
+# NOTE: PyTorch computes 1/0, 0*inf, log(0), ... silently (IEEE inf and nan); NumPy warns.
+# Wrapping every op in np.errstate costs about a microsecond per op, so instead one filter
+# drops NumPy's floating point warnings when they come from ember's own kernels (a ufunc's
+# warning is attributed to the module of the line that called it).  Costs nothing until a
+# warning is raised; users' own NumPy code keeps its warnings.
+warnings.filterwarnings(
+    "ignore", message=r"(divide by zero|invalid value|overflow|underflow) encountered",
+    category=RuntimeWarning, module=r"ember\.(ops|_core)\.")
 
 
 def is_scalar(value) -> bool:
@@ -87,10 +97,30 @@ def cast(value, target: dtypes.dtype):
         return float(value)
     if target is dtypes.bool and isinstance(value, numbers.Number):
         return bool(value)
+    if type(value) is int and target.np_dtype.kind in "iu":
+        bounds = _INT_BOUNDS[target.np_dtype]
+        if not bounds[0] <= value <= bounds[1]:
+            return _wrap_int(value, target.np_dtype)
     if target is dtypes.bfloat16:
         # NOTE: ml_dtypes does not treat Python numbers as "weak" the way NumPy's own
         # types do (bfloat16 array * 0.5 would give float32): wrap the number instead.
         return _make(np.asarray(value, dtype=target.np_dtype))
+    return value
+
+
+_INT_BOUNDS = {np.dtype(n): (int(np.iinfo(n).min), int(np.iinfo(n).max))
+               for n in ("uint8", "int8", "int16", "int32", "int64", "uint16", "uint32", "uint64")}
+
+
+def _wrap_int(value: int, np_dtype) -> int:
+    """An out-of-range integer operand taken modulo 2**bits into the tensor's integer type,
+    as PyTorch does (``uint8_tensor == -1`` compares with 255)."""
+    if not -(2 ** 63) <= value < 2 ** 64:
+        raise OverflowError(f"Python int {value} too large to convert to an integer type")
+    bits = np_dtype.itemsize * 8
+    value %= 2 ** bits
+    if np_dtype.kind == "i" and value >= 2 ** (bits - 1):
+        value -= 2 ** bits
     return value
 
 

@@ -71,6 +71,18 @@ class SubInplace(Sub):
     _name = "SubBackward0"
 
 
+class Rsub(Sub):
+    """``other - input`` (forward receives them in that order)."""
+
+    _name = "RsubBackward0"
+
+
+class RsubScalar(Sub):
+    """``number - input``."""
+
+    _name = "RsubBackward1"
+
+
 class Mul(Function):
     @staticmethod
     def forward(ctx, x, y):
@@ -107,6 +119,37 @@ class Div(Function):
 class DivInplace(Div):
     _inplace = True
     _name = "DivBackward0"
+
+
+class DivRounding(Function):
+    """Division rounded toward zero ('trunc') or minus infinity ('floor').
+
+    PyTorch defines its gradient as zero (the result is piecewise constant).
+    """
+
+    _name = "DivBackward2"
+
+    @staticmethod
+    def forward(ctx, x, y, mode):
+        xp = _xp(x, y)
+        like = y if isinstance(x, (bool, int, float)) else x
+        with np.errstate(all="ignore"):
+            if mode == "floor":
+                out = xp.floor_divide(x, y)
+            elif like.dtype.kind not in "iu":
+                out = xp.trunc(xp.true_divide(x, y))
+            else:
+                # NOTE: integers round toward zero without a trip through floats (which
+                # would lose precision beyond 2**53): floor, plus one where they differ.
+                out = xp.floor_divide(x, y)
+                inexact = xp.remainder(x, y) != 0
+                out = xp.where(inexact & ((xp.asarray(x) < 0) != (xp.asarray(y) < 0)),
+                               out + 1, out)
+        return _same_dtype(out, x, y)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad.new_zeros(grad.shape), grad.new_zeros(grad.shape)
 
 
 class Neg(Function):
@@ -147,13 +190,14 @@ def sub(input, other, *, alpha=1) -> Tensor:
             "trying to invert a mask, use the `~` or `logical_not()` operator instead."
         )
     a, b = promote("sub", input, _scaled(other, alpha))
-    return Sub.apply(a, b)
+    # `number - tensor` (the reflected operator) is PyTorch's rsub
+    return (Sub if isinstance(a, Tensor) else RsubScalar).apply(a, b)
 
 
 def rsub(input, other, *, alpha=1) -> Tensor:
     """``other - alpha * input``."""
     a, b = promote("rsub", other, _scaled(input, alpha))
-    return Sub.apply(a, b)
+    return (Rsub if isinstance(a, Tensor) else RsubScalar).apply(a, b)
 
 
 def mul(input, other) -> Tensor:
@@ -165,16 +209,13 @@ def mul(input, other) -> Tensor:
 def div(input, other, *, rounding_mode: str | None = None) -> Tensor:
     """True division (integers give the default float dtype); or 'trunc'/'floor' rounding."""
     if rounding_mode is not None:
-        from .elementwise import trunc
-
-        if rounding_mode == "floor":
-            return floor_divide(input, other)
-        if rounding_mode == "trunc":
-            q = div(input, other)
-            kind = result_type(input, other)
-            return trunc(q).to(kind) if not kind.is_floating_point else trunc(q)
-        raise ValueError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' "
-                         f"but found '{rounding_mode}'")
+        if rounding_mode not in ("floor", "trunc"):
+            raise ValueError(f"div expected rounding_mode to be one of None, 'trunc', or "
+                             f"'floor' but found '{rounding_mode}'")
+        check_broadcast(input, other)
+        a, b = promote("div", input, other)
+        _check_divisor("div_" + rounding_mode + "_cpu", a, b)
+        return DivRounding.apply(a, b, rounding_mode)
     rt = result_type(input, other)
     if not (rt.is_floating_point or rt.is_complex):
         rt = dtypes.get_default_dtype()
@@ -221,12 +262,20 @@ def div_(input: Tensor, other, *, rounding_mode: str | None = None) -> Tensor:
     """In-place ``input /= other``."""
     if rounding_mode is not None:
         return input.copy_(div(input, other, rounding_mode=rounding_mode))
+    if _is_integral(input.dtype):  # true division gives floats
+        raise RuntimeError(f"result type {_short(dtypes.get_default_dtype())} can't be cast to "
+                           f"the desired output type {_short(input.dtype)}")
     return DivInplace.apply(input, inplace_operand("div_", input, other))
 
 
 def neg_(input: Tensor) -> Tensor:
     """In-place negation."""
+    if input.dtype is dtypes.bool:
+        neg(input)  # raises PyTorch's error
     return NegInplace.apply(input)
+
+
+negative_ = neg_
 
 
 subtract = sub

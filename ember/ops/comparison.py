@@ -40,6 +40,8 @@ class _BinaryInplace(_Binary):
 
     @staticmethod
     def forward(ctx, x, y):
+        if not isinstance(y, (bool, int, float)):  # PyTorch's node name for a tensor operand
+            ctx._name = type(ctx)._name[:-1] + "1"
         return type(ctx).compute(_xp(x, y), x, y).astype(x.dtype)
 
     @staticmethod

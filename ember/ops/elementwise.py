@@ -214,9 +214,19 @@ AtanInplace = inplace_form(Atan)
 SinhInplace = inplace_form(Sinh)
 CoshInplace = inplace_form(Cosh)
 TanhInplace = inplace_form(Tanh)
-AsinhInplace = inplace_form(Asinh)
-AcoshInplace = inplace_form(Acosh)
-AtanhInplace = inplace_form(Atanh)
+
+
+# PyTorch names the nodes of the in-place inverse hyperbolic functions ...Backward1.
+class AsinhInplace(inplace_form(Asinh)):
+    _name = "AsinhBackward1"
+
+
+class AcoshInplace(inplace_form(Acosh)):
+    _name = "AcoshBackward1"
+
+
+class AtanhInplace(inplace_form(Atanh)):
+    _name = "AtanhBackward1"
 
 
 def exp(input: Tensor) -> Tensor:

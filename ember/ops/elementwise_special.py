@@ -367,7 +367,9 @@ class Xlogy(Function):
     """x * log(y), with 0 where x == 0 (unless y is nan)."""
 
     @staticmethod
-    def forward(ctx, x, y):
+    def forward(ctx, x, y, node_name=None):
+        if node_name is not None:
+            ctx._name = node_name
         ctx.save_for_backward(x, y)
         xp = xp_of(x)
         with np.errstate(all="ignore"):
@@ -380,7 +382,7 @@ class Xlogy(Function):
         gx = gy = None
         with np.errstate(all="ignore"):
             if ctx._edges[0][0] is not None:
-                gx = grad * xlogy(x != 0, y)
+                gx = grad * xlogy((x != 0).to(grad.dtype), y)  # (a number y keeps grad's dtype)
             if ctx._edges[1][0] is not None:
                 gy = grad * x / y
         return gx, gy
@@ -404,6 +406,14 @@ def _binary(op: str, input, other, *, floats: bool = False):
                  for v in (a, b))
 
 
+def _tensors(op: str, input, other) -> None:
+    """TypeError (as PyTorch) when an op taking two tensors is given something else."""
+    for position, (name, value) in enumerate((("input", input), ("other", other)), 1):
+        if not isinstance(value, Tensor):
+            raise TypeError(f"{op}(): argument '{name}' (position {position}) must be Tensor, "
+                            f"not {type(value).__name__}")
+
+
 def _binary_(op: str, input: Tensor, other):
     other = inplace_operand(op, input, other)
     check_inplace_shape(input, other)
@@ -412,11 +422,13 @@ def _binary_(op: str, input: Tensor, other):
 
 def atan2(input, other) -> Tensor:
     """The angle of the point (other, input), i.e. atan(input / other) in the right quadrant."""
+    _tensors("atan2", input, other)
     return Atan2.apply(*_binary("atan2", input, other, floats=True))
 
 
 def atan2_(input: Tensor, other) -> Tensor:
     """In-place ``atan2``."""
+    _tensors("atan2_", input, other)
     require_float_target("atan2_", input)
     return Atan2Inplace.apply(input, _binary_("atan2_", input, other))
 
@@ -426,6 +438,7 @@ arctan2, arctan2_ = atan2, atan2_
 
 def hypot(input, other) -> Tensor:
     """``sqrt(input**2 + other**2)`` without overflow (floating point only)."""
+    _tensors("hypot", input, other)
     a, b = _binary("hypot", input, other)
     d = (a if isinstance(a, Tensor) else b).dtype
     if not d.is_floating_point:
@@ -435,6 +448,7 @@ def hypot(input, other) -> Tensor:
 
 def hypot_(input: Tensor, other) -> Tensor:
     """In-place ``hypot``."""
+    _tensors("hypot_", input, other)
     if not input.dtype.is_floating_point:
         raise unsupported("hypot_cpu", input.dtype)
     return HypotInplace.apply(input, _binary_("hypot_", input, other))
@@ -442,33 +456,40 @@ def hypot_(input: Tensor, other) -> Tensor:
 
 def maximum(input: Tensor, other: Tensor) -> Tensor:
     """The larger of two tensors, elementwise (nan if either is nan)."""
+    _tensors("maximum", input, other)
     return Maximum.apply(*_binary("maximum", input, other))
 
 
 def minimum(input: Tensor, other: Tensor) -> Tensor:
     """The smaller of two tensors, elementwise (nan if either is nan)."""
+    _tensors("minimum", input, other)
     return Minimum.apply(*_binary("minimum", input, other))
 
 
 def fmax(input: Tensor, other: Tensor) -> Tensor:
     """The larger of two tensors, elementwise, ignoring a nan on one side."""
+    _tensors("fmax", input, other)
     return Fmax.apply(*_binary("fmax", input, other))
 
 
 def fmin(input: Tensor, other: Tensor) -> Tensor:
     """The smaller of two tensors, elementwise, ignoring a nan on one side."""
+    _tensors("fmin", input, other)
     return Fmin.apply(*_binary("fmin", input, other))
 
 
 def xlogy(input, other) -> Tensor:
     """``input * log(other)``, and 0 where input is 0 (unless other is nan)."""
-    return Xlogy.apply(*_binary("xlogy", input, other, floats=True))
+    name = ("XlogyBackward1" if not isinstance(input, Tensor) else
+            "XlogyBackward2" if not isinstance(other, Tensor) else None)
+    return Xlogy.apply(*_binary("xlogy", input, other, floats=True), name)
 
 
 def xlogy_(input: Tensor, other) -> Tensor:
     """In-place ``xlogy``."""
     require_float_target("xlogy_", input)
-    return XlogyInplace.apply(input, _binary_("xlogy_", input, other))
+    name = "XlogyBackward2" if not isinstance(other, Tensor) else None
+    return XlogyInplace.apply(input, _binary_("xlogy_", input, other), name)
 
 
 # ---------------------------------------------------------------------------

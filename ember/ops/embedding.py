@@ -142,7 +142,7 @@ def _check_indices(op: str, input, weight: Tensor):
         raise RuntimeError("Expected all tensors to be on the same device, but found at least "
                            f"two devices, {weight.device} and {input.device}! (when checking "
                            f"arguments for {op})")
-    data = input._data.astype(np.int64, copy=False)
+    data = input._data.astype(np.int64)  # a copy: later writes to `input` can't reach backward
     if data.size and (int(data.min()) < 0 or int(data.max()) >= weight.shape[0]):
         raise IndexError("index out of range in self")
     return data

@@ -168,10 +168,7 @@ def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear",
         frac = x - _const(base, x)
         pos = [base, base + 1]
         taps.append((pos, [(p >= 0) & (p < sizes[d]) for p in pos], [1 - frac, frac]))
-    out = _sample(input, taps, sizes)
-    if out.grad_fn is not None:
-        out.grad_fn._name = f"GridSampler{nd}DBackward0"
-    return out
+    return _sample(input, taps, sizes)
 
 
 def _check_grid(input: Tensor, grid: Tensor, mode: str) -> None:

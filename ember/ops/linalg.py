@@ -513,6 +513,8 @@ def _add_product(kind: str, input, a, b, beta, alpha, inplace: bool = False) -> 
                            f"existing size ({in_shape[-1] if in_shape else 1}) at non-singleton "
                            f"dimension {len(out_shape) - 1}.  Target sizes: {list(out_shape)}."
                            f"  Tensor sizes: {list(in_shape)}")
+    if a._data.dtype.kind in "iu":  # integer tensors take the scalars as integers (truncated)
+        beta, alpha = int(beta), int(alpha)
     cls = AddProductInplace if inplace else AddProduct
     return cls.apply(input, a, b, kind, beta, alpha)
 

@@ -1,6 +1,6 @@
 # ruff: noqa: N803, N806 - matrices are capital letters, as in the math
-"""Norms: vector_norm, matrix_norm, linalg.norm and the legacy torch.norm, plus the
-condition number and the numerical rank.
+"""Norms: vector_norm, matrix_norm, linalg.norm and the legacy torch.norm (`legacy_norm`,
+also ``Tensor.norm``), plus the condition number.
 
 Matrix norms are compositions of ``vector_norm`` and ``svdvals``, so their
 gradients come from those two.
@@ -78,10 +78,14 @@ class VectorNorm(Function):
             hit = xp.abs(xd) == norm._data
             count = hit.sum(axis=ctx.dims, keepdims=True)
             return grad * sign * const_like(hit / count, x)
-        # d/dx (sum |x|^p)^(1/p) = sign(x) |x|^(p-1) / norm^(p-1)
-        zero = const_like(norm._data == 0, norm)
-        scale = (x * sign).pow(ord - 1) / (norm + zero).pow(ord - 1)
-        return grad * sign * scale
+        # d/dx (sum |x|^p)^(1/p) = sign(x) |x|^(p-1) / norm^(p-1).
+        # NOTE: zeros of x (their sign is 0) and zero norms (every |x|^(p-1) / norm^(p-1)
+        # there is 0 for p < 1, and every x is 0 for p > 1) are moved to 1 and masked, so
+        # that no inf or nan appears, in this gradient or in its own derivatives.
+        nd = norm._data
+        scale = ((x.abs() + const_like(xd == 0, x)).pow(ord - 1)
+                 / (norm + const_like(nd == 0, norm)).pow(ord - 1))
+        return grad * const_like(xp.sign(xd) * (nd != 0), x) * scale
 
 
 def vector_norm(x: Tensor, ord=2, dim=None, keepdim: bool = False, *, dtype=None,
@@ -106,11 +110,17 @@ def vector_norm(x: Tensor, ord=2, dim=None, keepdim: bool = False, *, dtype=None
     dims = normalize_dims(dim, x.dim(), "linalg.vector_norm")
     if x.dim() == 0:
         dims = ()
-    if ord in (math.inf, -math.inf) and x.numel() == 0:
-        if dim is None or any(x.shape[d] == 0 for d in dims):
-            raise RuntimeError(
-                "linalg.vector_norm cannot compute the inf norm on an empty tensor because the "
-                "operation does not have an identity")
+    if (ord < 0 or ord == math.inf) and x.numel() == 0:
+        name = {math.inf: "inf", -math.inf: "-inf"}.get(ord, f"{ord:g}")
+        if dim is None:
+            raise RuntimeError(f"linalg.vector_norm cannot compute the {name} norm on an empty "
+                               "tensor because the operation does not have an identity")
+        for d in dims:
+            if x.shape[d] == 0:
+                raise RuntimeError(
+                    f"linalg.vector_norm cannot compute the {name} norm on the dimension {d} "
+                    "because this dimension is empty and the operation does not have an "
+                    "identity")
     return VectorNorm.apply(x, float(ord), dims, keepdim)
 
 
@@ -183,6 +193,24 @@ def norm(A: Tensor, ord=None, dim=None, keepdim: bool = False, *, out=None,
         return matrix_norm(A, ord, (-2, -1), keepdim, dtype=dtype)
     raise RuntimeError(f"linalg.norm: If dim is not specified but ord is, the input must be "
                        f"1D or 2D. Got {A.dim()}D.")
+
+
+def legacy_norm(input: Tensor, p="fro", dim=None, keepdim: bool = False,
+                dtype=None) -> Tensor:
+    """``torch.norm`` / ``Tensor.norm``: the vector p-norm over `dim` (all elements by
+    default), or the nuclear norm of the matrices over `dim` for ``p='nuc'``.
+
+    `p` may be 'fro' (the 2-norm of the entries), 'nuc', inf, -inf, 0 (the number of
+    non-zeros) or any real number.  Prefer ``linalg.vector_norm``/``linalg.matrix_norm``.
+    """
+    if isinstance(p, str):
+        if p == "nuc":
+            return matrix_norm(input, "nuc", (-2, -1) if dim is None else dim, keepdim,
+                               dtype=dtype)
+        if p != "fro":
+            raise RuntimeError(f"linalg.matrix_norm: Order {p} not supported.")
+        p = 2
+    return vector_norm(input, 2 if p is None else p, dim, keepdim, dtype=dtype)
 
 
 def cond(A: Tensor, p=None, *, out=None) -> Tensor:

@@ -117,7 +117,7 @@ def _adaptive_max(op: str, nd: int, input, output_size, return_indices: bool):
     flat = xp.asarray(flat.reshape(-1, taps_total))              # (P, T)
     n, c = x.shape[:2]
     windows = xp.take(x._data.reshape(n, c, -1), flat.reshape(-1), axis=2)
-    best = xp.argmax(windows.reshape(n, c, -1, taps_total), axis=3)  # first max; NaN wins
+    best = xp.argmax(windows.reshape(n, c, -1, taps_total), axis=3)  # first max, or NaN
     idx = flat[xp.arange(flat.shape[0]), best].reshape((n, c) + out_size)
     out = FlatGather.apply(x, idx, False, f"AdaptiveMaxPool{nd}DBackward0")
     indices = _make(idx)

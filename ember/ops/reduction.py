@@ -498,15 +498,42 @@ def amin(input: Tensor, dim=(), keepdim: bool = False) -> Tensor:
     return _amax_amin(input, dim, keepdim, "min")
 
 
+class Aminmax(Function):
+    """(min, max) in one node; each gradient is shared evenly among the tied elements."""
+
+    @staticmethod
+    def forward(ctx, x, dims, keepdim):
+        kept = (x.min(axis=dims, keepdims=True), x.max(axis=dims, keepdims=True))
+        ctx.shape, ctx.dims, ctx.keepdim, ctx.kept = x.shape, dims, keepdim, kept
+        ctx.save_for_backward(x)
+        if keepdim:
+            return kept
+        shape = [s for i, s in enumerate(x.shape) if i not in dims]
+        return tuple(k.reshape(shape) for k in kept)
+
+    @staticmethod
+    def backward(ctx, grad_min, grad_max):
+        (x,) = ctx.saved_tensors
+        total = None
+        for grad, kept in zip((grad_min, grad_max), ctx.kept):
+            mask = x._data == kept
+            with np.errstate(invalid="ignore", divide="ignore"):
+                weight = mask / mask.sum(axis=ctx.dims, keepdims=True)
+            g = _restore_reduced(grad, ctx.shape, ctx.dims, ctx.keepdim)
+            g = g * _const(weight.astype(grad._data.dtype))
+            total = g if total is None else total + g
+        return total
+
+
 def aminmax(input: Tensor, *, dim=None, keepdim: bool = False):
     """(min, max) over one dim or over everything, as a named tuple."""
     if dim is None:
         _check_numel(input, "aminmax")
-        dims = ()
+        dims = tuple(range(input._data.ndim))
     else:
-        dims = wrap_dim(dim, input._data.ndim, "aminmax")
-    return return_types.aminmax(_amax_amin(input, dims, keepdim, "min"),
-                                _amax_amin(input, dims, keepdim, "max"))
+        dims = reduce_dims(input, wrap_dim(dim, input._data.ndim, "aminmax"), "aminmax")
+        _check_nonempty(input, dims, "aminmax")
+    return return_types.aminmax(*Aminmax.apply(input, dims, keepdim))
 
 
 def _arg_extreme(input: Tensor, dim, keepdim: bool, largest: bool) -> Tensor:
@@ -544,7 +571,8 @@ def argmin(input: Tensor, dim=None, keepdim: bool = False) -> Tensor:
 def _logical(input: Tensor, dim, keepdim: bool, op: str) -> Tensor:
     data = input._data
     xp = xp_of(data)
-    dims = reduce_dims(input, dim, op)
+    # NOTE: unlike sum or mean, all/any over an empty list of dims reduce nothing
+    dims = () if isinstance(dim, (tuple, list)) and not dim else reduce_dims(input, dim, op)
     out = (xp.all if op == "all" else xp.any)(data, axis=dims, keepdims=keepdim)
     if data.dtype == np.uint8:
         out = out.astype(np.uint8)  # PyTorch keeps uint8 for uint8 inputs

@@ -1,9 +1,10 @@
-"""Statistics over dimensions: var, std (with their means), logsumexp and the vector
-norm (``torch.norm``).  Shared helpers come from ``reduction.py``."""
+"""Statistics over dimensions: var, std (with their means) and logsumexp.  Shared helpers
+come from ``reduction.py``; ``torch.norm`` is ``legacy_norm`` in ``linalg_norms.py``."""
 
 from __future__ import annotations
 
 import builtins
+import math
 import warnings
 
 import numpy as np
@@ -13,25 +14,9 @@ from .._core.function import Function, as_array
 from .._core.tensor import Tensor
 from ._util import xp_of
 from .reduction import (
-    _check_nonempty, _const, _count, _ExpShifted, _is_float, _keep, _kept_shape,
-    _restore_reduced, _short_name, mean, reduce_dims,
+    _const, _count, _ExpShifted, _is_float, _keep, _kept_shape,
+    _restore_reduced, reduce_dims,
 )
-
-
-class _AbsPow(Function):
-    """``|x| ** q`` for a Python float q (a building block of p-norm gradients)."""
-
-    @staticmethod
-    def forward(ctx, x, q):
-        ctx.save_for_backward(x)
-        ctx.q = q
-        return xp_of(x).abs(x) ** q
-
-    @staticmethod
-    def backward(ctx, grad):
-        (x,) = ctx.saved_tensors
-        sign = _const(xp_of(x._data).sign(x._data))
-        return grad * sign * _AbsPow.apply(x, ctx.q - 1) * ctx.q
 
 
 # ---------------------------------------------------------------------------
@@ -52,7 +37,8 @@ class Var(Function):
     def forward(ctx, x, dims, correction, keepdim, take_sqrt):
         xp = xp_of(x)
         ctx.shape, ctx.dims, ctx.keepdim, ctx.sqrt = x.shape, dims, keepdim, take_sqrt
-        ctx.dof = _degrees(_count(x.shape, dims), correction)
+        # (an empty input has no reduction factor: PyTorch counts it as 0 and warns)
+        ctx.dof = _degrees(_count(x.shape, dims) if x.size else 0, correction)
         with np.errstate(invalid="ignore", divide="ignore"), warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
             d = x - x.mean(axis=dims, keepdims=True)
@@ -72,11 +58,29 @@ class Var(Function):
         g = _restore_reduced(grad, shape, dims, keepdim)
         centered = x - x.mean(dims, keepdim=True)
         if not ctx.sqrt:
-            return g * centered * (2.0 / ctx.dof)
+            # NOTE: no degrees of freedom left: the variance is nan/inf, so is its gradient
+            return g * centered * (2.0 / ctx.dof if ctx.dof else math.inf)
         # NOTE: d std = d var / (2 std); where std is 0 so is x - mean: give 0, not nan.
         std = _keep(std, shape, dims, keepdim)
         zero = _const((std._data == 0).astype(std._data.dtype))
         return g * centered / ((std + zero) * ctx.dof)
+
+
+class VarMean(Var):
+    """(var or std, mean) from one node, as PyTorch records var_mean/std_mean."""
+
+    @staticmethod
+    def forward(ctx, x, dims, correction, keepdim, take_sqrt):
+        out = Var.forward(ctx, x, dims, correction, keepdim, take_sqrt)
+        ctx._name = "StdMeanBackward0" if take_sqrt else "VarMeanBackward0"
+        with np.errstate(invalid="ignore", divide="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # the mean of nothing is nan
+            return out, as_array(x.mean(axis=dims, keepdims=keepdim))
+
+    @staticmethod
+    def backward(ctx, grad, grad_mean):
+        g_mean = _restore_reduced(grad_mean, ctx.shape, ctx.dims, ctx.keepdim)
+        return Var.backward(ctx, grad) + g_mean / float(_count(ctx.shape, ctx.dims))
 
 
 def _var_args(input: Tensor, dim, unbiased, correction, op: str):
@@ -112,18 +116,18 @@ def var_mean(input: Tensor, dim=None, unbiased=None, keepdim: bool = False, *,
              correction=None):
     """``(var(input, ...), mean(input, ...))`` in one call."""
     dims, correction = _var_args(input, dim, unbiased, correction, "var_mean")
-    return (Var.apply(input, dims, correction, keepdim, False), mean(input, dims, keepdim))
+    return VarMean.apply(input, dims, correction, keepdim, False)
 
 
 def std_mean(input: Tensor, dim=None, unbiased=None, keepdim: bool = False, *,
              correction=None):
     """``(std(input, ...), mean(input, ...))`` in one call."""
     dims, correction = _var_args(input, dim, unbiased, correction, "std_mean")
-    return (Var.apply(input, dims, correction, keepdim, True), mean(input, dims, keepdim))
+    return VarMean.apply(input, dims, correction, keepdim, True)
 
 
 # ---------------------------------------------------------------------------
-# logsumexp and norms
+# logsumexp
 
 
 class LogSumExp(Function):
@@ -159,82 +163,3 @@ def logsumexp(input: Tensor, dim, keepdim: bool = False) -> Tensor:
     if not _is_float(input._data):
         input = input.to(dtypes.get_default_dtype())
     return LogSumExp.apply(input, reduce_dims(input, dim, "logsumexp"), keepdim)
-
-
-class Norm(Function):
-    _name = "LinalgVectorNormBackward0"
-
-    @staticmethod
-    def forward(ctx, x, p, dims, keepdim):
-        xp = xp_of(x)
-        ctx.shape, ctx.dims, ctx.keepdim, ctx.p = x.shape, dims, keepdim, p
-        a = xp.abs(x)
-        if p == np.inf:
-            out = a.max(axis=dims, keepdims=True)
-        elif p == -np.inf:
-            out = a.min(axis=dims, keepdims=True)
-        elif p == 0:
-            out = (x != 0).sum(axis=dims, keepdims=True).astype(a.dtype)
-        elif p == 1:
-            out = a.sum(axis=dims, keepdims=True)
-        elif p == 2:
-            out = xp.sqrt((a * a).sum(axis=dims, keepdims=True))
-        else:
-            with np.errstate(divide="ignore"):
-                out = ((a ** p).sum(axis=dims, keepdims=True) ** (1.0 / p)).astype(a.dtype)
-        if not keepdim:
-            out = out.reshape([s for i, s in enumerate(x.shape) if i not in dims])
-        out = as_array(out)
-        ctx.save_for_backward(x, out)
-        return out
-
-    @staticmethod
-    def backward(ctx, grad):
-        x, out = ctx.saved_tensors
-        p, shape, dims = ctx.p, ctx.shape, ctx.dims
-        g = _restore_reduced(grad, shape, dims, ctx.keepdim)
-        out = _keep(out, shape, dims, ctx.keepdim)
-        xd, od = x._data, out._data
-        xp = xp_of(xd)
-        if p == 0:
-            return None
-        sign = xp.nan_to_num(xp.sign(xd))
-        if p == 1:
-            return g * _const(sign)
-        if p in (np.inf, -np.inf):
-            mask = (xp.abs(xd) == od)
-            count = mask.sum(axis=dims, keepdims=True)
-            return g * _const(sign * mask / xp.maximum(count, 1))
-        # NOTE: a zero norm has no gradient of its own; PyTorch returns 0 there, not nan.
-        zero_out = _const((od == 0).astype(od.dtype))
-        if p == 2:
-            return g * x / (out + zero_out)
-        # sign(x) |x|^(p-1) / norm^(p-1); zeros of x are moved to 1 (their sign is 0) so
-        # that no inf/nan appears for p < 1 or in higher derivatives.
-        zero_x = _const((xd == 0).astype(xd.dtype))
-        scale = _AbsPow.apply(x + zero_x, p - 1) / _AbsPow.apply(out + zero_out, p - 1)
-        return g * _const(sign * (od != 0)) * scale
-
-
-def norm(input: Tensor, p="fro", dim=None, keepdim: bool = False, dtype=None) -> Tensor:
-    """Vector p-norm over `dim` (all elements by default).
-
-    `p` may be 'fro' (= 2), inf, -inf, 0 (number of non-zeros) or any real number.
-    """
-    if dtype is not None:
-        input = input.to(dtypes.to_dtype(dtype))
-    if not _is_float(input._data):
-        raise RuntimeError("linalg.vector_norm: Expected a floating point or complex tensor "
-                           f"as input. Got {_short_name(input._data)}")
-    if isinstance(p, str):
-        if p == "nuc":
-            raise NotImplementedError("norm(): p='nuc' (the nuclear norm) is not supported")
-        if p != "fro":
-            raise RuntimeError(f"linalg.matrix_norm: Order {p} not supported.")
-        p = 2
-    if p is None:
-        p = 2
-    dims = reduce_dims(input, dim, "norm")
-    if p < 0 or p == np.inf:
-        _check_nonempty(input, dims, "linalg.vector_norm")
-    return Norm.apply(input, float(p), dims, keepdim)

@@ -160,8 +160,8 @@ class LSTMSequence(_SequenceFunction):
         xp.multiply(g * i, 1 - i, out=to_ifg[:, 0])
         xp.multiply(c_prev * f, 1 - f, out=to_ifg[:, 1])
         xp.multiply(i, 1 - g * g, out=to_ifg[:, 2])
-        dgates = xp.empty_like(gates)
-        dgates_ifg = dgates[:, :three].reshape(n, 3, hidden)
+        by_gate = xp.empty((n, 4, hidden), dtype=gates.dtype)
+        dgates, dgates_ifg = by_gate.reshape(n, 4 * hidden), by_gate[:, :3]  # views of one array
         dh_next, dc_next = ghn._data.copy(), gcn._data.copy()
         gout = gout._data
         whh, whr = w_hh._data, None if w_hr is None else w_hr._data

@@ -98,3 +98,9 @@ def test_finfo_iinfo():
 def test_from_numpy_dtype_rejects_unsupported():
     with pytest.raises(TypeError, match="can't convert np.ndarray of type"):
         dtypes.from_numpy_dtype(np.dtype("U3"))
+
+
+def test_bfloat16_keeps_its_dtype_with_python_numbers():
+    x = ember.ones(3, dtype=ember.bfloat16)
+    for y in (x * 2, 2 + x, x * 0.5, x - 1.5, x / 3, 3.0 / x):
+        assert y.dtype is ember.bfloat16

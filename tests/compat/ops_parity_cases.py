@@ -5,6 +5,10 @@ reductions, shape/indexing/linalg and the rest (ops_parity_cases2.py), bad calls
 from __future__ import annotations
 
 from .ops_parity_cases2 import REDUCTION_CASES, SCAN_SORT_CASES
+from .ops_parity_cases3 import INDEX_CASES, LINALG_CASES, SHAPE_CASES
+from .ops_parity_cases4 import (
+    CONVERSION_CASES, CREATION_CASES, ERROR_CASES, NN_CASES, NOT_SWEPT,
+)
 from .ops_parity_spec import (
     ALL, FI, FLOAT, INT, INTB, NONE, Case, D, T, binary, s, unary, vals,
 )
@@ -179,7 +183,5 @@ def _binary_cases() -> list:
     return cases
 
 
-CASES = _unary_cases() + _binary_cases() + REDUCTION_CASES + SCAN_SORT_CASES
-
-ERROR_CASES = []
-NOT_SWEPT = {}
+CASES = (_unary_cases() + _binary_cases() + REDUCTION_CASES + SCAN_SORT_CASES + SHAPE_CASES
+         + INDEX_CASES + LINALG_CASES + CREATION_CASES + CONVERSION_CASES + NN_CASES)

@@ -16,6 +16,8 @@ REDUCTIONS = {
     "min_dim_keepdim": lambda x: x.min(2, keepdim=True), "argmax_via_max": lambda x: x.max(
         -1)[1], "var": lambda x: x.var(1), "std": lambda x: x.std((1, 2), correction=0),
     "var_mean": lambda x: ember.var_mean(x, 2), "logsumexp": lambda x: x.logsumexp(1),
+    "std_mean_keepdim": lambda x: ember.std_mean(x, (1, 2), keepdim=True),
+    "aminmax_dim": lambda x: tuple(x.aminmax(dim=1)), "aminmax_all": lambda x: tuple(x.aminmax()),
     "norm2": lambda x: x.norm(dim=1), "norm1": lambda x: x.norm(1, dim=2),
     "norm_inf": lambda x: x.norm(float("inf"), dim=1), "norm3": lambda x: x.norm(3, dim=-1),
     "vector_norm": lambda x: ember.linalg.vector_norm(x, 2, dim=(1, 2)),

@@ -43,7 +43,6 @@ def _windows(size, kernel, stride, padding, dilation, ceil_mode):
 
 def ref_max_pool(x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
                  return_indices=False):
-    nd = x.ndim - 2
     size = x.shape[2:]
     out = idx = None
     for o, axes, outs in _windows(size, kernel_size, stride, padding, dilation, ceil_mode):
@@ -57,7 +56,6 @@ def ref_max_pool(x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=F
         out[(Ellipsis,) + o] = vals.max(-1)
         flat = [np.ravel_multi_index(q, size) for q in pos]
         idx[(Ellipsis,) + o] = np.asarray(flat)[best]
-    assert nd == len(size)
     return (out, idx) if return_indices else out
 
 

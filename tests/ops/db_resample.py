@@ -252,6 +252,11 @@ def ref_pdist(x, p=2):
                        for i in range(n) for j in range(i + 1, n)])
 
 
+def ref_one_hot(x, num_classes=-1):
+    n = int(x.max()) + 1 if num_classes == -1 else num_classes
+    return np.eye(n, dtype=np.int64)[x]
+
+
 OPS = [
     OpInfo("interpolate_nearest_1d", F.interpolate, ref_interpolate, _interp_samples(1, "nearest")),
     OpInfo("interpolate_nearest_2d", F.interpolate, ref_interpolate, _interp_samples(2, "nearest")),
@@ -303,8 +308,7 @@ OPS = [
     OpInfo("pdist", F.pdist, ref_pdist,
            lambda rng: [Sample((rng.uniform(-1, 1, size=(4, 3)),)),
                         Sample((rng.uniform(-1, 1, size=(3, 2)),), {"p": 3})]),
-    OpInfo("one_hot", F.one_hot, lambda x, num_classes=-1: np.eye(
-        int(x.max()) + 1 if num_classes == -1 else num_classes, dtype=np.int64)[x],
+    OpInfo("one_hot", F.one_hot, ref_one_hot,
            lambda rng: [Sample((rng.uniform(0, 1.3, size=(2, 3)),)),
                         Sample((rng.uniform(0, 1.3, size=(4,)),), {"num_classes": 6})],
            dtypes=("int64",), grad_order=0),

@@ -27,7 +27,8 @@ def _check_padding_idx(padding_idx, num_embeddings: int):
     return padding_idx
 
 
-def _initial_weight(_weight, num_embeddings: int, embedding_dim: int, device, dtype):
+def _initial_weight(_weight, num_embeddings: int, embedding_dim: int):
+    """The given table (checked against the sizes), or None to draw one."""
     if _weight is None:
         return None
     if list(_weight.shape) != [num_embeddings, embedding_dim]:
@@ -61,7 +62,7 @@ class Embedding(Module):
         self.max_norm = max_norm
         self.norm_type = norm_type
         self.scale_grad_by_freq = scale_grad_by_freq
-        weight = _initial_weight(_weight, num_embeddings, embedding_dim, device, dtype)
+        weight = _initial_weight(_weight, num_embeddings, embedding_dim)
         if weight is None:
             self.weight = Parameter(empty((num_embeddings, embedding_dim), device=device,
                                           dtype=dtype), requires_grad=not _freeze)
@@ -138,7 +139,7 @@ class EmbeddingBag(Module):
         self.norm_type = norm_type
         self.scale_grad_by_freq = scale_grad_by_freq
         self.padding_idx = _check_padding_idx(padding_idx, num_embeddings)
-        weight = _initial_weight(_weight, num_embeddings, embedding_dim, device, dtype)
+        weight = _initial_weight(_weight, num_embeddings, embedding_dim)
         if weight is None:
             self.weight = Parameter(empty((num_embeddings, embedding_dim), device=device,
                                           dtype=dtype))

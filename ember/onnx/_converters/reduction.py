@@ -46,10 +46,6 @@ def convert_nansum(c: Call) -> None:
     c.done(_reduce(c, "ReduceSum", x, c.arg(1), bool(c.arg(2))))
 
 
-def convert_abs_pow(c: Call) -> None:
-    c.done(c.op("Pow", c.op("Abs", c.input(0)), c.const(float(c.arg(1)), c.dtype(0))))
-
-
 def convert_mean(c: Call) -> None:
     c.done(_reduce(c, "ReduceMean", c.input(0), c.arg(1), bool(c.arg(2))))
 
@@ -75,7 +71,22 @@ def convert_select_along_dim(c: Call) -> None:
     c.done(values, indices)
 
 
+def convert_aminmax(c: Call) -> None:
+    """aminmax: (ReduceMin, ReduceMax)."""
+    x, dims, keepdim = c.input(0), c.arg(1), bool(c.arg(2))
+    c.done(_reduce(c, "ReduceMin", x, dims, keepdim), _reduce(c, "ReduceMax", x, dims, keepdim))
+
+
 def convert_var(c: Call) -> None:
+    c.done(*_var(c))
+
+
+def convert_var_mean(c: Call) -> None:
+    """var_mean/std_mean: the variance (or deviation), then the mean."""
+    c.done(*_var(c, with_mean=True))
+
+
+def _var(c: Call, with_mean: bool = False) -> tuple:
     x = c.input(0)
     dims, correction, keepdim, take_sqrt = c.arg(1), c.arg(2), bool(c.arg(3)), c.arg(4)
     dims = _dims(c, dims)
@@ -87,7 +98,8 @@ def convert_var(c: Call) -> None:
     total = c.reduce("ReduceSum", c.op("Mul", d, d), dims, keepdim)
     dof = max(0, count - (correction if correction is not None else 1))
     out = c.op("Div", total, c.const(float(dof), c.out_dtype()))
-    c.done(c.op("Sqrt", out) if take_sqrt else out)
+    out = c.op("Sqrt", out) if take_sqrt else out
+    return (out, c.reduce("ReduceMean", x, dims, keepdim)) if with_mean else (out,)
 
 
 def convert_logsumexp(c: Call) -> None:
@@ -95,7 +107,7 @@ def convert_logsumexp(c: Call) -> None:
 
 
 def convert_norm(c: Call) -> None:
-    """Norm(x, p, dims, keepdim) and VectorNorm(x, ord, dims, keepdim)."""
+    """VectorNorm(x, ord, dims, keepdim)."""
     x = c.input(0)
     p, dims, keepdim = c.arg(1), c.arg(2), bool(c.arg(3))
     if c.out_dtype() != c.dtype(0):
@@ -138,10 +150,10 @@ def convert_cumsum(c: Call) -> None:
 
 CONVERTERS = {
     reduction.Sum: convert_sum, reduction.Nansum: convert_nansum, reduction.Mean: convert_mean,
-    reduction.Prod: convert_prod, reduction_stats._AbsPow: convert_abs_pow,
+    reduction.Prod: convert_prod, reduction.Aminmax: convert_aminmax,
     reduction._EvenReduce: convert_even_reduce,
     reduction._SelectAlongDim: convert_select_along_dim,
-    reduction_stats.Var: convert_var, reduction_stats.LogSumExp: convert_logsumexp,
-    reduction_stats.Norm: convert_norm, linalg_norms.VectorNorm: convert_norm,
+    reduction_stats.Var: convert_var, reduction_stats.VarMean: convert_var_mean,
+    reduction_stats.LogSumExp: convert_logsumexp, linalg_norms.VectorNorm: convert_norm,
     sorting.Cumsum: convert_cumsum, sorting._Sorted: convert_sorted,
 }

@@ -227,8 +227,11 @@ def test_transposed_is_adjoint_of_conv():
     assert_close(back, ref_conv_transpose(c, w, **kw))
 
 
-def test_large_batch_uses_several_chunks():
+def test_large_batch_uses_several_chunks(monkeypatch):
     """Batches bigger than one cache-sized chunk give the same result as small ones."""
+    from ember.ops import conv
+
+    monkeypatch.setattr(conv, "_CHUNK_BYTES", 100_000)   # a few images per chunk
     rng = np.random.default_rng(1)
     x = rng.standard_normal((40, 8, 12, 12))
     w = rng.standard_normal((16, 8, 3, 3))
@@ -238,3 +241,5 @@ def test_large_batch_uses_several_chunks():
     tx, tw = ember.tensor(x, requires_grad=True), ember.tensor(w, requires_grad=True)
     F.conv2d(tx, tw, padding=1).backward(ember.tensor(gy))
     assert_close(tx.grad, ref_conv_transpose(gy, w, padding=1))
+    expected_gw = ref_conv(x.transpose(1, 0, 2, 3), gy.transpose(1, 0, 2, 3), padding=1)
+    assert_close(tw.grad, expected_gw.transpose(1, 0, 2, 3))

@@ -93,6 +93,10 @@ def cast(value, target: dtypes.dtype):
         return value.to(target)
     if isinstance(value, np.generic):
         value = value.item()
+    if target is dtypes.bfloat16:
+        # NOTE: ml_dtypes does not treat Python numbers as "weak" the way NumPy's own
+        # types do (bfloat16 array * 0.5 would give float32): wrap the number instead.
+        return _make(np.asarray(value, dtype=target.np_dtype))
     if target.is_floating_point and isinstance(value, (bool, int)):
         return float(value)
     if target is dtypes.bool and isinstance(value, numbers.Number):
@@ -101,10 +105,6 @@ def cast(value, target: dtypes.dtype):
         bounds = _INT_BOUNDS[target.np_dtype]
         if not bounds[0] <= value <= bounds[1]:
             return _wrap_int(value, target.np_dtype)
-    if target is dtypes.bfloat16:
-        # NOTE: ml_dtypes does not treat Python numbers as "weak" the way NumPy's own
-        # types do (bfloat16 array * 0.5 would give float32): wrap the number instead.
-        return _make(np.asarray(value, dtype=target.np_dtype))
     return value
 
 

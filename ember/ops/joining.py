@@ -217,7 +217,7 @@ def repeat_interleave(input: Tensor, repeats=None, dim: int | None = None, *,
         shape = list(input.shape)
         expanded = input.unsqueeze(d + 1).expand(shape[:d + 1] + [r] + shape[d + 1:])
         shape[d] *= r
-        return expanded.reshape(shape)
+        return expanded.clone().view(shape)  # (a fresh tensor, never a view of the input)
     if not isinstance(repeats, Tensor):
         repeats = _make(np.asarray(list(repeats), dtype=np.int64))
     if repeats.ndim != 1 or repeats.shape[0] != n:

@@ -88,10 +88,42 @@ class Reshape(Function):
         return grad.reshape(ctx.in_shape)
 
 
+class ViewDtype(Function):
+    """``view(dtype)``: the same bytes read as another dtype (no gradient, as in PyTorch)."""
+
+    @staticmethod
+    def forward(ctx, x, np_dtype):
+        out = x.view(np_dtype)
+        ctx.mark_non_differentiable(out)
+        return out
+
+
+def _view_dtype(input: Tensor, dtype) -> Tensor:
+    from .._core import dtype as dtypes
+
+    target = dtypes.to_dtype(dtype)
+    data = input._data
+    old, new = data.dtype.itemsize, target.np_dtype.itemsize
+    if old != new:
+        what = f"to view {input.dtype} as {target} (different element sizes)"
+        if data.ndim == 0:
+            raise RuntimeError(f"self.dim() cannot be 0 {what}")
+        if data.shape[-1] != 1 and data.strides[-1] != old:
+            raise RuntimeError(f"self.stride(-1) must be 1 {what}, but got "
+                               f"{data.strides[-1] // old}")
+        if new > old and data.shape[-1] * old % new:
+            raise RuntimeError(f"self.size(-1) must be divisible by {new // old} {what}, but "
+                               f"got {data.shape[-1]}")
+    out = ViewDtype.apply(input, target.np_dtype)
+    out._version = input._version  # the same memory
+    return out
+
+
 def view(input: Tensor, *shape) -> Tensor:
-    """The same memory seen with another shape (one dim may be -1)."""
-    if len(shape) == 1 and not isinstance(shape[0], (int, np.integer, tuple, list)):
-        return input.to(shape[0])  # view(dtype) is not a reinterpretation here
+    """The same memory seen with another shape (one dim may be -1), or, given a dtype, the
+    same bytes read as that dtype (the last dim shrinks or grows when the sizes differ)."""
+    if len(shape) == 1 and not isinstance(shape[0], (int, np.integer, tuple, list, Size)):
+        return _view_dtype(input, shape[0])
     return View.apply(input, _infer_shape(shape, input._data.size, "view"))
 
 
@@ -249,7 +281,7 @@ class Transpose(Function):
     @staticmethod
     def forward(ctx, x, dim0, dim1):
         ctx.dims = (dim0, dim1)
-        return x.swapaxes(dim0, dim1)
+        return x.swapaxes(dim0, dim1) if x.ndim else x.view()  # (0-dim: dims 0 and -1)
 
     @staticmethod
     def backward(ctx, grad):

@@ -33,9 +33,10 @@ class T:
         self.grad, self.values, self.transposed = grad, values, transposed
 
     def __repr__(self):
+        extra = ([f"dtype={self.dtype}"] if self.dtype else []) + (["t"] if self.transposed else [])
         if self.values is not None:
-            return f"T({self.values!r}, {self.dtype})"
-        return f"T{self.shape}" + (f":{self.dtype}" if self.dtype else "")
+            return f"V({', '.join([repr(self.values)[:40]] + extra)})"
+        return f"T({', '.join([str(n) for n in self.shape] + extra)})"
 
 
 class D:
@@ -53,6 +54,12 @@ class D:
 def s(*args, **kwargs):
     """One sample: positional and keyword arguments."""
     return (args, kwargs)
+
+
+def sample_repr(sample) -> str:
+    """``(T(2, 3), 0, keepdim=True)``: a sample as written, for test reports."""
+    args, kwargs = sample
+    return "(" + ", ".join([repr(a) for a in args] + [f"{k}={v!r}" for k, v in kwargs.items()]) + ")"
 
 
 def idx(*values, dtype="int64"):

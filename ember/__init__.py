@@ -158,6 +158,16 @@ from . import accelerator, autograd, cuda
 from . import linalg, random
 from . import optim
 from . import nn
+# --- nn functions that PyTorch also exposes at the top level ---
+from .nn.functional import (
+    adaptive_avg_pool1d, adaptive_max_pool1d, avg_pool1d, bilinear,
+    binary_cross_entropy_with_logits, conv1d, conv2d, conv3d, conv_transpose1d,
+    conv_transpose2d, conv_transpose3d, cosine_embedding_loss, cosine_similarity, ctc_loss,
+    embedding, embedding_bag, hinge_embedding_loss, kl_div, margin_ranking_loss, max_pool1d,
+    max_pool1d_with_indices, max_pool2d, max_pool3d, pairwise_distance, pdist, pixel_shuffle,
+    pixel_unshuffle, poisson_nll_loss, rms_norm, triplet_margin_loss,
+)
+
 from . import onnx
 from . import distributed
 from . import profiler

@@ -425,6 +425,8 @@ METHODS = {
     # activation (ops/activation.py) --------------------------------------------
     "softmax": activation.softmax_fn,
     "log_softmax": activation.log_softmax_fn,
+    "hardshrink": activation.hardshrink,
+    "prelu": activation.prelu,
     # interop (_interop.py: __array_ufunc__, __array_function__, __dlpack__) ---------
     **_interop.TENSOR_METHODS,
 }

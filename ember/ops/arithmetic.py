@@ -210,7 +210,7 @@ def div(input, other, *, rounding_mode: str | None = None) -> Tensor:
     """True division (integers give the default float dtype); or 'trunc'/'floor' rounding."""
     if rounding_mode is not None:
         if rounding_mode not in ("floor", "trunc"):
-            raise ValueError(f"div expected rounding_mode to be one of None, 'trunc', or "
+            raise RuntimeError(f"div expected rounding_mode to be one of None, 'trunc', or "
                              f"'floor' but found '{rounding_mode}'")
         check_broadcast(input, other)
         a, b = promote("div", input, other)

@@ -441,6 +441,8 @@ class MaskedFill(Function):
     @staticmethod
     def forward(ctx, x, value, mask):
         ctx.mask = mask
+        if not isinstance(value, (bool, int, float, complex)):  # a 0-dim tensor value
+            ctx._name = "MaskedFillBackward1"
         out = output_array(ctx, x)
         xp_of(out).copyto(out, value, casting="unsafe", where=mask)
         return out

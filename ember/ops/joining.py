@@ -303,10 +303,14 @@ class Roll(Function):
     def forward(ctx, x, shifts, dims):
         ctx.shifts, ctx.dims = shifts, dims
         xp = xp_of(x)
+        if dims is None:  # the flattened tensor, shape kept
+            return xp.roll(x, shifts[0])
         return xp.ascontiguousarray(xp.roll(x, shifts, axis=dims))
 
     @staticmethod
     def backward(ctx, grad):
+        if ctx.dims is None:
+            return grad.roll(-ctx.shifts[0])
         return grad.roll(tuple(-s for s in ctx.shifts), ctx.dims)
 
 
@@ -317,7 +321,7 @@ def roll(input: Tensor, shifts, dims=None) -> Tensor:
         if len(shifts) != 1:
             raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, "
                                "dims:0")
-        return roll(input.flatten(), shifts, 0).view(input.shape)
+        return Roll.apply(input, (int(shifts[0]),), None)
     dims = (dims,) if isinstance(dims, _INTS) else tuple(dims)
     if len(shifts) != len(dims):
         raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, "

@@ -145,6 +145,8 @@ class Scatter(Function):
         return gx, gs
 
     def name(self) -> str:
+        if self.reduce is not None:  # no derivative: PyTorch's node name for that
+            return "NotImplemented"
         return "ScatterBackward0" if self.src_shape is not None else "ScatterBackward1"
 
 

@@ -115,8 +115,10 @@ class Split(Function):
     _is_view = True
 
     @staticmethod
-    def forward(ctx, x, dim, sizes):
+    def forward(ctx, x, dim, sizes, with_sizes=False):
         ctx.dim = dim
+        if with_sizes:  # split(list): PyTorch's split_with_sizes
+            ctx._name = "SplitWithSizesBackward0"
         out, start = [], 0
         lead = (slice(None),) * dim
         for s in sizes:
@@ -169,13 +171,14 @@ def split(tensor: Tensor, split_size_or_sections, dim: int = 0) -> tuple:
             sizes = (0,)
         else:
             sizes = tuple(min(size, n - s) for s in range(0, n, size)) or (0,)
+        return Split.apply(tensor, d, sizes)
     else:
         sizes = tuple(int(s) for s in split_size_or_sections)
         if sum(sizes) != n or any(s < 0 for s in sizes):
             raise RuntimeError(
                 f"split_with_sizes expects split_sizes to sum exactly to {n} (input tensor's "
                 f"size at dimension {d}), but got split_sizes={list(sizes)}")
-    return Split.apply(tensor, d, sizes)
+    return Split.apply(tensor, d, sizes, True)
 
 
 def split_with_sizes(input: Tensor, split_sizes, dim: int = 0) -> tuple:

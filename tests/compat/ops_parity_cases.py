@@ -135,6 +135,10 @@ def _binary_cases() -> list:
         cases.append(Case(name + "_", [s(T(2, 3, low=-8, high=8), T(3, low=-8, high=8))], INTB))
     for name in ["bitwise_left_shift", "bitwise_right_shift"]:
         cases.append(Case(name, binary(-8, 8, 0, 3, scalars=(2,), promote=False), INT))
+        cases.append(Case(name, [s(T(3, dtype="bool"), 1), s(T(3, dtype="int32"), 2),
+                                 s(T(3, dtype="uint8", low=0, high=255), 3),
+                                 s(T(3, dtype="int64"), vals([64, -1, 70], dtype="int64"))],
+                          NONE, tag="dtypes"))
         cases.append(Case(name + "_", [s(T(2, 3, low=-8, high=8), T(3, low=0, high=3))], INT))
     cases += [
         Case("eq", [s(T(3, dtype="uint8", low=0, high=255), -1),

@@ -36,7 +36,60 @@ torch = pytest.importorskip("torch")
 # (pattern, reason): fnmatch patterns over "<case id> <fn|method> <dtype> <sample> <check>",
 # e.g. "median fn float32 (T(), 0)[0] grad_fn_name" (the sample as written in the table;
 # [i] is the position in a tuple output).
+_ZERO_DIM = ("a 0-dim input runs the op on a 1-element view, so the output's node is the "
+             "reshape's (ViewBackward0); values and gradients agree")
+_COMPOSITE = ("ember writes the op as a composition of other ops: the output's node is the "
+              "last of them; values and gradients agree")
+_NO_NODE = ("PyTorch records a node whose backward raises (no derivative); ember records "
+            "none, so backward through it raises 'does not require grad' instead")
 KNOWN_DIFFERENCES = [
+    # gradients where PyTorch has none, or a wrong one
+    ("a*h_ * grad", "PyTorch has no derivative for in-place asinh_/acosh_/atanh_ (backward "
+                    "raises NotImplementedError); ember's is the out-of-place one"),
+    ("logical_*_ method float* grad_fn_name", "PyTorch does not record in-place logical ops "
+     "on float tensors (the gradient passes through as if they were not there); ember records "
+     "them with a zero gradient, as it does eq_/lt_/..."),
+    ("var * (T(2, 3), dim=()) grad*", "PyTorch's forward reduces over all dims for dim=() but "
+                                      "its backward over none (a PyTorch bug)"),
+    ("std * (T(2, 3), dim=()) grad*", "as var: PyTorch's backward for dim=() is inconsistent"),
+    ("scatter * T(2, 5)) grad", "PyTorch's backward fails when src is larger than index (a "
+                                "PyTorch bug); ember's gradient is right"),
+    ("scatter_add * T(2, 4)) grad", "as scatter: PyTorch's backward fails for a src larger "
+                                    "than index"),
+    ("unique * requires_grad", _NO_NODE), ("unique * grad_fn", _NO_NODE),
+    ("unique_consecutive * requires_grad", _NO_NODE),
+    ("unique_consecutive * grad_fn", _NO_NODE),
+    ("bincount * requires_grad", _NO_NODE), ("bincount * grad_fn", _NO_NODE),
+    ("slogdet * [[]0] requires_grad", "PyTorch marks the sign output of slogdet as "
+                                      "differentiable (with a zero gradient); ember does not"),
+    ("slogdet * [[]0] grad_fn", "as above: slogdet's sign has no node in ember"),
+    # warnings PyTorch gives that ember does not
+    ("scatter * reduce='add') warning", "PyTorch's deprecation notice for scatter(reduce=) "
+                                        "with a tensor src"),
+    ("index_reduce * warning", "PyTorch's 'index_reduce is in beta' notice"),
+    # lenient argument parsing
+    ("reshape fn * (T(2, 3), 6) raises", "ember's function form also takes the method's "
+                                         "varargs shape (reshape(x, 6)); PyTorch's needs a tuple"),
+    # node names
+    *[(f"{op} * (T()*) grad_fn_name", _ZERO_DIM) for op in (
+        "median", "nanmedian", "kthvalue", "cumsum", "cumprod", "cummax", "logcumsumexp",
+        "sort", "topk", "gather", "index_select")],
+    *[(f"{op} * grad_fn_name", _COMPOSITE) for op in (
+        "ravel", "diag", "diagonal_copy", "take", "put", "put_", "kron", "einsum", "logdet",
+        "matrix_power", "linalg.matrix_norm", "linalg.norm", "sum_to_size", "prelu", "rrelu",
+        "rrelu_", "batch_norm", "group_norm", "instance_norm", "rnn_tanh_cell",
+        "rnn_relu_cell", "gru_cell", "lstm_cell", "index_reduce", "index_reduce_")],
+    ("cholesky * grad_fn_name", "torch.cholesky is linalg.cholesky underneath in ember "
+                                "(LinalgCholeskyExBackward0)"),
+    ("getitem * (T(4, 3), (-1, slice(1, None, None))) grad_fn_name",
+     "ember applies the slice before the integer index; PyTorch the other way round"),
+    ("setitem * (T(), (), 2.0) grad_fn_name", "x[()] = v on a 0-dim tensor is a CopySlices "
+                                              "node in ember, a plain copy_ in PyTorch"),
+    # memory sharing
+    ("einsum * ('ij->ji', T(2, 3)) view", "PyTorch's einsum returns a view for a pure "
+                                          "transposition; ember's always computes a new tensor"),
+    ("dropout * (T(2, 3), 0.0, True) *", "PyTorch returns the input itself for p=0 in "
+                                         "training mode; ember multiplies by a mask of ones"),
 ]
 
 # value tolerances (rtol, atol) by output dtype; gradients get GRAD_TOL

@@ -6,11 +6,51 @@ needs it.  Everything device-specific in ember goes through `array_module`.
 
 from __future__ import annotations
 
+import os
+import sys
+
 import numpy as np
 
 from .device import CPU, device
 
 _cupy = None
+
+# glibc's mallopt parameters
+_M_TRIM_THRESHOLD = -1
+_M_MMAP_THRESHOLD = -3
+_KEEP_BYTES = 1 << 30
+
+
+def keep_freed_memory() -> bool:
+    """Ask glibc to keep freed blocks (up to 1 GiB) in the process for the next arrays.
+
+    NumPy allocates every result afresh.  By default glibc hands large freed blocks back
+    to the OS at once (munmap above its mmap threshold, heap trimming above its trim
+    threshold), so the next array of that size page-faults on every 4 KiB page it writes:
+    on large tensors that costs more than the arithmetic (BatchNorm2d forward+backward on
+    (64, 32, 16, 16): 17 ms -> 3.3 ms with the blocks kept).  Peak memory is unchanged;
+    memory freed after the peak stays with the process for reuse, as in PyTorch's own
+    caching allocators.  Linux with glibc only; it affects the whole process.  Called once
+    at import; set ``EMBER_NO_MALLOPT=1`` (or glibc's own MALLOC_*_ environment variables)
+    to leave the allocator as it is.  Returns True when the setting was applied.
+    """
+    if not sys.platform.startswith("linux") or os.environ.get("EMBER_NO_MALLOPT") == "1":
+        return False
+    if any(name in os.environ for name in (
+            "MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "MALLOC_TOP_PAD_")) or \
+            "malloc" in os.environ.get("GLIBC_TUNABLES", ""):
+        return False  # the user tuned it already
+    try:
+        import ctypes
+
+        mallopt = ctypes.CDLL("libc.so.6").mallopt
+    except (OSError, AttributeError):  # not glibc (musl, ...)
+        return False
+    return bool(mallopt(_M_MMAP_THRESHOLD, _KEEP_BYTES)) and bool(
+        mallopt(_M_TRIM_THRESHOLD, _KEEP_BYTES))
+
+
+keep_freed_memory()
 
 
 def cupy_module():

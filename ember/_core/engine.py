@@ -16,6 +16,9 @@
 from __future__ import annotations
 
 import heapq
+import sys
+
+import numpy as np
 
 from .function import AccumulateGrad, Node, _edge
 from .grad_mode import STATE
@@ -164,6 +167,7 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
                         captured[i] = g
             if isinstance(node, AccumulateGrad):
                 g = node_grads[0]
+                node_grads = None  # `g` is now held here only (see _unshared)
                 if g is None:
                     continue
                 g = node.run_hooks(g)
@@ -171,7 +175,8 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
                     for i in captures.get((node, 0), ()):
                         captured[i] = g
                 if accumulate and (captures is None or (node, 0) in captures):
-                    node.accumulate(g, create_graph)
+                    steal = _unshared(g)  # (alone on its line: an argument list holds g too)
+                    node.accumulate(g, create_graph, steal)
                 continue
             if needed is not None and node not in needed:
                 continue
@@ -185,6 +190,7 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
                 deps[child] = left
                 if left == 0:
                     heapq.heappush(ready, (-child._sequence_nr, id(child), child))
+            in_grads = g = None  # drop our references, so that gradients can be unshared
     finally:
         STATE.enabled = prev_enabled
 
@@ -204,6 +210,43 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
                 t._grad = g if t._grad is None else t._grad + g
                 t.retain_grad()
     return None
+
+
+def _ref_counts(t: Tensor) -> tuple:
+    return sys.getrefcount(t), sys.getrefcount(t._data)
+
+
+def _unshared(g: Tensor) -> bool:
+    """True when the engine holds the only reference to gradient `g` and to its memory.
+
+    A leaf may then keep `g` as its ``.grad`` instead of a copy (a full copy per parameter
+    per step saved); PyTorch's AccumulateGrad steals the same way, by reference count.
+    Anything else that holds the tensor or its array (a hook that stashed it, the user's
+    gradient passed to backward, a second edge of the same node, a view of the array)
+    raises a count, and then the leaf copies.
+    """
+    if _UNSHARED_COUNTS is None or type(g) is not Tensor or g._extra is not None:
+        return False
+    data = g._data
+    return (type(data) is np.ndarray and data.base is None and data.flags.writeable
+            and _ref_counts(g) == _UNSHARED_COUNTS)
+
+
+def _calibrate_unshared():
+    """The counts `_ref_counts` sees for a gradient held by one local variable (measured,
+    so that they follow the interpreter's way of counting; None without refcounts)."""
+    if not hasattr(sys, "getrefcount"):
+        return None
+    g = _make(np.zeros(1))
+    return _probe_counts(g)
+
+
+def _probe_counts(g: Tensor) -> tuple:
+    data = g._data  # noqa: F841 - mirrors the local `data` in _unshared
+    return _ref_counts(g)
+
+
+_UNSHARED_COUNTS = _calibrate_unshared()
 
 
 def _add_to_buffer(buffers: dict, node: Node, nr: int, g: Tensor) -> None:

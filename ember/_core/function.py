@@ -641,13 +641,17 @@ class AccumulateGrad(Node):
                     grad = new
         return grad
 
-    def accumulate(self, grad: Tensor, create_graph: bool) -> None:
-        """Add `grad` into the leaf's ``.grad``, then call post-accumulate hooks."""
+    def accumulate(self, grad: Tensor, create_graph: bool, steal: bool = False) -> None:
+        """Add `grad` into the leaf's ``.grad``, then call post-accumulate hooks.
+
+        `steal`: the engine knows nothing else holds `grad` or its memory, so the first
+        gradient is kept as it is rather than copied.
+        """
         var = self.variable
         extra = var._extra
         old = var._grad
         if old is None:
-            if create_graph or grad.is_sparse:  # a sparse gradient is stored as it is
+            if create_graph or grad.is_sparse or steal:  # a sparse gradient is stored as is
                 var._grad = grad
             else:
                 # NOTE: copy, because the same gradient tensor can reach several

@@ -12,14 +12,24 @@ from .._core.tensor import Tensor, _make
 
 SCALAR_TYPES = (bool, int, float, complex, np.number, np.bool_)
 
-# NOTE: PyTorch computes 1/0, 0*inf, log(0), ... silently (IEEE inf and nan); NumPy warns.
-# Wrapping every op in np.errstate costs about a microsecond per op, so instead one filter
-# drops NumPy's floating point warnings when they come from ember's own kernels (a ufunc's
-# warning is attributed to the module of the line that called it).  Costs nothing until a
-# warning is raised; users' own NumPy code keeps its warnings.
-warnings.filterwarnings(
-    "ignore", message=r"(divide by zero|invalid value|overflow|underflow) encountered",
-    category=RuntimeWarning, module=r"ember\.(ops|_core)\.")
+
+def ignore_numpy_fp_warnings() -> None:
+    """Silence NumPy's floating point warnings raised by ember's own kernels.
+
+    PyTorch computes 1/0, 0*inf, log(0), ... silently (IEEE inf and nan); NumPy warns.
+    Wrapping every op in ``np.errstate`` would cost about a microsecond per op, so instead
+    one warnings filter drops those warnings when they come from ember's kernels (a ufunc's
+    warning is attributed to the module of the line that called it).  It costs nothing until
+    a warning is raised, and users' own NumPy code keeps its warnings.  Installed on import;
+    idempotent.  NOTE: a ``warnings.catch_warnings()`` block around the first
+    ``import ember`` (pytest's collection is one) drops the filter on exit: call this again.
+    """
+    warnings.filterwarnings(
+        "ignore", message=r"(divide by zero|invalid value|overflow|underflow) encountered",
+        category=RuntimeWarning, module=r"ember\.(ops|_core)\.")
+
+
+ignore_numpy_fp_warnings()
 
 
 def is_scalar(value) -> bool:

@@ -2,12 +2,13 @@
 
 (pairwise_distance lives in loss_margin.py, beside the triplet losses that use it.)
 
-All are compositions of existing ember ops, so their gradients (of any order) come
-from autograd.
+The distances are compositions of existing ember ops, so their gradients (of any order)
+come from autograd; one_hot has none.
 """
 
 from __future__ import annotations
 
+from .._core.function import Function
 from .._core.tensor import Tensor, _make
 from ._broadcast import broadcast_shapes
 from ._util import wrap_dim, xp_of
@@ -54,6 +55,15 @@ def pdist(input: Tensor, p: float = 2) -> Tensor:
     return vector_norm(diff, p, -1)
 
 
+class OneHot(Function):
+    """``one_hot`` (no gradient; a Function so that the profiler and ONNX export see it)."""
+
+    @staticmethod
+    def forward(ctx, x, num_classes):
+        xp = xp_of(x)
+        return (x[..., None] == xp.arange(num_classes)).astype(xp.int64)
+
+
 def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
     """int64 indices (*) -> (*, num_classes) int64 with a 1 at each index, zeros elsewhere.
     ``num_classes=-1`` uses the largest index + 1.
@@ -65,7 +75,6 @@ def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
     if not isinstance(tensor, Tensor) or tensor.dtype.name != "int64":
         raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
     data = tensor._data
-    xp = xp_of(data)
     if num_classes == -1:
         if data.size == 0:
             raise RuntimeError("Can not infer total number of classes from empty tensor.")
@@ -75,5 +84,4 @@ def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
             raise RuntimeError("Class values must be non-negative.")
         if int(data.max()) >= num_classes:
             raise RuntimeError("Class values must be smaller than num_classes.")
-    out = (data[..., None] == xp.arange(num_classes)).astype(xp.int64)
-    return _make(out)
+    return OneHot.apply(tensor, int(num_classes))

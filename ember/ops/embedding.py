@@ -55,6 +55,8 @@ class Embedding(Function):
     @staticmethod
     def forward(ctx, weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=False):
         xp = xp_of(weight)
+        # a copy: later writes to the index tensor cannot reach backward
+        indices = indices.astype(np.int64)
         ctx.indices = indices
         ctx.num_weights = weight.shape[0]
         ctx.options = (padding_idx, scale_grad_by_freq, sparse)
@@ -142,7 +144,7 @@ def _check_indices(op: str, input, weight: Tensor):
         raise RuntimeError("Expected all tensors to be on the same device, but found at least "
                            f"two devices, {weight.device} and {input.device}! (when checking "
                            f"arguments for {op})")
-    data = input._data.astype(np.int64)  # a copy: later writes to `input` can't reach backward
+    data = input._data
     if data.size and (int(data.min()) < 0 or int(data.max()) >= weight.shape[0]):
         raise IndexError("index out of range in self")
     return data
@@ -201,7 +203,7 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None,
     if max_norm is not None:
         with no_grad():
             renorm_rows_(weight, indices, max_norm, norm_type)
-    return Embedding.apply(weight, indices, padding_idx=pad,
+    return Embedding.apply(weight, input, padding_idx=pad,
                            scale_grad_by_freq=bool(scale_grad_by_freq), sparse=bool(sparse))
 
 

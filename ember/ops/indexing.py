@@ -624,20 +624,26 @@ def put(input: Tensor, index: Tensor, source: Tensor, accumulate: bool = False) 
     return IndexPut.apply(input, values, key=key, accumulate=bool(accumulate))
 
 
+class Nonzero(Function):
+    """The (n, ndim) int64 positions of the nonzero elements.  No gradient; a Function so
+    that the profiler and the ONNX exporter see it."""
+
+    @staticmethod
+    def forward(ctx, x):
+        xp = xp_of(x)
+        if x.ndim == 0:
+            return xp.zeros((1 if bool(x) else 0, 0), dtype=np.int64)
+        return xp.stack(xp.nonzero(x), axis=1).astype(np.int64, copy=False)
+
+
 def nonzero(input: Tensor, *, as_tuple: bool = False):
     """Indices of the nonzero elements: an (n, ndim) int64 tensor, or with ``as_tuple`` one
     1-d tensor per dim."""
-    data = input._data
-    xp = xp_of(data)
-    if data.ndim == 0:
-        found = xp.arange(1 if bool(data) else 0, dtype=np.int64)
-        if as_tuple:
-            return (_make(found),)
-        return _make(xp.zeros((found.size, 0), dtype=np.int64))
-    where = xp.nonzero(data)
-    if as_tuple:
-        return tuple(_make(w.astype(np.int64, copy=False)) for w in where)
-    return _make(xp.stack(where, axis=1).astype(np.int64, copy=False))
+    if as_tuple and input._data.ndim == 0:  # a 0-dim input counts as one element
+        xp = xp_of(input._data)
+        return (_make(xp.arange(1 if bool(input._data) else 0, dtype=np.int64)),)
+    out = Nonzero.apply(input)
+    return out.unbind(1) if as_tuple else out
 
 
 def argwhere(input: Tensor) -> Tensor:

@@ -536,22 +536,45 @@ def aminmax(input: Tensor, *, dim=None, keepdim: bool = False):
     return return_types.aminmax(*Aminmax.apply(input, dims, keepdim))
 
 
+class Argmax(Function):
+    """The index of the first largest element (of the flattened input when `dim` is None).
+
+    Integer results carry no gradient; the op still goes through ``Function.apply`` so that
+    the profiler and the ONNX exporter see it.
+    """
+
+    find = "argmax"
+
+    @staticmethod
+    def forward(ctx, x, dim, keepdim):
+        xp = xp_of(x)
+        find = getattr(xp, type(ctx).find)
+        if dim is None:
+            out = xp.asarray(find(x.reshape(-1)), dtype=np.int64)
+            return out.reshape((1,) * x.ndim) if keepdim else out
+        if x.ndim == 0:
+            return xp.zeros((), dtype=np.int64)
+        return find(x, axis=dim, keepdims=keepdim).astype(np.int64, copy=False)
+
+
+class Argmin(Argmax):
+    """The index of the first smallest element."""
+
+    find = "argmin"
+
+
 def _arg_extreme(input: Tensor, dim, keepdim: bool, largest: bool) -> Tensor:
     op = "argmax" if largest else "argmin"
     data = input._data
-    xp = xp_of(data)
-    find = xp.argmax if largest else xp.argmin
     if dim is None:
         if data.size == 0:
             raise IndexError(f"{op}(): Expected reduction dim to be specified for "
                              "input.numel() == 0.")
-        out = xp.asarray(find(data.reshape(-1)), dtype=np.int64)
-        return _make(out.reshape((1,) * data.ndim) if keepdim else out)
-    d = wrap_dim(dim, data.ndim, op)
-    if data.ndim == 0:
-        return _make(xp.zeros((), dtype=np.int64))
-    _check_nonempty(input, (d,), op)
-    return _make(find(data, axis=d, keepdims=keepdim).astype(np.int64, copy=False))
+    else:
+        dim = wrap_dim(dim, data.ndim, op)
+        if data.ndim:
+            _check_nonempty(input, (dim,), op)
+    return (Argmax if largest else Argmin).apply(input, dim, keepdim)
 
 
 def argmax(input: Tensor, dim=None, keepdim: bool = False) -> Tensor:
@@ -568,33 +591,53 @@ def argmin(input: Tensor, dim=None, keepdim: bool = False) -> Tensor:
 # logical reductions and counting (no gradients)
 
 
-def _logical(input: Tensor, dim, keepdim: bool, op: str) -> Tensor:
-    data = input._data
-    xp = xp_of(data)
+class All(Function):
+    """True where every element over `dims` is non-zero (uint8 for uint8 inputs, as in
+    PyTorch).  Bool results carry no gradient; see ``Argmax`` for why this is a Function."""
+
+    reduce = "all"
+
+    @staticmethod
+    def forward(ctx, x, dims, keepdim):
+        xp = xp_of(x)
+        out = xp.asarray(getattr(xp, type(ctx).reduce)(x, axis=dims, keepdims=keepdim))
+        return out.astype(np.uint8) if x.dtype == np.uint8 else out
+
+
+class Any(All):
+    """True where some element over `dims` is non-zero."""
+
+    reduce = "any"
+
+
+def _logical(input: Tensor, dim, keepdim: bool, cls) -> Tensor:
     # NOTE: unlike sum or mean, all/any over an empty list of dims reduce nothing
-    dims = () if isinstance(dim, (tuple, list)) and not dim else reduce_dims(input, dim, op)
-    out = (xp.all if op == "all" else xp.any)(data, axis=dims, keepdims=keepdim)
-    if data.dtype == np.uint8:
-        out = out.astype(np.uint8)  # PyTorch keeps uint8 for uint8 inputs
-    return _make(xp.asarray(out))
+    empty = isinstance(dim, (tuple, list)) and not dim
+    dims = () if empty else reduce_dims(input, dim, cls.reduce)
+    return cls.apply(input, dims, keepdim)
 
 
 def all(input: Tensor, dim=None, keepdim: bool = False) -> Tensor:
     """True where every element (over `dim`, or all) is non-zero."""
-    return _logical(input, dim, keepdim, "all")
+    return _logical(input, dim, keepdim, All)
 
 
 def any(input: Tensor, dim=None, keepdim: bool = False) -> Tensor:
     """True where some element (over `dim`, or all) is non-zero."""
-    return _logical(input, dim, keepdim, "any")
+    return _logical(input, dim, keepdim, Any)
+
+
+class CountNonzero(Function):
+    """The number of non-zero elements over `dims` (int64, no gradient)."""
+
+    @staticmethod
+    def forward(ctx, x, dims):
+        return xp_of(x).asarray((x != 0).sum(axis=dims), dtype=np.int64)
 
 
 def count_nonzero(input: Tensor, dim=None) -> Tensor:
     """Number of non-zero elements (int64), over `dim` or in total."""
-    data = input._data
-    xp = xp_of(data)
-    dims = reduce_dims(input, dim, "count_nonzero")
-    return _make(xp.asarray((data != 0).sum(axis=dims), dtype=np.int64))
+    return CountNonzero.apply(input, reduce_dims(input, dim, "count_nonzero"))
 
 
 def sum_to_size(input: Tensor, *size) -> Tensor:

@@ -295,13 +295,15 @@ class _Sorted(Function):
     """sort / topk: values in order along `dim` (the first `k`) and their indices."""
 
     @staticmethod
-    def forward(ctx, x, dim, descending, k=None):
+    def forward(ctx, x, dim, descending, k=None, stable_given=False):
         xp = xp_of(x)
         indices = _argsort(xp, x, dim, descending)
         if k is not None:
             indices = indices[_prefix(dim, k)]
         ctx.dim, ctx.shape, ctx.indices = dim, x.shape, indices
-        ctx._name = "SortBackward0" if k is None else "TopkBackward0"
+        # (PyTorch's sort with a `stable` argument is another overload: SortBackward1)
+        ctx._name = ("TopkBackward0" if k is not None else
+                     "SortBackward1" if stable_given else "SortBackward0")
         return xp.take_along_axis(x, indices, axis=dim), indices
 
     @staticmethod
@@ -309,10 +311,11 @@ class _Sorted(Function):
         return scatter_to_input(grad, ctx.indices, ctx.dim, ctx.shape)
 
 
-def sort(input: Tensor, dim: int = -1, descending: bool = False, *, stable: bool = False):
+def sort(input: Tensor, dim: int = -1, descending: bool = False, *,
+         stable: bool | None = None):
     """Sorted values along `dim` and the indices that sort (always a stable sort)."""
     x, d, scalar = _dim_of(input, dim, "sort")
-    values, indices = _Sorted.apply(x, d, descending)
+    values, indices = _Sorted.apply(x, d, descending, None, stable is not None)
     if scalar:
         values, indices = values.reshape(()), indices.reshape(())
     return return_types.sort(values, indices)

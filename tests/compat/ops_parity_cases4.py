@@ -104,6 +104,9 @@ CONVERSION_CASES = [
 ]
 
 NN_CASES = [
+    Case("one_hot", [s(T(values=[0, 2, 1], dtype="int64")), s(T(values=[[0], [3]], dtype="int64"), 5),
+                     s(T(values=[], dtype="int64"), 3)], NONE,
+         op=lambda lib, *a: lib.nn.functional.one_hot(*a)),
     Case("softmax", [s(T(2, 3), 1), s(T(2, 3), 0), s(T(), 0), s(T(2, 3), -1, dtype=D("float64")),
                      s(T(0, 3), 1)], FLOAT),
     Case("log_softmax", [s(T(2, 3), 1), s(T(2, 3), 0), s(T(), 0)], FLOAT),
@@ -129,7 +132,7 @@ NN_CASES = [
                           T(3, grad=False, low=0.5, high=2), False, 0.1, 1e-5, False)], FLOAT),
     Case("layer_norm", [s(T(2, 3), (3,), T(3), T(3), 1e-5, False), s(T(2, 3, 4), [3, 4])],
          FLOAT),
-    Case("group_norm", [s(T(2, 4, 3), 2, T(4), T(4), 1e-5, False), s(T(2, 4), 4)], FLOAT),
+    Case("group_norm", [s(T(2, 4, 3), 2, T(4), T(4), 1e-5, False), s(T(2, 4, 3), 4)], FLOAT),
     Case("instance_norm", [s(T(2, 3, 4), T(3), T(3), None, None, True, 0.1, 1e-5, False)],
          FLOAT),
     Case("rnn_tanh_cell", [s(T(2, 3), T(2, 4), T(4, 3), T(4, 4), T(4), T(4))], FLOAT),
@@ -296,7 +299,9 @@ NOT_SWEPT = {
     **{n: _STATE for n in [
         "get_default_dtype", "set_default_dtype", "get_rng_state", "set_rng_state", "seed",
         "manual_seed", "initial_seed", "is_grad_enabled", "is_inference_mode_enabled",
-        "is_anomaly_enabled", "is_anomaly_check_nan_enabled", "set_printoptions"]},
+        "is_anomaly_enabled", "is_anomaly_check_nan_enabled", "set_printoptions",
+        "get_num_threads", "set_num_threads", "get_num_interop_threads",
+        "set_num_interop_threads"]},
     **{n: _AUTOGRAD for n in [
         "backward", "register_hook", "register_post_accumulate_grad_hook", "retain_grad",
         "detach_"]},

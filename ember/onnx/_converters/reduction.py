@@ -1,5 +1,5 @@
-"""Reductions: sum, mean, prod, max/min (with and without indices), var/std, logsumexp,
-vector norms, cumsum."""
+"""Reductions: sum, mean, prod, max/min (with and without indices), argmax/argmin,
+all/any, count_nonzero, var/std, logsumexp, vector norms, cumsum."""
 
 from __future__ import annotations
 
@@ -77,6 +77,40 @@ def convert_aminmax(c: Call) -> None:
     c.done(_reduce(c, "ReduceMin", x, dims, keepdim), _reduce(c, "ReduceMax", x, dims, keepdim))
 
 
+def convert_arg_extreme(c: Call) -> None:
+    """argmax/argmin: ArgMax/ArgMin (the first index among ties, as ember's)."""
+    x, dim, keepdim = c.input(0), c.arg(1), bool(c.arg(2))
+    ndim = len(c.shape(0))
+    op_type = "ArgMax" if c.cls is reduction.Argmax else "ArgMin"
+    if c.dtype(0) == np.bool_:
+        x = c.cast(x, np.int32)
+    if dim is None:
+        out = c.op(op_type, c.reshape(x, [-1]), axis=0, keepdims=0)
+        c.done(c.reshape(out, [1] * ndim) if keepdim else c.op("Identity", out))
+    elif ndim == 0:
+        c.done(c.const(np.int64(0)))
+    else:
+        c.done(c.op(op_type, x, axis=int(dim), keepdims=int(keepdim)))
+
+
+def _nonzero_mask(c: Call, x: str, dtype) -> str:
+    """x != 0 as `dtype`."""
+    return c.cast(c.op("Not", c.op("Equal", x, c.const(0, c.dtype(0)))), dtype)
+
+
+def convert_logical(c: Call) -> None:
+    """all/any: ReduceMin/ReduceMax of the non-zero mask."""
+    dims, keepdim = c.arg(1), bool(c.arg(2))
+    op_type = "ReduceMin" if c.cls is reduction.All else "ReduceMax"
+    mask = _nonzero_mask(c, c.input(0), np.int32)
+    c.done(c.cast(_reduce(c, op_type, mask, list(dims), keepdim), c.out_dtype()))
+
+
+def convert_count_nonzero(c: Call) -> None:
+    mask = _nonzero_mask(c, c.input(0), np.int64)
+    c.done(_reduce(c, "ReduceSum", mask, list(c.arg(1)), False))
+
+
 def convert_var(c: Call) -> None:
     c.done(*_var(c))
 
@@ -151,6 +185,9 @@ def convert_cumsum(c: Call) -> None:
 CONVERTERS = {
     reduction.Sum: convert_sum, reduction.Nansum: convert_nansum, reduction.Mean: convert_mean,
     reduction.Prod: convert_prod, reduction.Aminmax: convert_aminmax,
+    reduction.Argmax: convert_arg_extreme, reduction.Argmin: convert_arg_extreme,
+    reduction.All: convert_logical, reduction.Any: convert_logical,
+    reduction.CountNonzero: convert_count_nonzero,
     reduction._EvenReduce: convert_even_reduce,
     reduction._SelectAlongDim: convert_select_along_dim,
     reduction_stats.Var: convert_var, reduction_stats.VarMean: convert_var_mean,

@@ -353,6 +353,20 @@ def convert_constant_pad(c: Call) -> None:
     c.done(c.op("Pad", c.input(0), c.ints(begins + ends), value, mode="constant"))
 
 
+def convert_nonzero(c: Call) -> None:
+    """nonzero: NonZero gives (ndim, n); ember's result is its transpose."""
+    if not c.shape(0):
+        c.fail("nonzero of a 0-dim tensor")
+    c.done(c.transpose(c.op("NonZero", c.input(0)), [1, 0]))
+
+
+def convert_one_hot(c: Call) -> None:
+    if c.varies(1):
+        c.fail("the number of classes was inferred from the values (pass num_classes)")
+    values = c.const(np.array([0, 1], dtype=np.int64))
+    c.done(c.op("OneHot", c.input(0), c.const(np.int64(c.arg(1))), values, axis=-1))
+
+
 CONVERTERS = {
     shape.View: convert_view, shape.Reshape: convert_view,
     shape.Squeeze: convert_squeeze, shape.Unsqueeze: convert_unsqueeze,
@@ -361,6 +375,7 @@ CONVERTERS = {
     slicing.Subview: convert_subview, slicing.Split: convert_split,
     slicing.Unbind: convert_unbind,
     indexing.Index: convert_index, indexing.MaskedFill: convert_masked_fill,
+    indexing.Nonzero: convert_nonzero, distance.OneHot: convert_one_hot,
     index_dim.IndexSelect: convert_index_select, scatter.Gather: convert_gather,
     scatter.Scatter: convert_scatter, scatter.ScatterAdd: convert_scatter_add,
     joining.Cat: convert_cat, joining.Stack: convert_stack, joining.Repeat: convert_repeat,

@@ -75,7 +75,7 @@ def array_ufunc(self, ufunc, method, *inputs, **kwargs):
     fn = getattr(_ember(), name, None) if name else None
     if fn is not None and method == "__call__" and not kwargs:
         try:
-            args = [_as_operand(x) for x in inputs]
+            args = [_as_operand(x, name in _TENSORS_ONLY) for x in inputs]
         except TypeError:
             args = None  # e.g. a uint16 array: NumPy computes it below
         if args is not None:
@@ -83,13 +83,17 @@ def array_ufunc(self, ufunc, method, *inputs, **kwargs):
     return _numpy_ufunc(ufunc, method, inputs, kwargs)
 
 
-def _as_operand(x):
+# ember ops that, like PyTorch's, take tensors only (NumPy's ufuncs take numbers too)
+_TENSORS_ONLY = frozenset({"atan2", "hypot", "maximum", "minimum", "fmax", "fmin"})
+
+
+def _as_operand(x, tensor_only: bool = False):
     if isinstance(x, Tensor):
         return x
     if isinstance(x, np.generic):
-        return x.item()
+        x = x.item()
     if isinstance(x, (bool, int, float, complex)):
-        return x
+        return _ember().tensor(x) if tensor_only else x
     return _ember().as_tensor(np.asarray(x))
 
 

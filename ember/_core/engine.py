@@ -20,6 +20,7 @@ import sys
 
 import numpy as np
 
+from .backend import module_of
 from .function import AccumulateGrad, Node, _edge
 from .grad_mode import STATE
 from .tensor import Tensor, _make
@@ -63,9 +64,7 @@ def _size(shape) -> str:
 
 
 def _xp(array):
-    from .backend import module_of
-
-    return module_of(array)
+    return np if type(array) is np.ndarray else module_of(array)
 
 
 def _count_dependencies(roots) -> dict:
@@ -160,12 +159,14 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
             node_grads = buffers.pop(node, None)
             if node_grads is None:
                 node_grads = [None] * max(len(node._out_meta), 1)
-            node_grads = _run_tensor_hooks(node, node_grads)
-            if captures is not None and not isinstance(node, AccumulateGrad):
+            if node._tensor_prehooks or node._retained:
+                node_grads = _run_tensor_hooks(node, node_grads)
+            is_leaf = type(node) is AccumulateGrad
+            if captures is not None and not is_leaf:
                 for nr, g in enumerate(node_grads):
                     for i in captures.get((node, nr), ()):
                         captured[i] = g
-            if isinstance(node, AccumulateGrad):
+            if is_leaf:
                 g = node_grads[0]
                 node_grads = None  # `g` is now held here only (see _unshared)
                 if g is None:
@@ -222,23 +223,31 @@ def _unshared(g: Tensor) -> bool:
     A leaf may then keep `g` as its ``.grad`` instead of a copy (a full copy per parameter
     per step saved); PyTorch's AccumulateGrad steals the same way, by reference count.
     Anything else that holds the tensor or its array (a hook that stashed it, the user's
-    gradient passed to backward, a second edge of the same node, a view of the array)
-    raises a count, and then the leaf copies.
+    gradient passed to backward, a second edge of the same node, another view of the
+    array) raises a count, and then the leaf copies.  A view counts as unshared when it
+    spans all of its base in C order (a reshape or transpose-back of a fresh result, like
+    the gradient of ``weight.t()``) and nothing else holds that base.
     """
     if _UNSHARED_COUNTS is None or type(g) is not Tensor or g._extra is not None:
         return False
     data = g._data
-    return (type(data) is np.ndarray and data.base is None and data.flags.writeable
-            and _ref_counts(g) == _UNSHARED_COUNTS)
+    if type(data) is not np.ndarray or _ref_counts(g) != _UNSHARED_COUNTS:
+        return False
+    if not data.flags.writeable:
+        return False
+    base = data.base
+    return base is None or (
+        type(base) is np.ndarray and base.base is None and data.flags.c_contiguous
+        and data.nbytes == base.nbytes and sys.getrefcount(base) == _BASE_COUNT)
 
 
 def _calibrate_unshared():
     """The counts `_ref_counts` sees for a gradient held by one local variable (measured,
     so that they follow the interpreter's way of counting; None without refcounts)."""
     if not hasattr(sys, "getrefcount"):
-        return None
+        return None, None
     g = _make(np.zeros(1))
-    return _probe_counts(g)
+    return _probe_counts(g), _probe_base(np.zeros((1, 1)).T)
 
 
 def _probe_counts(g: Tensor) -> tuple:
@@ -246,7 +255,12 @@ def _probe_counts(g: Tensor) -> tuple:
     return _ref_counts(g)
 
 
-_UNSHARED_COUNTS = _calibrate_unshared()
+def _probe_base(data) -> int:
+    base = data.base  # as in _unshared: held by the view and by this local
+    return sys.getrefcount(base)
+
+
+_UNSHARED_COUNTS, _BASE_COUNT = _calibrate_unshared()
 
 
 def _add_to_buffer(buffers: dict, node: Node, nr: int, g: Tensor) -> None:
@@ -294,7 +308,7 @@ def _call_node(node: Node, grads: list, retain_graph: bool) -> tuple:
             if new is not None:
                 grads = list(new)
     n_inputs = len(node._edges)
-    if all(g is None for g in grads):
+    if grads.count(None) == len(grads):
         result = (None,) * n_inputs
     else:
         if node._materialize_grads and None in grads:

@@ -262,13 +262,16 @@ class Function(Node):
         # NOTE: this is the hot path of every op; keep it short.
         if STATE.observer is not None:  # profiling or selective checkpointing
             return STATE.observer.op(cls, args, params)
-        arrays = [a._data if isinstance(a, Tensor) else a for a in args]
+        arrays = []
         record = False
-        if STATE.enabled:
-            for a in args:
-                if isinstance(a, Tensor) and a._requires_grad:
+        for a in args:
+            if isinstance(a, Tensor):
+                arrays.append(a._data)
+                if a._requires_grad:
                     record = True
-                    break
+            else:
+                arrays.append(a)
+        record = record and STATE.enabled
         ctx = object.__new__(cls)
         ctx._to_save = None
         if cls._inplace:
@@ -276,7 +279,7 @@ class Function(Node):
             out = cls.forward(ctx, *arrays, **params)
             return _finish_inplace(ctx, args, arrays, out, record)
         try:
-            out = cls.forward(ctx, *arrays, **params)
+            out = cls.forward(ctx, *arrays, **params) if params else cls.forward(ctx, *arrays)
         except ValueError as exc:  # NumPy's broadcasting errors, in PyTorch's words
             raise _shape_error(ctx, arrays, exc) from None
         if type(out) is tuple:
@@ -407,6 +410,15 @@ def _pack(item, args, arrays, results):
     if item is None:
         return None
     is_tensor = isinstance(item, Tensor)
+    if not is_tensor and len(results) == 1:  # the usual case, checked without the loops below
+        out = results[0]
+        if out._data is item:
+            counter = out._version
+            return (None, item, counter, counter.value, 0)
+        for a, arr in zip(args, arrays):
+            if arr is item and a is not item:  # (a Python scalar argument falls through)
+                counter = a._version
+                return (a, item, counter, counter.value, -1)
     for i, t in enumerate(results):
         if (t is item) if is_tensor else (t._data is item):
             return saved_entry(None, t._data, t._version, i)

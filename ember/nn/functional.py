@@ -45,9 +45,9 @@ def mse_loss(input: Tensor, target: Tensor, size_average=None, reduce=None,
     """Mean squared error: ``(input - target) ** 2`` reduced by `reduction`.
 
     `reduction` is ``'mean'`` (default), ``'sum'`` or ``'none'``; `weight`, when
-    given, scales each squared error before the reduction ('mean' still divides by
-    the number of elements).  Shapes that differ are broadcast, with a warning, as
-    in PyTorch.
+    given (of the input's shape), scales each squared error, and 'mean' is then the
+    weighted mean: it divides by ``weight.sum()``, as PyTorch does.  Shapes that differ
+    are broadcast, with a warning, as in PyTorch.
 
     >>> mse_loss(ember.tensor([1., 2.]), ember.tensor([1., 4.]))
     tensor(2.)
@@ -69,8 +69,13 @@ def mse_loss(input: Tensor, target: Tensor, size_average=None, reduce=None,
         raise NotImplementedError(f"\"mse_loss\" not implemented for '{_legacy(input)}'")
     diff = input - target
     loss = diff * diff
-    if weight is not None:
-        loss = loss * weight
+    if weight is None:
+        return _reduce(loss, reduction)
+    if tuple(weight.shape) != tuple(input.shape):
+        raise ValueError("Weights and input must have the same size.")
+    loss = loss * weight
+    if reduction == "mean":
+        return _sum(loss) / _sum(weight)
     return _reduce(loss, reduction)
 
 

@@ -125,7 +125,7 @@ class Exporter:
         if a1.shape == a2.shape or a1.ndim != a2.ndim:
             raise UnsupportedOperatorError(
                 f"ONNX export: a tensor used by {where} depends on the input values, but was "
-                "computed outside ember's traced ops (e.g. argmax, .item(), .numpy(), "
+                "computed outside ember's traced ops (e.g. .item(), .numpy(), .tolist(), "
                 "Python arithmetic on data): the exported graph would hold it as a constant")
         flat1, flat2 = a1.reshape(-1), a2.reshape(-1)
         if flat1.size and (flat1 == flat1[0]).all() and flat2.size and (
@@ -145,8 +145,8 @@ class Exporter:
             return out
         raise UnsupportedOperatorError(
             f"ONNX export: a tensor used by {where} depends on the inputs (its size and "
-            "values), but was computed outside ember's traced ops (e.g. argmax, one_hot, "
-            ".item(), .numpy()); of the tensors made inside forward, only constant fills and "
+            "values), but was computed outside ember's traced ops (e.g. .item(), .numpy(), "
+            ".tolist()); of the tensors made inside forward, only constant fills and "
             "arange(n) can follow a dynamic size")
 
     # dynamic dims ------------------------------------------------------------

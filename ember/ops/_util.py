@@ -72,12 +72,22 @@ def check_same_device(op: str, *tensors) -> None:
                 )
 
 
-def promote(op: str, a, b):
+_NUMBER = (float, int)  # exact types: bool (an int subclass) takes the general path
+
+
+def promote(op: str, a, b, wrap: bool = True):
     """Cast the operands of a binary op to their common dtype.
 
     Tensors are cast with the differentiable ``to``; scalars stay Python scalars
-    (NumPy keeps the array's dtype for them).  Returns (a, b, dtype).
+    (NumPy keeps the array's dtype for them).  Returns (a, b).  An integer operand out of
+    an integer result type's range wraps around (``wrap``, see `cast`), as in PyTorch's
+    arithmetic and comparisons.
     """
+    # fast path: a float tensor and a Python number keep the tensor's dtype (`x * 0.5`)
+    if type(b) in _NUMBER and isinstance(a, Tensor) and a._data.dtype.kind == "f":
+        return a, float(b)
+    if type(a) in _NUMBER and isinstance(b, Tensor) and b._data.dtype.kind == "f":
+        return float(a), b
     if isinstance(a, Tensor) and isinstance(b, Tensor):
         if type(a._data) is not type(b._data):
             check_same_device(op, a, b)
@@ -92,11 +102,17 @@ def promote(op: str, a, b):
             f"{op}(): unsupported operand type {type(bad).__name__}; expected a Tensor or a number"
         )
     target = result_type(a, b)
-    return cast(a, target), cast(b, target)
+    return cast(a, target, wrap), cast(b, target, wrap)
 
 
-def cast(value, target: dtypes.dtype):
-    """A tensor converted to `target` (differentiably); scalars converted to Python types."""
+def cast(value, target: dtypes.dtype, wrap: bool = False):
+    """A tensor converted to `target` (differentiably); scalars converted to Python types.
+
+    A Python int out of an integer `target`'s range is taken modulo 2**bits with `wrap`
+    (PyTorch's binary arithmetic: ``uint8_tensor == -1`` compares with 255); without, only
+    negative values wrap into unsigned types and anything else raises RuntimeError
+    (PyTorch's checked conversion of scalar arguments, e.g. ``clamp(max=300)`` on uint8).
+    """
     if isinstance(value, Tensor):
         if value._data.dtype == target.np_dtype:
             return value
@@ -114,7 +130,7 @@ def cast(value, target: dtypes.dtype):
     if type(value) is int and target.np_dtype.kind in "iu":
         bounds = _INT_BOUNDS[target.np_dtype]
         if not bounds[0] <= value <= bounds[1]:
-            return _wrap_int(value, target.np_dtype)
+            return _wrap_int(value, target.np_dtype, wrap)
     return value
 
 
@@ -122,11 +138,14 @@ _INT_BOUNDS = {np.dtype(n): (int(np.iinfo(n).min), int(np.iinfo(n).max))
                for n in ("uint8", "int8", "int16", "int32", "int64", "uint16", "uint32", "uint64")}
 
 
-def _wrap_int(value: int, np_dtype) -> int:
-    """An out-of-range integer operand taken modulo 2**bits into the tensor's integer type,
-    as PyTorch does (``uint8_tensor == -1`` compares with 255)."""
+def _wrap_int(value: int, np_dtype, wrap: bool) -> int:
+    """An out-of-range integer operand taken modulo 2**bits into an integer type (see
+    `cast`)."""
     if not -(2 ** 63) <= value < 2 ** 64:
         raise OverflowError(f"Python int {value} too large to convert to an integer type")
+    if not wrap and not (np_dtype.kind == "u" and -_INT_BOUNDS[np_dtype][1] <= value < 0):
+        raise RuntimeError(f"value cannot be converted to type {np_dtype.name}_t without "
+                           "overflow")
     bits = np_dtype.itemsize * 8
     value %= 2 ** bits
     if np_dtype.kind == "i" and value >= 2 ** (bits - 1):

@@ -31,7 +31,7 @@ def inplace_operand(op: str, target: Tensor, other):
             f"result type {_short(rt)} can't be cast to the desired output type "
             f"{_short(target_dtype)}"
         )
-    return cast(other, target_dtype)
+    return cast(other, target_dtype, wrap=True)
 
 
 def _short(d) -> str:
@@ -442,7 +442,7 @@ def pow(input, exponent) -> Tensor:  # noqa: A001 - PyTorch's name
         _check_pow_dtype(x.dtype)
         return Pow.apply(x, y)
     if isinstance(input, Tensor) and is_scalar(exponent):
-        x, e = promote("pow", input, exponent)
+        x, e = promote("pow", input, exponent, wrap=False)  # (a checked scalar in PyTorch)
         _check_pow_dtype(x.dtype)
         if _is_integral(x.dtype) and e < 0:
             raise RuntimeError("Integers to negative integer powers are not allowed.")

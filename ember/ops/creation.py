@@ -172,7 +172,7 @@ def _factory(fill, size, dtype, device, requires_grad, default=None) -> Tensor:
     d = (default or dtypes.get_default_dtype()) if dtype is None else dtypes.to_dtype(dtype)
     xp = array_module(to_device(device))
     shape = _shape_arg(size)
-    _check_fits(fill, d)
+    fill = _fitted(fill, d)
     if fill is None:
         array = xp.empty(shape, dtype=d.np_dtype)
     elif fill == 0:
@@ -185,16 +185,19 @@ def _factory(fill, size, dtype, device, requires_grad, default=None) -> Tensor:
     return out
 
 
-def _check_fits(value, d: dtypes.dtype) -> None:
-    """RuntimeError when a fill value cannot be stored in an integer dtype."""
+def _fitted(value, d: dtypes.dtype):
+    """A fill value for dtype `d`: RuntimeError when it cannot be stored in an integer dtype;
+    negative values wrap into unsigned ones (``full((2,), -1, dtype=uint8)`` holds 255), as
+    in PyTorch."""
     if d.is_floating_point or d.is_complex or d is dtypes.bool or value is None:
-        return
-    if isinstance(value, complex):
-        value = value.real
+        return value
+    number = value.real if isinstance(value, complex) else value
     info = np.iinfo(d.np_dtype)
-    if not (math.isfinite(value) and info.min <= value <= info.max):
-        raise RuntimeError(
-            f"value cannot be converted to type {d.name}_t without overflow")
+    if info.min <= number <= info.max:
+        return value
+    if math.isfinite(number) and d.np_dtype.kind == "u" and -info.max <= number < 0:
+        return int(number) % (info.max + 1)
+    raise RuntimeError(f"value cannot be converted to type {d.name}_t without overflow")
 
 
 def zeros(*size, out=None, dtype=None, layout=None, device=None,
@@ -610,7 +613,7 @@ def fill_(input: Tensor, value) -> Tensor:
         value = value.item()
     d = input.dtype
     if not (d.is_floating_point or d.is_complex) and d is not dtypes.bool:
-        _check_fits(value, d)
+        value = _fitted(value, d)
     return Fill.apply(input, value)
 
 

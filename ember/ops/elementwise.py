@@ -20,6 +20,7 @@ import numpy as np
 from .._core import dtype as dtypes
 from .._core.function import Function
 from .._core.tensor import Tensor
+from . import _kernels
 from ._util import float_input, xp_of
 from .arithmetic import inplace_form, require_float_target, unsupported
 
@@ -517,7 +518,24 @@ class Relu(_Unary):
     def backward(ctx, grad):
         _, y = ctx.saved_tensors
         # NOTE: relu'(0) = 0, as in PyTorch; a nan output passes the gradient (also PyTorch's).
-        return grad.where(~(y <= 0), 0.0)
+        return ReluBackward.apply(grad, y)
+
+
+class ReluBackward(Function):
+    """relu's gradient, ``grad`` where ``y > 0`` else 0, as one op (one fused kernel
+    instead of three tensor ops); its own backward serves double backward."""
+
+    _name = "ThresholdBackwardBackward0"
+
+    @staticmethod
+    def forward(ctx, grad, y):
+        ctx.save_for_backward(y)
+        return _kernels.relu_backward(grad, y)
+
+    @staticmethod
+    def backward(ctx, gg):
+        (y,) = ctx.saved_tensors
+        return ReluBackward.apply(gg, y), None
 
 
 SignInplace = inplace_form(Sign)

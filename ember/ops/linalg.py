@@ -192,12 +192,25 @@ class MatMul(Function):
         if need_b:
             if nb == 2 and na > 2:
                 k = a2.shape[-1]
-                gb = matmul(mH(a2.reshape(-1, k)), g2.reshape(-1, g2.shape[-1]))
+                gb = _right_grad(a2.reshape(-1, k), g2.reshape(-1, g2.shape[-1]), b2)
             else:
-                gb = matmul(mH(a2), g2)
+                gb = _right_grad(a2, g2, b2)
             if nb == 1:
                 gb = gb.reshape(tuple(gb.shape[:-1]))
         return ga, gb
+
+
+def _right_grad(a: Tensor, g: Tensor, b: Tensor) -> Tensor:
+    """``mH(a) @ g``, the gradient of `b` in ``a @ b``, laid out like `b`.
+
+    When `b` is a transposed matrix (``weight.t()`` in a linear layer), it is computed as
+    ``mH(mH(g) @ a)``: the same product, but the weight's own gradient then comes out
+    C-contiguous, and its leaf keeps it as ``.grad`` without a copy.
+    """
+    data = b._data
+    if data.ndim == 2 and data.flags.f_contiguous and not data.flags.c_contiguous:
+        return mH(matmul(mH(g), a))
+    return matmul(mH(a), g)
 
 
 def _matmul_name(na: int, nb: int) -> str:
@@ -430,7 +443,11 @@ class AddProduct(Function):
             prod = prod * alpha
         if beta == 0:  # NOTE: input is ignored then, even when it holds nan or inf
             return prod.astype(dtype, copy=False)
-        return ((input * beta if beta != 1 else input) + prod).astype(dtype, copy=False)
+        shift = input * beta if beta != 1 else input
+        if shift.dtype == prod.dtype and xp.broadcast_shapes(shift.shape, prod.shape) == prod.shape:
+            prod += shift  # into the fresh product: no second result array (a linear's bias)
+            return prod.astype(dtype, copy=False)
+        return (shift + prod).astype(dtype, copy=False)
 
     @staticmethod
     def backward(ctx, grad):
@@ -450,7 +467,7 @@ class AddProduct(Function):
             ga = matmul(g.reshape(-1, 1), mH(unsqueeze_last(b))) \
                 if kind == "addmv" else matmul(g, mH(b))
         if ctx._edges[2][0] is not None:
-            gb = matmul(mH(a), g)
+            gb = _right_grad(a, g, b)
         return g_in, ga, gb
 
 

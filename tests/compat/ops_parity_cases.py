@@ -1,16 +1,15 @@
-"""The op parity sweep's tables: elementwise, comparison and arithmetic ops (here),
-reductions, shape/indexing/linalg and the rest (ops_parity_cases2.py), bad calls
-(`ERROR_CASES`) and the names deliberately left out of the sweep (`NOT_SWEPT`)."""
+"""The op parity sweep's tables: elementwise, comparison and arithmetic ops (here); then
+`CASES`, every table together: reductions and sorting (ops_parity_cases2.py), shape,
+indexing and linear algebra (ops_parity_cases3.py), creation, conversion and nn-level
+functions (ops_parity_cases4.py, which also holds the bad calls and the names left out)."""
 
 from __future__ import annotations
 
 from .ops_parity_cases2 import REDUCTION_CASES, SCAN_SORT_CASES
 from .ops_parity_cases3 import INDEX_CASES, LINALG_CASES, SHAPE_CASES
-from .ops_parity_cases4 import (
-    CONVERSION_CASES, CREATION_CASES, ERROR_CASES, NN_CASES, NOT_SWEPT,
-)
+from .ops_parity_cases4 import CONVERSION_CASES, CREATION_CASES, NN_CASES
 from .ops_parity_spec import (
-    ALL, FI, FLOAT, INT, INTB, NONE, Case, D, T, binary, s, unary, vals,
+    ALL, FI, FLOAT, INT, INTB, NONE, Case, T, binary, s, unary, vals,
 )
 
 INF, NAN = float("inf"), float("nan")
@@ -145,6 +144,20 @@ def _binary_cases() -> list:
                     s(T(3, dtype="uint8", low=0, high=255), 256),
                     s(T(3, dtype="uint8", low=0, high=255), 255.0),
                     s(vals([0, 255], dtype="uint8"), vals([-1, 255]))], NONE, tag="uint8"),
+        # integer scalars out of range: binary arithmetic wraps them, scalar arguments of
+        # other ops are checked (negative values still wrap into unsigned types)
+        Case("add", [s(T(3, dtype="uint8", low=0, high=255), 300),
+                     s(T(3, dtype="int8", low=-100, high=100), -200),
+                     s(T(3, dtype="uint8", low=0, high=255), -1),
+                     s(T(3, dtype="int32", low=-9, high=9), 2 ** 40),
+                     s(T(3, dtype="uint8", low=0, high=9), 2 ** 64)], NONE, tag="wrap"),
+        Case("mul_", [s(T(3, dtype="uint8", low=0, high=255), -3)], NONE, tag="wrap"),
+        Case("clamp", [s(T(3, dtype="uint8", low=0, high=255), max=300),
+                       s(T(3, dtype="uint8", low=0, high=255), min=-1),
+                       s(T(3, dtype="int8", low=-9, high=9), -200, 5)], NONE, tag="int"),
+        Case("where", [s(T(2, dtype="bool"), T(2, dtype="uint8", low=0, high=9), v)
+                       for v in (300, -1)], NONE, variants=("fn",), tag="int"),
+        Case("pow", [s(T(3, dtype="uint8", low=0, high=3), 257)], NONE, tag="int"),
         Case("lt", [s(T(3, dtype="uint8", low=0, high=255), -1),
                     s(T(3, dtype="uint8", low=0, high=255), 300)], NONE, tag="uint8"),
         Case("equal", [s(T(2, 3), T(2, 3)), s(T(2, 3), T(3))], ALL),

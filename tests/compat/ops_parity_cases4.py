@@ -44,6 +44,10 @@ CREATION_CASES = [
     Case("new_tensor", [s(T(2), [1, 2]), s(T(2), [1.5]), s(T(2), T(3))], ALL, grad=False),
     Case("fill_", [s(T(2, 3), 7), s(T(2, 3), 2.5), s(T(2, 3), T(dtype="float64"))], ALL),
     Case("zero_", [s(T(2, 3))], ALL),
+    Case("full", [s((2,), -1, dtype=D("uint8")), s((2,), -256, dtype=D("uint8")),
+                  s((2,), 2.5, dtype=D("int64"))], NONE, tag="int"),
+    Case("fill_", [s(T(2, dtype="uint8", low=0, high=9), -1),
+                   s(T(2, dtype="int8", low=0, high=9), 300)], NONE, tag="int"),
 ]
 
 
@@ -68,7 +72,7 @@ CONVERSION_CASES = [
     Case("byte", [s(T(2, 3, low=0, high=5))], ALL),
     Case("bool", [s(T(2, 3))], ALL),
     Case("cfloat", [s(T(2, 3))], FLOAT),
-    Case("type", [s(T(2, 3), D("float64")), s(T(2, 3), D("int64")), s(T(2, 3), "torch.DoubleTensor")], FLOAT,
+    Case("type", [s(T(2, 3), D("float64")), s(T(2, 3), D("int64"))], FLOAT,
          variants=("method",)),
     Case("clone", [s(T(2, 3)), s(T(2, 3, transposed=True)), s(T())], ALL),
     Case("contiguous", [s(T(2, 3)), s(T(2, 3, transposed=True))], FLOAT),
@@ -104,7 +108,13 @@ CONVERSION_CASES = [
 ]
 
 NN_CASES = [
-    Case("one_hot", [s(T(values=[0, 2, 1], dtype="int64")), s(T(values=[[0], [3]], dtype="int64"), 5),
+    Case("mse_loss", [s(T(4), T(4), weight=T(4, low=0, high=2)),
+                      s(T(2, 3), T(2, 3), weight=T(3, low=0, high=2))]
+         + [s(T(2, 3), T(2, 3), weight=T(2, 3, low=0, high=2), reduction=r)
+            for r in ("mean", "sum", "none")], FLOAT,
+         op=lambda lib, *a, **kw: lib.nn.functional.mse_loss(*a, **kw)),
+    Case("one_hot", [s(T(values=[0, 2, 1], dtype="int64")),
+                     s(T(values=[[0], [3]], dtype="int64"), 5),
                      s(T(values=[], dtype="int64"), 3)], NONE,
          op=lambda lib, *a: lib.nn.functional.one_hot(*a)),
     Case("softmax", [s(T(2, 3), 1), s(T(2, 3), 0), s(T(), 0), s(T(2, 3), -1, dtype=D("float64")),
@@ -246,7 +256,8 @@ ERROR_CASES = [
     ("where-cond-dtype", lambda lib: lib.where(lib.ones(2), lib.ones(2), lib.ones(2))),
     ("masked_fill-mask-dtype", lambda lib: lib.ones(2).masked_fill(lib.ones(2), 0.0)),
     ("masked_fill-value-dim", lambda lib: lib.ones(2).masked_fill(lib.ones(2) > 0, lib.ones(2))),
-    ("scatter-dtype", lambda lib: lib.ones(3).scatter(0, lib.tensor([0]), lib.ones(1, dtype=lib.float64))),
+    ("scatter-dtype",
+     lambda lib: lib.ones(3).scatter(0, lib.tensor([0]), lib.ones(1, dtype=lib.float64))),
     ("index_add-shape", lambda lib: lib.ones(3, 2).index_add(0, lib.tensor([0]), lib.ones(1, 3))),
     ("clamp-none", lambda lib: lib.clamp(lib.ones(2))),
     ("eq-type", lambda lib: lib.eq(lib.ones(2), "a")),

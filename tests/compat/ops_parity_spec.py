@@ -59,7 +59,8 @@ def s(*args, **kwargs):
 def sample_repr(sample) -> str:
     """``(T(2, 3), 0, keepdim=True)``: a sample as written, for test reports."""
     args, kwargs = sample
-    return "(" + ", ".join([repr(a) for a in args] + [f"{k}={v!r}" for k, v in kwargs.items()]) + ")"
+    parts = [repr(a) for a in args] + [f"{k}={v!r}" for k, v in kwargs.items()]
+    return "(" + ", ".join(parts) + ")"
 
 
 def idx(*values, dtype="int64"):

@@ -23,7 +23,11 @@ def test_values_and_reductions():
     assert F.mse_loss(a, b, reduction="none").tolist() == [1.0, 4.0, 4.0]
     w = ember.tensor([1.0, 0.0, 2.0])
     assert F.mse_loss(a, b, weight=w, reduction="sum").item() == 9.0
-    assert F.mse_loss(a, b, weight=w).item() == pytest.approx(3.0)  # mean over elements
+    assert F.mse_loss(a, b, weight=w).item() == pytest.approx(3.0)  # 9 / weight.sum()
+    w = ember.tensor([1.0, 0.5, 0.5])  # the weighted mean divides by weight.sum(), as PyTorch
+    assert F.mse_loss(a, b, weight=w).item() == pytest.approx((1 + 2 + 2) / 2.0)
+    with pytest.raises(ValueError, match="Weights and input must have the same size"):
+        F.mse_loss(a, b, weight=ember.ones(1))
     with pytest.raises(ValueError, match="^foo is not a valid value for reduction$"):
         F.mse_loss(a, b, reduction="foo")
 

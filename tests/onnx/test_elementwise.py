@@ -29,6 +29,8 @@ UNARY = {
         ember.log(x)), "clamp": lambda x: x.clamp(-0.5, 0.7), "clamp_min": lambda x: x.clamp(
         min=0.1), "clamp_max": lambda x: x.clamp(max=0.1), "pow_int": lambda x: x ** 3,
     "pow2": lambda x: x ** 2, "scalar_pow": lambda x: 2.0 ** x, "rsub": lambda x: 2 - x,
+    "div_floor": lambda x: x.div(0.7, rounding_mode="floor"),
+    "div_trunc": lambda x: ember.div(x, x.abs() + 1, rounding_mode="trunc"),
     "scalar_div": lambda x: 3 / (x.abs() + 1), "mul_scalar": lambda x: x * 2.5,
     "add_alpha": lambda x: ember.add(x, x, alpha=2), "sub_scalar": lambda x: x - 1,
     "isnan": lambda x: ember.isnan(ember.log(x)),

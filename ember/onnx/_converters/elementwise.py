@@ -137,14 +137,20 @@ def convert_fmod(c: Call) -> None:
     c.done(c.op("Mod", a, b, fmod=1))
 
 
-def convert_floor_divide(c: Call) -> None:
+def convert_floor_divide(c: Call, trunc: bool = False) -> None:
     a, b = _operands(c)
     out = c.out_dtype()
+    rounded = (lambda q: _trunc(c, q)) if trunc else (lambda q: c.op("Floor", q))
     if _is_float(out):
-        c.done(c.op("Floor", c.op("Div", a, b)))
+        c.done(rounded(c.op("Div", a, b)))
         return
-    q = c.op("Floor", c.op("Div", c.cast(a, np.float64), c.cast(b, np.float64)))
+    q = rounded(c.op("Div", c.cast(a, np.float64), c.cast(b, np.float64)))
     c.done(c.cast(q, out))
+
+
+def convert_div_rounding(c: Call) -> None:
+    """div(rounding_mode='floor' | 'trunc')."""
+    convert_floor_divide(c, trunc=c.arg(2) == "trunc")
 
 
 def convert_addcmul(c: Call) -> None:
@@ -374,12 +380,13 @@ def convert_masked(c: Call) -> None:
 
 CONVERTERS = {
     ar.Add: binary("Add"), ar.Sub: binary("Sub"), ar.Mul: binary("Mul"),
+    ar.Rsub: binary("Sub"), ar.RsubScalar: binary("Sub"),
     ar.Div: binary("Div"), ar.Neg: unary("Neg"), ar.Abs: unary("Abs"),
     ar.Reciprocal: unary("Reciprocal"), ar.Pow: binary("Pow"),
     ar.PowTensorScalar: convert_pow_tensor_scalar,
     ar.PowScalarTensor: convert_pow_scalar_tensor,
     ar.Remainder: convert_remainder, ar.Fmod: convert_fmod,
-    ar.FloorDivide: convert_floor_divide,
+    ar.FloorDivide: convert_floor_divide, ar.DivRounding: convert_div_rounding,
     fused.Addcmul: convert_addcmul, fused.Addcdiv: convert_addcdiv,
     fused.Lerp: convert_lerp, fused.LerpTensor: convert_lerp,
     el.Exp: unary("Exp"), el.Log: unary("Log"), el.Sqrt: unary("Sqrt"),

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...ops import indexing, joining, padding, scatter, shape, slicing
-from ...ops import index_dim
+from ...ops import distance, index_dim
 from .._convert import INT64_MAX, Call, UnsupportedOperatorError
 
 

@@ -18,6 +18,7 @@ import numpy as np
 
 from .._core import dtype as dtypes
 from .._core.function import Function
+from .._core.grad_mode import is_grad_enabled
 from .._core.tensor import Tensor, _make
 from . import _kernels
 from ._util import wrap_dim, xp_of
@@ -63,8 +64,9 @@ class Softmax(Function):
             y = z.copy()
         else:
             # NOTE: shifting by the max keeps exp() from overflowing (inputs of 1e4 are fine).
-            e = xp.exp(z - z.max(axis=dim, keepdims=True))
-            y = e / e.sum(axis=dim, keepdims=True)
+            y = z - z.max(axis=dim, keepdims=True)
+            xp.exp(y, out=y)  # in place: one result array in all
+            y /= _kernels.sum_last(y, dim)
         y = y.reshape(x.shape)
         ctx.save_for_backward(y)
         return y
@@ -74,6 +76,12 @@ class Softmax(Function):
         (y,) = ctx.saved_tensors
         if y.dim() == 0:
             return grad * 0.0
+        if not is_grad_enabled():  # first order: the same formula on arrays, in place
+            g, yd = grad._data, y._data
+            out = g * yd
+            xp_of(g).subtract(g, _kernels.sum_last(out, ctx.dim), out=out)
+            out *= yd
+            return _make(out)
         return y * (grad - (grad * y).sum(ctx.dim, keepdim=True))
 
 
@@ -86,8 +94,8 @@ class LogSoftmax(Function):
         if z.size == 0:
             y = z.copy()
         else:
-            shifted = z - z.max(axis=dim, keepdims=True)
-            y = shifted - xp.log(xp.exp(shifted).sum(axis=dim, keepdims=True))
+            y = z - z.max(axis=dim, keepdims=True)
+            y -= xp.log(_kernels.sum_last(xp.exp(y), dim))  # in place
         y = y.reshape(x.shape)
         ctx.save_for_backward(y)
         return y
@@ -97,6 +105,13 @@ class LogSoftmax(Function):
         (y,) = ctx.saved_tensors
         if y.dim() == 0:
             return grad * 0.0
+        if not is_grad_enabled():  # first order: the same formula on arrays, in place
+            g = grad._data
+            xp = xp_of(g)
+            out = xp.exp(y._data)
+            out *= _kernels.sum_last(g, ctx.dim)
+            xp.subtract(g, out, out=out)
+            return _make(out)
         return grad - y.exp() * grad.sum(ctx.dim, keepdim=True)
 
 

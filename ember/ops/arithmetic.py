@@ -211,7 +211,7 @@ def div(input, other, *, rounding_mode: str | None = None) -> Tensor:
     if rounding_mode is not None:
         if rounding_mode not in ("floor", "trunc"):
             raise RuntimeError(f"div expected rounding_mode to be one of None, 'trunc', or "
-                             f"'floor' but found '{rounding_mode}'")
+                               f"'floor' but found '{rounding_mode}'")
         check_broadcast(input, other)
         a, b = promote("div", input, other)
         _check_divisor("div_" + rounding_mode + "_cpu", a, b)

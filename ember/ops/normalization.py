@@ -17,7 +17,9 @@ import numpy as np
 
 from .._core import dtype as dtypes
 from .._core.function import Function
-from .._core.tensor import Tensor
+from .._core.grad_mode import is_grad_enabled
+from .._core.tensor import Tensor, _make
+from . import _kernels
 from ._util import wrap_dim, xp_of
 
 
@@ -46,11 +48,12 @@ class Normalize(Function):
         ctx.bias_shape = None if bias is None else bias.shape
         xp = xp_of(x)
         work = x if x.dtype in (np.float32, np.float64) else x.astype(np.float32)
-        mean = work.mean(axis=dims, keepdims=True)
+        mean = _mean(work, dims)
         centered = work - mean
-        var = (centered * centered).mean(axis=dims, keepdims=True)
+        var = _mean(centered * centered, dims)
         rstd = 1.0 / xp.sqrt(var + eps)
-        y = (centered * rstd).astype(x.dtype, copy=False)
+        centered *= rstd  # in place: `centered` becomes the normalized y
+        y = centered.astype(x.dtype, copy=False)
         n = _prod(x.shape[d] for d in dims)
         ctx.dims, ctx.n, ctx.bshape = dims, n, bshape
         ctx.affine = weight is not None or bias is not None
@@ -62,11 +65,9 @@ class Normalize(Function):
         if not ctx.affine:
             ctx.save_for_backward(y, rstd, None)
             return y, mean, rstd
-        out = y
-        if weight is not None:
-            out = out * weight.reshape(bshape)
+        out = y * weight.reshape(bshape) if weight is not None else y.copy()
         if bias is not None:
-            out = out + bias.reshape(bshape)
+            out += bias.reshape(bshape)
         ctx.save_for_backward(y, rstd, weight)
         return out.astype(x.dtype, copy=False), mean, rstd, y
 
@@ -76,6 +77,9 @@ class Normalize(Function):
         n, needs = ctx.n, ctx.needs_input_grad
         if grad_out is not None and grad_y is None and ctx.per_group_affine:
             gx, gw, gb = _backward_per_group(ctx, grad_out, y, rstd, weight)
+        elif grad_out is not None and grad_y is None and not is_grad_enabled():
+            gx, gw, gb = _backward_general_arrays(ctx, grad_out._data, y._data, rstd._data,
+                                                  None if weight is None else weight._data)
         else:
             gx, gw, gb = _backward_general(ctx, grad_out, grad_y, y, rstd, weight)
         # mean = sum(x) / n, so d mean / dx = 1 / n
@@ -107,6 +111,42 @@ def _backward_general(ctx, grad_out, grad_y, y, rstd, weight):
     if needs[0] and gy is not None:
         gx = rstd * (gy - gy.mean(dims, keepdim=True) - y * (gy * y).mean(dims, keepdim=True))
     return gx, gw, gb
+
+
+def _backward_general_arrays(ctx, g, y, rstd, weight):
+    """`_backward_general` for first-order gradients (no graph recorded): the same formula
+    on arrays, with in-place updates and row sums as matrix products (layer norm's case)."""
+    dims, needs = ctx.dims, ctx.needs_input_grad
+    gw = gb = gx = None
+    if ctx.affine:
+        if needs[1]:
+            gw = _make(_reduce_array(g * y, ctx.bshape).reshape(weight.shape))
+        if needs[2]:
+            gb = _make(_reduce_array(g, ctx.bshape).reshape(ctx.bias_shape))
+    if needs[0]:
+        gy = g * weight.reshape(ctx.bshape) if weight is not None else g
+        t = gy * y
+        m2 = _mean(t, dims)
+        xp_of(y).multiply(y, m2, out=t)
+        gx = gy - _mean(gy, dims)
+        gx -= t
+        gx *= rstd
+        gx = _make(gx)
+    return gx, gw, gb
+
+
+def _mean(a, dims: tuple):
+    """``a.mean(dims, keepdims=True)``; over the last dim as a matrix product (fast)."""
+    if len(dims) == 1:
+        return _kernels.sum_last(a, dims[0]) / a.shape[dims[0]]
+    return a.mean(axis=dims, keepdims=True)
+
+
+def _reduce_array(a, bshape):
+    """`_reduce_to` on an array."""
+    full = (1,) * (a.ndim - len(bshape)) + tuple(bshape)
+    dims = tuple(i for i, s in enumerate(full) if s == 1 and a.shape[i] != 1)
+    return a.sum(axis=dims, keepdims=True) if dims else a
 
 
 def _backward_per_group(ctx, grad_out, y, rstd, weight):

@@ -128,7 +128,10 @@ def view(input: Tensor, *shape) -> Tensor:
 
 
 def reshape(input: Tensor, *shape) -> Tensor:
-    """Another shape with the same elements: a view when possible, else a copy."""
+    """Another shape with the same elements: a view when possible, else a copy.
+
+    The shape is a tuple or separate ints, in the function form too (PyTorch's
+    ``torch.reshape`` takes a tuple only)."""
     shape = _infer_shape(shape, input._data.size, "reshape")
     if _can_view(input._data, shape):
         return View.apply(input, shape)

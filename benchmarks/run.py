@@ -296,19 +296,36 @@ CHAIN = 20  # ops per call in benchmarks/op_overhead.py
 # timing
 
 
-def alternate(ours, theirs, repeats: int, inner: int = 1) -> tuple:
-    """Median seconds per call of each closure, timed call by call in alternation."""
+WARM = 0.25  # seconds each library runs untimed when its turn comes (see `alternate`)
+
+
+def alternate(ours, theirs, repeats: int, inner: int = 1, rounds: int = 3) -> tuple:
+    """Median seconds per call of each closure, timed in alternating blocks.
+
+    The two libraries take turns `rounds` times, so that changes in the machine's load hit
+    both alike; each turn first runs its workload untimed for WARM seconds, then times
+    its share of the `repeats` calls.
+    NOTE: not call-by-call alternation.  Both libraries keep their worker threads spinning
+    for a while after a parallel call (OpenBLAS up to ~0.1 s, OpenMP less), so the
+    library that ran last competes for the cores with the one being timed: measured this
+    way, PyTorch's GPT step took 118 ms instead of the 63 ms it takes alone.  Pausing
+    instead lets the threads fall asleep, and the next call pays for waking them (the MLP
+    step of PyTorch: 13.5 ms instead of 2.5 ms).  The warm-up outlasts both effects.
+    """
     fns = [fn for fn in (ours, theirs) if fn is not None]
-    for fn in fns:
-        fn()
-        fn()
     times = [[] for _ in fns]
-    for _ in range(repeats):
+    per_round = -(-repeats // rounds)
+    for _ in range(rounds):
         for fn, acc in zip(fns, times):
-            start = time.perf_counter()
-            for _ in range(inner):
+            end = time.perf_counter() + WARM
+            fn()
+            while time.perf_counter() < end:
                 fn()
-            acc.append((time.perf_counter() - start) / inner)
+            for _ in range(per_round):
+                start = time.perf_counter()
+                for _ in range(inner):
+                    fn()
+                acc.append((time.perf_counter() - start) / inner)
     medians = [statistics.median(acc) for acc in times]
     return medians[0], (medians[1] if theirs is not None else None)
 

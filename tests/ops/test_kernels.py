@@ -1,0 +1,96 @@
+"""The fused float32 kernels (ops/_kernels.py) against plain NumPy / float64 references,
+and the first-order fast paths against the recorded (double-backward) formulas."""
+
+import math
+
+import numpy as np
+import pytest
+
+import ember
+from ember._core import backend
+from ember.ops import _kernels
+
+
+def _normal_cdf64(x):
+    return 0.5 * (1 + np.vectorize(math.erf)(x / math.sqrt(2.0)))
+
+
+def test_gelu_f32_matches_float64_reference():
+    x = np.concatenate([np.linspace(-9, 9, 20001), [0.0, -0.0]]).astype(np.float32)
+    x64 = x.astype(np.float64)
+    ref = x64 * _normal_cdf64(x64)
+    got = _kernels.gelu_f32(x)
+    assert got.dtype == np.float32
+    assert np.max(np.abs(got - ref) / np.maximum(np.abs(x64), 1)) < 5e-7
+    pdf = np.exp(-x64 * x64 / 2) / math.sqrt(2 * math.pi)
+    g = np.linspace(-1, 1, x.size).astype(np.float32)
+    ref_b = g * (_normal_cdf64(x64) + x64 * pdf)
+    assert np.max(np.abs(_kernels.gelu_backward_f32(g, x) - ref_b)) < 2e-6
+
+
+def test_gelu_f32_special_values_and_blocks():
+    out = _kernels.gelu_f32(np.float32([np.nan, np.inf, -np.inf, 0.0]))
+    assert np.isnan(out[0]) and out[1] == np.inf and np.isnan(out[2]) and out[3] == 0
+    x = np.random.default_rng(0).standard_normal((3, _kernels.BLOCK + 7)).astype(np.float32)
+    np.testing.assert_allclose(_kernels.gelu_f32(x), _kernels.gelu_f32(x.copy(order="F")),
+                               rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16])
+def test_relu_backward_is_where(dtype):
+    y = np.array([-1.0, 0.0, -0.0, 2.0, np.nan, np.inf, 3.0], dtype)
+    g = np.array([1.0, 2.0, 3.0, np.nan, 4.0, 5.0, np.inf], dtype)
+    got = _kernels.relu_backward(g, y)
+    ref = np.where(y <= 0, dtype(0), g)
+    assert got.dtype == dtype
+    np.testing.assert_array_equal(got, ref)
+    assert not np.signbit(got[:3]).any()  # +0.0 where dropped
+
+
+def test_sum_last_matches_sum():
+    rng = np.random.default_rng(1)
+    for shape in [(4, 64), (2, 3, 65), (7,), (0, 5), (5, 0)]:
+        x = rng.standard_normal(shape).astype(np.float32)
+        np.testing.assert_allclose(_kernels.sum_last(x, -1), x.sum(-1, keepdims=True),
+                                   rtol=1e-5, atol=1e-5)
+    x = rng.standard_normal((3, 4))
+    np.testing.assert_allclose(_kernels.sum_last(x, 0), x.sum(0, keepdims=True))
+
+
+def _first_and_recorded(fn, *shapes):
+    """Gradients of sum(fn(x) * w) from a plain backward (first-order fast paths) and
+    from autograd.grad(create_graph=True) (the recorded tensor formulas)."""
+    out = []
+    for create_graph in (False, True):
+        rng = np.random.default_rng(2)
+        xs = [ember.tensor(rng.standard_normal(s), requires_grad=True) for s in shapes]
+        y = fn(*xs)
+        w = ember.tensor(rng.standard_normal(tuple(y.shape)))
+        grads = ember.autograd.grad((y * w).sum(), xs, create_graph=create_graph)
+        out.append([g.detach().numpy() for g in grads])
+    return out
+
+
+@pytest.mark.parametrize("fn, shapes", [
+    (lambda x: ember.softmax(x, -1), [(3, 4, 6)]),
+    (lambda x: ember.softmax(x, 1), [(3, 4, 6)]),
+    (lambda x: ember.log_softmax(x, -1), [(5, 9)]),
+    (lambda x, w, b: ember.nn.functional.layer_norm(x, (6,), w, b), [(3, 4, 6), (6,), (6,)]),
+    (lambda x: ember.nn.functional.layer_norm(x, (4, 6)), [(3, 4, 6)]),
+    (lambda x: ember.nn.functional.cross_entropy(x, ember.tensor([1, 0, 3]), reduction="none"),
+     [(3, 5)]),
+    (lambda x: ember.nn.functional.cross_entropy(
+        x, ember.tensor([[1, 0], [2, -100]]), ignore_index=-100, reduction="none"), [(2, 4, 2)]),
+])
+def test_first_order_fast_paths_match_recorded_formulas(fn, shapes):
+    first, recorded = _first_and_recorded(fn, *shapes)
+    for a, b in zip(first, recorded):
+        np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
+
+
+def test_keep_freed_memory_can_be_turned_off(monkeypatch):
+    monkeypatch.setenv("EMBER_NO_MALLOPT", "1")
+    assert backend.keep_freed_memory() is False
+    monkeypatch.delenv("EMBER_NO_MALLOPT")
+    monkeypatch.setenv("MALLOC_MMAP_THRESHOLD_", "65536")  # the user's own setting wins
+    assert backend.keep_freed_memory() is False

@@ -74,9 +74,10 @@ def gelu_f32(x: np.ndarray) -> np.ndarray:
     flat = np.ascontiguousarray(x).reshape(-1)
     out = np.empty_like(flat)
     scratch = _scratch(flat.size, 4)
-    for b in _blocks(flat.size):
-        _normal_cdf_block(flat[b], out[b], scratch)
-        out[b] *= flat[b]
+    with np.errstate(invalid="ignore"):  # -inf * 0 = nan, quietly (as in PyTorch)
+        for b in _blocks(flat.size):
+            _normal_cdf_block(flat[b], out[b], scratch)
+            out[b] *= flat[b]
     return out.reshape(x.shape)
 
 
@@ -86,13 +87,14 @@ def gelu_backward_f32(grad: np.ndarray, x: np.ndarray) -> np.ndarray:
     g = np.ascontiguousarray(np.broadcast_to(grad, x.shape)).reshape(-1)
     out = np.empty_like(flat)
     scratch = _scratch(flat.size, 5)
-    for b in _blocks(flat.size):
-        xb, ob = flat[b], out[b]
-        pdf = scratch[4][:xb.size]
-        _normal_cdf_block(xb, ob, scratch, pdf)
-        pdf *= xb
-        ob += pdf
-        ob *= g[b]
+    with np.errstate(invalid="ignore"):  # inf * 0 = nan, quietly (as in PyTorch)
+        for b in _blocks(flat.size):
+            xb, ob = flat[b], out[b]
+            pdf = scratch[4][:xb.size]
+            _normal_cdf_block(xb, ob, scratch, pdf)
+            pdf *= xb
+            ob += pdf
+            ob *= g[b]
     return out.reshape(x.shape)
 
 

@@ -1,10 +1,11 @@
 """The benchmark suite: eight workloads on ember and on PyTorch, side by side.
 
 Each workload is written once and run on both libraries (the same model code, the same
-initial weights, fixed seeds).  The two run in alternation in one process, call by call,
-after two warm-up calls each, so that noise from other processes hits both alike; the
-table shows the median time of each and the ratio ember/PyTorch (lower is better) with
-its target.  Peak memory is measured in two fresh processes, one per library.
+initial weights, fixed seeds).  The two take turns in one process, three turns each,
+every turn warmed up before it is timed (see `alternate` for why not call by call), so
+that noise from other processes hits both alike; the table shows the median time of
+each and the ratio ember/PyTorch (lower is better) with its target.  Peak memory is
+measured in two fresh processes, one per library.  docs/performance.md has the results.
 
 Both libraries use the same thread count: NumPy's BLAS (OpenBLAS) uses all cores by
 default and PyTorch is set to ``os.cpu_count()``; ``--threads N`` pins both to N.

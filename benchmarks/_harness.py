@@ -2,8 +2,27 @@
 
 from __future__ import annotations
 
+import os
 import statistics
+import sys
 import time
+
+
+def pin_threads_from_argv(default: str | None = "1") -> None:
+    """Set the BLAS thread count from ``--threads N`` (or `default`); call before NumPy loads.
+
+    BLAS libraries read their thread count once, when they are loaded, so this must run
+    before the first ``import numpy``.  With no flag and no default nothing is set.
+    """
+    value = default
+    for i, arg in enumerate(sys.argv):
+        if arg == "--threads" and i + 1 < len(sys.argv):
+            value = sys.argv[i + 1]
+        elif arg.startswith("--threads="):
+            value = arg.split("=", 1)[1]
+    if value:
+        for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+            os.environ[var] = value
 
 
 def try_import_torch():

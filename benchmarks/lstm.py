@@ -21,18 +21,9 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
-def _threads_from_argv() -> str:
-    """The --threads value, read before NumPy is imported (BLAS reads it at load time)."""
-    for i, arg in enumerate(sys.argv):
-        if arg == "--threads" and i + 1 < len(sys.argv):
-            return sys.argv[i + 1]
-        if arg.startswith("--threads="):
-            return arg.split("=", 1)[1]
-    return "1"
+from benchmarks._harness import pin_threads_from_argv  # noqa: E402
 
-
-for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ[_var] = _threads_from_argv()
+pin_threads_from_argv(default="1")
 
 import statistics  # noqa: E402
 import time  # noqa: E402

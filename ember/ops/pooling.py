@@ -23,7 +23,7 @@ import numpy as np
 from .._core.function import Function
 from .._core.tensor import Tensor
 from ._util import xp_of
-from .conv import kernel_offsets, pad_array
+from .conv import MIN_PARALLEL_ELEMENTS, kernel_offsets, over_batch, pad_array
 
 _INTS = (int, np.integer)
 
@@ -224,18 +224,23 @@ def _max_pool_array(x, geo: PoolGeometry):
     which = xp.empty(lead + geo.out, dtype=xp.int8 if math.prod(geo.kernel) < 128
                      else xp.int32)
     which[...] = _first_inside(xp, geo)
-    offsets = []
-    for t, (index, slices) in enumerate(kernel_offsets(geo.kernel, geo.stride, geo.dilation,
-                                                      geo.out)):
-        v = padded[(Ellipsis,) + slices]
-        hit = v > best
-        if floating:
-            hit |= xp.isnan(v)
-        # NOTE: arithmetic blends, not masked copies (copyto(where=) is ~8x slower)
-        which += hit * (t - which)
-        xp.maximum(best, v, out=best)                      # NaN propagates, as hit says
-        offsets.append(sum(i * d * math.prod(geo.size[k + 1:]) for k, (i, d) in
-                           enumerate(zip(index, geo.dilation))))
+    positions = list(kernel_offsets(geo.kernel, geo.stride, geo.dilation, geo.out))
+
+    def compute(batch):  # the images of `batch`, independent of the others
+        top, won = best[batch], which[batch]
+        for t, (_, slices) in enumerate(positions):
+            v = padded[(batch, Ellipsis) + slices]
+            hit = v > top
+            if floating:
+                hit |= xp.isnan(v)
+            # NOTE: arithmetic blends, not masked copies (copyto(where=) is ~8x slower)
+            won += hit * (t - won)
+            xp.maximum(top, v, out=top)                    # NaN propagates, as hit says
+
+    over_batch(xp, x.shape[0], compute, best.size * len(positions) >= MIN_PARALLEL_ELEMENTS)
+    offsets = [sum(i * d * math.prod(geo.size[k + 1:])
+                   for k, (i, d) in enumerate(zip(index, geo.dilation)))
+               for index, _ in positions]
     idx = xp.asarray(offsets, dtype=xp.int64)[which]
     idx += _window_start(xp, geo)
     return best, idx

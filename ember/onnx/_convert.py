@@ -66,6 +66,9 @@ class Exporter:
         self._dim_owners: list = []   # (onnx name, axis, size, size in the check trace)
         self._dim_cache: dict = {}
         self._const_cache: dict = {}
+        # what converters tell later converters, beyond ONNX values (e.g. the padded form
+        # of a PackedSequence, keyed by ("packed", record index))
+        self.notes: dict = {}
 
     # values -----------------------------------------------------------------
 
@@ -90,10 +93,11 @@ class Exporter:
             return self._parameter(ref)
         k, j = ref
         producer = self.trace.records[k]
+        why = self.notes.get(("unbound", k))
         raise UnsupportedOperatorError(
             f"ONNX export: output {j} of {producer.describe()} is used"
             + (f" by {rec.describe()}" if rec is not None else " as a model output")
-            + ", but its converter does not produce it")
+            + ", but its converter does not produce it" + (f": {why}" if why else ""))
 
     def _parameter(self, name: str) -> str:
         tensor = self.named[name]

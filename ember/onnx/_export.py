@@ -21,7 +21,7 @@ import numpy as np
 
 from .._core.tensor import Tensor, _make
 from ._convert import Exporter, to_numpy
-from ._converters import MODULE_TABLE, TABLE, module_converter
+from ._converters import FUNCTIONS, MODULE_TABLE, TABLE, module_converter
 from ._graph import Graph, ValueInfo
 from ._trace import STATE, flatten_tensors, trace
 from ._write import NodeEvaluator, build_model, require_onnx
@@ -104,7 +104,7 @@ def export(model, args=(), f=None, *, kwargs: dict | None = None, export_params:
     module_names = ({id(m): name for name, m in model.named_modules()}
                     if hasattr(model, "named_modules") else {})
     with _TrainingModeFor(model, training):
-        first = trace(model, args, kwargs, named, module_names, module_converter)
+        first = trace(model, args, kwargs, named, module_names, module_converter, FUNCTIONS)
         in_names = _names(input_names, len(first.inputs), _default_input_names(model, args,
                                                                              kwargs))
         out_names = _names(output_names, len(first.outputs),
@@ -247,7 +247,8 @@ def _check_trace(model, args, kwargs, named, module_names, first, in_names, axes
             # the check run's own warnings (NaNs from shuffled masks, ...) are noise here
             with warnings.catch_warnings(), np.errstate(all="ignore"):
                 warnings.simplefilter("ignore")
-                second = trace(model, args2, kwargs2, named, module_names, module_converter)
+                second = trace(model, args2, kwargs2, named, module_names, module_converter,
+                               FUNCTIONS)
         except Exception as exc:  # noqa: BLE001 - reported below
             problem = f"the model failed on other inputs ({type(exc).__name__}: {exc})"
             continue

@@ -11,6 +11,13 @@ or a constant (a tensor made inside ``forward`` without a traced op).
 Python control flow runs once and is baked in, as with any tracer.  Modules that have
 a module-level converter (an LSTM: one ONNX node instead of its unrolled steps) are
 run with recording paused and kept as one record of kind ``"module"``.
+
+A few ember functions compute part of their work on the host from tensor values
+(``embedding_bag`` cuts bags at the offsets, ``pack_padded_sequence`` reads the
+lengths), which no record of their ops could follow.  They are watched by code object
+with a profile hook (``sys.setprofile``, for the trace's duration, however the user
+imported them): a call runs with recording paused and becomes one record of kind
+``"op"`` whose class is a `TracedFunction` marker and whose arguments are the call's.
 """
 
 from __future__ import annotations
@@ -63,10 +70,21 @@ class Record:
     def describe(self) -> str:
         """The op, where it was called and inside which module (for error messages)."""
         what = self.cls.__name__ if self.kind == "op" else f"module {self.cls.__name__}"
+        if issubclass(self.cls, TracedFunction):
+            what = f"{self.cls.function.__name__}()"
         return f"{what} (called at {self.where}{self.inside()})"
 
     def inside(self) -> str:
         return f" inside '{self.scope}' ({self.scope_type})" if self.scope else ""
+
+
+class TracedFunction:
+    """Marks a record that stands for a whole call of a watched ember function (see the
+    module docstring); subclasses name the function in ``function``."""
+
+    _inplace = False
+    _is_view = False
+    function = None
 
 
 @dataclass
@@ -88,8 +106,11 @@ def is_array(obj) -> bool:
 class Tracer(Observer):
     """Records op calls (see the module docstring)."""
 
-    def __init__(self, inputs, named_tensors: dict, module_names: dict, module_converter):
+    def __init__(self, inputs, named_tensors: dict, module_names: dict, module_converter,
+                 functions: dict | None = None):
         self.records: list[Record] = []
+        self._functions = functions or {}   # code object -> TracedFunction subclass
+        self._calls: list = []              # (frame, marker, args, sources) being run
         self.keep: list = []
         self._ids: dict[int, Source] = {}
         self._arrays: dict[int, Source] = {}
@@ -179,6 +200,23 @@ class Tracer(Observer):
         finally:
             self._scopes.pop()
 
+    def profile(self, frame, event, arg) -> None:
+        """The ``sys.setprofile`` hook: a call of a watched function becomes one record."""
+        if event == "call":
+            marker = self._functions.get(frame.f_code)
+            if marker is None or self._paused:
+                return
+            code = frame.f_code
+            names = code.co_varnames[:code.co_argcount + code.co_kwonlyargcount]
+            args = tuple(frame.f_locals.get(n) for n in names)
+            self._calls.append((frame, marker, args, [self.source(a) for a in args]))
+            self._paused += 1
+        elif event == "return" and self._calls and self._calls[-1][0] is frame:
+            _, marker, args, sources = self._calls.pop()
+            self._paused -= 1
+            if arg is not None:  # (None: the call raised; the error propagates)
+                self._record("op", marker, None, args, {}, sources, {}, arg)
+
     def _check_inplace_view(self, cls, target: Tensor) -> None:
         """An in-place write into a view changes its base too, which a graph of values
         cannot express; refuse it unless the base is a constant made inside forward."""
@@ -232,17 +270,26 @@ def flatten_tensors(obj) -> list:
 
 
 def trace(model, args: tuple, kwargs: dict, named_tensors: dict, module_names: dict,
-          module_converter) -> Trace:
-    """Run ``model(*args, **kwargs)`` once under a `Tracer`, without building a graph."""
+          module_converter, functions: dict | None = None) -> Trace:
+    """Run ``model(*args, **kwargs)`` once under a `Tracer`, without building a graph.
+
+    `functions` maps the code objects of watched functions to their `TracedFunction`
+    markers.  (A profiler installed with ``sys.setprofile`` is suspended meanwhile.)
+    """
     inputs = flatten_tensors(list(args) + list(kwargs.values()))
-    tracer = Tracer(inputs, named_tensors, module_names, module_converter)
+    tracer = Tracer(inputs, named_tensors, module_names, module_converter, functions)
     tracer.install()
     previous = STATE["exporting"]
     STATE["exporting"] = True
+    profiler = sys.getprofile()
+    if functions:
+        sys.setprofile(tracer.profile)
     try:
         with no_grad():
             out = model(*args, **kwargs)
     finally:
+        if functions:
+            sys.setprofile(profiler)
         STATE["exporting"] = previous
         tracer.uninstall()
     outputs = flatten_tensors(out)

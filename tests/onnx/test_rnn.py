@@ -6,6 +6,7 @@ import pytest
 
 import ember
 from ember import nn
+from ember.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 from tests.onnx._check import check, op_types
 
 LAYERS = {
@@ -74,13 +75,78 @@ def test_cells():
           input_names=["x", "h", "c"], dynamic_axes={n: {0: "batch"} for n in "xhc"})
 
 
-def test_packed_sequence_is_refused():
-    from ember.nn.utils.rnn import pack_padded_sequence
+@pytest.mark.parametrize("name", ["lstm", "lstm_bidirectional", "gru_bidirectional",
+                                  "rnn_relu_bidirectional"])
+def test_packed_sequence(name):
+    """pack_padded_sequence -> layer -> pad_packed_sequence inside forward: the lengths
+    (a graph input) become the node's sequence_lens."""
+    layer = LAYERS[name]()
 
-    layer = nn.LSTM(5, 6)
+    def fn(x, lengths):
+        packed = pack_padded_sequence(x, lengths, enforce_sorted=False)
+        out, state = layer(packed)
+        padded, out_lengths = pad_packed_sequence(out, padding_value=-1.0)
+        return padded, state, out_lengths
+
+    proto = check(fn, (ember.randn(5, 3, 5), ember.tensor([5, 2, 4])),
+                  others=[(ember.randn(5, 4, 5), ember.tensor([1, 3, 5, 2]))],
+                  input_names=["x", "lengths"],
+                  dynamic_axes={"x": {1: "batch"}, "lengths": {0: "batch"}})
+    assert name.split("_")[0].upper() in op_types(proto)
+
+
+def test_packed_sequence_batch_first_with_total_length_and_state():
+    layer = nn.GRU(5, 6, num_layers=2, batch_first=True)
+
+    def fn(x, h, lengths):
+        packed = pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False)
+        out, h = layer(packed, h)
+        return pad_packed_sequence(out, batch_first=True, total_length=6)[0], h
+
+    check(fn, (ember.randn(3, 4, 5), ember.randn(2, 3, 6), ember.tensor([2, 4, 3])),
+          input_names=["x", "h", "lengths"])
+
+
+def test_packed_data_used_directly_is_refused():
+    layer = nn.Linear(5, 2)
 
     def fn(x):
-        return layer(pack_padded_sequence(x, [4, 2, 1]))[1][0]
+        return layer(pack_padded_sequence(x, [4, 2, 1]).data)
 
-    with pytest.raises(ember.onnx.UnsupportedOperatorError, match="PackedSequence"):
+    with pytest.raises(ember.onnx.UnsupportedOperatorError, match="pack_padded_sequence"):
         check(fn, ember.randn(4, 3, 5))
+
+
+@pytest.mark.parametrize("options", [{}, {"num_layers": 2, "bidirectional": True},
+                                     {"batch_first": True, "bias": False}])
+def test_lstm_with_projections(options):
+    """proj_size: unrolled over the (static) steps; the batch size stays dynamic."""
+    layer = nn.LSTM(5, 6, proj_size=3, **options)
+    batch = 0 if options.get("batch_first") else 1
+    x = ember.randn(4, 3, 5)
+    other = ember.randn(4, 6, 5) if batch == 1 else ember.randn(6, 3, 5)
+    check(layer, x, others=[other], input_names=["x"], dynamic_axes={"x": {batch: "batch"}})
+
+
+def test_lstm_with_projections_and_state():
+    layer = nn.LSTM(5, 6, proj_size=2, num_layers=2)
+    args = (ember.randn(3, 4, 5), ember.randn(2, 4, 2), ember.randn(2, 4, 6))
+    check(lambda x, h, c: layer(x, (h, c)), args, input_names=["x", "h", "c"])
+
+
+def test_lstm_with_projections_on_a_packed_sequence():
+    layer = nn.LSTM(5, 6, proj_size=3, bidirectional=True)
+
+    def fn(x, lengths):
+        out, state = layer(pack_padded_sequence(x, lengths, enforce_sorted=False))
+        return pad_packed_sequence(out)[0], state
+
+    check(fn, (ember.randn(4, 3, 5), ember.tensor([2, 4, 1])),
+          others=[(ember.randn(4, 5, 5), ember.tensor([4, 1, 3, 3, 2]))],
+          input_names=["x", "lengths"], dynamic_axes={"x": {1: "batch"}, "lengths": {0: "batch"}})
+
+
+def test_lstm_with_projections_and_dynamic_length_is_refused():
+    with pytest.raises(ember.onnx.UnsupportedOperatorError, match="proj_size"):
+        check(nn.LSTM(5, 6, proj_size=3), ember.randn(4, 2, 5), input_names=["x"],
+              dynamic_axes={"x": [0, 1]})

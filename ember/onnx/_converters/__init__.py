@@ -8,13 +8,17 @@ ONNX nodes with ``c.op(...)`` and binds the record's outputs with ``c.done(...)`
 from __future__ import annotations
 
 from . import (
-    activation, conv, elementwise, linear, normalization, pooling, reduction, rnn, shape,
+    activation, conv, elementwise, functions, indexing, linear, normalization, order, pooling,
+    reduction, rnn, shape,
 )
 
 TABLE: dict = {}
 for _family in (elementwise, activation, linear, conv, pooling, normalization, shape, reduction,
-                rnn):
+                indexing, order, rnn, functions):
     TABLE.update(_family.CONVERTERS)
+
+# the functions the tracer records as one call each: code object -> marker class
+FUNCTIONS: dict = dict(functions.FUNCTIONS)
 
 MODULE_TABLE: dict = {}
 MODULE_TABLE.update(activation.MODULE_CONVERTERS)

@@ -9,6 +9,7 @@ import numpy as np
 
 from ...ops import linalg_norms, reduction, reduction_stats, sorting
 from .._convert import Call
+from .order import convert_median_all
 
 
 def _dims(c: Call, dims) -> list:
@@ -56,6 +57,9 @@ def convert_prod(c: Call) -> None:
 
 def convert_even_reduce(c: Call) -> None:
     kind = c.arg(1)
+    if kind in ("median", "nanmedian"):
+        convert_median_all(c)
+        return
     if kind not in ("max", "min"):
         c.fail(f"the {kind} reduction has no ONNX equivalent")
     op_type = "ReduceMax" if kind == "max" else "ReduceMin"

@@ -207,36 +207,6 @@ def convert_unbind(c: Call) -> None:
     c.done(*[c.squeeze(p, [dim]) for p in parts])
 
 
-def _index_source(c: Call, position: int):
-    src = c.rec.sources[1][position]
-    src2 = c.rec2.sources[1][position] if c.rec2 is not None else None
-    return c.source_input(src, src2)
-
-
-def convert_index(c: Call) -> None:
-    """``x[key]`` with int arrays: one array is a Gather; arrays over the leading dims
-    are a GatherND."""
-    key = c.arg(1)
-    arrays = [p for p, k in enumerate(key) if not isinstance(k, slice)]
-    x = c.input(0)
-    if len(arrays) == 1:
-        p = arrays[0]
-        c.done(c.op("Gather", x, _index_source(c, p), axis=p))
-        return
-    if arrays != list(range(len(arrays))):
-        c.fail("advanced indexing with several index tensors is only exported when they "
-               "index the leading dims")
-    shapes = [np.shape(key[p]) for p in arrays]
-    common = np.broadcast_shapes(*shapes)
-    parts = []
-    for p, s in zip(arrays, shapes):
-        idx = _index_source(c, p)
-        if s != common:
-            idx = c.op("Expand", idx, c.ints(common))
-        parts.append(c.unsqueeze(idx, [len(common)]))
-    c.done(c.op("GatherND", x, c.op("Concat", *parts, axis=-1)))
-
-
 def convert_index_select(c: Call) -> None:
     index = c.get_input(2, "index")
     c.done(c.op("Gather", c.input(0), index, axis=int(c.get(1, "dim"))))
@@ -374,7 +344,7 @@ CONVERTERS = {
     shape.Expand: convert_expand,
     slicing.Subview: convert_subview, slicing.Split: convert_split,
     slicing.Unbind: convert_unbind,
-    indexing.Index: convert_index, indexing.MaskedFill: convert_masked_fill,
+    indexing.MaskedFill: convert_masked_fill,
     indexing.Nonzero: convert_nonzero, distance.OneHot: convert_one_hot,
     index_dim.IndexSelect: convert_index_select, scatter.Gather: convert_gather,
     scatter.Scatter: convert_scatter, scatter.ScatterAdd: convert_scatter_add,

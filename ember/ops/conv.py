@@ -311,6 +311,8 @@ class ConvolutionWeight(Function):
 
 def ntuple(value, n: int, name: str, op: str) -> tuple:
     """An int or a sequence of n ints as a tuple of n ints (RuntimeError otherwise)."""
+    if type(value) is tuple and len(value) == n and all(type(v) is int for v in value):
+        return value  # the usual case: a module's own (already checked) tuple
     if isinstance(value, _INTS):
         return (int(value),) * n
     if isinstance(value, (tuple, list)) and all(isinstance(v, _INTS) for v in value):

@@ -217,27 +217,36 @@ def _max_pool_array(x, geo: PoolGeometry):
     floating = x.dtype.kind in "fc" or x.dtype.name == "bfloat16"
     low = -xp.inf if floating else xp.iinfo(x.dtype).min
     padded = pad_array(x, geo.pad, geo.hi, low)
-    lead = x.shape[:2]
-    best = xp.full(lead + geo.out, low, dtype=x.dtype)
-    # which kernel position won, starting from the first one inside the input (where
-    # PyTorch points when every value is -inf)
-    which = xp.empty(lead + geo.out, dtype=xp.int8 if math.prod(geo.kernel) < 128
-                     else xp.int32)
-    which[...] = _first_inside(xp, geo)
     positions = list(kernel_offsets(geo.kernel, geo.stride, geo.dilation, geo.out))
+    lead = x.shape[:2]
+    small_int = xp.int8 if len(positions) < 128 else xp.int32
+    if any(geo.pad):
+        best = xp.full(lead + geo.out, low, dtype=x.dtype)
+        # which kernel position won, starting from the first one inside the input (where
+        # PyTorch points when every value is -inf)
+        which = xp.empty(lead + geo.out, dtype=small_int)
+        which[...] = _first_inside(xp, geo)
+        begin = 0
+    else:  # every window starts inside the input: begin with its first position
+        best = padded[(Ellipsis,) + positions[0][1]].copy()
+        which = xp.zeros(lead + geo.out, dtype=small_int)
+        begin = 1
+    # NaN must win its window; one max over the input tells whether any is there
+    nan_checks = floating and x.size > 0 and bool(xp.isnan(x.max()))
 
     def compute(batch):  # the images of `batch`, independent of the others
         top, won = best[batch], which[batch]
-        for t, (_, slices) in enumerate(positions):
-            v = padded[(batch, Ellipsis) + slices]
+        for t in range(begin, len(positions)):
+            v = padded[(batch, Ellipsis) + positions[t][1]]
             hit = v > top
-            if floating:
+            if nan_checks:
                 hit |= xp.isnan(v)
             # NOTE: arithmetic blends, not masked copies (copyto(where=) is ~8x slower)
             won += hit * (t - won)
             xp.maximum(top, v, out=top)                    # NaN propagates, as hit says
 
-    over_batch(xp, x.shape[0], compute, best.size * len(positions) >= MIN_PARALLEL_ELEMENTS)
+    over_batch(xp, x.shape[0], compute,
+               best.size * len(positions) >= MIN_PARALLEL_ELEMENTS)
     offsets = [sum(i * d * math.prod(geo.size[k + 1:])
                    for k, (i, d) in enumerate(zip(index, geo.dilation)))
                for index, _ in positions]

@@ -27,8 +27,6 @@ import numpy as np
 
 from .._core.function import Function
 from .._core.tensor import Tensor
-from .. import _threads
-from . import _parallel
 from ._util import check_same_device, xp_of
 
 _INTS = (int, np.integer)
@@ -107,48 +105,15 @@ class Geometry(NamedTuple):
 # once per call: the column matrix is then written and read back by the matrix product
 # from the CPU's cache, not memory (measured on the MNIST shapes: 1.3-1.5x faster than one
 # product over the whole batch, whose columns also take 9x the input's memory for a 3x3
-# kernel).  Chunks much smaller than this gain nothing more single-threaded.
+# kernel).  Chunks much smaller than this gain nothing more single-threaded and make many
+# small products, each a synchronization point for a multithreaded BLAS.
 _CHUNK_BYTES = 4 << 20
 
-# Below this much work a kernel runs on the caller's thread alone, since handing work to
-# the pool costs tens of microseconds: about 100 us of matrix products (multiply-adds),
-# or of elementwise work (elements read, summed over the passes).
-MIN_PARALLEL_PRODUCTS = 1 << 23
-MIN_PARALLEL_ELEMENTS = 1 << 17
 
-
-def _chunks(xp, batch: slice, item_bytes: int) -> list:
-    """Slices of `batch` holding about _CHUNK_BYTES of columns each (all of it on GPU)."""
-    n = batch.stop - batch.start
+def _chunks(xp, n: int, item_bytes: int) -> list:
+    """Slices of the batch holding about _CHUNK_BYTES of columns each (all of it on GPU)."""
     step = n if xp is not np else max(1, _CHUNK_BYTES // max(item_bytes, 1))
-    return [slice(s, min(s + step, batch.stop)) for s in range(batch.start, batch.stop, step)]
-
-
-def over_batch(xp, n: int, compute, worth_it: bool) -> list:
-    """``compute(batch_slice)`` over the whole batch; the list of the parts' results.
-
-    On CPU, when the work is `worth_it`, the batch is split in two and the halves run
-    in parallel (see _parallel.py), each with a single-threaded BLAS: faster than one
-    product after another on a multithreaded BLAS, whose threads synchronize at every
-    product and spin badly when the machine is busy.
-    """
-    if xp is not np or not worth_it or _parallel.parts(n, min_elements=0) < 2:
-        return [compute(slice(0, n))]
-    results = {}
-
-    def part(start, stop):
-        results[start] = compute(slice(start, stop))
-
-    blas = _threads._openblas()
-    previous = blas[1]() if blas is not None else None
-    if blas is not None:
-        blas[0](1)
-    try:
-        _parallel.split(part, n, min_elements=0)
-    finally:
-        if blas is not None:
-            blas[0](previous)
-    return [results[k] for k in sorted(results)]
+    return [slice(s, min(s + step, n)) for s in range(0, n, step)]
 
 
 def _column_view(a, kernel, geo):
@@ -167,21 +132,15 @@ def conv_array(a, w, geo, bias=None):
     view = _column_view(a, kernel, geo)                              # (N, C, *k, *out)
     wg = w.reshape(g, co // g, -1)                                   # (G, Og, Cg*k)
     out = xp.empty((n, g, co // g, math.prod(out_shape)), dtype=xp.result_type(a, w))
-    item_bytes = c * math.prod(kernel) * out.shape[-1] * a.itemsize
+    parts = _chunks(xp, n, c * math.prod(kernel) * out.shape[-1] * a.itemsize)
+    cols = xp.empty((parts[0].stop if parts else 0,) + view.shape[1:], dtype=a.dtype)
     per_channel = None if bias is None else bias.reshape(g, co // g, 1)
-
-    def compute(batch):
-        parts = _chunks(xp, batch, item_bytes)
-        cols = xp.empty((parts[0].stop - parts[0].start if parts else 0,) + view.shape[1:],
-                        dtype=a.dtype)
-        for part in parts:
-            m = part.stop - part.start
-            xp.copyto(cols[:m], view[part])                          # im2col
-            xp.matmul(wg, cols[:m].reshape(m, g, -1, out.shape[-1]), out=out[part])
-            if per_channel is not None:  # added while the chunk is still in cache
-                out[part] += per_channel
-
-    over_batch(xp, n, compute, out.size * wg.shape[-1] >= MIN_PARALLEL_PRODUCTS)
+    for part in parts:
+        m = part.stop - part.start
+        xp.copyto(cols[:m], view[part])                              # im2col
+        xp.matmul(wg, cols[:m].reshape(m, g, -1, out.shape[-1]), out=out[part])
+        if per_channel is not None:  # added while the chunk is still in cache
+            out[part] += per_channel
     return out.reshape((n, co) + out_shape)
 
 
@@ -194,23 +153,18 @@ def conv_transpose_array(c, w, geo, bias=None):
     wt = w.reshape(g, co // g, -1).transpose(0, 2, 1)               # (G, Cg*k, Og)
     rows = c.reshape(n, g, co // g, -1)
     buf = xp.zeros((n, g * cg) + geo.padded(), dtype=xp.result_type(c, w))
-    item_bytes = g * cg * math.prod(kernel) * rows.shape[-1] * c.itemsize
+    parts = _chunks(xp, n, g * cg * math.prod(kernel) * rows.shape[-1] * c.itemsize)
+    cols = xp.empty((parts[0].stop if parts else 0, g, cg * math.prod(kernel), rows.shape[-1]),
+                    dtype=buf.dtype)
     offsets = list(kernel_offsets(kernel, geo.stride, geo.dilation, out_shape))
     every = (slice(None), slice(None))
-
-    def compute(batch):
-        parts = _chunks(xp, batch, item_bytes)
-        cols = xp.empty((parts[0].stop - parts[0].start if parts else 0, g,
-                         cg * math.prod(kernel), rows.shape[-1]), dtype=buf.dtype)
-        for part in parts:
-            m = part.stop - part.start
-            chunk = xp.matmul(wt, rows[part], out=cols[:m]).reshape((m, g * cg) + kernel
-                                                                     + out_shape)
-            target = buf[part]
-            for index, slices in offsets:                            # col2im
-                target[every + slices] += chunk[every + index]
-
-    over_batch(xp, n, compute, c.size * wt.shape[1] >= MIN_PARALLEL_PRODUCTS)
+    for part in parts:
+        m = part.stop - part.start
+        chunk = xp.matmul(wt, rows[part], out=cols[:m]).reshape((m, g * cg) + kernel
+                                                                 + out_shape)
+        target = buf[part]
+        for index, slices in offsets:                                # col2im
+            target[every + slices] += chunk[every + index]
     if any(geo.lo) or any(geo.hi):
         inner = tuple(slice(a, a + s) for a, s in zip(geo.lo, geo.size))
         buf = xp.ascontiguousarray(buf[(Ellipsis,) + inner])
@@ -228,25 +182,16 @@ def conv_weight_array(a, c, kernel, geo):
     rows = c.reshape(n, g, co // g, -1)
     ck = ch * math.prod(kernel)
     dtype = xp.result_type(a, c)
-    item_bytes = ck * rows.shape[-1] * a.itemsize
-
-    def compute(batch):
-        parts = _chunks(xp, batch, item_bytes)
-        step = parts[0].stop - parts[0].start if parts else 0
-        cols = xp.empty((step,) + view.shape[1:], dtype=a.dtype)
-        prod = xp.empty((step, g, co // g, ck // g), dtype=dtype)
-        gw = xp.zeros((g, co // g, ck // g), dtype=dtype)
-        for part in parts:
-            m = part.stop - part.start
-            xp.copyto(cols[:m], view[part])                          # im2col
-            chunk = cols[:m].reshape(m, g, ck // g, -1).transpose(0, 1, 3, 2)
-            gw += xp.matmul(rows[part], chunk, out=prod[:m]).sum(axis=0)
-        return gw
-
-    partial = over_batch(xp, n, compute, c.size * (ck // g) >= MIN_PARALLEL_PRODUCTS)
-    gw = partial[0]
-    for more in partial[1:]:
-        gw += more
+    parts = _chunks(xp, n, ck * rows.shape[-1] * a.itemsize)
+    step = parts[0].stop if parts else 0
+    cols = xp.empty((step,) + view.shape[1:], dtype=a.dtype)
+    prod = xp.empty((step, g, co // g, ck // g), dtype=dtype)
+    gw = xp.zeros((g, co // g, ck // g), dtype=dtype)
+    for part in parts:
+        m = part.stop - part.start
+        xp.copyto(cols[:m], view[part])                              # im2col
+        chunk = cols[:m].reshape(m, g, ck // g, -1).transpose(0, 1, 3, 2)
+        gw += xp.matmul(rows[part], chunk, out=prod[:m]).sum(axis=0)
     return gw.reshape((co, ch // g) + kernel)
 
 

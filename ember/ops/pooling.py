@@ -23,7 +23,7 @@ import numpy as np
 from .._core.function import Function
 from .._core.tensor import Tensor
 from ._util import xp_of
-from .conv import MIN_PARALLEL_ELEMENTS, kernel_offsets, over_batch, pad_array
+from .conv import kernel_offsets, pad_array
 
 _INTS = (int, np.integer)
 
@@ -234,19 +234,14 @@ def _max_pool_array(x, geo: PoolGeometry):
     # NaN must win its window; one max over the input tells whether any is there
     nan_checks = floating and x.size > 0 and bool(xp.isnan(x.max()))
 
-    def compute(batch):  # the images of `batch`, independent of the others
-        top, won = best[batch], which[batch]
-        for t in range(begin, len(positions)):
-            v = padded[(batch, Ellipsis) + positions[t][1]]
-            hit = v > top
-            if nan_checks:
-                hit |= xp.isnan(v)
-            # NOTE: arithmetic blends, not masked copies (copyto(where=) is ~8x slower)
-            won += hit * (t - won)
-            xp.maximum(top, v, out=top)                    # NaN propagates, as hit says
-
-    over_batch(xp, x.shape[0], compute,
-               best.size * len(positions) >= MIN_PARALLEL_ELEMENTS)
+    for t in range(begin, len(positions)):
+        v = padded[(Ellipsis,) + positions[t][1]]
+        hit = v > best
+        if nan_checks:
+            hit |= xp.isnan(v)
+        # NOTE: arithmetic blends, not masked copies (copyto(where=) is ~8x slower)
+        which += hit * (t - which)
+        xp.maximum(best, v, out=best)                      # NaN propagates, as hit says
     offsets = [sum(i * d * math.prod(geo.size[k + 1:])
                    for k, (i, d) in enumerate(zip(index, geo.dilation)))
                for index, _ in positions]

@@ -15,6 +15,7 @@ each other's backward, so double backward works.  Average pooling and its adjoin
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import NamedTuple
 
@@ -182,16 +183,26 @@ def _geometry(op: str, nd: int, x: Tensor, kernel_size, stride, padding, dilatio
     return PoolGeometry(size, kernel, stride, pad, dilation, out)
 
 
-def _window_start(xp, geo: PoolGeometry):
-    """Flat index (in the unpadded plane) of each window's corner, per output position."""
-    flat, step = 0, 1
+@functools.lru_cache(maxsize=64)
+def _flat_index_parts(geo: PoolGeometry) -> tuple:
+    """(offset of each kernel position, flat index of each window's corner), in the
+    unpadded input plane: the flat index an output reads at kernel position t is
+    ``offsets[t] + corner``.  Cached: a model pools the same geometry at every step, and
+    building these is a dozen small NumPy calls."""
+    corner, step = 0, 1
     for d in reversed(range(len(geo.size))):
         shape = [1] * len(geo.size)
         shape[d] = geo.out[d]
-        start = xp.arange(geo.out[d]) * geo.stride[d] - geo.pad[d]
-        flat = flat + start.reshape(shape) * step
+        start = np.arange(geo.out[d]) * geo.stride[d] - geo.pad[d]
+        corner = corner + start.reshape(shape) * step
         step *= geo.size[d]
-    return flat
+    positions = kernel_offsets(geo.kernel, geo.stride, geo.dilation, geo.out)
+    offsets = np.array([sum(i * d * math.prod(geo.size[k + 1:])
+                            for k, (i, d) in enumerate(zip(index, geo.dilation)))
+                        for index, _ in positions], dtype=np.int64)
+    corner = np.asarray(corner, dtype=np.int64)
+    offsets.flags.writeable = corner.flags.writeable = False
+    return offsets, corner
 
 
 def _first_inside(xp, geo: PoolGeometry):
@@ -242,11 +253,9 @@ def _max_pool_array(x, geo: PoolGeometry):
         # NOTE: arithmetic blends, not masked copies (copyto(where=) is ~8x slower)
         which += hit * (t - which)
         xp.maximum(best, v, out=best)                      # NaN propagates, as hit says
-    offsets = [sum(i * d * math.prod(geo.size[k + 1:])
-                   for k, (i, d) in enumerate(zip(index, geo.dilation)))
-               for index, _ in positions]
-    idx = xp.asarray(offsets, dtype=xp.int64)[which]
-    idx += _window_start(xp, geo)
+    offsets, corner = (xp.asarray(a) for a in _flat_index_parts(geo))
+    idx = offsets[which]
+    idx += corner
     return best, idx
 
 

@@ -13,7 +13,8 @@ Without PyTorch installed only ember's column is filled.  Usage:
     python benchmarks/run.py [--only mlp,cnn] [--repeats 15] [--json FILE] [--threads N]
 
 Workloads: op overhead on tiny tensors (no grad / recording / recording + backward);
-MLP 784-512-256-10 training step (batch 128, SGD momentum); the pytorch/examples MNIST
+MLP 784-512-256-10 training step (batch 128, SGD momentum), and the same step written by
+hand in NumPy as a reference (no framework: the floor for ember); the pytorch/examples MNIST
 CNN training step (batch 64, Adadelta); a char-level GPT training step (2 blocks, 4 heads,
 n_embd 128, context 64, batch 32, AdamW); an LSTM language-model training step (2 layers
 of 256, seq 35, batch 20, vocabulary 10,000, SGD + clipping); matmul 2048x2048 forward
@@ -71,6 +72,44 @@ def mlp_step(lib):
         loss = F.cross_entropy(model(x), y)
         loss.backward()
         opt.step()
+    return step
+
+
+def mlp_numpy_step():
+    """The MLP step written by hand in NumPy: what ember's MLP step would take with no
+    framework at all (the same shapes, math and update as `mlp_step`)."""
+    rng = np.random.default_rng(0)
+    sizes = [784, 512, 256, 10]
+    weights = [rng.uniform(-1 / np.sqrt(i), 1 / np.sqrt(i), (o, i)).astype(np.float32)
+               for i, o in zip(sizes, sizes[1:])]
+    params = weights + [np.full(o, 0.01, np.float32) for o in sizes[1:]]
+    velocity = [np.zeros_like(p) for p in params]
+    data = np.random.default_rng(1)
+    x = data.standard_normal((128, 784)).astype(np.float32)
+    y = data.integers(0, 10, 128)
+    rows = np.arange(128)
+
+    def step():
+        w0, w1, w2, b0, b1, b2 = params
+        h1 = x @ w0.T + b0
+        a1 = np.maximum(h1, 0)
+        h2 = a1 @ w1.T + b1
+        a2 = np.maximum(h2, 0)
+        z = a2 @ w2.T + b2
+        z -= z.max(axis=1, keepdims=True)
+        p = np.exp(z)
+        p /= p.sum(axis=1, keepdims=True)
+        p[rows, y] -= 1
+        p /= 128
+        g2 = p @ w2
+        g2 *= h2 > 0
+        g1 = g2 @ w1
+        g1 *= h1 > 0
+        grads = [g1.T @ x, g2.T @ a1, p.T @ a2, g1.sum(0), g2.sum(0), p.sum(0)]
+        for param, v, g in zip(params, velocity, grads):
+            v *= 0.9
+            v += g
+            param -= 0.01 * v
     return step
 
 
@@ -423,6 +462,9 @@ def main() -> None:
             e, t = alternate(fn, theirs.get(name), args.repeats, inner=50)
             rows.append((f"op overhead, {name} (per op)", "us", e / CHAIN * 1e6,
                          t / CHAIN * 1e6 if t else None, OVERHEAD_TARGET))
+    if wanted("mlp") and torch is not None:  # the floor under the MLP target
+        e, t = alternate(mlp_numpy_step(), mlp_step(torch), args.repeats)
+        rows.append(("MLP step, hand-written NumPy (reference)", "ms", e * 1e3, t * 1e3, None))
     for key, name, build, target in STEPS:
         if not wanted(key):
             continue

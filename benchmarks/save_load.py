@@ -3,10 +3,14 @@
 ember.save writes atomically: a temporary file, flushed and fsynced, renamed over the
 target, then the folder fsynced.  torch.save does not fsync, so the table also shows
 torch.save followed by an fsync for a like-for-like comparison.  ember.load verifies
-its checksums (CRC-32 of every 1 MiB, SHA-256 over them and the header); torch.load does
-not check the data (a flipped byte in a storage loads silently).  Both load from the page
-cache, since the files were just written.  Each workload runs several times, alternating
-with PyTorch; the best and the median times are shown.
+its checksums (XXH3-128 of every 1 MiB of data, SHA-256 over those digests and over the
+header; XXH3 is not cryptographic: it catches corruption, not tampering) and reads the file
+on up to four threads (two on a 2-core machine), each hashing what it has just read;
+torch.load reads on one thread and does not check the data (a flipped byte in a storage
+loads silently).  Both load from the page cache, since the files were just written, and
+both allocate their buffers with malloc, so whether fresh memory must be faulted in
+depends on what the previous run freed (the same for both).  Each workload runs several
+times, alternating with PyTorch; the best and the median times are shown.
 
     python benchmarks/save_load.py [--tensors 100] [--numel 1000000]
 """
@@ -99,7 +103,7 @@ def main() -> None:
         print(f"\n{label} of {args.repeats}:")
         print_table(rows, unit="ms", scale=1e3)
     print("note: torch.save does not fsync; ember.save's time includes its fsyncs. "
-          "ember.load verifies checksums of all data; torch.load does not.")
+          "ember.load verifies checksums of all data (XXH3); torch.load does not.")
     if torch is None:
         print("PyTorch is not installed: ember times only.")
 

@@ -15,7 +15,8 @@ any safetensors reader (``safetensors.numpy.load_file``, Hugging Face tools) rea
 tensors under their state-dict names, and ``ember.load`` reads ``.safetensors`` files
 written by others (as a dict of tensors).  In the header's ``__metadata__`` we add
 ``"format": "pt"``, ``"ember.format"``, the structure of the saved object as JSON
-(``_structure.py`` lists the tags) and checksums, verified on load.  Tensors that share
+(``_structure.py`` lists the tags) and checksums, verified on load (SHA-256 of the header;
+XXH3-128 of every 1 MiB of data, under SHA-256: see ``_format.py``).  Tensors that share
 memory with others are stored as one entry (the widest of them, or the bytes spanning
 them) and only that entry is visible to other readers.  complex128 tensors, which the
 safetensors spec lacks, are stored as float64 with a trailing dimension of 2.
@@ -155,7 +156,10 @@ def _load_file(fh, place, weights_only: bool, mmap: bool, path):
     if mapped is not None:
         container = _format.read_stream(None, None, mapped)
     else:
-        container = _format.read_stream(_Prefixed(head, fh), total)
+        fd = _descriptor(fh) if start is not None else None
+        container = _format.read_stream(_Prefixed(head, fh), total, fd=fd, base=start or 0)
+        if fd is not None:  # positional reads leave the position alone: end as if read
+            fh.seek(start + total)
     if not container.is_ember:
         return _foreign(container, place)
     return _load_ember(container, place, weights_only)
@@ -187,6 +191,18 @@ class _Prefixed:
         data = self._fh.read(len(buf))
         buf[:len(data)] = data
         return len(data)
+
+
+def _descriptor(fh):
+    """The OS file descriptor behind a plain file object (None for anything else: the
+    descriptor of a wrapper such as GzipFile is not that of the bytes it reads)."""
+    raw = fh.raw if isinstance(fh, (io.BufferedReader, io.BufferedRandom)) else fh
+    if type(raw) is not io.FileIO:
+        return None
+    try:
+        return raw.fileno()
+    except (OSError, ValueError):
+        return None
 
 
 def _position_and_size(fh):

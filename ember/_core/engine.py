@@ -149,13 +149,15 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
         needed = _nodes_needed(roots, {node for node, _ in captures})
 
     captured = [None] * (len(inputs) if inputs is not None else 0)
+    owned = set()  # see _add_to_buffer
     prev_enabled = STATE.enabled
     STATE.enabled = create_graph
     try:
         ready = [(-n._sequence_nr, id(n), n) for n in roots if deps.get(n, 0) == 0]
         heapq.heapify(ready)
+        heappop, heappush = heapq.heappop, heapq.heappush  # (locals: this loop is hot)
         while ready:
-            _, _, node = heapq.heappop(ready)
+            _, _, node = heappop(ready)
             node_grads = buffers.pop(node, None)
             if node_grads is None:
                 node_grads = [None] * max(len(node._out_meta), 1)
@@ -186,11 +188,11 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
                 if child is None:
                     continue
                 if g is not None:
-                    _add_to_buffer(buffers, child, nr, g)
+                    _add_to_buffer(buffers, child, nr, g, owned)
                 left = deps[child] - 1
                 deps[child] = left
                 if left == 0:
-                    heapq.heappush(ready, (-child._sequence_nr, id(child), child))
+                    heappush(ready, (-child._sequence_nr, id(child), child))
             in_grads = g = None  # drop our references, so that gradients can be unshared
     finally:
         STATE.enabled = prev_enabled
@@ -263,7 +265,12 @@ def _probe_base(data) -> int:
 _UNSHARED_COUNTS, _BASE_COUNT = _calibrate_unshared()
 
 
-def _add_to_buffer(buffers: dict, node: Node, nr: int, g: Tensor) -> None:
+def _add_to_buffer(buffers: dict, node: Node, nr: int, g: Tensor, owned: set | None = None):
+    """Add gradient `g` into output `nr` of `node`'s buffer.
+
+    `owned`: the (node, nr) slots that hold a sum made here, which nothing else holds: the
+    next gradient is added into it in place instead of into a new array.
+    """
     slots = buffers.get(node)
     if slots is None:
         slots = buffers[node] = [None] * max(len(node._out_meta), nr + 1)
@@ -272,8 +279,15 @@ def _add_to_buffer(buffers: dict, node: Node, nr: int, g: Tensor) -> None:
         slots[nr] = g
     elif STATE.enabled or old.is_sparse or g.is_sparse:  # create_graph, or sparse gradients
         slots[nr] = g + old if old.is_sparse and not g.is_sparse else old + g
+    elif owned is not None and (node, nr) in owned and old._data.dtype is g._data.dtype:
+        old._data += g._data
     else:
-        slots[nr] = _make(_xp(old._data).asarray(old._data + g._data))  # 0-dim: not a scalar
+        total = old._data + g._data
+        if type(total) is not np.ndarray:  # 0-dim NumPy sums are scalars
+            total = _xp(old._data).asarray(total)
+        slots[nr] = _make(total)
+        if owned is not None:
+            owned.add((node, nr))
 
 
 def _run_tensor_hooks(node: Node, grads: list) -> list:
@@ -307,19 +321,26 @@ def _call_node(node: Node, grads: list, retain_graph: bool) -> tuple:
             new = hook(tuple(grads))
             if new is not None:
                 grads = list(new)
-    n_inputs = len(node._edges)
-    if grads.count(None) == len(grads):
-        result = (None,) * n_inputs
+    # NOTE: `is None` tests, not `grads.count(None)` or `None in grads`: those compare with
+    # ==, which calls Tensor.__eq__ for every gradient.
+    missing = 0
+    for g in grads:
+        if g is None:
+            missing += 1
+    if missing == len(grads):
+        result = (None,) * len(node._edges)
     else:
-        if node._materialize_grads and None in grads:
+        if missing and node._materialize_grads:
             like = next(g for g in grads if g is not None)._data
             grads = [_zeros_for(meta, like) if g is None else g
                      for g, meta in zip(grads, node._out_meta)]
         try:
-            if STATE.observer is None:
-                result = type(node).backward(node, *grads)
-            else:  # the profiler records the node's backward as one event
+            if STATE.observer is not None:  # the profiler records the backward as one event
                 result = STATE.observer.node(node, grads)
+            elif len(grads) == 1:  # (spelled out, the call is cheaper than with *grads)
+                result = type(node).backward(node, grads[0])
+            else:
+                result = type(node).backward(node, *grads)
             if not isinstance(result, tuple):
                 result = (result,) if not isinstance(result, list) else tuple(result)
             result = _validate(node, result)
@@ -350,39 +371,57 @@ def _zeros_for(meta, like):
 
 def _validate(node: Node, grads: tuple) -> tuple:
     """Check the count, shape and dtype of a node's gradients against its inputs."""
-    n = len(node._edges)
+    edges = node._edges
+    n = len(edges)
     if len(grads) != n:
         if len(grads) > n and all(g is None for g in grads[n:]):
             grads = grads[:n]
         elif len(grads) < n and node._pad_grads and all(
-                e[0] is None for e in node._edges[len(grads):]):
+                e[0] is None for e in edges[len(grads):]):
             grads = grads + (None,) * (n - len(grads))
         else:
             raise RuntimeError(
                 f"function {node.name()} returned an incorrect number of gradients "
                 f"(expected {n}, got {len(grads)})"
             )
-    out = list(grads)
-    for i, (g, (child, nr)) in enumerate(zip(grads, node._edges)):
-        if g is None or child is None:
-            out[i] = None
+    # NOTE: the usual case, each gradient of its input's shape and dtype, returns `grads` as
+    # it is: no call, no new tuple.
+    changed = None
+    i = -1
+    for g, (child, nr) in zip(grads, edges):
+        i += 1
+        if g is None:
             continue
-        if not isinstance(g, Tensor):
-            raise TypeError(f"function {node.name()} returned a gradient of type "
-                            f"{type(g).__name__} at index {i}; expected a Tensor or None")
-        shape, dtype = child._out_meta[nr]
-        if g._data.shape != shape:
-            if _broadcastable_to(shape, g._data.shape):
-                g = g.sum_to_size(*shape)
-            else:
-                raise RuntimeError(
-                    f"Function {node.name()} returned an invalid gradient at index {i} - got "
-                    f"{list(g._data.shape)} but expected shape compatible with {list(shape)}"
-                )
-        if g._data.dtype != dtype:
-            g = g.to(_dtype_of(dtype))
-        out[i] = g
-    return tuple(out)
+        if child is None:  # an input that needs no gradient
+            new = None
+        else:
+            shape, dtype = child._out_meta[nr]
+            data = g._data if isinstance(g, Tensor) else None
+            if data is not None and data.dtype is dtype and data.shape == shape:
+                continue
+            new = _conform(node, i, g, shape, dtype)
+        if changed is None:
+            changed = list(grads)
+        changed[i] = new
+    return grads if changed is None else tuple(changed)
+
+
+def _conform(node: Node, i: int, g, shape: tuple, dtype) -> Tensor:
+    """Gradient `g` of input `i` summed back to the input's shape and cast to its dtype."""
+    if not isinstance(g, Tensor):
+        raise TypeError(f"function {node.name()} returned a gradient of type "
+                        f"{type(g).__name__} at index {i}; expected a Tensor or None")
+    if g._data.shape != shape:
+        if _broadcastable_to(shape, g._data.shape):
+            g = g.sum_to_size(*shape)
+        else:
+            raise RuntimeError(
+                f"Function {node.name()} returned an invalid gradient at index {i} - got "
+                f"{list(g._data.shape)} but expected shape compatible with {list(shape)}"
+            )
+    if g._data.dtype != dtype:
+        g = g.to(_dtype_of(dtype))
+    return g
 
 
 def _dtype_of(np_dtype):

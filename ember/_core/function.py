@@ -52,6 +52,16 @@ FREED_MESSAGE = (
 )
 
 
+class _Freed(tuple):
+    """The type of `FREED`."""
+
+
+# What a node's `_saved` becomes once backward freed it: empty and false, like "nothing saved"
+# to code that only reads it, but told apart by `saved_tensors`.  (A marker rather than a
+# second attribute: setting one would give every node a __dict__.)
+FREED = _Freed()
+
+
 def as_array(value):
     """Backend results of 0-dim ops can be NumPy scalars; make them 0-dim arrays."""
     if type(value) is np.ndarray:
@@ -129,7 +139,6 @@ class Node:
     # used ones are class-level defaults, overridden per instance when needed.
     __slots__ = ("_to_save", "_edges", "_out_meta", "_sequence_nr", "_saved",
                  "__dict__", "__weakref__")
-    _freed = False
     _hooks = None
     _prehooks = None
     _tensor_prehooks = None
@@ -169,15 +178,23 @@ class Node:
     @property
     def saved_tensors(self) -> tuple:
         """The tensors given to ``save_for_backward``, checked against in-place writes."""
-        if self._freed:
-            raise RuntimeError(FREED_MESSAGE)
         saved = getattr(self, "_saved", None)
         if saved is None:
             return ()
+        if saved is FREED:
+            raise RuntimeError(FREED_MESSAGE)
         if self._unpack_hook is not None:
             return tuple(_unpack_hooked(s, self) if s is not None and len(s) == 6 else
                          None if s is None else unpack_saved(s, self) for s in saved)
-        return tuple(None if s is None else unpack_saved(s, self) for s in saved)
+        out = []
+        for entry in saved:
+            # the usual case, an input not written to since, without calling unpack_saved
+            if entry is not None and entry[0] is not None and (
+                    entry[2] is None or entry[2].value == entry[3]):
+                out.append(entry[0])
+            else:
+                out.append(None if entry is None else unpack_saved(entry, self))
+        return tuple(out)
 
     def save_for_backward(self, *items) -> None:
         """Keep arrays/tensors for backward (only kept when the graph is recorded)."""
@@ -225,8 +242,7 @@ class Node:
     def _release(self) -> None:
         """Free saved tensors after a backward without ``retain_graph``."""
         if getattr(self, "_saved", None) is not None:
-            self._saved = None
-            self._freed = True
+            self._saved = FREED
 
     def __call__(self, *grads):
         with enable_grad() if STATE.enabled else _NullContext():
@@ -256,12 +272,18 @@ class Function(Node):
     def forward(ctx, *args, **params):
         raise NotImplementedError
 
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        # One flag for `apply` to test: in-place and view ops take its longer path.
+        cls._plain = not (cls._inplace or cls._is_view)
+
     @classmethod
     def apply(cls, *args, **params):
         """Run forward on the arguments' arrays and record a node when grad is needed."""
         # NOTE: this is the hot path of every op; keep it short.
-        if STATE.observer is not None:  # profiling or selective checkpointing
-            return STATE.observer.op(cls, args, params)
+        state = STATE
+        if state.observer is not None:  # profiling or selective checkpointing
+            return state.observer.op(cls, args, params)
         arrays = []
         record = False
         for a in args:
@@ -271,30 +293,62 @@ class Function(Node):
                     record = True
             else:
                 arrays.append(a)
-        record = record and STATE.enabled
-        ctx = object.__new__(cls)
+        if record and not state.enabled:
+            record = False
+        ctx = _new_object(cls)
         ctx._to_save = None
-        if cls._inplace:
-            _check_inplace(args[0], record)
-            out = cls.forward(ctx, *arrays, **params)
-            return _finish_inplace(ctx, args, arrays, out, record)
+        if not cls._plain:
+            return _apply_special(cls, ctx, args, arrays, params, record)
         try:
-            out = cls.forward(ctx, *arrays, **params) if params else cls.forward(ctx, *arrays)
+            # NOTE: a call with the arguments spelled out costs ~0.1 us less than one with
+            # `*arrays`; most ops take one or two.
+            if params:
+                out = cls.forward(ctx, *arrays, **params)
+            elif len(arrays) == 2:
+                out = cls.forward(ctx, arrays[0], arrays[1])
+            elif len(arrays) == 1:
+                out = cls.forward(ctx, arrays[0])
+            else:
+                out = cls.forward(ctx, *arrays)
         except ValueError as exc:  # NumPy's broadcasting errors, in PyTorch's words
             raise _shape_error(ctx, arrays, exc) from None
+        if type(out) is _ndarray:  # the usual case: one new array
+            result = _make(out)
+            if record:
+                _record(ctx, args, arrays, (result,))
+            return result
         if type(out) is tuple:
             results = [_make(_as_output(ctx, o)) for o in out]
-            if cls._is_view:
-                _mark_views(cls, args, params, results, True)
             if record:
                 _record(ctx, args, arrays, results)
             return tuple(results)
-        result = _make(out if type(out) is np.ndarray else _as_output(ctx, out))
-        if cls._is_view:
-            _mark_views(cls, args, params, (result,), False)
+        result = _make(_as_output(ctx, out))
         if record:
             _record(ctx, args, arrays, (result,))
         return result
+
+
+_new_object = object.__new__
+_ndarray = np.ndarray
+Function._plain = True
+
+
+def _apply_special(cls, ctx, args, arrays, params, record: bool):
+    """`Function.apply` for in-place ops and views."""
+    if cls._inplace:
+        _check_inplace(args[0], record)
+        out = cls.forward(ctx, *arrays, **params)
+        return _finish_inplace(ctx, args, arrays, out, record)
+    try:
+        out = cls.forward(ctx, *arrays, **params)
+    except ValueError as exc:
+        raise _shape_error(ctx, arrays, exc) from None
+    multi = type(out) is tuple
+    results = [_make(_as_output(ctx, o)) for o in out] if multi else [_make(_as_output(ctx, out))]
+    _mark_views(cls, args, params, results, multi)
+    if record:
+        _record(ctx, args, arrays, results)
+    return tuple(results) if multi else results[0]
 
 
 def _shape_error(ctx: Node, arrays, exc: ValueError) -> Exception:
@@ -381,28 +435,53 @@ def _record(ctx: Node, args, arrays, results) -> None:
 
         ctx._anomaly_trace = "".join(traceback.format_stack()[:-3])
     nondiff = ctx._non_differentiable
-    out_meta = []
-    for i, t in enumerate(results):
+    if len(results) == 1 and nondiff is None:  # the usual case, without the loop below
+        t = results[0]
         data = t._data
         dt = data.dtype
-        out_meta.append((data.shape, dt))
-        if dt not in DIFFERENTIABLE_DTYPES:
-            continue  # integer/bool outputs never carry gradients
-        if nondiff is not None and any(data is n for n in nondiff):
-            continue
-        t._grad_fn = ctx
-        t._output_nr = i
-        t._requires_grad = True
-    ctx._out_meta = tuple(out_meta)
-    items = ctx._to_save
-    if items is not None:
-        saved = [_pack(item, args, arrays, results) for item in items]
-        if STATE.saved_hooks is not None:  # saved_tensors_hooks: pass them through pack
-            saved = _pack_hooked(ctx, saved)
-        ctx._saved = saved
-        ctx._to_save = None
+        ctx._out_meta = ((data.shape, dt),)
+        if dt in DIFFERENTIABLE_DTYPES:  # integer/bool outputs never carry gradients
+            t._grad_fn = ctx
+            t._output_nr = 0
+            t._requires_grad = True
     else:
+        out_meta = []
+        for i, t in enumerate(results):
+            data = t._data
+            dt = data.dtype
+            out_meta.append((data.shape, dt))
+            if dt not in DIFFERENTIABLE_DTYPES:
+                continue
+            if nondiff is not None and any(data is n for n in nondiff):
+                continue
+            t._grad_fn = ctx
+            t._output_nr = i
+            t._requires_grad = True
+        ctx._out_meta = tuple(out_meta)
+    items = ctx._to_save
+    if items is None:
         ctx._saved = None
+        return
+    ctx._to_save = None
+    out = results[0] if len(results) == 1 else None
+    saved = []
+    for item in items:
+        entry = None
+        if out is not None and item is not None and not isinstance(item, Tensor):
+            # the usual cases, found without the loops of `_pack`: the output or an input array
+            if item is out._data:
+                counter = out._version
+                entry = (None, item, counter, counter.value, 0)
+            else:
+                for a, arr in zip(args, arrays):
+                    if arr is item and a is not item:  # (a Python scalar falls through)
+                        counter = a._version
+                        entry = (a, item, counter, counter.value, -1)
+                        break
+        saved.append(entry if entry is not None else _pack(item, args, arrays, results))
+    if STATE.saved_hooks is not None:  # saved_tensors_hooks: pass them through pack
+        saved = _pack_hooked(ctx, saved)
+    ctx._saved = saved
 
 
 def _pack(item, args, arrays, results):
@@ -410,15 +489,6 @@ def _pack(item, args, arrays, results):
     if item is None:
         return None
     is_tensor = isinstance(item, Tensor)
-    if not is_tensor and len(results) == 1:  # the usual case, checked without the loops below
-        out = results[0]
-        if out._data is item:
-            counter = out._version
-            return (None, item, counter, counter.value, 0)
-        for a, arr in zip(args, arrays):
-            if arr is item and a is not item:  # (a Python scalar argument falls through)
-                counter = a._version
-                return (a, item, counter, counter.value, -1)
     for i, t in enumerate(results):
         if (t is item) if is_tensor else (t._data is item):
             return saved_entry(None, t._data, t._version, i)

@@ -83,7 +83,12 @@ def promote(op: str, a, b, wrap: bool = True):
     an integer result type's range wraps around (``wrap``, see `cast`), as in PyTorch's
     arithmetic and comparisons.
     """
-    # fast path: a float tensor and a Python number keep the tensor's dtype (`x * 0.5`)
+    # fast paths: two tensors of one dtype and kind of array (`x * y`) need nothing; a float
+    # tensor and a Python number keep the tensor's dtype (`x * 0.5`)
+    if isinstance(a, Tensor) and isinstance(b, Tensor):
+        da, db = a._data, b._data
+        if da.dtype is db.dtype and type(da) is type(db):
+            return a, b
     if type(b) in _NUMBER and isinstance(a, Tensor) and a._data.dtype.kind == "f":
         return a, float(b)
     if type(a) in _NUMBER and isinstance(b, Tensor) and b._data.dtype.kind == "f":

@@ -10,7 +10,8 @@ measured in two fresh processes, one per library.  docs/performance.md has the r
 Both libraries use the same thread count: NumPy's BLAS (OpenBLAS) uses all cores by
 default and PyTorch is set to ``os.cpu_count()``; ``--threads N`` pins both to N.
 Without PyTorch installed only ember's column is filled.  Usage:
-    python benchmarks/run.py [--only mlp,cnn] [--repeats 15] [--json FILE] [--threads N]
+    python benchmarks/run.py [--only mlp,cnn] [--repeats 15] [--rounds 3] [--json FILE]
+                             [--threads N]
 
 Workloads: op overhead on tiny tensors (no grad / recording / recording + backward);
 MLP 784-512-256-10 training step (batch 128, SGD momentum), and the same step written by
@@ -435,6 +436,9 @@ def main() -> None:
                         help="comma-separated subset of: overhead, mlp, cnn, gpt, lstm, matmul, "
                              "memory, latency")
     parser.add_argument("--repeats", type=int, default=15)
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="turns each library takes per workload (more: steadier ratios "
+                             "on a noisy machine)")
     parser.add_argument("--threads", type=int, default=None)
     parser.add_argument("--json", default=None, help="also write the results to this file")
     parser.add_argument("--no-torch", action="store_true", help="time ember alone")
@@ -459,11 +463,11 @@ def main() -> None:
         ours = op_overhead(ember)
         theirs = op_overhead(torch) if torch is not None else {}
         for name, fn in ours.items():
-            e, t = alternate(fn, theirs.get(name), args.repeats, inner=50)
+            e, t = alternate(fn, theirs.get(name), args.repeats, inner=50, rounds=args.rounds)
             rows.append((f"op overhead, {name} (per op)", "us", e / CHAIN * 1e6,
                          t / CHAIN * 1e6 if t else None, OVERHEAD_TARGET))
     if wanted("mlp") and torch is not None:  # the floor under the MLP target
-        e, t = alternate(mlp_numpy_step(), mlp_step(torch), args.repeats)
+        e, t = alternate(mlp_numpy_step(), mlp_step(torch), args.repeats, rounds=args.rounds)
         rows.append(("MLP step, hand-written NumPy (reference)", "ms", e * 1e3, t * 1e3, None))
     for key, name, build, target in STEPS:
         if not wanted(key):
@@ -471,7 +475,7 @@ def main() -> None:
         ours = build(ember)
         theirs = build(torch) if torch is not None else None
         inner = _inner_for(ours) if key in ("latency",) else 1
-        e, t = alternate(ours, theirs, args.repeats, inner)
+        e, t = alternate(ours, theirs, args.repeats, inner, rounds=args.rounds)
         rows.append((name, "ms", e * 1e3, t * 1e3 if t else None, target))
     if wanted("memory"):
         e = peak_memory("ember", threads)

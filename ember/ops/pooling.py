@@ -222,41 +222,56 @@ def _first_inside(xp, geo: PoolGeometry):
 # max pooling
 
 
+@functools.lru_cache(maxsize=64)
+def _kernel_slices(geo: PoolGeometry) -> tuple:
+    """For each kernel position, the slices picking from the padded input the element
+    every output reads there (cached per geometry, like `_flat_index_parts`)."""
+    return tuple(slices for _, slices in
+                 kernel_offsets(geo.kernel, geo.stride, geo.dilation, geo.out))
+
+
 def _max_pool_array(x, geo: PoolGeometry):
     """(values, flat indices) of the window maxima; NaN wins, ties keep the first."""
     xp = xp_of(x)
     floating = x.dtype.kind in "fc" or x.dtype.name == "bfloat16"
     low = -xp.inf if floating else xp.iinfo(x.dtype).min
     padded = pad_array(x, geo.pad, geo.hi, low)
-    positions = list(kernel_offsets(geo.kernel, geo.stride, geo.dilation, geo.out))
-    lead = x.shape[:2]
+    best, which = _max_scan(xp, padded, geo, low, nan_aware=False)
+    # NaN must win its window (the last NaN, as in PyTorch). `maximum` has carried any NaN
+    # into `best`; only then is the scan redone with the per-position NaN tests.
+    if floating and best.size and bool(xp.isnan(best.max())):
+        best, which = _max_scan(xp, padded, geo, low, nan_aware=True)
+    offsets, corner = (xp.asarray(a) for a in _flat_index_parts(geo))
+    idx = offsets[which]
+    idx += corner
+    return best, idx
+
+
+def _max_scan(xp, padded, geo: PoolGeometry, low, nan_aware: bool):
+    """(window maxima, number of the kernel position holding each) over `padded`."""
+    positions = _kernel_slices(geo)
+    lead = padded.shape[:2]
     small_int = xp.int8 if len(positions) < 128 else xp.int32
     if any(geo.pad):
-        best = xp.full(lead + geo.out, low, dtype=x.dtype)
+        best = xp.full(lead + geo.out, low, dtype=padded.dtype)
         # which kernel position won, starting from the first one inside the input (where
         # PyTorch points when every value is -inf)
         which = xp.empty(lead + geo.out, dtype=small_int)
         which[...] = _first_inside(xp, geo)
         begin = 0
     else:  # every window starts inside the input: begin with its first position
-        best = padded[(Ellipsis,) + positions[0][1]].copy()
+        best = padded[(Ellipsis,) + positions[0]].copy()
         which = xp.zeros(lead + geo.out, dtype=small_int)
         begin = 1
-    # NaN must win its window; one max over the input tells whether any is there
-    nan_checks = floating and x.size > 0 and bool(xp.isnan(x.max()))
-
     for t in range(begin, len(positions)):
-        v = padded[(Ellipsis,) + positions[t][1]]
+        v = padded[(Ellipsis,) + positions[t]]
         hit = v > best
-        if nan_checks:
+        if nan_aware:
             hit |= xp.isnan(v)
         # NOTE: arithmetic blends, not masked copies (copyto(where=) is ~8x slower)
         which += hit * (t - which)
         xp.maximum(best, v, out=best)                      # NaN propagates, as hit says
-    offsets, corner = (xp.asarray(a) for a in _flat_index_parts(geo))
-    idx = offsets[which]
-    idx += corner
-    return best, idx
+    return best, which
 
 
 class MaxPool(Function):

@@ -158,3 +158,20 @@ def test_lp_pool_is_a_power_mean():
     expected = (F.avg_pool2d(x ** 3, 2) * 4) ** (1 / 3)
     assert_close(F.lp_pool2d(x, 3, 2), expected)
     assert nn.LPPool2d(3, 2)(x).shape == (1, 2, 2, 2)
+
+
+@pytest.mark.parametrize("kwargs", [dict(kernel_size=2), dict(kernel_size=3, stride=2, padding=1),
+                                    dict(kernel_size=3, stride=2, ceil_mode=True),
+                                    dict(kernel_size=2, dilation=2)])
+def test_max_pool_nan_and_ties_match_pytorch(kwargs):
+    """NaN wins its window (the last NaN when several), ties keep the first: indices and
+    values as PyTorch gives them, on an input dense with NaNs and repeated values."""
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(3)
+    values = rng.integers(0, 4, (2, 3, 9, 9)).astype(np.float32)   # many ties
+    values[rng.random(values.shape) < 0.1] = np.nan
+    y, idx = F.max_pool2d(ember.tensor(values), return_indices=True, **kwargs)
+    ty, tidx = torch.nn.functional.max_pool2d(torch.tensor(values), return_indices=True,
+                                              **kwargs)
+    np.testing.assert_array_equal(y.numpy(), ty.numpy())
+    np.testing.assert_array_equal(idx.numpy(), tidx.numpy())

@@ -1,14 +1,22 @@
-"""Large NumPy kernels split over two threads.
+"""The fused kernels' blocks shared between the calling thread and one worker thread
+(opt-in: ``EMBER_PARALLEL_KERNELS=1``).
 
-NumPy's elementwise loops run on one core, but they release the GIL while they run: a
-kernel that works through an array in independent parts can give half of them to a
-second thread.  `split` does that for the fused kernels of ``_kernels.py`` and a few
-optimizer updates, and only for large arrays (the hand-off costs ~20-50 us).
+NumPy releases the GIL inside its loops, so two threads can run two blocks of a large
+kernel at once.  `for_blocks` runs ``fn(i)`` over the blocks of the fused kernels of
+``_kernels.py``, handing them out one at a time to whichever thread asks first; the caller
+only waits for blocks the worker has actually started, so when the second core is busy
+the caller does the blocks itself instead of waiting for a worker that does not run.
 
-The thread count follows ember's (BLAS's) thread count, so ``set_num_threads(1)`` and
-``OPENBLAS_NUM_THREADS=1`` keep everything on one thread; ``EMBER_NO_PARALLEL=1`` turns
-the splitting off.  The worker is one daemon thread, started on first use and dropped in
-a forked child.
+NOTE: why it is off by default.  On its own, with the second core idle, a 1M-element
+GELU backward takes 1.9 ms on two threads instead of 2.9 ms (crossover ~128K elements).
+But after every matrix product OpenBLAS keeps its worker threads spinning for a while
+(up to ~0.1 s, OPENBLAS_THREAD_TIMEOUT), and these kernels mostly follow one (the linear
+layer before GELU, layer norm, the loss): measured inside the GPT and LSTM benchmark
+steps, the kernels took 5-15% longer shared than alone.
+
+The thread count follows ember's (BLAS's) thread count, so ``set_num_threads(1)`` keeps
+everything on one thread.  The worker is a daemon thread, started on first use and
+dropped in a forked child.
 """
 
 from __future__ import annotations
@@ -18,13 +26,13 @@ import queue
 import threading
 
 # Below this many elements a kernel runs on the calling thread alone.  Measured on the
-# fused GELU and cross-entropy kernels (2 cores): at 64K elements the hand-off costs
-# about what the second thread saves; from 256K the split kernel takes ~55-60% of the
-# serial time.
+# fused GELU kernels with the second core idle: at 64K elements the hand-off costs
+# about what the second thread saves; at 128K the kernel takes 70% of its serial time,
+# from 256K 60-65%.
 MIN_ELEMENTS = 1 << 17
 
-_DISABLED = os.environ.get("EMBER_NO_PARALLEL", "") not in ("", "0")
-_worker = None  # (thread, task queue), started on first use
+_ENABLED = os.environ.get("EMBER_PARALLEL_KERNELS", "") not in ("", "0")
+_tasks = None  # the worker's queue, once started
 _local = threading.local()
 
 
@@ -34,64 +42,96 @@ def _threads() -> int:
     return min(2, get_num_threads())
 
 
-def _run(tasks: queue.SimpleQueue) -> None:
+class _Job:
+    """The blocks of one kernel call, handed out one by one."""
+
+    def __init__(self, fn, count: int):
+        self.fn, self.count = fn, count
+        self.next = 0
+        self.running = 0
+        self.lock = threading.Lock()
+        self.idle = threading.Event()
+        self.idle.set()
+        self.error = None
+
+    def _claim(self):
+        with self.lock:
+            if self.next >= self.count or self.error is not None:
+                return None
+            i = self.next
+            self.next += 1
+            self.running += 1
+            self.idle.clear()
+            return i
+
+    def _finish(self) -> None:
+        with self.lock:
+            self.running -= 1
+            if self.running == 0:
+                self.idle.set()
+
+    def work(self) -> None:
+        while True:
+            i = self._claim()
+            if i is None:
+                return
+            try:
+                self.fn(i)
+            except BaseException as exc:  # re-raised on the calling thread
+                self.error = exc
+            finally:
+                self._finish()
+
+
+def _worker_loop(tasks: queue.SimpleQueue) -> None:
     _local.in_worker = True
     while True:
-        fn, args, done = tasks.get()
-        try:
-            done.result = fn(*args)
-        except BaseException as exc:  # re-raised on the calling thread
-            done.error = exc
-        done.set()
+        tasks.get().work()
 
 
-class _Done(threading.Event):
-    result = None
-    error = None
-
-
-def _get_worker() -> queue.SimpleQueue:
-    global _worker
-    if _worker is None:
+def _worker() -> queue.SimpleQueue:
+    global _tasks
+    if _tasks is None:
         tasks = queue.SimpleQueue()
-        thread = threading.Thread(target=_run, args=(tasks,), name="ember-kernels",
-                                  daemon=True)
-        thread.start()
-        _worker = (thread, tasks)
-    return _worker[1]
+        threading.Thread(target=_worker_loop, args=(tasks,), name="ember-kernels",
+                         daemon=True).start()
+        _tasks = tasks
+    return _tasks
 
 
 def _forget_worker() -> None:
-    global _worker
-    _worker = None
+    global _tasks
+    _tasks = None
 
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_forget_worker)
 
 
-def parts(n: int, min_elements: int = MIN_ELEMENTS, size: int | None = None) -> int:
-    """How many threads a kernel over `n` independent items (of `size` elements in all,
-    default `n`) should use: 2 when large enough and allowed, else 1."""
-    if _DISABLED or (n if size is None else size) < min_elements or n < 2:
-        return 1
+def parallel(count: int, size: int, min_elements: int = MIN_ELEMENTS) -> bool:
+    """Whether a kernel of `count` blocks over `size` elements in all is shared."""
+    if not _ENABLED or size < min_elements or count < 2:
+        return False
     if getattr(_local, "in_worker", False):
-        return 1
-    return _threads()
+        return False
+    return _threads() > 1
 
 
-def split(fn, n: int, min_elements: int = MIN_ELEMENTS, size: int | None = None) -> None:
-    """Call ``fn(start, stop)`` over [0, n): in two halves on two threads when `parts` says
-    so, else once.  The calls must touch disjoint data; an exception in either is raised."""
-    if parts(n, min_elements, size) < 2:
-        fn(0, n)
+def for_blocks(fn, count: int, size: int, min_elements: int = MIN_ELEMENTS) -> None:
+    """Call ``fn(i)`` for i in range(count), on the calling thread and, for large kernels
+    (`parallel`), on the worker too.  The calls must touch disjoint data (and keep their
+    work arrays to themselves); an exception in any is raised here."""
+    if not parallel(count, size, min_elements):
+        for i in range(count):
+            fn(i)
         return
-    half = n // 2
-    done = _Done()
-    _get_worker().put((fn, (half, n), done))
-    try:
-        fn(0, half)
-    finally:
-        done.wait()
-    if done.error is not None:
-        raise done.error
+    _share(fn, count)
+
+
+def _share(fn, count: int) -> None:
+    job = _Job(fn, count)
+    _worker().put(job)
+    job.work()
+    job.idle.wait()  # only for blocks the worker has started
+    if job.error is not None:
+        raise job.error

@@ -54,14 +54,26 @@ def _as_2d(x):
     return x.reshape(1) if x.ndim == 0 else x
 
 
+def _last_dim_rows(z, dim):
+    """`z` as a 2-D array of rows when (log-)softmax runs over its last, contiguous dim and
+    the row kernels of _kernels.py take it; else None."""
+    if dim not in (-1, z.ndim - 1) or type(z) is not np.ndarray or not z.flags.c_contiguous:
+        return None
+    rows = z.reshape(-1, z.shape[-1]) if z.size else z
+    return rows if _kernels.rowwise_fast(rows) else None
+
+
 class Softmax(Function):
     @staticmethod
     def forward(ctx, x, dim):
         ctx.dim = dim
         xp = xp_of(x)
         z = _as_2d(x)
+        rows = _last_dim_rows(z, dim)
         if z.size == 0:
             y = z.copy()
+        elif rows is not None:
+            y = _kernels.softmax_rows(rows)
         else:
             # NOTE: shifting by the max keeps exp() from overflowing (inputs of 1e4 are fine).
             y = z - z.max(axis=dim, keepdims=True)
@@ -91,8 +103,11 @@ class LogSoftmax(Function):
         ctx.dim = dim
         xp = xp_of(x)
         z = _as_2d(x)
+        rows = _last_dim_rows(z, dim)
         if z.size == 0:
             y = z.copy()
+        elif rows is not None:
+            y = _kernels.log_softmax_rows(rows)
         else:
             y = z - z.max(axis=dim, keepdims=True)
             y -= xp.log(_kernels.sum_last(xp.exp(y), dim))  # in place

@@ -49,7 +49,7 @@ def _check_p(p) -> None:
 
 
 def _keep_mask(input: Tensor, p: float, shape: tuple):
-    """A 0/1 array of `shape` (input's dtype): 1 with probability ``1 - p``."""
+    """A bool array of `shape`: True with probability ``1 - p``."""
     from ..random import _generator_for
 
     if not (input.dtype.is_floating_point or input.dtype.is_complex):
@@ -58,9 +58,28 @@ def _keep_mask(input: Tensor, p: float, shape: tuple):
         raise RuntimeError("result type Float can't be cast to the desired output type "
                            f"{names.get(input.dtype.name, input.dtype.name)}")
     xp, src = _generator_for(input.device, None)._source()
+    if xp is np and hasattr(src, "gen") and hasattr(src.gen.bit_generator, "random_raw"):
+        return _keep_bits(src.gen.bit_generator, shape, 1.0 - p)
     work = np.float64 if input.dtype is dtypes.float64 else np.float32
     u = src.uniform(shape, work)
-    return (u < 1.0 - p).astype(input._data.dtype)
+    return u < 1.0 - p
+
+
+def _keep_bits(bit_generator, shape: tuple, q: float):
+    """A bool array of `shape`, True with probability `q`, from the generator's raw 32-bit
+    words compared with ``q * 2**32`` (each 64-bit draw gives two).
+
+    NOTE: about twice as fast as drawing float32 uniforms, which spend a 32-bit word per
+    element and then convert it; the probability is exact to 2**-32 (uniform float32s
+    have 24 bits).
+    """
+    n = 1
+    for s in shape:
+        n *= int(s)
+    words = bit_generator.random_raw((n + 1) // 2).view(np.uint32)[:n]
+    if q >= 1.0:
+        return np.ones(shape, bool)
+    return (words < np.uint32(int(q * 2.0 ** 32))).reshape(shape)
 
 
 def _dropout_impl(input: Tensor, p: float, training: bool, inplace: bool, shape: tuple,
@@ -68,14 +87,20 @@ def _dropout_impl(input: Tensor, p: float, training: bool, inplace: bool, shape:
     _check_p(p)
     if not training:
         return input
+    dtype = input._data.dtype
     if p == 1.0 and not alpha:
-        scale = input._data.dtype.type(0) * _keep_mask(input, 1.0, shape)
+        scale = dtype.type(0) * _keep_mask(input, 1.0, shape).astype(dtype)
         shift = None
     elif not alpha:
-        scale = _keep_mask(input, p, shape) / input._data.dtype.type(1.0 - p)
+        keep = _keep_mask(input, p, shape)
+        if type(keep) is np.ndarray and dtype in (np.float32, np.float64):
+            # from the bool mask straight to the scale, in one pass
+            scale = np.divide(keep, dtype.type(1.0 - p), dtype=dtype)
+        else:
+            scale = keep.astype(dtype) / dtype.type(1.0 - p)
         shift = None
     else:
-        keep = _keep_mask(input, p, shape)
+        keep = _keep_mask(input, p, shape).astype(dtype)
         if p == 1.0:  # everything dropped: the output is the constant the formula tends to
             a = 0.0
         else:

@@ -40,11 +40,22 @@ def _add_rows(xp, out, index, rows) -> None:
         scatter_add(xp, out, index, rows)
         return
     # NOTE: sorting and summing runs of equal indices (reduceat) is several times faster
-    # than np.add.at, which handles repeated indices one element at a time.
+    # than np.add.at, which handles repeated indices one element at a time.  But reduceat
+    # pays ~1 us per run: when most indices are distinct (a large vocabulary), the first
+    # row of each run goes in with one fancy-indexed add and np.add.at takes the few
+    # repeats (LSTM LM, 700 lookups in 10,000 rows: 1.0 ms -> 0.3 ms).
     order = np.argsort(index, kind="stable")
     ordered = index[order]
-    starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
-    out[ordered[starts]] += np.add.reduceat(rows[order], starts, axis=0)
+    first = np.r_[True, ordered[1:] != ordered[:-1]]
+    starts = np.flatnonzero(first)
+    ordered_rows = rows[order]
+    if 2 * starts.size < index.size:
+        out[ordered[starts]] += np.add.reduceat(ordered_rows, starts, axis=0)
+        return
+    out[ordered[starts]] += ordered_rows[starts]
+    if starts.size < index.size:
+        repeats = ~first
+        np.add.at(out, ordered[repeats], ordered_rows[repeats])
 
 
 class Embedding(Function):

@@ -18,6 +18,7 @@ import numpy as np
 from .._core.function import Function
 from .._core.grad_mode import is_grad_enabled
 from .._core.tensor import Tensor, _make
+from . import _kernels
 from ._util import xp_of
 from .activation import LogSigmoid, Softmax, log_softmax
 from .arithmetic import check_broadcast
@@ -160,8 +161,11 @@ class CrossEntropy(Function):
     def forward(ctx, x, weight, *, target, picked_weight, valid, smoothing):
         xp = xp_of(x)
         c = x.shape[1]
-        shifted = x - x.max(axis=1, keepdims=True)
-        logp = shifted - xp.log(xp.exp(shifted).sum(axis=1, keepdims=True))
+        if _kernels.rowwise_fast(x):
+            logp = _kernels.log_softmax_rows(x)
+        else:
+            shifted = x - x.max(axis=1, keepdims=True)
+            logp = shifted - xp.log(xp.exp(shifted).sum(axis=1, keepdims=True))
         picked = xp.take_along_axis(logp, target[:, None], axis=1)[:, 0]
         loss = -(1 - smoothing) * picked_weight * picked
         bshape = (1, c) + (1,) * (x.ndim - 2)
@@ -203,8 +207,11 @@ def _cross_entropy_grad(ctx, g, dtype):
     log-probabilities (one exp instead of a softmax, no dense one-hot)."""
     xp = xp_of(g)
     scale = (ctx.picked_weight * g).astype(dtype, copy=False)[:, None]  # w_t * g per sample
-    out = xp.exp(ctx.logp)
-    out *= scale
+    if _kernels.rowwise_fast(ctx.logp) and ctx.logp.dtype == dtype:
+        out = _kernels.exp_scaled_rows(ctx.logp, scale)
+    else:
+        out = xp.exp(ctx.logp)
+        out *= scale
     index = ctx.target[:, None]
     picked = xp.take_along_axis(out, index, axis=1)
     xp.put_along_axis(out, index, picked - scale, axis=1)

@@ -46,6 +46,9 @@ class Normalize(Function):
                 name="NativeLayerNormBackward0"):
         ctx._name = name
         ctx.bias_shape = None if bias is None else bias.shape
+        ctx.rows = running is None and _rows_fast(x, weight, bias, dims, bshape)
+        if ctx.rows:
+            return _layer_norm_rows(ctx, x, weight, bias, dims, eps, bshape)
         xp = xp_of(x)
         work = x if x.dtype in (np.float32, np.float64) else x.astype(np.float32)
         mean = _mean(work, dims)
@@ -93,6 +96,56 @@ class Normalize(Function):
         return gx, gw, gb
 
 
+def _rows_fast(x, weight, bias, dims, bshape) -> bool:
+    """True for layer norm's case that the row kernels of _kernels.py take: a C-contiguous
+    float32/float64 NumPy x normalized over its trailing dims, with weight and bias (if
+    any) of exactly those dims and x's dtype."""
+    if not (type(x) is np.ndarray and x.dtype in (np.float32, np.float64) and x.size
+            and x.flags.c_contiguous):
+        return False
+    trailing = tuple(range(x.ndim - len(dims), x.ndim))
+    if tuple(dims) != trailing or tuple(bshape) != tuple(x.shape[d] for d in dims):
+        return False
+    return all(p is None or (type(p) is np.ndarray and p.dtype == x.dtype)
+               for p in (weight, bias))
+
+
+def _layer_norm_rows(ctx, x, weight, bias, dims, eps, bshape):
+    """Normalize.forward for `_rows_fast` inputs: x as rows, one blocked kernel."""
+    n = _prod(x.shape[d] for d in dims)
+    rows = x.reshape(-1, n)
+    w = None if weight is None else weight.reshape(-1)
+    b = None if bias is None else bias.reshape(-1)
+    y, out, mean, rstd = _kernels.layer_norm_rows(rows, eps, w, b)
+    stat_shape = x.shape[:x.ndim - len(dims)] + (1,) * len(dims)
+    y, mean, rstd = y.reshape(x.shape), mean.reshape(stat_shape), rstd.reshape(stat_shape)
+    ctx.dims, ctx.n, ctx.bshape = dims, n, bshape
+    ctx.affine = weight is not None or bias is not None
+    ctx.per_group_affine = all(x.shape[d] == 1 for d in dims)
+    if not ctx.affine:
+        ctx.save_for_backward(y, rstd, None)
+        return y, mean, rstd
+    ctx.save_for_backward(y, rstd, weight)
+    return out.reshape(x.shape), mean, rstd, y
+
+
+def _backward_rows(ctx, g, y, rstd, weight):
+    """`_backward_general_arrays` for inputs that took `_layer_norm_rows` (one blocked
+    kernel); None when the incoming gradient is not laid out for it."""
+    if not (type(g) is np.ndarray and g.dtype == y.dtype and g.shape == y.shape
+            and g.flags.c_contiguous):
+        return None
+    needs = ctx.needs_input_grad
+    n = ctx.n
+    w = None if weight is None else weight.reshape(-1)
+    gx, gw, gb = _kernels.layer_norm_backward_rows(
+        g.reshape(-1, n), y.reshape(-1, n), rstd.reshape(-1, 1), w, needs[0],
+        ctx.affine and needs[1], ctx.affine and needs[2])
+    return (None if gx is None else _make(gx.reshape(y.shape)),
+            None if gw is None else _make(gw.reshape(weight.shape)),
+            None if gb is None else _make(gb.reshape(ctx.bias_shape)))
+
+
 def _backward_general(ctx, grad_out, grad_y, y, rstd, weight):
     """The closed-form gradient for any layout of the affine parameters."""
     dims, needs = ctx.dims, ctx.needs_input_grad
@@ -116,6 +169,10 @@ def _backward_general(ctx, grad_out, grad_y, y, rstd, weight):
 def _backward_general_arrays(ctx, g, y, rstd, weight):
     """`_backward_general` for first-order gradients (no graph recorded): the same formula
     on arrays, with in-place updates and row sums as matrix products (layer norm's case)."""
+    if ctx.rows:
+        grads = _backward_rows(ctx, g, y, rstd, weight)
+        if grads is not None:
+            return grads
     dims, needs = ctx.dims, ctx.needs_input_grad
     gw = gb = gx = None
     if ctx.affine:

@@ -20,6 +20,7 @@ from .._core.backend import scatter_add
 from .._core.function import Function, as_array
 from .._core.grad_mode import STATE
 from .._core.tensor import Tensor, _make
+from . import _kernels
 from ._broadcast import sum_to_shape
 from ._util import normalize_dims, wrap_dim, xp_of
 
@@ -201,6 +202,10 @@ class Sum(Function):
     def forward(ctx, x, dims=None, keepdim=False, np_dtype=None, all_dims=False):
         ctx.shape, ctx.dims, ctx.keepdim = x.shape, dims, keepdim
         ctx._name = "SumBackward0" if dims is None or all_dims else "SumBackward1"
+        if np_dtype is None:
+            out = _kernels.sum_leading(x, dims, keepdim)
+            if out is not None:
+                return out
         return x.sum(axis=dims, keepdims=keepdim, dtype=np_dtype)
 
     @staticmethod

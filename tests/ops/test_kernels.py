@@ -94,3 +94,101 @@ def test_keep_freed_memory_can_be_turned_off(monkeypatch):
     monkeypatch.delenv("EMBER_NO_MALLOPT")
     monkeypatch.setenv("MALLOC_MMAP_THRESHOLD_", "65536")  # the user's own setting wins
     assert backend.keep_freed_memory() is False
+
+
+def _shifted_softmax(x, log):
+    y = x - x.max(-1, keepdims=True)
+    if log:
+        return y - np.log(np.exp(y).sum(-1, keepdims=True))
+    e = np.exp(y)
+    return e / e.sum(-1, keepdims=True)
+
+
+@pytest.mark.parametrize("log", [False, True])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_softmax_rows_match_the_shifted_formula(log, dtype):
+    rng = np.random.default_rng(3)
+    special = np.array([[-np.inf, 0, 1], [-np.inf, -np.inf, -np.inf], [np.nan, 1, 2],
+                        [1e4, 1, 2], [-200, -300, -250], [80, 80, 80], [-1, -2, -3]])
+    cases = [rng.standard_normal((300, 64)) * 3, rng.standard_normal((20, 7)) * 50 - 300,
+             special, rng.standard_normal((3, 5)) - 10]
+    fn = _kernels.log_softmax_rows if log else _kernels.softmax_rows
+    with np.errstate(all="ignore"):
+        for x in cases:
+            x = x.astype(dtype)
+            got, ref = fn(x), _shifted_softmax(x, log)
+            assert got.dtype == dtype
+            np.testing.assert_allclose(got, ref, rtol=2e-6 if dtype == np.float32 else 1e-12,
+                                       atol=1e-6 if dtype == np.float32 else 1e-14)
+
+
+@pytest.fixture
+def two_threads(monkeypatch):
+    """The opt-in kernel sharing of ops/_parallel.py turned on, with a low threshold."""
+    from ember.ops import _parallel
+
+    monkeypatch.setattr(_parallel, "_ENABLED", True)
+    monkeypatch.setattr(_parallel, "_threads", lambda: 2)
+    monkeypatch.setattr(_parallel, "MIN_ELEMENTS", 1)
+    return _parallel
+
+
+def test_shared_kernels_match_serial(two_threads, monkeypatch):
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal(3 * _kernels.BLOCK + 5).astype(np.float32)
+    g = rng.standard_normal(x.size).astype(np.float32)
+    rows = rng.standard_normal((3000, 70)).astype(np.float32)
+    w, b = rng.standard_normal(70).astype(np.float32), rng.standard_normal(70).astype(np.float32)
+
+    def run():
+        y, out, mean, rstd = _kernels.layer_norm_rows(rows, 1e-5, w, b)
+        return [_kernels.gelu_f32(x), _kernels.gelu_backward_f32(g, x),
+                _kernels.softmax_rows(rows), _kernels.log_softmax_rows(rows), y, out, mean,
+                rstd, *_kernels.layer_norm_backward_rows(rows, y, rstd, w, True, True, True)]
+
+    shared = run()
+    monkeypatch.setattr(two_threads, "_ENABLED", False)
+    for a, b in zip(shared, run()):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)  # column sums: other order
+
+
+def test_shared_kernel_errors_reach_the_caller(two_threads):
+    def boom(i):
+        if i == 3:
+            raise ValueError("block 3")
+
+    with pytest.raises(ValueError, match="block 3"):
+        two_threads.for_blocks(boom, 8, 1 << 20)
+    done = []
+    two_threads.for_blocks(done.append, 8, 1 << 20)  # still usable afterwards
+    assert sorted(done) == list(range(8))
+
+
+def test_layer_norm_fast_path_matches_numpy():
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((4, 3, 5, 6)).astype(np.float32)
+    w, b = rng.standard_normal((5, 6)).astype(np.float32), rng.standard_normal((5, 6))
+    out = ember.nn.functional.layer_norm(ember.tensor(x), (5, 6), ember.tensor(w),
+                                         ember.tensor(b.astype(np.float32)))
+    flat = x.reshape(4, 3, 30).astype(np.float64)
+    y = (flat - flat.mean(-1, keepdims=True)) / np.sqrt(flat.var(-1, keepdims=True) + 1e-5)
+    ref = y.reshape(x.shape) * w + b
+    np.testing.assert_allclose(out.numpy(), ref, rtol=1e-5, atol=1e-5)
+
+
+def test_sum_leading_matches_sum():
+    rng = np.random.default_rng(6)
+    for shape, dims in [((300, 400), (0,)), ((20, 30, 200), (0, 1)), ((20, 30, 200), (0,))]:
+        for dtype in (np.float32, np.float64):
+            x = rng.standard_normal(shape).astype(dtype)
+            for keepdim in (False, True):
+                got = _kernels.sum_leading(x, dims, keepdim)
+                want = x.sum(axis=dims, keepdims=keepdim)
+                assert got.shape == want.shape and got.dtype == dtype
+                np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-4)
+                np.testing.assert_allclose(ember.tensor(x).sum(dims, keepdim).numpy(), want,
+                                           rtol=1e-5, atol=1e-4)
+    x = rng.standard_normal((300, 400)).astype(np.float32)
+    assert _kernels.sum_leading(x, (1,), False) is None  # not a leading dim
+    assert _kernels.sum_leading(x[:, ::2], (0,), False) is None  # not contiguous
+    assert _kernels.sum_leading(x[:10, :10], (0,), False) is None  # small: NumPy's sum

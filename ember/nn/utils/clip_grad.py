@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import math
 import warnings
 from collections.abc import Iterable
 
+import numpy as np
+
 from ..._core.grad_mode import no_grad
-from ..._core.tensor import Tensor
+from ..._core.tensor import Tensor, _make
 
 __all__ = ["clip_grad_norm_", "clip_grad_norm", "clip_grad_value_", "get_total_norm",
            "clip_grads_with_norm_"]
@@ -37,9 +40,11 @@ def get_total_norm(tensors: Tensor | Iterable[Tensor], norm_type: float = 2.0,
     norm_type = float(norm_type)
     if not tensors:
         return make_tensor(0.0)
-    device = tensors[0].device
-    norms = [vector_norm(t, norm_type).to(device) for t in tensors]
-    total = vector_norm(stack(norms), norm_type)
+    total = _total_two_norm(tensors) if norm_type == 2.0 else None
+    if total is None:
+        device = tensors[0].device
+        norms = [vector_norm(t, norm_type).to(device) for t in tensors]
+        total = vector_norm(stack(norms), norm_type)
     if error_if_nonfinite and not bool(total.isfinite()):
         raise RuntimeError(
             f"The total norm of order {norm_type} for gradients from `parameters` is "
@@ -47,6 +52,26 @@ def get_total_norm(tensors: Tensor | Iterable[Tensor], norm_type: float = 2.0,
             "gradients by the non-finite norm anyway, set `error_if_nonfinite=False`"
         )
     return total
+
+
+def _total_two_norm(tensors: list) -> Tensor | None:
+    """The 2-norm of dense float32/float64 NumPy tensors of one dtype, from one dot product
+    per tensor (a single pass over its memory, no temporaries; the per-tensor norm and
+    the stack cost three passes and two full-size temporaries).  None for anything else,
+    or when a sum of squares is not finite (the general path then gives the same inf/nan)."""
+    dtype = tensors[0]._data.dtype
+    if dtype not in (np.float32, np.float64):
+        return None
+    total = 0.0
+    for t in tensors:
+        data = t._data
+        if type(data) is not np.ndarray or data.dtype != dtype or t.is_sparse:
+            return None
+        flat = data.reshape(-1)  # a copy only for a non-contiguous gradient
+        total += float(np.dot(flat, flat))
+    if not math.isfinite(total):
+        return None
+    return _make(np.asarray(math.sqrt(total), dtype=dtype))
 
 
 @no_grad()
@@ -58,8 +83,18 @@ def clip_grads_with_norm_(parameters: Tensor | Iterable[Tensor], max_norm: float
         return
     # NOTE: the 1e-6 keeps the coefficient finite when all gradients are zero.
     coef = (float(max_norm) / (total_norm + 1e-6)).clamp(max=1.0)
+    factor = None
+    if type(coef._data) is np.ndarray:
+        factor = coef._data.item()
     for g in grads:
-        g.mul_(coef.to(g.device))
+        data = g._data
+        if (factor is not None and type(data) is np.ndarray and data.flags.writeable
+                and data.dtype.kind == "f" and not g.is_sparse):
+            # in place on the array (as mul_ does, without its new array and copy back)
+            np.multiply(data, factor, out=data, casting="unsafe")
+            g._version.value += 1
+        else:
+            g.mul_(coef.to(g.device))
 
 
 def clip_grad_norm_(parameters: Tensor | Iterable[Tensor], max_norm: float,

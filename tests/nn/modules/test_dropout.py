@@ -129,3 +129,14 @@ def test_top_level_forms():
     y = x.clone()
     ember.dropout_(y, 0.5, True)
     assert set(np.unique(y.numpy())) <= {0.0, 2.0}
+
+
+@pytest.mark.parametrize("p", [0.0, 0.1, 0.5, 0.9])
+def test_mask_frequency_and_scale(p):
+    x = ember.ones(400, 250)
+    y = F.dropout(x, p).numpy()
+    kept = y != 0
+    assert abs(kept.mean() - (1 - p)) < 0.01
+    np.testing.assert_array_equal(y[kept], np.float32(1) / np.float32(1 - p))
+    y64 = F.dropout(x.double(), p).numpy()
+    assert y64.dtype == np.float64 and abs((y64 != 0).mean() - (1 - p)) < 0.01

@@ -92,3 +92,21 @@ def test_matches_torch():
         assert t1.item() == pytest.approx(t2.item(), rel=1e-6)
         for p, q in zip(ours, theirs):
             assert p.grad.tolist() == pytest.approx(q.grad.tolist(), rel=1e-5)
+
+
+@pytest.mark.parametrize("dtype", [ember.float32, ember.float64])
+def test_clip_grad_norm_of_matrices_and_views(dtype):
+    rng = ember.Generator().manual_seed(0)
+    ps = [nn.Parameter(ember.zeros(30, 40, dtype=dtype)), nn.Parameter(ember.zeros(7, dtype=dtype))]
+    ps[0].grad = ember.randn(40, 30, generator=rng, dtype=dtype).t()  # not contiguous
+    ps[1].grad = ember.randn(7, generator=rng, dtype=dtype)
+    grads = [p.grad.clone() for p in ps]
+    expected = math.sqrt(sum(float((g * g).sum()) for g in grads))
+    versions = [p.grad._version.value for p in ps]
+    total = clip_grad_norm_(ps, 1.0)
+    assert total.dtype == dtype
+    assert total.item() == pytest.approx(expected, rel=1e-5)
+    coef = 1.0 / (expected + 1e-6)
+    for p, g, v in zip(ps, grads, versions):
+        ember.testing.assert_close(p.grad, g * coef, rtol=1e-5, atol=1e-7)
+        assert p.grad._version.value == v + 1

@@ -354,8 +354,9 @@ def _key_from_indices(input: Tensor, indices, op: str) -> tuple:
     if not _is_trivial(basic) or any(i is not None and not isinstance(i, Tensor) and not
                                      hasattr(i, "shape") for i in indices):
         raise TypeError(f"{op}(): indices must be Tensors (or None)")
-    if advanced is None:
-        return (Ellipsis,)
+    if advanced is None:  # PyTorch has no meaning for it either (it fails deep inside)
+        raise RuntimeError(f"{op}(): indices must hold at least one index tensor, got "
+                           f"{len(indices)} entries and none is a Tensor")
     return advanced
 
 

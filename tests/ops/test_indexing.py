@@ -209,6 +209,12 @@ def test_index_put_accumulates_repeated_indices():
     assert z.tolist() == [[1, 0, 1], [1, 0, 1]]
 
 
+def test_index_put_without_an_index_tensor_raises():
+    for indices in [(), (None,)]:
+        with pytest.raises(RuntimeError, match="at least one index tensor"):
+            ember.zeros(3).index_put(indices, ember.tensor(1.0))
+
+
 def test_index_put_gradients():
     x = ember.tensor(A[0], requires_grad=True)
     v = ember.tensor([1.0, 2.0], dtype=ember.float64, requires_grad=True)

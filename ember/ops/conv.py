@@ -380,9 +380,39 @@ def _padding(padding, nd: int, kernel, stride, dilation, op: str) -> tuple:
     return pad, pad
 
 
+# Geometries already checked, by everything they depend on: a model calls each layer
+# with the same arguments every step, and the checks cost ~10 us (a batch-1 layer's
+# kernel takes ~30 us).  Bounded: a new key is only stored while there is room.
+_CHECKED: dict = {}
+_CHECKED_MAX = 512
+
+
 def _conv(op: str, nd: int, input, weight, bias, stride, padding, dilation, groups) -> Tensor:
     _check_tensors(op, input, weight, bias)
     x, unbatched = _batched(op, input, nd)
+    key = geo = None
+    if type(groups) is int and all(_plain_arg(a) for a in (stride, padding, dilation)):
+        key = (op, x.shape, weight.shape, None if bias is None else bias.shape, stride,
+               padding, dilation, groups)
+        geo = _CHECKED.get(key)
+    if geo is None:
+        geo = _conv_geometry(op, nd, x, weight, bias, stride, padding, dilation, groups)
+        if key is not None and len(_CHECKED) < _CHECKED_MAX:
+            _CHECKED[key] = geo
+    out = Convolution.apply(x, weight, bias, geo, False)
+    return out.squeeze(0) if unbatched else out
+
+
+def _plain_arg(value) -> bool:
+    """An int, a string or a tuple of ints, by exact type: equal values then mean equal
+    arguments (1.0 == 1 but a float stride is an error, so floats never hit the cache)."""
+    kind = type(value)
+    return kind is int or kind is str or (kind is tuple and all(type(v) is int for v in value))
+
+
+def _conv_geometry(op: str, nd: int, x, weight, bias, stride, padding, dilation,
+                   groups) -> Geometry:
+    """The checked geometry of a convolution (PyTorch's errors for bad arguments)."""
     stride = ntuple(stride, nd, "stride", op)
     dilation = ntuple(dilation, nd, "dilation", op)
     _check_common(nd, weight, stride, dilation, groups, op)
@@ -401,8 +431,7 @@ def _conv(op: str, nd: int, input, weight, bias, stride, padding, dilation, grou
             f"Calculated padded input size per channel: ({_sizes(padded)}). Kernel size: "
             f"({_sizes(d * (k - 1) + 1 for k, d in zip(kernel, dilation))}). Kernel size "
             "can't be greater than actual input size")
-    out = Convolution.apply(x, weight, bias, geo, False)
-    return out.squeeze(0) if unbatched else out
+    return geo
 
 
 def transposed_size(in_size, kernel, stride, padding, dilation, output_padding) -> tuple:

@@ -13,7 +13,8 @@ import numpy as np
 
 from .._core import dtype as dtypes
 from .._core.function import Function, check_graph_leak
-from .._core.tensor import Tensor
+from .._core.grad_mode import STATE
+from .._core.tensor import Tensor, _make
 from ._broadcast import broadcast_shapes
 from ._util import cast, float_input, is_scalar, promote, result_type, xp_of
 
@@ -92,9 +93,28 @@ class Mul(Function):
     @staticmethod
     def backward(ctx, grad):
         x, y = ctx.saved_tensors
-        gx = grad * y if ctx._edges[0][0] is not None else None
-        gy = grad * x if ctx._edges[1][0] is not None else None
+        plain = not (STATE.enabled or grad.is_sparse or _sparse(x) or _sparse(y))
+        product = _array_product if plain else _tensor_product
+        gx = product(grad, y) if ctx._edges[0][0] is not None else None
+        gy = product(grad, x) if ctx._edges[1][0] is not None else None
         return gx, gy
+
+
+def _sparse(t) -> bool:
+    return isinstance(t, Tensor) and t.is_sparse
+
+
+def _tensor_product(grad: Tensor, other) -> Tensor:
+    return grad * other
+
+
+def _array_product(grad: Tensor, other) -> Tensor:
+    """``grad * other`` computed on the arrays: a first-order backward records no graph,
+    and the two products of a mul node were half of its backward's time as ember ops."""
+    data = grad._data * (other._data if isinstance(other, Tensor) else other)
+    if not isinstance(data, type(grad._data)):  # NumPy gives a scalar for 0-d operands
+        data = xp_of(grad._data).asarray(data)
+    return _make(data)
 
 
 class MulInplace(Mul):

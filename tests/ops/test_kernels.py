@@ -81,11 +81,27 @@ def _first_and_recorded(fn, *shapes):
      [(3, 5)]),
     (lambda x: ember.nn.functional.cross_entropy(
         x, ember.tensor([[1, 0], [2, -100]]), ignore_index=-100, reduction="none"), [(2, 4, 2)]),
+    (lambda x, y: x * y, [(3, 4), (3, 4)]),
+    (lambda x, y: x * y, [(3, 1), (1, 4)]),            # broadcast: summed back by the engine
+    (lambda x, y: x * y, [(), ()]),                    # 0-d: NumPy returns a scalar there
+    (lambda x: x * 2.5, [(3,)]),
+    (lambda x: x * x * x, [(2, 3)]),
 ])
 def test_first_order_fast_paths_match_recorded_formulas(fn, shapes):
     first, recorded = _first_and_recorded(fn, *shapes)
     for a, b in zip(first, recorded):
         np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
+
+
+def test_first_order_mul_backward_gives_array_tensors():
+    x = ember.tensor(3.0, requires_grad=True)
+    (x * x * 2).backward()
+    assert x.grad.item() == 12.0 and isinstance(x.grad._data, np.ndarray)
+    a = ember.tensor([1.0, 2.0], requires_grad=True)
+    b = ember.tensor([3.0, 4.0], dtype=ember.float64, requires_grad=True)
+    (a * b).sum().backward()
+    assert a.grad.dtype == ember.float32 and a.grad.tolist() == [3.0, 4.0]
+    assert b.grad.dtype == ember.float64 and b.grad.tolist() == [1.0, 2.0]
 
 
 def test_keep_freed_memory_can_be_turned_off(monkeypatch):

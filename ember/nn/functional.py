@@ -4,12 +4,9 @@ from __future__ import annotations
 
 import warnings
 
-from numpy import ndarray as _ndarray
-
 from .._core.tensor import Tensor
 from ..ops.reduction import mean as _mean
 from ..ops.reduction import sum as _sum
-from ..ops.linalg import AddProduct as _AddProduct
 from ..ops.linalg import addmm as _addmm
 from ..ops.linalg import matmul as _matmul
 
@@ -112,19 +109,9 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
         raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({rows}x"
                            f"{input.shape[-1]} and {weight.shape[1]}x{weight.shape[0]})")
     if bias is not None and input.dim() == 2 and weight.dim() == 2:
-        if _plain_linear(input, weight, bias):  # addmm's own checks hold already
-            return _AddProduct.apply(bias, input, weight.t(), "addmm", 1, 1)
         return _addmm(bias, input, weight.t())
     out = _matmul(input, weight.t())
     return out if bias is None else out + bias
-
-
-def _plain_linear(input: Tensor, weight: Tensor, bias) -> bool:
-    """Whether a 2-D linear needs none of addmm's argument checks: CPU tensors of one
-    dtype and a (out_features,) bias (they cost ~5 us, a batch-1 layer's whole time)."""
-    x, w, b = input._data, weight._data, getattr(bias, "_data", None)
-    return (type(x) is type(w) is type(b) is _ndarray and x.dtype == w.dtype == b.dtype
-            and b.shape == w.shape[:1])
 
 
 def bilinear(input1: Tensor, input2: Tensor, weight: Tensor,

@@ -184,11 +184,12 @@ def _geometry(op: str, nd: int, x: Tensor, kernel_size, stride, padding, dilatio
 
 
 @functools.lru_cache(maxsize=64)
-def _flat_index_parts(geo: PoolGeometry) -> tuple:
-    """(offset of each kernel position, flat index of each window's corner), in the
-    unpadded input plane: the flat index an output reads at kernel position t is
-    ``offsets[t] + corner``.  Cached: a model pools the same geometry at every step, and
-    building these is a dozen small NumPy calls."""
+def _max_pool_tables(geo: PoolGeometry) -> tuple:
+    """(slices, offsets, corner) of a max pooling geometry.  For each kernel position,
+    `slices` pick from the padded input the element every output reads there, and that
+    element's flat index in the unpadded input plane is ``offsets[t] + corner``.  Cached:
+    a model pools the same geometry at every step, and building these is a dozen small
+    NumPy calls."""
     corner, step = 0, 1
     for d in reversed(range(len(geo.size))):
         shape = [1] * len(geo.size)
@@ -196,13 +197,13 @@ def _flat_index_parts(geo: PoolGeometry) -> tuple:
         start = np.arange(geo.out[d]) * geo.stride[d] - geo.pad[d]
         corner = corner + start.reshape(shape) * step
         step *= geo.size[d]
-    positions = kernel_offsets(geo.kernel, geo.stride, geo.dilation, geo.out)
+    positions = list(kernel_offsets(geo.kernel, geo.stride, geo.dilation, geo.out))
     offsets = np.array([sum(i * d * math.prod(geo.size[k + 1:])
                             for k, (i, d) in enumerate(zip(index, geo.dilation)))
                         for index, _ in positions], dtype=np.int64)
     corner = np.asarray(corner, dtype=np.int64)
     offsets.flags.writeable = corner.flags.writeable = False
-    return offsets, corner
+    return tuple(slices for _, slices in positions), offsets, corner
 
 
 def _first_inside(xp, geo: PoolGeometry):
@@ -222,14 +223,6 @@ def _first_inside(xp, geo: PoolGeometry):
 # max pooling
 
 
-@functools.lru_cache(maxsize=64)
-def _kernel_slices(geo: PoolGeometry) -> tuple:
-    """For each kernel position, the slices picking from the padded input the element
-    every output reads there (cached per geometry, like `_flat_index_parts`)."""
-    return tuple(slices for _, slices in
-                 kernel_offsets(geo.kernel, geo.stride, geo.dilation, geo.out))
-
-
 def _max_pool_array(x, geo: PoolGeometry):
     """(values, flat indices) of the window maxima; NaN wins, ties keep the first."""
     xp = xp_of(x)
@@ -241,7 +234,8 @@ def _max_pool_array(x, geo: PoolGeometry):
     # into `best`; only then is the scan redone with the per-position NaN tests.
     if floating and best.size and bool(xp.isnan(best.max())):
         best, which = _max_scan(xp, padded, geo, low, nan_aware=True)
-    offsets, corner = (xp.asarray(a) for a in _flat_index_parts(geo))
+    _, offsets, corner = _max_pool_tables(geo)
+    offsets, corner = xp.asarray(offsets), xp.asarray(corner)
     idx = offsets[which]
     idx += corner
     return best, idx
@@ -249,7 +243,7 @@ def _max_pool_array(x, geo: PoolGeometry):
 
 def _max_scan(xp, padded, geo: PoolGeometry, low, nan_aware: bool):
     """(window maxima, number of the kernel position holding each) over `padded`."""
-    positions = _kernel_slices(geo)
+    positions = _max_pool_tables(geo)[0]
     lead = padded.shape[:2]
     small_int = xp.int8 if len(positions) < 128 else xp.int32
     if any(geo.pad):

@@ -5,31 +5,8 @@ from __future__ import annotations
 
 import ember
 from ember import nn
-from ember.nn import functional as F
+from tests.nn.test_complete_models import MnistCNN as MnistNet
 from tests.onnx._check import check, op_types
-
-
-class MnistNet(nn.Module):
-    """The classic MNIST CNN (PyTorch's examples/mnist)."""
-
-    def __init__(self):
-        super().__init__()
-        self.conv1 = nn.Conv2d(1, 32, 3, 1)
-        self.conv2 = nn.Conv2d(32, 64, 3, 1)
-        self.dropout1 = nn.Dropout(0.25)
-        self.dropout2 = nn.Dropout(0.5)
-        self.fc1 = nn.Linear(9216, 128)
-        self.fc2 = nn.Linear(128, 10)
-
-    def forward(self, x):
-        x = F.relu(self.conv1(x))
-        x = F.relu(self.conv2(x))
-        x = F.max_pool2d(x, 2)
-        x = self.dropout1(x)
-        x = ember.flatten(x, 1)
-        x = F.relu(self.fc1(x))
-        x = self.dropout2(x)
-        return F.log_softmax(self.fc2(x), dim=1)
 
 
 class BasicBlock(nn.Module):

@@ -199,16 +199,24 @@ def _erf(xp, x):
 
 
 class Gelu(Function):
+    """Exact or tanh-approximated GELU.  When its gradient will be needed (`keep_cdf`),
+    the float32 kernel keeps ``2 Phi(x)`` for the backward, which then computes only the
+    density (GELU's backward costs half as much; the array goes with the graph)."""
+
     @staticmethod
-    def forward(ctx, x, approximate="none"):
+    def forward(ctx, x, approximate="none", keep_cdf=False):
         ctx.approximate = approximate
+        ctx.cdf2 = None
         ctx.save_for_backward(x)
         xp = xp_of(x)
         if approximate == "tanh":
             inner = _SQRT_2_OVER_PI * (x + _GELU_C * x * x * x)
             return (0.5 * x * (1 + xp.tanh(inner))).astype(x.dtype, copy=False)
         if _fast_f32(x):
-            return _kernels.gelu_f32(x.astype(np.float32, copy=False)).astype(x.dtype, copy=False)
+            out = _kernels.gelu_f32(x.astype(np.float32, copy=False), keep_cdf)
+            if keep_cdf:
+                out, ctx.cdf2 = out
+            return out.astype(x.dtype, copy=False)
         return (0.5 * x * (1 + _erf(xp, x * (1 / math.sqrt(2.0))))).astype(x.dtype, copy=False)
 
     @staticmethod
@@ -218,7 +226,11 @@ class Gelu(Function):
             t = (_SQRT_2_OVER_PI * (x + _GELU_C * x * x * x)).tanh()
             dinner = _SQRT_2_OVER_PI * (1 + 3 * _GELU_C * x * x)
             return grad * (0.5 * (1 + t) + 0.5 * x * (1 - t * t) * dinner)
-        return GeluBackward.apply(grad, x)
+        return GeluBackward.apply(grad, x, cdf2=ctx.cdf2)
+
+    def _release(self) -> None:
+        super()._release()
+        self.cdf2 = None
 
 
 def _fast_f32(x) -> bool:
@@ -234,12 +246,15 @@ class GeluBackward(Function):
     _name = "GeluBackwardBackward0"
 
     @staticmethod
-    def forward(ctx, grad, x):
+    def forward(ctx, grad, x, cdf2=None):
         ctx.save_for_backward(grad, x)
         if _fast_f32(x):
             f32 = np.float32
-            out = _kernels.gelu_backward_f32(grad.astype(f32, copy=False),
-                                             x.astype(f32, copy=False))
+            g, x32 = grad.astype(f32, copy=False), x.astype(f32, copy=False)
+            if cdf2 is not None:
+                out = _kernels.gelu_backward_from_cdf_f32(g, x32, cdf2)
+            else:
+                out = _kernels.gelu_backward_f32(g, x32)
             return out.astype(x.dtype, copy=False)
         xp = xp_of(x)
         cdf = 0.5 * (1 + _erf(xp, x * (1 / math.sqrt(2.0))))
@@ -489,7 +504,8 @@ def gelu(input: Tensor, approximate: str = "none") -> Tensor:
     _require_float("GeluKernelImpl", input)
     if approximate not in ("none", "tanh"):
         raise RuntimeError("approximate argument must be either none or tanh.")
-    return Gelu.apply(input, approximate)
+    keep_cdf = approximate == "none" and input._requires_grad and is_grad_enabled()
+    return Gelu.apply(input, approximate, keep_cdf)
 
 
 def silu(input: Tensor, inplace: bool = False) -> Tensor:

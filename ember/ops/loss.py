@@ -153,12 +153,16 @@ class CrossEntropy(Function):
     """Per-sample ``-(1-s) w[t] logp[t] - (s/C) sum_c w_c logp_c`` over class dim 1
     (0 where the target is ignored), where ``logp = log_softmax(x, 1)`` and s is the label
     smoothing.  Backward: ``grad * (a * softmax(x) - q)`` with q the weighted target
-    distribution and a its total."""
+    distribution and a its total.
+
+    With `reduction` 'sum' or 'mean' the loss is reduced here (one node instead of three;
+    'mean' divides by `total`, the summed weight of the non-ignored targets)."""
 
     _name = "NllLossBackward0"
 
     @staticmethod
-    def forward(ctx, x, weight, *, target, picked_weight, valid, smoothing):
+    def forward(ctx, x, weight, *, target, picked_weight, valid, smoothing,
+                reduction="none", total=1.0):
         xp = xp_of(x)
         c = x.shape[1]
         if _kernels.rowwise_fast(x):
@@ -177,6 +181,13 @@ class CrossEntropy(Function):
         ctx.smoothing, ctx.bshape = smoothing, bshape
         ctx.logp = logp  # for the first-order backward (it saves recomputing the softmax)
         ctx.save_for_backward(x, weight)
+        # The per-sample factor of the reduction (mean over no targets: the loss is nan
+        # and, as in PyTorch, the gradient zero).
+        ctx.factor = None if reduction == "none" else (
+            1.0 if reduction == "sum" or total == 0 else 1.0 / total)
+        if reduction != "none":
+            with np.errstate(invalid="ignore", divide="ignore"):
+                loss = xp.asarray(loss.sum() / (total if reduction == "mean" else 1.0))
         return loss.astype(x.dtype, copy=False)
 
     @staticmethod
@@ -186,6 +197,9 @@ class CrossEntropy(Function):
         c = x.shape[1]
         s = ctx.smoothing
         dtype = x._data.dtype
+        if ctx.factor is not None:  # a reduced loss: the per-sample gradient, broadcast
+            grad = grad * ctx.factor if ctx.factor != 1.0 else grad
+            grad = grad.reshape((1,) * (x.dim() - 1))
         if not is_grad_enabled() and s == 0:
             return _cross_entropy_grad(ctx, grad._data, dtype), None
         onehot = (xp.arange(c).reshape(ctx.bshape) == ctx.target[:, None]).astype(dtype)
@@ -250,13 +264,17 @@ def _class_target(op: str, input: Tensor, target: Tensor, weight, ignore_index: 
                                f"no classes but got weight tensor of shape: {list(weight.shape)}")
         raise RuntimeError("weight tensor should be defined either for all or no classes")
     xp = xp_of(t._data)
-    tgt = t._data.astype(np.int64)
+    tgt = t._data.astype(np.int64)  # a copy: later in-place writes to target do not reach it
+    dtype = x._data.dtype
+    if weight is None and tgt.size and not 0 <= ignore_index < c \
+            and 0 <= int(tgt.min()) and int(tgt.max()) < c:
+        # the usual batch: every target a class, none ignored (2 passes instead of 8)
+        return x, tgt, xp.ones(tgt.shape, dtype), xp.ones(tgt.shape, bool), tuple(target.shape)
     valid = tgt != ignore_index
     bad = valid & ((tgt < 0) | (tgt >= c))
     if bad.any():
         raise IndexError(f"Target {int(tgt[bad].reshape(-1)[0])} is out of bounds.")
     safe = xp.where(valid, tgt, 0)
-    dtype = x._data.dtype
     if weight is None:
         picked = valid.astype(dtype)
     else:
@@ -303,13 +321,12 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
     constant_arg("nll_loss_forward", "weight", weight)
     x, safe, picked, valid, shape = _class_target("cross_entropy", input, target, weight,
                                                   ignore_index)
+    total = float(picked.sum()) if reduction == "mean" else 1.0
     loss = CrossEntropy.apply(x, weight, target=safe, picked_weight=picked, valid=valid,
-                              smoothing=label_smoothing)
-    if reduction == "none":
-        return loss if tuple(loss.shape) == shape else loss.reshape(shape)
-    if reduction == "sum":
-        return loss.sum()
-    return _weighted_mean(loss, picked)
+                              smoothing=label_smoothing, reduction=reduction, total=total)
+    if reduction == "none" and tuple(loss.shape) != shape:
+        return loss.reshape(shape)
+    return loss
 
 
 def _cross_entropy_probs(input, target, weight, ignore_index, reduction, smoothing):

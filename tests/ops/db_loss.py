@@ -112,6 +112,8 @@ def _ce_samples(rng):
         Sample((x(2, 4, 3), [[0, 1, 3], [2, 2, 0]]), {"reduction": "none",
                                                       "label_smoothing": 0.1}),
         Sample((x(4), 2), {}),
+        Sample((x(2, 4, 3), [[0, 1, 3], [2, 2, 0]]), {"weight": W4}),
+        Sample((x(3, 4), [1, 1, 0]), {"reduction": "sum"}),
     ]
 
 

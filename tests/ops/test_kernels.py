@@ -36,6 +36,36 @@ def test_gelu_f32_special_values_and_blocks():
                                rtol=0, atol=0)
 
 
+def test_gelu_backward_from_kept_cdf_is_the_same():
+    rng = np.random.default_rng(3)
+    x = (rng.standard_normal(_kernels.BLOCK + 99) * 4).astype(np.float32)
+    x[:5] = [np.inf, -np.inf, np.nan, 0.0, -0.0]
+    g = rng.standard_normal(x.size).astype(np.float32)
+    out, cdf2 = _kernels.gelu_f32(x, keep_cdf=True)
+    np.testing.assert_array_equal(out, _kernels.gelu_f32(x))
+    np.testing.assert_allclose(cdf2[5:], 2 * _normal_cdf64(x[5:].astype(np.float64)),
+                               rtol=0, atol=5e-7)
+    np.testing.assert_array_equal(_kernels.gelu_backward_from_cdf_f32(g, x, cdf2),
+                                  _kernels.gelu_backward_f32(g, x))
+
+
+def test_gelu_keeps_cdf_only_for_a_recorded_graph():
+    x = ember.randn(4, 50, requires_grad=True)
+    y = ember.nn.functional.gelu(x)
+    assert y.grad_fn.cdf2 is not None
+    w = ember.randn(4, 50)
+    (gx,) = ember.autograd.grad(y, x, w, retain_graph=True)
+    (again,) = ember.autograd.grad(y, x, w)  # kept array still valid with retain_graph
+    ref = _kernels.gelu_backward_f32(w.numpy(), x.detach().numpy())
+    np.testing.assert_array_equal(gx.numpy(), ref)
+    np.testing.assert_array_equal(again.numpy(), ref)
+    assert y.grad_fn.cdf2 is None  # freed with the graph
+    with ember.no_grad():
+        assert ember.nn.functional.gelu(x).grad_fn is None
+    y2 = ember.nn.functional.gelu(x.detach())
+    assert y2.grad_fn is None
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16])
 def test_relu_backward_is_where(dtype):
     y = np.array([-1.0, 0.0, -0.0, 2.0, np.nan, np.inf, 3.0], dtype)
@@ -86,6 +116,12 @@ def _first_and_recorded(fn, *shapes):
     (lambda x, y: x * y, [(), ()]),                    # 0-d: NumPy returns a scalar there
     (lambda x: x * 2.5, [(3,)]),
     (lambda x: x * x * x, [(2, 3)]),
+    (lambda a, b: a @ b, [(3, 4), (4, 5)]),
+    (lambda a, b: a @ b.t(), [(3, 4), (5, 4)]),                       # F-ordered operand
+    (lambda a, b: a.t() @ b, [(4, 3), (4, 5)]),
+    (lambda x, w, b: ember.nn.functional.linear(x, w, b), [(3, 4), (5, 4), (5,)]),
+    (lambda c, a, b: ember.addmm(c, a, b, beta=0.5, alpha=2.0), [(3, 5), (3, 4), (4, 5)]),
+    (lambda c, a, b: ember.addmm(c, a, b), [(1, 5), (3, 4), (4, 5)]),  # broadcast input
 ])
 def test_first_order_fast_paths_match_recorded_formulas(fn, shapes):
     first, recorded = _first_and_recorded(fn, *shapes)
@@ -102,6 +138,18 @@ def test_first_order_mul_backward_gives_array_tensors():
     (a * b).sum().backward()
     assert a.grad.dtype == ember.float32 and a.grad.tolist() == [3.0, 4.0]
     assert b.grad.dtype == ember.float64 and b.grad.tolist() == [1.0, 2.0]
+
+
+def test_first_order_linear_backward_gives_a_contiguous_weight_grad():
+    x = ember.randn(8, 4)
+    layer = ember.nn.Linear(4, 3)
+    layer(x).sum().backward()
+    assert layer.weight.grad._data.flags.c_contiguous
+    np.testing.assert_allclose(layer.weight.grad.numpy(), np.tile(x.numpy().sum(0), (3, 1)),
+                               rtol=1e-5)
+    half = ember.randn(5, 4, dtype=ember.float16, requires_grad=True)
+    (half @ ember.randn(4, 2, dtype=ember.float16)).sum().backward()
+    assert half.grad.dtype == ember.float16
 
 
 def test_keep_freed_memory_can_be_turned_off(monkeypatch):

@@ -108,8 +108,14 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
         rows = _prod(input.shape[:-1])
         raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({rows}x"
                            f"{input.shape[-1]} and {weight.shape[1]}x{weight.shape[0]})")
-    if bias is not None and input.dim() == 2 and weight.dim() == 2:
-        return _addmm(bias, input, weight.t())
+    if bias is not None and weight.dim() == 2:
+        if input.dim() == 2:
+            return _addmm(bias, input, weight.t())
+        if input.dim() > 2 and input.is_contiguous():
+            # as PyTorch: the leading dims folded into one addmm (the bias is added into
+            # the fresh product, and the backward is two plain matrix products)
+            rows = input.view(-1, input.shape[-1])
+            return _addmm(bias, rows, weight.t()).view(tuple(input.shape[:-1]) + (weight.shape[0],))
     out = _matmul(input, weight.t())
     return out if bias is None else out + bias
 

@@ -1,227 +1,24 @@
 """Convolution: conv1d/2d/3d and conv_transpose1d/2d/3d, one N-d implementation.
 
-Everything rests on sliding windows: the zero-padded input seen as a strided view
-of shape (N, C, *out, *kernel) (no copy), copied into a column matrix and multiplied by
-the weight, one matrix product for each group and each cache-sized chunk of the batch
-("im2col").  The transposed convolution runs the other way: the matrix product gives
-the columns, which are added back into the (padded) output by strided slices, one per
-kernel offset ("col2im", a loop over the k^d kernel positions, never over pixels).
-
-The three products hidden in a convolution are one trilinear form
+The array kernels (im2col and one matrix product per chunk, col2im) are in
+conv_arrays.py.  The three products hidden in a convolution are one trilinear form
 ``T(a, w, c) = <conv(a, w), c>``; each of conv, conv_transpose and the weight
 gradient is the derivative of T in one argument, so each one's backward is made of
 the other two (see ``Convolution`` and ``ConvolutionWeight``) and gradients of any
 order work.
-
-The window helpers (``window_view``, ``kernel_offsets``, ``pad_array``) are shared
-with pooling.py and resample.py.
 """
 
 from __future__ import annotations
 
-import itertools
-import math
-from typing import NamedTuple
 
 import numpy as np
 
 from .._core.function import Function
 from .._core.tensor import Tensor
-from ._util import check_same_device, xp_of
+from ._util import check_same_device
+from .conv_arrays import Geometry, conv_array, conv_transpose_array, conv_weight_array
 
 _INTS = (int, np.integer)
-
-# ----------------------------------------------------------------------
-# sliding windows (shared with pooling.py and resample.py)
-
-
-def window_view(x, kernel, stride, dilation):
-    """A read-only view (..., *out, *kernel) of the windows over the last len(kernel) dims.
-
-    `x` is already padded; ``out[i] = (size[i] - dilation[i]*(kernel[i]-1) - 1)
-    // stride[i] + 1``.  No data is copied.
-    """
-    nd = len(kernel)
-    lead, spatial = x.shape[:-nd], x.shape[-nd:]
-    out = tuple((n - d * (k - 1) - 1) // s + 1
-                for n, k, s, d in zip(spatial, kernel, stride, dilation))
-    st = x.strides[-nd:]
-    strides = (x.strides[:-nd] + tuple(a * s for a, s in zip(st, stride))
-               + tuple(a * d for a, d in zip(st, dilation)))
-    xp = xp_of(x)
-    return xp.lib.stride_tricks.as_strided(x, lead + out + tuple(kernel), strides,
-                                           writeable=False)
-
-
-def kernel_offsets(kernel, stride, dilation, out):
-    """(kernel index, slices) for every kernel position: the slices pick, from a padded
-    buffer, the elements that position touches for every output (a strided view)."""
-    for index in itertools.product(*(range(k) for k in kernel)):
-        slices = tuple(slice(i * d, i * d + s * (o - 1) + 1, s)
-                       for i, s, d, o in zip(index, stride, dilation, out))
-        yield index, slices
-
-
-def pad_array(x, lo, hi, value=0):
-    """`x` with its last len(lo) dims padded by lo/hi elements of `value` (x itself if none)."""
-    if not any(lo) and not any(hi):
-        return x
-    nd = len(lo)
-    xp = xp_of(x)
-    shape = x.shape[:-nd] + tuple(n + a + b for n, a, b in zip(x.shape[-nd:], lo, hi))
-    out = xp.full(shape, value, dtype=x.dtype)
-    inner = tuple(slice(a, a + n) for a, n in zip(lo, x.shape[-nd:]))
-    out[(Ellipsis,) + inner] = x
-    return out
-
-
-# ----------------------------------------------------------------------
-# array kernels
-
-
-class Geometry(NamedTuple):
-    """Where the windows of a convolution lie.
-
-    `size` is the spatial shape of the convolution's input (the "a" of ``T(a, w, c)``),
-    before padding; `lo`/`hi` the zeros added before/after each spatial dim.
-    """
-
-    size: tuple
-    stride: tuple
-    lo: tuple
-    hi: tuple
-    dilation: tuple
-    groups: int
-
-    def padded(self) -> tuple:
-        return tuple(n + a + b for n, a, b in zip(self.size, self.lo, self.hi))
-
-    def out(self, kernel) -> tuple:
-        return tuple((n - d * (k - 1) - 1) // s + 1
-                     for n, k, s, d in zip(self.padded(), kernel, self.stride, self.dilation))
-
-
-# NOTE: the batch is processed in chunks of a few MB of columns, with the buffers allocated
-# once per call: the column matrix is then written and read back by the matrix product
-# from the CPU's cache, not memory (measured on the MNIST shapes: 1.3-1.5x faster than one
-# product over the whole batch, whose columns also take 9x the input's memory for a 3x3
-# kernel).  Each chunk is ONE matrix product per group, with the images side by side in
-# its columns (layout (C, *kernel, images, *out)), not one small product per image: a
-# multithreaded BLAS synchronizes its threads at every product, and on a busy machine
-# (a descheduled thread) per-image products made the MNIST CNN step up to 2x slower.
-_CHUNK_BYTES = 4 << 20
-
-
-def _chunks(xp, n: int, item_bytes: int) -> list:
-    """Slices of the batch holding about _CHUNK_BYTES of columns each (all of it on GPU)."""
-    step = n if xp is not np else max(1, _CHUNK_BYTES // max(item_bytes, 1))
-    return [slice(s, min(s + step, n)) for s in range(0, n, step)]
-
-
-def _column_view(a, kernel, geo):
-    """The windows of zero-padded `a` as a view (C, *kernel, N, *out) (nothing copied)."""
-    nd = len(kernel)
-    win = window_view(pad_array(a, geo.lo, geo.hi), kernel, geo.stride, geo.dilation)
-    return win.transpose((1,) + tuple(range(2 + nd, 2 + 2 * nd)) + (0,)
-                         + tuple(range(2, 2 + nd)))
-
-
-def _images_last(x, g: int, m: int):
-    """(m, C, *out) chunk -> a fresh (G, C/G, m * prod(out)) array, images side by side."""
-    rows = x.reshape(m, g, x.shape[1] // g, -1).transpose(1, 2, 0, 3)
-    return rows.reshape(g, x.shape[1] // g, -1)                     # copies (transposed)
-
-
-def _images_first(prod, target, m: int) -> None:
-    """(G, O/G, m * P) product -> written into `target` (m, O, P)."""
-    g, og = prod.shape[:2]
-    target[...] = prod.reshape(g * og, m, -1).transpose(1, 0, 2)
-
-
-def conv_array(a, w, geo, bias=None):
-    """The convolution of `a` (N, C, *size) with `w` (Cout, C/groups, *k), plus `bias`."""
-    xp = xp_of(a)
-    kernel = tuple(w.shape[2:])
-    out_shape = geo.out(kernel)
-    g, co, n, c = geo.groups, w.shape[0], a.shape[0], a.shape[1]
-    p = math.prod(out_shape)
-    view = _column_view(a, kernel, geo)                              # (C, *k, N, *out)
-    wg = w.reshape(g, co // g, -1)                                   # (G, Og, Cg*k)
-    dtype = xp.result_type(a, w)
-    out = xp.empty((n, co, p), dtype=dtype)
-    parts = _chunks(xp, n, c * math.prod(kernel) * p * a.itemsize)
-    step = parts[0].stop if parts else 0
-    lead = view.shape[:1 + len(kernel)]                              # (C, *k)
-    cols = xp.empty(math.prod(lead) * step * p, dtype=a.dtype)       # flat: chunks stay
-    prod = xp.empty(co * step * p, dtype=dtype)                      # contiguous
-    per_channel = None if bias is None else bias.reshape(co, 1)
-    for part in parts:
-        m = part.stop - part.start
-        chunk = cols[:math.prod(lead) * m * p].reshape(lead + (m,) + out_shape)
-        xp.copyto(chunk, view[(slice(None),) * len(lead) + (part,)])   # im2col
-        result = xp.matmul(wg, chunk.reshape(g, -1, m * p),
-                           out=prod[:co * m * p].reshape(g, co // g, m * p))
-        _images_first(result, out[part], m)
-        if per_channel is not None:  # added while the chunk is still in cache
-            out[part] += per_channel
-    return out.reshape((n, co) + out_shape)
-
-
-def conv_transpose_array(c, w, geo, bias=None):
-    """The adjoint of `conv_array` in its input: (N, Cout, *out) -> (N, C, *size)."""
-    xp = xp_of(c)
-    kernel = tuple(w.shape[2:])
-    out_shape = tuple(c.shape[2:])
-    nd = len(kernel)
-    g, co, cg, n = geo.groups, w.shape[0], w.shape[1], c.shape[0]
-    p = math.prod(out_shape)
-    wt = w.reshape(g, co // g, -1).transpose(0, 2, 1)               # (G, Cg*k, Og)
-    buf = xp.zeros((n, g * cg) + geo.padded(), dtype=xp.result_type(c, w))
-    parts = _chunks(xp, n, g * cg * math.prod(kernel) * p * c.itemsize)
-    step = parts[0].stop if parts else 0
-    ck = g * cg * math.prod(kernel)
-    cols = xp.empty(ck * step * p, dtype=buf.dtype)                 # flat: chunks contiguous
-    offsets = list(kernel_offsets(kernel, geo.stride, geo.dilation, out_shape))
-    every = (slice(None), slice(None))
-    for part in parts:
-        m = part.stop - part.start
-        rows = _images_last(c[part], g, m)                           # (G, Og, m*P)
-        chunk = xp.matmul(wt, rows, out=cols[:ck * m * p].reshape(g, ck // g, m * p))
-        chunk = chunk.reshape((g * cg,) + kernel + (m,) + out_shape)    # (C, *k, m, *out)
-        target = buf[part]
-        for index, slices in offsets:                                # col2im
-            piece = chunk[(slice(None),) + index]                    # (C, m, *out)
-            target[every + slices] += piece.swapaxes(0, 1)
-    if any(geo.lo) or any(geo.hi):
-        inner = tuple(slice(a, a + s) for a, s in zip(geo.lo, geo.size))
-        buf = xp.ascontiguousarray(buf[(Ellipsis,) + inner])
-    if bias is not None:
-        buf += bias.reshape((-1,) + (1,) * nd)
-    return buf
-
-
-def conv_weight_array(a, c, kernel, geo):
-    """The adjoint of `conv_array` in its weight: <conv(a, w), c> = <w, conv_weight(a, c)>."""
-    xp = xp_of(a)
-    kernel = tuple(kernel)
-    g, co, n, ch = geo.groups, c.shape[1], a.shape[0], a.shape[1]
-    p = math.prod(c.shape[2:])
-    view = _column_view(a, kernel, geo)                              # (C, *k, N, *out)
-    ck = ch * math.prod(kernel)
-    dtype = xp.result_type(a, c)
-    parts = _chunks(xp, n, ck * p * a.itemsize)
-    step = parts[0].stop if parts else 0
-    lead = view.shape[:1 + len(kernel)]                              # (C, *k)
-    cols = xp.empty(ck * step * p, dtype=a.dtype)                   # flat: chunks contiguous
-    gw = xp.zeros((g, co // g, ck // g), dtype=dtype)
-    for part in parts:
-        m = part.stop - part.start
-        chunk = cols[:ck * m * p].reshape(lead + (m,) + tuple(c.shape[2:]))
-        xp.copyto(chunk, view[(slice(None),) * len(lead) + (part,)])   # im2col
-        rows = _images_last(c[part], g, m)                           # (G, Og, m*P)
-        gw += xp.matmul(rows, chunk.reshape(g, ck // g, m * p).transpose(0, 2, 1))
-    return gw.reshape((co, ch // g) + kernel)
-
 
 # ----------------------------------------------------------------------
 # Functions
@@ -247,7 +44,7 @@ class Convolution(Function):
         need_x, need_w, need_b = (e[0] is not None for e in ctx._edges[:3])
         gx = gw = gb = None
         if need_x:
-            gx = Convolution.apply(grad, w, None, geo, not transposed)
+            gx = _fit(Convolution.apply(grad, w, None, geo, not transposed), x.shape)
         if need_w:
             a, c = (grad, x) if transposed else (x, grad)
             gw = ConvolutionWeight.apply(a, c, tuple(w.shape[2:]), geo)
@@ -274,8 +71,16 @@ class ConvolutionWeight(Function):
         if ctx._edges[0][0] is not None:
             ga = Convolution.apply(c, grad, None, ctx.geo, True)
         if ctx._edges[1][0] is not None:
-            gc = Convolution.apply(a, grad, None, ctx.geo, False)
+            gc = _fit(Convolution.apply(a, grad, None, ctx.geo, False), c.shape)
         return ga, gc
+
+
+def _fit(t: Tensor, shape) -> Tensor:
+    """`t` cut to `shape`: a transposed convolution's output_padding leaves windows past
+    the end of its input, which are no part of that input's gradient."""
+    if tuple(t.shape[2:]) == tuple(shape[2:]):
+        return t
+    return t[(Ellipsis,) + tuple(slice(0, s) for s in shape[2:])]
 
 
 # ----------------------------------------------------------------------

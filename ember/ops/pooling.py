@@ -24,7 +24,7 @@ import numpy as np
 from .._core.function import Function
 from .._core.tensor import Tensor
 from ._util import xp_of
-from .conv import kernel_offsets, pad_array
+from .conv_arrays import kernel_offsets, pad_array
 
 _INTS = (int, np.integer)
 

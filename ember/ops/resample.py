@@ -21,7 +21,8 @@ from .._core.backend import scatter_add
 from .._core.function import Function
 from .._core.tensor import Tensor
 from ._util import xp_of
-from .conv import kernel_offsets, ntuple, pad_array, window_view
+from .conv import ntuple
+from .conv_arrays import kernel_offsets, pad_array, window_view
 
 # ----------------------------------------------------------------------
 # a sparse linear map along one axis

@@ -229,7 +229,7 @@ def test_transposed_is_adjoint_of_conv():
 
 def test_large_batch_uses_several_chunks(monkeypatch):
     """Batches bigger than one cache-sized chunk give the same result as small ones."""
-    from ember.ops import conv
+    from ember.ops import conv_arrays as conv
 
     monkeypatch.setattr(conv, "_CHUNK_BYTES", 100_000)   # a few images per chunk
     rng = np.random.default_rng(1)

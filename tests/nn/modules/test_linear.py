@@ -164,6 +164,28 @@ def test_linear_grad_fn_names():
     x = ember.randn(4, 3, requires_grad=True)
     assert m(x).grad_fn.name() == "AddmmBackward0"
     assert nn.Linear(3, 2, bias=False)(x).grad_fn.name() == "MmBackward0"
+    # a contiguous N-D input is folded into one addmm, as in PyTorch; others broadcast
+    y = m(ember.randn(2, 4, 3, requires_grad=True))
+    assert y.grad_fn.name() == "ViewBackward0"
+    assert y.grad_fn.next_functions[0][0].name() == "AddmmBackward0"
+    assert m(ember.randn(4, 2, 3).transpose(0, 1)).grad_fn.name() == "AddBackward0"
+
+
+def test_linear_nd_paths_agree():
+    m = nn.Linear(3, 2).double()
+    x = ember.randn(4, 5, 3, dtype=ember.float64)
+    for inp in (x, x.transpose(0, 1).contiguous().transpose(0, 1)):  # folded / broadcast
+        inp = inp.detach().requires_grad_()
+        m.zero_grad()
+        out = m(inp)
+        g = ember.randn(*out.shape, dtype=ember.float64)
+        out.backward(g)
+        ref = inp.detach().numpy() @ m.weight.detach().numpy().T + m.bias.detach().numpy()
+        assert_close(out, ref)
+        gn = g.numpy()
+        assert_close(inp.grad, gn @ m.weight.detach().numpy())
+        assert_close(m.weight.grad, gn.reshape(-1, 2).T @ inp.detach().numpy().reshape(-1, 3))
+        assert_close(m.bias.grad, gn.reshape(-1, 2).sum(0))
 
 
 def test_mlp_gradients_match_torch():

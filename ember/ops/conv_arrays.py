@@ -1,0 +1,312 @@
+"""The array kernels of the convolutions (conv.py): sliding windows, and the three
+products hidden in a convolution (forward, input gradient, weight gradient) on NumPy or
+CuPy arrays.
+
+Everything rests on sliding windows: the zero-padded input seen as a strided view
+of shape (N, C, *out, *kernel) (no copy), copied into a column matrix and multiplied by
+the weight, one matrix product for each group and each cache-sized chunk of the batch
+("im2col").  The transposed convolution runs the other way: the matrix product gives
+the columns, which are added back into the (padded) output by strided slices, one per
+kernel offset ("col2im", a loop over the k^d kernel positions, never over pixels); with
+stride 1 two faster paths avoid the strided adds.
+
+The window helpers (``window_view``, ``kernel_offsets``, ``pad_array``) are shared
+with pooling.py and resample.py.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from typing import NamedTuple
+
+import numpy as np
+
+from ._util import xp_of
+
+# ----------------------------------------------------------------------
+# sliding windows (shared with pooling.py and resample.py)
+
+
+def window_view(x, kernel, stride, dilation):
+    """A read-only view (..., *out, *kernel) of the windows over the last len(kernel) dims.
+
+    `x` is already padded; ``out[i] = (size[i] - dilation[i]*(kernel[i]-1) - 1)
+    // stride[i] + 1``.  No data is copied.
+    """
+    nd = len(kernel)
+    lead, spatial = x.shape[:-nd], x.shape[-nd:]
+    out = tuple((n - d * (k - 1) - 1) // s + 1
+                for n, k, s, d in zip(spatial, kernel, stride, dilation))
+    st = x.strides[-nd:]
+    strides = (x.strides[:-nd] + tuple(a * s for a, s in zip(st, stride))
+               + tuple(a * d for a, d in zip(st, dilation)))
+    xp = xp_of(x)
+    return xp.lib.stride_tricks.as_strided(x, lead + out + tuple(kernel), strides,
+                                           writeable=False)
+
+
+def kernel_offsets(kernel, stride, dilation, out):
+    """(kernel index, slices) for every kernel position: the slices pick, from a padded
+    buffer, the elements that position touches for every output (a strided view)."""
+    for index in itertools.product(*(range(k) for k in kernel)):
+        slices = tuple(slice(i * d, i * d + s * (o - 1) + 1, s)
+                       for i, s, d, o in zip(index, stride, dilation, out))
+        yield index, slices
+
+
+def pad_array(x, lo, hi, value=0):
+    """`x` with its last len(lo) dims padded by lo/hi elements of `value` (x itself if none)."""
+    if not any(lo) and not any(hi):
+        return x
+    nd = len(lo)
+    xp = xp_of(x)
+    shape = x.shape[:-nd] + tuple(n + a + b for n, a, b in zip(x.shape[-nd:], lo, hi))
+    out = xp.full(shape, value, dtype=x.dtype)
+    inner = tuple(slice(a, a + n) for a, n in zip(lo, x.shape[-nd:]))
+    out[(Ellipsis,) + inner] = x
+    return out
+
+
+# ----------------------------------------------------------------------
+# array kernels
+
+
+class Geometry(NamedTuple):
+    """Where the windows of a convolution lie.
+
+    `size` is the spatial shape of the convolution's input (the "a" of ``T(a, w, c)``),
+    before padding; `lo`/`hi` the zeros added before/after each spatial dim.
+    """
+
+    size: tuple
+    stride: tuple
+    lo: tuple
+    hi: tuple
+    dilation: tuple
+    groups: int
+
+    def padded(self) -> tuple:
+        return tuple(n + a + b for n, a, b in zip(self.size, self.lo, self.hi))
+
+    def out(self, kernel) -> tuple:
+        return tuple((n - d * (k - 1) - 1) // s + 1
+                     for n, k, s, d in zip(self.padded(), kernel, self.stride, self.dilation))
+
+
+# NOTE: the batch is processed in chunks of a few MB of columns, with the buffers allocated
+# once per call: the column matrix is then written and read back by the matrix product
+# from the CPU's cache, not memory (measured on the MNIST shapes: 1.3-1.5x faster than one
+# product over the whole batch, whose columns also take 9x the input's memory for a 3x3
+# kernel).  Each chunk is ONE matrix product per group, with the images side by side in
+# its columns (layout (C, *kernel, images, *out)), not one small product per image: a
+# multithreaded BLAS synchronizes its threads at every product, and on a busy machine
+# (a descheduled thread) per-image products made the MNIST CNN step up to 2x slower.
+_CHUNK_BYTES = 4 << 20
+
+
+def _chunks(xp, n: int, item_bytes: int) -> list:
+    """Slices of the batch holding about _CHUNK_BYTES of columns each (all of it on GPU)."""
+    step = n if xp is not np else max(1, _CHUNK_BYTES // max(item_bytes, 1))
+    return [slice(s, min(s + step, n)) for s in range(0, n, step)]
+
+
+def _column_view(a, kernel, geo):
+    """The windows of zero-padded `a` as a view (C, *kernel, N, *out) (nothing copied)."""
+    nd = len(kernel)
+    win = window_view(pad_array(a, geo.lo, geo.hi), kernel, geo.stride, geo.dilation)
+    return win.transpose((1,) + tuple(range(2 + nd, 2 + 2 * nd)) + (0,)
+                         + tuple(range(2, 2 + nd)))
+
+
+def _images_last(x, g: int, m: int):
+    """(m, C, *out) chunk -> a fresh (G, C/G, m * prod(out)) array, images side by side."""
+    rows = x.reshape(m, g, x.shape[1] // g, -1).transpose(1, 2, 0, 3)
+    return rows.reshape(g, x.shape[1] // g, -1)                     # copies (transposed)
+
+
+def _images_first(prod, target, m: int) -> None:
+    """(G, O/G, m * P) product -> written into `target` (m, O, P)."""
+    g, og = prod.shape[:2]
+    target[...] = prod.reshape(g * og, m, -1).transpose(1, 0, 2)
+
+
+def conv_array(a, w, geo, bias=None):
+    """The convolution of `a` (N, C, *size) with `w` (Cout, C/groups, *k), plus `bias`."""
+    xp = xp_of(a)
+    kernel = tuple(w.shape[2:])
+    out_shape = geo.out(kernel)
+    g, co, n, c = geo.groups, w.shape[0], a.shape[0], a.shape[1]
+    p = math.prod(out_shape)
+    view = _column_view(a, kernel, geo)                              # (C, *k, N, *out)
+    wg = w.reshape(g, co // g, -1)                                   # (G, Og, Cg*k)
+    dtype = xp.result_type(a, w)
+    out = xp.empty((n, co, p), dtype=dtype)
+    parts = _chunks(xp, n, c * math.prod(kernel) * p * a.itemsize)
+    step = parts[0].stop if parts else 0
+    lead = view.shape[:1 + len(kernel)]                              # (C, *k)
+    cols = xp.empty(math.prod(lead) * step * p, dtype=a.dtype)       # flat: chunks stay
+    prod = xp.empty(co * step * p, dtype=dtype)                      # contiguous
+    per_channel = None if bias is None else bias.reshape(co, 1)
+    for part in parts:
+        m = part.stop - part.start
+        chunk = cols[:math.prod(lead) * m * p].reshape(lead + (m,) + out_shape)
+        xp.copyto(chunk, view[(slice(None),) * len(lead) + (part,)])   # im2col
+        result = xp.matmul(wg, chunk.reshape(g, -1, m * p),
+                           out=prod[:co * m * p].reshape(g, co // g, m * p))
+        _images_first(result, out[part], m)
+        if per_channel is not None:  # added while the chunk is still in cache
+            out[part] += per_channel
+    return out.reshape((n, co) + out_shape)
+
+
+def conv_transpose_array(c, w, geo, bias=None):
+    """The adjoint of `conv_array` in its input: (N, Cout, *out) -> (N, C, *size)."""
+    xp = xp_of(c)
+    # NOTE: the stride-1 paths also multiply the weight by zeros (of the padding or the
+    # border): an inf weight would give NaN where PyTorch gives inf, so only finite ones.
+    if xp is np and all(s == 1 for s in geo.stride) and np.isfinite(w).all():
+        # no strided col2im: the helper that writes fewer columns, unless they are fewer
+        # than `c`'s channels (then copying `c` costs the most: general path)
+        co, ci, nk = w.shape[0], w.shape[1] * geo.groups, math.prod(w.shape[2:])
+        if co * math.prod(geo.size) < ci * math.prod(geo.padded()):
+            return _transpose_as_conv(c, w, geo, bias)
+        if ci * nk >= co:
+            return _transpose_by_shifts(c, w, geo, bias)
+    return _transpose_col2im(c, w, geo, bias)
+
+
+def _transpose_col2im(c, w, geo, bias):
+    """`conv_transpose_array` for any geometry: columns, then one strided add per offset."""
+    xp = xp_of(c)
+    kernel = tuple(w.shape[2:])
+    out_shape = tuple(c.shape[2:])
+    nd = len(kernel)
+    g, co, cg, n = geo.groups, w.shape[0], w.shape[1], c.shape[0]
+    p = math.prod(out_shape)
+    wt = w.reshape(g, co // g, -1).transpose(0, 2, 1)               # (G, Cg*k, Og)
+    buf = xp.zeros((n, g * cg) + geo.padded(), dtype=xp.result_type(c, w))
+    parts = _chunks(xp, n, g * cg * math.prod(kernel) * p * c.itemsize)
+    step = parts[0].stop if parts else 0
+    ck = g * cg * math.prod(kernel)
+    cols = xp.empty(ck * step * p, dtype=buf.dtype)                 # flat: chunks contiguous
+    offsets = list(kernel_offsets(kernel, geo.stride, geo.dilation, out_shape))
+    every = (slice(None), slice(None))
+    for part in parts:
+        m = part.stop - part.start
+        rows = _images_last(c[part], g, m)                           # (G, Og, m*P)
+        chunk = xp.matmul(wt, rows, out=cols[:ck * m * p].reshape(g, ck // g, m * p))
+        chunk = chunk.reshape((g * cg,) + kernel + (m,) + out_shape)    # (C, *k, m, *out)
+        target = buf[part]
+        for index, slices in offsets:                                # col2im
+            piece = chunk[(slice(None),) + index]                    # (C, m, *out)
+            target[every + slices] += piece.swapaxes(0, 1)
+    if any(geo.lo) or any(geo.hi):
+        inner = tuple(slice(a, a + s) for a, s in zip(geo.lo, geo.size))
+        buf = xp.ascontiguousarray(buf[(Ellipsis,) + inner])
+    if bias is not None:
+        buf += bias.reshape((-1,) + (1,) * nd)
+    return buf
+
+
+def _transpose_by_shifts(c, w, geo, bias):
+    """`conv_transpose_array` for stride 1, with a col2im of k^d contiguous adds.
+
+    With stride 1 a kernel offset moves every output by one flat distance in the padded
+    input.  So `c` is placed in a zero grid shaped like the padded input, and each offset's
+    columns of the product are added to the result as ONE run per group, shifted by that
+    distance (what runs past an image's end comes from the zero border).  The general
+    path adds one short strided row at a time, which NumPy does 2-4x slower than a
+    contiguous run: its col2im took as long as the product (MNIST conv2: 9 of 17 ms).
+    Costs products over the border (17% more multiply-adds for 3x3 on 24x24 outputs).
+    """
+    kernel = tuple(w.shape[2:])
+    nk = math.prod(kernel)
+    padded = geo.padded()
+    pp = math.prod(padded)
+    pstrides = [math.prod(padded[j + 1:]) for j in range(len(padded))]
+    offsets = [sum(i * d * s for i, d, s in zip(index, geo.dilation, pstrides))
+               for index in itertools.product(*(range(k) for k in kernel))]
+    g, co, cg, n = geo.groups, w.shape[0], w.shape[1], c.shape[0]
+    # weight rows ordered (G, k, Cg): each offset's columns are one block per group
+    wt = w.reshape(g, co // g, cg, nk).transpose(0, 3, 2, 1).reshape(g, nk * cg, co // g)
+    dtype = np.result_type(c, w)
+    out = np.empty((n, g * cg) + tuple(geo.size), dtype=dtype)
+    parts = _chunks(np, n, g * cg * nk * pp * c.itemsize)
+    step = parts[0].stop if parts else 0
+    cols = np.empty(g * cg * nk * step * pp, dtype=dtype)
+    acc = np.empty(g * cg * step * pp, dtype=dtype)
+    grids = {}                                       # zero-filled once per chunk size
+    place = (slice(None), slice(None)) + tuple(slice(0, o) for o in c.shape[2:])
+    crop = (slice(None), slice(None)) + tuple(slice(a, a + s) for a, s in zip(geo.lo, geo.size))
+    for part in parts:
+        m = part.stop - part.start
+        if m not in grids:
+            grids[m] = np.zeros((co, m) + padded, dtype=c.dtype)
+        grid = grids[m]
+        grid[place] = c[part].swapaxes(0, 1)
+        run = cg * m * pp                            # one group's columns for one offset
+        prod = np.matmul(wt, grid.reshape(g, co // g, m * pp),
+                         out=cols[:g * nk * run].reshape(g, nk * cg, m * pp))
+        prod = prod.reshape(g, nk, run)
+        total = acc[:g * run].reshape(g, run)
+        np.copyto(total, prod[:, 0])                 # offsets[0] == 0
+        length = run - max(offsets)
+        for j in range(1, nk):                                       # col2im
+            off = offsets[j]
+            total[:, off:off + length] += prod[:, j, :length]
+        result = total.reshape((g * cg, m) + padded)[crop]
+        np.copyto(out[part], result.swapaxes(0, 1))
+    if bias is not None:
+        out += bias.reshape((-1,) + (1,) * len(kernel))
+    return out
+
+
+def _transpose_as_conv(c, w, geo, bias):
+    """`conv_transpose_array` for stride 1, as a forward convolution of `c`.
+
+    With stride 1, ``x[i] = sum_k c[i + lo - d*k] w[k]``: the correlation of `c`, padded
+    by ``d*(k-1) - lo`` before (cropped where negative), with the kernel flipped and its
+    in/out channels swapped: `conv_array`'s im2col and products, no col2im at all.  Its
+    columns come from `c`, so it wins when `c` has fewer channels than the result
+    (depthwise: 2x faster than col2im; MNIST conv2, 64 -> 32 channels: 1.3x slower).
+    """
+    kernel = tuple(w.shape[2:])
+    nd, g = len(kernel), geo.groups
+    co, cg = w.shape[:2]
+    lo = [d * (k - 1) - a for k, d, a in zip(kernel, geo.dilation, geo.lo)]
+    # c_pad must span size + d*(k-1): what is left after lo and c goes after it
+    hi = [n + a - o for n, a, o in zip(geo.size, geo.lo, c.shape[2:])]
+    crop = tuple(slice(max(-a, 0), o - max(-b, 0)) for a, b, o in zip(lo, hi, c.shape[2:]))
+    c = c[(Ellipsis,) + crop]
+    flipped = w[(Ellipsis,) + (slice(None, None, -1),) * nd]
+    wt = flipped.reshape((g, co // g, cg) + kernel).swapaxes(1, 2)
+    wt = wt.reshape((g * cg, co // g) + kernel)                      # (C, Cout/G, *k)
+    inner = Geometry(tuple(c.shape[2:]), geo.stride, tuple(max(a, 0) for a in lo),
+                     tuple(max(b, 0) for b in hi), geo.dilation, g)
+    return conv_array(c, wt, inner, bias)
+
+
+def conv_weight_array(a, c, kernel, geo):
+    """The adjoint of `conv_array` in its weight: <conv(a, w), c> = <w, conv_weight(a, c)>."""
+    xp = xp_of(a)
+    kernel = tuple(kernel)
+    g, co, n, ch = geo.groups, c.shape[1], a.shape[0], a.shape[1]
+    p = math.prod(c.shape[2:])
+    view = _column_view(a, kernel, geo)                              # (C, *k, N, *out)
+    # a transposed convolution's output_padding can leave windows that `c` does not cover
+    view = view[(Ellipsis,) + tuple(slice(0, o) for o in c.shape[2:])]
+    ck = ch * math.prod(kernel)
+    dtype = xp.result_type(a, c)
+    parts = _chunks(xp, n, ck * p * a.itemsize)
+    step = parts[0].stop if parts else 0
+    lead = view.shape[:1 + len(kernel)]                              # (C, *k)
+    cols = xp.empty(ck * step * p, dtype=a.dtype)                   # flat: chunks contiguous
+    gw = xp.zeros((g, co // g, ck // g), dtype=dtype)
+    for part in parts:
+        m = part.stop - part.start
+        chunk = cols[:ck * m * p].reshape(lead + (m,) + tuple(c.shape[2:]))
+        xp.copyto(chunk, view[(slice(None),) * len(lead) + (part,)])   # im2col
+        rows = _images_last(c[part], g, m)                           # (G, Og, m*P)
+        gw += xp.matmul(rows, chunk.reshape(g, ck // g, m * p).transpose(0, 2, 1))
+    return gw.reshape((co, ch // g) + kernel)

@@ -181,10 +181,7 @@ class CrossEntropy(Function):
         ctx.smoothing, ctx.bshape = smoothing, bshape
         ctx.logp = logp  # for the first-order backward (it saves recomputing the softmax)
         ctx.save_for_backward(x, weight)
-        # The per-sample factor of the reduction (mean over no targets: the loss is nan
-        # and, as in PyTorch, the gradient zero).
-        ctx.factor = None if reduction == "none" else (
-            1.0 if reduction == "sum" or total == 0 else 1.0 / total)
+        ctx.factor = _reduction_factor(reduction, total)
         if reduction != "none":
             with np.errstate(invalid="ignore", divide="ignore"):
                 loss = xp.asarray(loss.sum() / (total if reduction == "mean" else 1.0))
@@ -230,6 +227,54 @@ def _cross_entropy_grad(ctx, g, dtype):
     picked = xp.take_along_axis(out, index, axis=1)
     xp.put_along_axis(out, index, picked - scale, axis=1)
     return _make(out.astype(dtype, copy=False))
+
+
+class NllLoss(Function):
+    """Per-sample ``-w[t] x[t]`` over class dim 1 (0 where the target is ignored), reduced
+    here for 'sum' and 'mean' (divided by `total`, the summed weight of the targets).
+    Its gradient ``-w[t] grad`` at the target class, 0 elsewhere, is linear in grad."""
+
+    _name = "NllLossBackward0"
+
+    @staticmethod
+    def forward(ctx, x, *, target, picked_weight, reduction, total):
+        xp = xp_of(x)
+        picked = xp.take_along_axis(x, target[:, None], axis=1)[:, 0]
+        loss = -(picked_weight * picked)
+        ctx.target, ctx.picked_weight = target, picked_weight
+        ctx.shape, ctx.reduction = x.shape, reduction
+        ctx.factor = _reduction_factor(reduction, total)
+        if reduction != "none":
+            with np.errstate(invalid="ignore", divide="ignore"):
+                loss = xp.asarray(loss.sum() / (total if reduction == "mean" else 1.0))
+        return loss.astype(x.dtype, copy=False)
+
+    @staticmethod
+    def backward(ctx, grad):
+        if ctx.factor is not None:  # a reduced loss: the per-sample gradient, broadcast
+            grad = grad * ctx.factor if ctx.factor != 1.0 else grad
+            grad = grad.reshape((1,) * (len(ctx.shape) - 1))
+        dtype = grad._data.dtype
+        xp = xp_of(grad._data)
+        if not is_grad_enabled():  # first order: one scatter on arrays
+            out = xp.zeros(ctx.shape, dtype)
+            scale = -(ctx.picked_weight * grad._data).astype(dtype, copy=False)
+            scale = xp.broadcast_to(scale, ctx.target.shape)
+            xp.put_along_axis(out, ctx.target[:, None], scale[:, None], axis=1)
+            return _make(out)
+        bshape = (1, ctx.shape[1]) + (1,) * (len(ctx.shape) - 2)
+        onehot = xp.arange(ctx.shape[1]).reshape(bshape) == ctx.target[:, None]
+        weights = (onehot * ctx.picked_weight[:, None]).astype(dtype)
+        return grad.unsqueeze(1) * _make(-weights)
+
+
+def _reduction_factor(reduction: str, total: float):
+    """The per-sample factor of a reduced loss's gradient: None for 'none'; for a mean over
+    no targets (the loss is nan) 1, since every per-sample weight is 0 then and the
+    gradient comes out zero, as in PyTorch."""
+    if reduction == "none":
+        return None
+    return 1.0 if reduction == "sum" or total == 0 else 1.0 / total
 
 
 def _class_target(op: str, input: Tensor, target: Tensor, weight, ignore_index: int):
@@ -286,12 +331,6 @@ def _dtype_word(t: Tensor) -> str:
     return {"int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte",
             "bool": "Bool", "float32": "Float", "float64": "Double", "float16": "Half"}.get(
         t.dtype.name, t.dtype.name)
-
-
-def _weighted_mean(loss: Tensor, picked) -> Tensor:
-    total = float(picked.sum())
-    with np.errstate(all="ignore"):  # every target ignored: 0 / 0 = nan, as in PyTorch
-        return loss.sum() / total if total != 0 else loss.sum() * math.nan
 
 
 def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
@@ -358,12 +397,11 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_a
     x, safe, picked, valid, shape = _class_target("nll_loss", input, target, weight,
                                                   ignore_index)
     constant_arg("nll_loss_forward", "weight", weight)
-    loss = -x.gather(1, _make(safe[:, None])).squeeze(1) * _make(picked)
-    if reduction == "none":
-        return loss if tuple(loss.shape) == shape else loss.reshape(shape)
-    if reduction == "sum":
-        return loss.sum()
-    return _weighted_mean(loss, picked)
+    total = float(picked.sum()) if reduction == "mean" else 1.0
+    loss = NllLoss.apply(x, target=safe, picked_weight=picked, reduction=reduction, total=total)
+    if reduction == "none" and tuple(loss.shape) != shape:
+        return loss.reshape(shape)
+    return loss
 
 
 # ---------------------------------------------------------------------------

@@ -133,6 +133,8 @@ def _nll_samples(rng):
         Sample((x(3, 4), [0, -100, 1]), {"reduction": "none", "weight": W4}),
         Sample((x(2, 4, 3), [[0, 1, 3], [2, 2, 0]]), {"reduction": "sum", "weight": W4,
                                                       "ignore_index": 0}),
+        Sample((x(2, 4, 3), [[0, 1, 3], [2, 2, 0]]), {"weight": W4, "ignore_index": 2}),
+        Sample((x(4), 1), {}),
     ]
 
 

@@ -111,6 +111,10 @@ def _first_and_recorded(fn, *shapes):
      [(3, 5)]),
     (lambda x: ember.nn.functional.cross_entropy(
         x, ember.tensor([[1, 0], [2, -100]]), ignore_index=-100, reduction="none"), [(2, 4, 2)]),
+    (lambda x: ember.nn.functional.nll_loss(x, ember.tensor([1, 0, 3])), [(3, 5)]),
+    (lambda x: ember.nn.functional.nll_loss(
+        x, ember.tensor([[1, 0], [2, -100]]), reduction="none"), [(2, 4, 2)]),
+    (lambda x: ember.nn.functional.cross_entropy(x, ember.tensor([1, 0, 3])), [(3, 5)]),
     (lambda x, y: x * y, [(3, 4), (3, 4)]),
     (lambda x, y: x * y, [(3, 1), (1, 4)]),            # broadcast: summed back by the engine
     (lambda x, y: x * y, [(), ()]),                    # 0-d: NumPy returns a scalar there

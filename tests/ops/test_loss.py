@@ -63,6 +63,11 @@ def test_ignore_index_and_uint8_targets():
     all_ignored.backward()  # a zero gradient, as in PyTorch (not nan)
     assert_close(x.grad, np.zeros((3, 4)))
     x.grad = None
+    all_ignored = F.nll_loss(x, ember.tensor([-100, -100, -100]))
+    assert math.isnan(all_ignored.item()) and all_ignored.grad_fn.name() == "NllLossBackward0"
+    all_ignored.backward()
+    assert_close(x.grad, np.zeros((3, 4)))
+    x.grad = None
     assert F.cross_entropy(ember.zeros(0, 4), ember.zeros(0, dtype=ember.int64),
                            reduction="sum").item() == 0.0
     u8 = ember.tensor([0, 1, 2], dtype=ember.uint8)

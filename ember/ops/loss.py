@@ -181,11 +181,7 @@ class CrossEntropy(Function):
         ctx.smoothing, ctx.bshape = smoothing, bshape
         ctx.logp = logp  # for the first-order backward (it saves recomputing the softmax)
         ctx.save_for_backward(x, weight)
-        ctx.factor = _reduction_factor(reduction, total)
-        if reduction != "none":
-            with np.errstate(invalid="ignore", divide="ignore"):
-                loss = xp.asarray(loss.sum() / (total if reduction == "mean" else 1.0))
-        return loss.astype(x.dtype, copy=False)
+        return _reduced(ctx, xp, loss, reduction, total).astype(x.dtype, copy=False)
 
     @staticmethod
     def backward(ctx, grad):
@@ -194,9 +190,7 @@ class CrossEntropy(Function):
         c = x.shape[1]
         s = ctx.smoothing
         dtype = x._data.dtype
-        if ctx.factor is not None:  # a reduced loss: the per-sample gradient, broadcast
-            grad = grad * ctx.factor if ctx.factor != 1.0 else grad
-            grad = grad.reshape((1,) * (x.dim() - 1))
+        grad = _per_sample(ctx, grad, x.dim())
         if not is_grad_enabled() and s == 0:
             return _cross_entropy_grad(ctx, grad._data, dtype), None
         onehot = (xp.arange(c).reshape(ctx.bshape) == ctx.target[:, None]).astype(dtype)
@@ -243,17 +237,11 @@ class NllLoss(Function):
         loss = -(picked_weight * picked)
         ctx.target, ctx.picked_weight = target, picked_weight
         ctx.shape, ctx.reduction = x.shape, reduction
-        ctx.factor = _reduction_factor(reduction, total)
-        if reduction != "none":
-            with np.errstate(invalid="ignore", divide="ignore"):
-                loss = xp.asarray(loss.sum() / (total if reduction == "mean" else 1.0))
-        return loss.astype(x.dtype, copy=False)
+        return _reduced(ctx, xp, loss, reduction, total).astype(x.dtype, copy=False)
 
     @staticmethod
     def backward(ctx, grad):
-        if ctx.factor is not None:  # a reduced loss: the per-sample gradient, broadcast
-            grad = grad * ctx.factor if ctx.factor != 1.0 else grad
-            grad = grad.reshape((1,) * (len(ctx.shape) - 1))
+        grad = _per_sample(ctx, grad, len(ctx.shape))
         dtype = grad._data.dtype
         xp = xp_of(grad._data)
         if not is_grad_enabled():  # first order: one scatter on arrays
@@ -268,13 +256,25 @@ class NllLoss(Function):
         return grad.unsqueeze(1) * _make(-weights)
 
 
-def _reduction_factor(reduction: str, total: float):
-    """The per-sample factor of a reduced loss's gradient: None for 'none'; for a mean over
-    no targets (the loss is nan) 1, since every per-sample weight is 0 then and the
-    gradient comes out zero, as in PyTorch."""
+def _reduced(ctx, xp, loss, reduction: str, total: float):
+    """`loss` per sample, or its sum, or its sum over `total` ('mean'); keeps on `ctx` the
+    factor of each sample's gradient (None for 'none').  For a mean over no targets the
+    loss is nan and the factor 1: every per-sample weight is 0 then, and the gradient
+    comes out zero, as in PyTorch."""
     if reduction == "none":
-        return None
-    return 1.0 if reduction == "sum" or total == 0 else 1.0 / total
+        ctx.factor = None
+        return loss
+    ctx.factor = 1.0 if reduction == "sum" or total == 0 else 1.0 / total
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return xp.asarray(loss.sum() / (total if reduction == "mean" else 1.0))
+
+
+def _per_sample(ctx, grad: Tensor, ndim: int) -> Tensor:
+    """The gradient of each sample's loss from a reduced loss's `grad` (broadcastable)."""
+    if ctx.factor is None:
+        return grad
+    grad = grad * ctx.factor if ctx.factor != 1.0 else grad
+    return grad.reshape((1,) * (ndim - 1))
 
 
 def _class_target(op: str, input: Tensor, target: Tensor, weight, ignore_index: int):

@@ -10,6 +10,7 @@ backward is ``softmax - target distribution``: stable for any logits.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import warnings
 
@@ -185,6 +186,11 @@ class CrossEntropy(Function):
 
     @staticmethod
     def backward(ctx, grad):
+        with _quiet_nan(ctx):
+            return CrossEntropy._backward(ctx, grad)
+
+    @staticmethod
+    def _backward(ctx, grad):
         x, weight = ctx.saved_tensors
         xp = xp_of(x._data)
         c = x.shape[1]
@@ -231,16 +237,21 @@ class NllLoss(Function):
     _name = "NllLossBackward0"
 
     @staticmethod
-    def forward(ctx, x, *, target, picked_weight, reduction, total):
+    def forward(ctx, x, *, target, picked_weight, valid, reduction, total):
         xp = xp_of(x)
         picked = xp.take_along_axis(x, target[:, None], axis=1)[:, 0]
         loss = -(picked_weight * picked)
-        ctx.target, ctx.picked_weight = target, picked_weight
+        ctx.target, ctx.picked_weight, ctx.valid = target, picked_weight, valid
         ctx.shape, ctx.reduction = x.shape, reduction
         return _reduced(ctx, xp, loss, reduction, total).astype(x.dtype, copy=False)
 
     @staticmethod
     def backward(ctx, grad):
+        with _quiet_nan(ctx):
+            return NllLoss._backward(ctx, grad)
+
+    @staticmethod
+    def _backward(ctx, grad):
         grad = _per_sample(ctx, grad, len(ctx.shape))
         dtype = grad._data.dtype
         xp = xp_of(grad._data)
@@ -252,27 +263,39 @@ class NllLoss(Function):
             return _make(out)
         bshape = (1, ctx.shape[1]) + (1,) * (len(ctx.shape) - 2)
         onehot = xp.arange(ctx.shape[1]).reshape(bshape) == ctx.target[:, None]
-        weights = (onehot * ctx.picked_weight[:, None]).astype(dtype)
-        return grad.unsqueeze(1) * _make(-weights)
+        picked = grad.unsqueeze(1) * _make(-ctx.picked_weight[:, None].astype(dtype))
+        return where(_make(onehot), picked, _make(xp.zeros((), dtype)))  # (nan stays put)
 
 
 def _reduced(ctx, xp, loss, reduction: str, total: float):
     """`loss` per sample, or its sum, or its sum over `total` ('mean'); keeps on `ctx` the
-    factor of each sample's gradient (None for 'none').  For a mean over no targets the
-    loss is nan and the factor 1: every per-sample weight is 0 then, and the gradient
-    comes out zero, as in PyTorch."""
+    factor of each sample's gradient (None for 'none')."""
     if reduction == "none":
         ctx.factor = None
         return loss
-    ctx.factor = 1.0 if reduction == "sum" or total == 0 else 1.0 / total
+    ctx.factor = 1.0 if reduction == "sum" else math.inf if total == 0 else 1.0 / total
     with np.errstate(invalid="ignore", divide="ignore"):
         return xp.asarray(loss.sum() / (total if reduction == "mean" else 1.0))
 
 
+def _quiet_nan(ctx):
+    """No NumPy warnings for the inf * 0 of a mean over zero total weight (PyTorch gives
+    its nan quietly); a no-op context otherwise."""
+    return np.errstate(invalid="ignore") if ctx.factor == math.inf else contextlib.nullcontext()
+
+
 def _per_sample(ctx, grad: Tensor, ndim: int) -> Tensor:
-    """The gradient of each sample's loss from a reduced loss's `grad` (broadcastable)."""
+    """The gradient of each sample's loss from a reduced loss's `grad` (broadcastable).
+
+    NOTE: a mean whose targets weigh 0 in all (nan loss) divides by 0 as PyTorch does:
+    the targets' gradients are nan, while ignored targets, which PyTorch skips, get 0
+    (so a batch with every target ignored has a zero gradient)."""
     if ctx.factor is None:
         return grad
+    if ctx.factor == math.inf:
+        xp = xp_of(grad._data)
+        factor = xp.where(ctx.valid, xp.inf, 0.0).astype(grad._data.dtype)
+        return grad.reshape((1,) * (ndim - 1)) * _make(factor)
     grad = grad * ctx.factor if ctx.factor != 1.0 else grad
     return grad.reshape((1,) * (ndim - 1))
 
@@ -398,7 +421,8 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_a
                                                   ignore_index)
     constant_arg("nll_loss_forward", "weight", weight)
     total = float(picked.sum()) if reduction == "mean" else 1.0
-    loss = NllLoss.apply(x, target=safe, picked_weight=picked, reduction=reduction, total=total)
+    loss = NllLoss.apply(x, target=safe, picked_weight=picked, valid=valid, reduction=reduction,
+                         total=total)
     if reduction == "none" and tuple(loss.shape) != shape:
         return loss.reshape(shape)
     return loss

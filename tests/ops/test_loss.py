@@ -52,6 +52,22 @@ def test_cross_entropy_target_errors():
         F.cross_entropy(x, ember.rand(3, 4), ignore_index=1)
 
 
+@pytest.mark.parametrize("loss_fn", [F.nll_loss, F.cross_entropy])
+def test_mean_over_zero_total_weight_matches_pytorch(loss_fn):
+    # targets that weigh 0 in all: nan loss; nan gradient on their rows, 0 on ignored rows
+    x = ember.randn(3, 4, requires_grad=True)
+    loss = loss_fn(x, ember.tensor([0, -100, 2]), weight=ember.zeros(4))
+    assert math.isnan(loss.item()) and loss.grad_fn.name() == "NllLossBackward0"
+    loss.backward()
+    g = x.grad.numpy()
+    assert np.isnan(g[0, 0]) and np.isnan(g[2, 2]) and (g[1] == 0).all()
+    if loss_fn is F.nll_loss:
+        assert (g[0, 1:] == 0).all()
+    (again,) = ember.autograd.grad(loss_fn(x, ember.tensor([0, -100, 2]), weight=ember.zeros(4)),
+                                   x, create_graph=True)  # the recorded formula agrees
+    np.testing.assert_array_equal(np.isnan(again.detach().numpy()), np.isnan(g))
+
+
 def test_ignore_index_and_uint8_targets():
     x = ember.randn(3, 4, requires_grad=True)
     t = ember.tensor([0, -100, 2])

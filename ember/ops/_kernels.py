@@ -13,11 +13,8 @@ log-softmax, layer norm) work on blocks of whole rows.
 from __future__ import annotations
 
 import math
-import threading
 
 import numpy as np
-
-from . import _parallel
 
 BLOCK = 1 << 16  # elements per block (the fastest of 8K..128K on a 1 MiB-L2 CPU)
 # Row kernels do fewer operations per element, so the ~2 us each NumPy call costs weighs
@@ -69,17 +66,10 @@ def _scratch(n: int, count: int) -> list:
 
 def _over_blocks(kernel, n: int, count: int) -> None:
     """Run ``kernel(block, scratch)`` over the BLOCK-sized slices of [0, n), with `count`
-    scratch buffers per thread; large arrays are shared with a second thread
-    (see _parallel.py)."""
-    buffers = threading.local()
-
-    def run(i):
-        scratch = getattr(buffers, "scratch", None)
-        if scratch is None:
-            scratch = buffers.scratch = _scratch(n, count)
-        kernel(slice(i * BLOCK, min((i + 1) * BLOCK, n)), scratch)
-
-    _parallel.for_blocks(run, -(-n // BLOCK), n)
+    scratch buffers reused from block to block."""
+    scratch = _scratch(n, count)
+    for start in range(0, n, BLOCK):
+        kernel(slice(start, min(start + BLOCK, n)), scratch)
 
 
 def gelu_f32(x: np.ndarray, keep_cdf: bool = False):
@@ -161,20 +151,17 @@ def gelu_backward_from_cdf_f32(grad: np.ndarray, x: np.ndarray,
     return out.reshape(x.shape)
 
 
-def _rows_per_block(rows: int, c: int) -> int:
-    """Rows per block of a row kernel: ROW_BLOCK elements, or BLOCK when the array is
-    large enough to be shared between two threads (they need several blocks to share)."""
-    size = rows * c
-    target = BLOCK if _parallel.parallel(2, size) else ROW_BLOCK
-    return max(1, target // max(c, 1))
+def _rows_per_block(c: int) -> int:
+    """Rows per block of a row kernel: about ROW_BLOCK elements."""
+    return max(1, ROW_BLOCK // max(c, 1))
 
 
 def _row_blocks(x, kernel) -> None:
     """Run ``kernel(start, stop)`` over blocks of whole rows of the 2-D array `x`."""
     rows, c = x.shape
-    per = _rows_per_block(rows, c)
-    _parallel.for_blocks(lambda i: kernel(i * per, min((i + 1) * per, rows)),
-                         -(-rows // per), x.size)
+    per = _rows_per_block(c)
+    for start in range(0, rows, per):
+        kernel(start, min(start + per, rows))
 
 
 def rowwise_fast(x) -> bool:
@@ -321,9 +308,9 @@ def layer_norm_backward_rows(g, y, rstd, weight, need_x: bool, need_w: bool,
     rows, c = g.shape
     gx = np.empty_like(g) if need_x else None
     wide_w = _tile_rows(weight, c)
-    per = _rows_per_block(rows, c)
+    per = _rows_per_block(c)
     count = -(-rows // per)
-    # per-block column sums of g * y and g, added up at the end (blocks run on two threads)
+    # per-block column sums of g * y and g, added up at the end
     gw_parts = np.zeros((count, c), g.dtype) if need_w else None
     gb_parts = np.zeros((count, c), g.dtype) if need_b else None
     ones = np.ones(min(per, rows), g.dtype)
@@ -353,7 +340,8 @@ def layer_norm_backward_rows(g, y, rstd, weight, need_x: bool, need_w: bool,
         gxb -= t
         gxb *= rstd[start:stop]
 
-    _parallel.for_blocks(kernel, count, g.size)
+    for i in range(count):
+        kernel(i)
     gw = None if gw_parts is None else (gw_parts[0] if count == 1 else gw_parts.sum(axis=0))
     gb = None if gb_parts is None else (gb_parts[0] if count == 1 else gb_parts.sum(axis=0))
     return gx, gw, gb

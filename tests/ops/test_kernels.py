@@ -190,48 +190,6 @@ def test_softmax_rows_match_the_shifted_formula(log, dtype):
                                        atol=1e-6 if dtype == np.float32 else 1e-14)
 
 
-@pytest.fixture
-def two_threads(monkeypatch):
-    """The opt-in kernel sharing of ops/_parallel.py turned on, with a low threshold."""
-    from ember.ops import _parallel
-
-    monkeypatch.setattr(_parallel, "_ENABLED", True)
-    monkeypatch.setattr(_parallel, "_threads", lambda: 2)
-    monkeypatch.setattr(_parallel, "MIN_ELEMENTS", 1)
-    return _parallel
-
-
-def test_shared_kernels_match_serial(two_threads, monkeypatch):
-    rng = np.random.default_rng(4)
-    x = rng.standard_normal(3 * _kernels.BLOCK + 5).astype(np.float32)
-    g = rng.standard_normal(x.size).astype(np.float32)
-    rows = rng.standard_normal((3000, 70)).astype(np.float32)
-    w, b = rng.standard_normal(70).astype(np.float32), rng.standard_normal(70).astype(np.float32)
-
-    def run():
-        y, out, mean, rstd = _kernels.layer_norm_rows(rows, 1e-5, w, b)
-        return [_kernels.gelu_f32(x), _kernels.gelu_backward_f32(g, x),
-                _kernels.softmax_rows(rows), _kernels.log_softmax_rows(rows), y, out, mean,
-                rstd, *_kernels.layer_norm_backward_rows(rows, y, rstd, w, True, True, True)]
-
-    shared = run()
-    monkeypatch.setattr(two_threads, "_ENABLED", False)
-    for a, b in zip(shared, run()):
-        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)  # column sums: other order
-
-
-def test_shared_kernel_errors_reach_the_caller(two_threads):
-    def boom(i):
-        if i == 3:
-            raise ValueError("block 3")
-
-    with pytest.raises(ValueError, match="block 3"):
-        two_threads.for_blocks(boom, 8, 1 << 20)
-    done = []
-    two_threads.for_blocks(done.append, 8, 1 << 20)  # still usable afterwards
-    assert sorted(done) == list(range(8))
-
-
 def test_layer_norm_fast_path_matches_numpy():
     rng = np.random.default_rng(5)
     x = rng.standard_normal((4, 3, 5, 6)).astype(np.float32)

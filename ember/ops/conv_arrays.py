@@ -152,9 +152,12 @@ def conv_array(a, w, geo, bias=None):
         m = part.stop - part.start
         chunk = cols[:math.prod(lead) * m * p].reshape(lead + (m,) + out_shape)
         xp.copyto(chunk, view[(slice(None),) * len(lead) + (part,)])   # im2col
-        result = xp.matmul(wg, chunk.reshape(g, -1, m * p),
-                           out=prod[:co * m * p].reshape(g, co // g, m * p))
-        _images_first(result, out[part], m)
+        if m == 1:  # one image: the product is already laid out as the output
+            xp.matmul(wg, chunk.reshape(g, -1, p), out=out[part].reshape(g, co // g, p))
+        else:
+            result = xp.matmul(wg, chunk.reshape(g, -1, m * p),
+                               out=prod[:co * m * p].reshape(g, co // g, m * p))
+            _images_first(result, out[part], m)
         if per_channel is not None:  # added while the chunk is still in cache
             out[part] += per_channel
     return out.reshape((n, co) + out_shape)

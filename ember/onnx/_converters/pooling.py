@@ -37,6 +37,11 @@ def convert_max_pool(c: Call) -> None:
     c.done(values, c.op("Mod", flat, plane))
 
 
+def convert_max_pool_values(c: Call) -> None:
+    """Max pooling's values alone (inference without indices): one MaxPool."""
+    c.done(c.op("MaxPool", c.input(0), **_pool_attrs(c.arg(1))))
+
+
 def _non_pad_counts(geo) -> np.ndarray:
     """Per output position, how many window elements lie inside the input."""
     counts = np.ones((1,) * len(geo.size))
@@ -137,6 +142,7 @@ def convert_axis_map(c: Call) -> None:
 
 CONVERTERS = {
     pooling.MaxPool: convert_max_pool,
+    pooling.MaxPoolValues: convert_max_pool_values,
     pooling.AvgPool: convert_avg_pool,
     pooling.FlatGather: convert_adaptive_max,
     resample.AxisMap: convert_axis_map,

@@ -175,3 +175,28 @@ def test_max_pool_nan_and_ties_match_pytorch(kwargs):
                                               **kwargs)
     np.testing.assert_array_equal(y.numpy(), ty.numpy())
     np.testing.assert_array_equal(idx.numpy(), tidx.numpy())
+
+
+@pytest.mark.parametrize("kwargs", [dict(kernel_size=2), dict(kernel_size=3, stride=2, padding=1),
+                                    dict(kernel_size=3, stride=2, ceil_mode=True),
+                                    dict(kernel_size=2, dilation=2),
+                                    dict(kernel_size=(2, 3), stride=1, padding=(1, 0))])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32])
+def test_max_pool_values_only_path_matches_the_indexed_one(kwargs, dtype):
+    """Without indices or a gradient (inference) the values come from a running maximum;
+    they equal the values of the indexed path, NaN, -inf and ties included."""
+    rng = np.random.default_rng(4)
+    values = rng.integers(-3, 4, (2, 3, 9, 8)).astype(dtype)
+    if dtype != np.int32:
+        values[rng.random(values.shape) < 0.1] = np.nan
+        values[rng.random(values.shape) < 0.1] = -np.inf
+    x = ember.tensor(values)
+    with ember.no_grad():
+        fast = F.max_pool2d(x, **kwargs)
+    indexed, _ = F.max_pool2d(x, return_indices=True, **kwargs)
+    assert fast.dtype == indexed.dtype
+    np.testing.assert_array_equal(fast.numpy(), indexed.numpy())
+    assert fast.grad_fn is None
+    w = ember.tensor(values.astype(np.float64), requires_grad=True) if dtype != np.int32 else None
+    if w is not None:  # a graph is recorded: the indexed path, with its backward
+        assert F.max_pool2d(w, **kwargs).grad_fn.name() == "MaxPool2DWithIndicesBackward0"

@@ -251,10 +251,7 @@ class GeluBackward(Function):
         if _fast_f32(x):
             f32 = np.float32
             g, x32 = grad.astype(f32, copy=False), x.astype(f32, copy=False)
-            if cdf2 is not None:
-                out = _kernels.gelu_backward_from_cdf_f32(g, x32, cdf2)
-            else:
-                out = _kernels.gelu_backward_f32(g, x32)
+            out = _kernels.gelu_backward_f32(g, x32, cdf2)
             return out.astype(x.dtype, copy=False)
         xp = xp_of(x)
         cdf = 0.5 * (1 + _erf(xp, x * (1 / math.sqrt(2.0))))

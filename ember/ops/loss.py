@@ -150,7 +150,20 @@ def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: fl
 # cross entropy and negative log likelihood with class indices
 
 
-class CrossEntropy(Function):
+class _ClassIndexLoss(Function):
+    """Base of CrossEntropy and NllLoss: their reduced forms share `_reduced` and
+    `_per_sample`; `backward` runs the subclass's `_backward` without NumPy's warnings for
+    a mean over zero total weight (see `_quiet_nan`)."""
+
+    _name = "NllLossBackward0"
+
+    @classmethod
+    def backward(cls, ctx, grad):
+        with _quiet_nan(ctx):
+            return cls._backward(ctx, grad)
+
+
+class CrossEntropy(_ClassIndexLoss):
     """Per-sample ``-(1-s) w[t] logp[t] - (s/C) sum_c w_c logp_c`` over class dim 1
     (0 where the target is ignored), where ``logp = log_softmax(x, 1)`` and s is the label
     smoothing.  Backward: ``grad * (a * softmax(x) - q)`` with q the weighted target
@@ -158,8 +171,6 @@ class CrossEntropy(Function):
 
     With `reduction` 'sum' or 'mean' the loss is reduced here (one node instead of three;
     'mean' divides by `total`, the summed weight of the non-ignored targets)."""
-
-    _name = "NllLossBackward0"
 
     @staticmethod
     def forward(ctx, x, weight, *, target, picked_weight, valid, smoothing,
@@ -183,11 +194,6 @@ class CrossEntropy(Function):
         ctx.logp = logp  # for the first-order backward (it saves recomputing the softmax)
         ctx.save_for_backward(x, weight)
         return _reduced(ctx, xp, loss, reduction, total).astype(x.dtype, copy=False)
-
-    @staticmethod
-    def backward(ctx, grad):
-        with _quiet_nan(ctx):
-            return CrossEntropy._backward(ctx, grad)
 
     @staticmethod
     def _backward(ctx, grad):
@@ -229,12 +235,10 @@ def _cross_entropy_grad(ctx, g, dtype):
     return _make(out.astype(dtype, copy=False))
 
 
-class NllLoss(Function):
+class NllLoss(_ClassIndexLoss):
     """Per-sample ``-w[t] x[t]`` over class dim 1 (0 where the target is ignored), reduced
     here for 'sum' and 'mean' (divided by `total`, the summed weight of the targets).
     Its gradient ``-w[t] grad`` at the target class, 0 elsewhere, is linear in grad."""
-
-    _name = "NllLossBackward0"
 
     @staticmethod
     def forward(ctx, x, *, target, picked_weight, valid, reduction, total):
@@ -242,13 +246,8 @@ class NllLoss(Function):
         picked = xp.take_along_axis(x, target[:, None], axis=1)[:, 0]
         loss = -(picked_weight * picked)
         ctx.target, ctx.picked_weight, ctx.valid = target, picked_weight, valid
-        ctx.shape, ctx.reduction = x.shape, reduction
+        ctx.shape = x.shape
         return _reduced(ctx, xp, loss, reduction, total).astype(x.dtype, copy=False)
-
-    @staticmethod
-    def backward(ctx, grad):
-        with _quiet_nan(ctx):
-            return NllLoss._backward(ctx, grad)
 
     @staticmethod
     def _backward(ctx, grad):

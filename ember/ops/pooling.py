@@ -224,12 +224,17 @@ def _first_inside(xp, geo: PoolGeometry):
 # max pooling
 
 
-def _max_pool_array(x, geo: PoolGeometry):
-    """(values, flat indices) of the window maxima; NaN wins, ties keep the first."""
+def _padded_low(x, geo: PoolGeometry):
+    """(xp, whether x is floating, the lowest value, x padded with it) for max pooling."""
     xp = xp_of(x)
     floating = x.dtype.kind in "fc" or x.dtype.name == "bfloat16"
     low = -xp.inf if floating else xp.iinfo(x.dtype).min
-    padded = pad_array(x, geo.pad, geo.hi, low)
+    return xp, floating, low, pad_array(x, geo.pad, geo.hi, low)
+
+
+def _max_pool_array(x, geo: PoolGeometry):
+    """(values, flat indices) of the window maxima; NaN wins, ties keep the first."""
+    xp, floating, low, padded = _padded_low(x, geo)
     best, which = _max_scan(xp, padded, geo, low, nan_aware=False)
     # NaN must win its window (the last NaN, as in PyTorch). `maximum` has carried any NaN
     # into `best`; only then is the scan redone with the per-position NaN tests.
@@ -272,9 +277,7 @@ def _max_scan(xp, padded, geo: PoolGeometry, low, nan_aware: bool):
 def _max_pool_values(x, geo: PoolGeometry):
     """The window maxima alone (NaN wins, through `maximum`): one running maximum over
     the kernel positions, without `_max_scan`'s bookkeeping of which position won."""
-    xp = xp_of(x)
-    floating = x.dtype.kind in "fc" or x.dtype.name == "bfloat16"
-    padded = pad_array(x, geo.pad, geo.hi, -xp.inf if floating else xp.iinfo(x.dtype).min)
+    xp, _, _, padded = _padded_low(x, geo)
     positions = _max_pool_tables(geo)[0]
     best = padded[(Ellipsis,) + positions[0]].copy()
     for position in positions[1:]:
@@ -288,7 +291,6 @@ class MaxPoolValues(Function):
 
     @staticmethod
     def forward(ctx, x, geo):
-        ctx._name = f"MaxPool{len(geo.size)}DWithIndicesBackward0"
         return _max_pool_values(x, geo)
 
 

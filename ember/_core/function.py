@@ -766,15 +766,22 @@ def mark_optimizer_step() -> None:
 _LEAK_SITES: set = set()
 
 
-def check_graph_leak(out: Tensor) -> None:
-    """Warn (once per line) when a 0-dim sum with a graph is built on a graph recorded
-    before the last optimizer step: the classic ``total_loss += loss`` leak, which keeps
-    every step's graph alive.  Called by ``add``/``add_`` on 0-dim results only."""
+def check_graph_leak(out: Tensor, accumulator: type) -> None:
+    """Warn (once per line) about the classic ``total_loss += loss`` leak, which keeps every
+    step's graph alive: a 0-dim sum with a graph that adds to an earlier 0-dim sum (an
+    `accumulator` node) recorded before the last optimizer step.  Called by ``add``/``add_``
+    on 0-dim results only.
+
+    NOTE: only a sum of sums counts.  Adding up losses recorded before the step, as in
+    ``print((loss_d + loss_g).item())`` after two optimizers stepped, keeps no graph past
+    the line and is not reported.
+    """
     step = STATE.step_seq
     fn = out._grad_fn
     if step < 0 or fn is None:
         return
-    if not any(child is not None and child._sequence_nr < step for child, _ in fn._edges):
+    if not any(isinstance(child, accumulator) and child._sequence_nr < step
+               and child._out_meta[0][0] == () for child, _ in fn._edges):
         return
     import os
     import sys

@@ -198,7 +198,7 @@ def add(input, other, *, alpha=1) -> Tensor:
     a, b = promote("add", input, _scaled(other, alpha))
     out = Add.apply(a, b)
     if out._data.ndim == 0 and out._grad_fn is not None:
-        check_graph_leak(out)  # `total_loss = total_loss + loss` across optimizer steps
+        check_graph_leak(out, Add)  # `total_loss = total_loss + loss` across optimizer steps
     return out
 
 
@@ -264,7 +264,7 @@ def add_(input: Tensor, other, *, alpha=1) -> Tensor:
     """In-place ``input += alpha * other``."""
     out = AddInplace.apply(input, inplace_operand("add_", input, _scaled(other, alpha)))
     if out._data.ndim == 0 and out._grad_fn is not None:
-        check_graph_leak(out)  # `total_loss += loss` across optimizer steps
+        check_graph_leak(out, Add)  # `total_loss += loss` across optimizer steps
     return out
 
 

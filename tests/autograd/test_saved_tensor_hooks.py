@@ -212,3 +212,50 @@ def test_leak_warning_once_per_line():
     assert leaks[0].filename == __file__
     assert f"{__file__}:{leaks[0].lineno}" in str(leaks[0].message)
     assert detached.grad_fn is None
+
+
+def _leak_warnings(run) -> list:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        run()
+    return [w for w in caught if "accumulated across optimizer steps" in str(w.message)]
+
+
+def test_leak_warning_for_out_of_place_and_scaled_sums():
+    ember.manual_seed(0)
+    model = nn.Linear(3, 1)
+    opt = ember.optim.SGD(model.parameters(), lr=0.01)
+
+    def run():
+        total, weighted = 0, 0
+        for _ in range(3):
+            loss = model(ember.randn(4, 3)).pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            total = total + loss  # the leak, written out of place
+            weighted += loss * 4  # and weighted by the batch size
+    assert len(_leak_warnings(run)) == 2
+
+
+def test_no_leak_warning_for_a_sum_of_losses_after_two_steps():
+    # A GAN step: both losses are recorded before the two optimizer steps and added up
+    # afterwards for printing; the sum keeps no graph past its line.
+    ember.manual_seed(0)
+    d, g = nn.Linear(3, 1), nn.Linear(2, 3)
+    opt_d = ember.optim.SGD(d.parameters(), lr=0.01)
+    opt_g = ember.optim.SGD(g.parameters(), lr=0.01)
+
+    def run():
+        for _ in range(3):
+            loss_real = d(ember.randn(4, 3)).pow(2).mean()
+            loss_fake = d(g(ember.randn(4, 2)).detach()).pow(2).mean()
+            opt_d.zero_grad()
+            (loss_real + loss_fake).backward()
+            opt_d.step()
+            loss_g = d(g(ember.randn(4, 2))).pow(2).mean()
+            opt_g.zero_grad()
+            loss_g.backward()
+            opt_g.step()
+            assert (loss_real + loss_fake + loss_g).item() >= 0
+    assert _leak_warnings(run) == []

@@ -10,8 +10,10 @@ until ``coalesce()`` merges them).
 What a sparse tensor supports: ``coalesce``, ``to_dense``, ``indices``/``values``,
 ``_nnz``, shape/dtype/device queries, ``dense + sparse`` and ``dense.add_(sparse)``,
 ``sparse + sparse`` (concatenation), multiplication and division by a number,
-negation, ``to``/``clone``/``detach``, a full ``sum()`` and ``zero_()``.  Every other op
-raises NotImplementedError naming it: this is not a general sparse library.
+negation, ``to``/``clone``/``detach``, a full ``sum()`` and ``zero_()``, and the product of
+a 2-D sparse matrix with a dense matrix on either side (``mm``, ``addmm``, ``@``,
+``ember.spmm``; ops/sparse_matmul.py), differentiable in the dense operand.  Every other
+op raises NotImplementedError naming it: this is not a general sparse library.
 
 How it fits in: a `SparseTensor` is a `Tensor` whose ``_data`` is a `CooData` (the
 index and value arrays plus the dense shape).  `CooData` answers the few array
@@ -30,8 +32,11 @@ from ._core.backend import device_of, module_of, scatter_add, to_backend
 from ._core.device import CPU
 from ._core.tensor import Size, Tensor, _make
 from ._tensor_methods import METHODS, OPERATORS, PROPERTIES
+from .ops.sparse_matmul import matmul_with_sparse
+from .ops.sparse_matmul import sparse_addmm as addmm
+from .ops.sparse_matmul import sparse_mm as mm
 
-__all__ = ["sparse_coo", "SparseTensor", "sparse_coo_tensor", "sum"]
+__all__ = ["sparse_coo", "SparseTensor", "sparse_coo_tensor", "sum", "mm", "addmm"]
 
 sparse_coo = "sparse_coo"
 """The layout name of sparse COO tensors (``t.layout``; dense tensors say ``'strided'``)."""
@@ -313,6 +318,25 @@ class SparseTensor(Tensor):
 
     __rmul__ = __mul__
     mul = __mul__
+
+    def __matmul__(self, other):
+        """``self @ other`` for a dense matrix: a dense matrix (see ``ember.sparse.mm``)."""
+        if not isinstance(other, Tensor):
+            return NotImplemented
+        return matmul_with_sparse("matmul", self, other)
+
+    def __rmatmul__(self, other):
+        if not isinstance(other, Tensor):
+            return NotImplemented
+        return matmul_with_sparse("matmul", other, self)
+
+    def mm(self, mat2):
+        """``self @ mat2`` for a dense matrix `mat2`."""
+        return matmul_with_sparse("mm", self, mat2)
+
+    def matmul(self, other):
+        """``self @ other`` for a dense matrix `other`."""
+        return matmul_with_sparse("matmul", self, other)
 
     def __truediv__(self, other):
         if isinstance(other, (int, float, np.number)) and not isinstance(other, bool):

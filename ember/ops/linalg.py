@@ -19,6 +19,7 @@ from .._core.grad_mode import STATE
 from .._core.tensor import Tensor, _make
 from ._broadcast import broadcast_shapes
 from ._util import check_same_device, promote, wrap_dim, xp_of
+from .sparse_matmul import matmul_with_sparse
 
 # C++ names PyTorch prints in dtype-mismatch messages of the matrix products.
 _CPP_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half",
@@ -117,6 +118,10 @@ def _check_matrix_dtypes(a: Tensor, b: Tensor) -> None:
             f"expected m1 and m2 to have the same dtype, but got: {_cpp(a)} != {_cpp(b)}")
     if a._data.dtype == np.bool_:
         raise NotImplementedError("\"addmm_impl_cpu_\" not implemented for 'Bool'")
+
+
+def _either_sparse(a, b) -> bool:
+    return getattr(a, "is_sparse", False) or getattr(b, "is_sparse", False)
 
 
 def _check_tensor(op: str, *items) -> None:
@@ -257,6 +262,8 @@ def matmul(input: Tensor, other: Tensor) -> Tensor:
     >>> ember.matmul(ember.ones(5, 2, 3), ember.ones(3, 4)).shape
     ember.Size([5, 2, 4])
     """
+    if _either_sparse(input, other):
+        return matmul_with_sparse("matmul", input, other)
     _check_tensor("matmul", input, other)
     na, nb = input.dim(), other.dim()
     if na == 0 or nb == 0:
@@ -289,6 +296,8 @@ def matmul(input: Tensor, other: Tensor) -> Tensor:
 
 def mm(input: Tensor, mat2: Tensor) -> Tensor:
     """Product of two matrices (2-D only; no broadcasting)."""
+    if _either_sparse(input, mat2):
+        return matmul_with_sparse("mm", input, mat2)
     _check_tensor("mm", input, mat2)
     if input.dim() != 2:
         raise RuntimeError("self must be a matrix")

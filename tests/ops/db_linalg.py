@@ -156,12 +156,28 @@ _MATMUL_SHAPES = (((2, 3), (3, 4)), ((3,), (3,)), ((2, 3), (3,)), ((3,), (3, 4))
                   ((2, 2, 3), (2, 3, 4)), ((2, 2, 3), (3, 4)), ((2, 3), (2, 3, 4)),
                   ((2, 2, 3), (3,)), ((3,), (2, 3, 4)), ((2, 1, 2, 3), (2, 3, 2)))
 
+# A constant 3x4 sparse matrix for the sparse-dense products, uncoalesced: the entry at
+# (0, 1) is stored twice and adds up.
+_SPARSE_INDICES = [[0, 1, 2, 0, 2], [1, 0, 3, 1, 2]]
+_SPARSE_VALUES = [1.5, -2.0, 0.5, 1.0, 3.0]
+_SPARSE_ARRAY = np.zeros((3, 4))
+np.add.at(_SPARSE_ARRAY, tuple(_SPARSE_INDICES), _SPARSE_VALUES)
+
+
+def _sparse(dtype):
+    return ember.sparse_coo_tensor(_SPARSE_INDICES, _SPARSE_VALUES, (3, 4), dtype=dtype)
+
+
 OPS = [
     # products ---------------------------------------------------------------
     OpInfo("matmul", ember.matmul, np.matmul, _pairs(*_MATMUL_SHAPES), dtypes=FLOATS_AND_INTS),
     OpInfo("mm", ember.mm, np.matmul, _pairs(((2, 3), (3, 4)), ((1, 3), (3, 1))),
            dtypes=FLOATS_AND_INTS),
     OpInfo("bmm", ember.bmm, np.matmul, _pairs(((2, 2, 3), (2, 3, 4))), dtypes=FLOATS_AND_INTS),
+    OpInfo("sparse.mm", lambda d: ember.sparse.mm(_sparse(d.dtype), d),
+           lambda d: _SPARSE_ARRAY @ d, _one((4, 2), (4, 1))),
+    OpInfo("matmul_dense_sparse", lambda d: d @ _sparse(d.dtype), lambda d: d @ _SPARSE_ARRAY,
+           _one((2, 3), (1, 3))),
     OpInfo("mv", ember.mv, np.matmul, _pairs(((2, 3), (3,))), dtypes=FLOATS_AND_INTS),
     OpInfo("dot", ember.dot, np.dot, _pairs(((3,), (3,))), dtypes=FLOATS_AND_INTS),
     OpInfo("vdot", ember.vdot, np.vdot, _pairs(((4,), (4,)))),

@@ -28,6 +28,23 @@ def _reflected(fn):
     return method
 
 
+def _to_sparse(self, sparse_dim=None, *, layout=None, blocksize=None, dense_dim=None):
+    """The non-zero entries as a COO tensor (see ``ember.sparse.to_sparse``)."""
+    from .sparse import to_sparse  # sparse.py builds on this module: imported when used
+
+    return to_sparse(self, sparse_dim, layout=layout, blocksize=blocksize, dense_dim=dense_dim)
+
+
+def _to_sparse_coo(self):
+    """The non-zero entries as a COO tensor."""
+    return _to_sparse(self)
+
+
+def _to_dense(self, dtype=None, *, masked_grad=None):
+    """Itself: the tensor is already dense (a dtype converts it)."""
+    return self if dtype is None else conversion.to(self, dtype)
+
+
 def _not_implemented_for_others(fn):
     """Operators return NotImplemented for operand types they do not know."""
     def method(self, other):
@@ -41,6 +58,9 @@ def _not_implemented_for_others(fn):
 METHODS = {
     # conversion ------------------------------------------------------------
     "to": conversion.to,
+    "to_sparse": _to_sparse,
+    "to_sparse_coo": _to_sparse_coo,
+    "to_dense": _to_dense,
     "float": conversion.float_,
     "double": conversion.double,
     "half": conversion.half,

@@ -12,8 +12,9 @@ What a sparse tensor supports: ``coalesce``, ``to_dense``, ``indices``/``values`
 ``sparse + sparse`` (concatenation), multiplication and division by a number,
 negation, ``to``/``clone``/``detach``, a full ``sum()`` and ``zero_()``, and the product of
 a 2-D sparse matrix with a dense matrix on either side (``mm``, ``addmm``, ``@``,
-``ember.spmm``; ops/sparse_matmul.py), differentiable in the dense operand.  Every other
-op raises NotImplementedError naming it: this is not a general sparse library.
+``ember.spmm``; ops/sparse_matmul.py), differentiable in the dense operand.  A dense
+tensor becomes one with ``to_sparse()``.  Every other op raises NotImplementedError
+naming it: this is not a general sparse library.
 
 How it fits in: a `SparseTensor` is a `Tensor` whose ``_data`` is a `CooData` (the
 index and value arrays plus the dense shape).  `CooData` answers the few array
@@ -30,13 +31,14 @@ import numpy as np
 from ._core import dtype as dtypes
 from ._core.backend import device_of, module_of, scatter_add, to_backend
 from ._core.device import CPU
+from ._core.grad_mode import is_grad_enabled
 from ._core.tensor import Size, Tensor, _make
 from ._tensor_methods import METHODS, OPERATORS, PROPERTIES
 from .ops.sparse_matmul import matmul_with_sparse
 from .ops.sparse_matmul import sparse_addmm as addmm
 from .ops.sparse_matmul import sparse_mm as mm
 
-__all__ = ["sparse_coo", "SparseTensor", "sparse_coo_tensor", "sum", "mm", "addmm"]
+__all__ = ["sparse_coo", "SparseTensor", "sparse_coo_tensor", "to_sparse", "sum", "mm", "addmm"]
 
 sparse_coo = "sparse_coo"
 """The layout name of sparse COO tensors (``t.layout``; dense tensors say ``'strided'``)."""
@@ -206,6 +208,13 @@ class SparseTensor(Tensor):
     def _values(self) -> Tensor:
         """The stored values, coalesced or not."""
         return _make(self._data.values)
+
+    def to_sparse(self, sparse_dim=None, *, layout=None, blocksize=None,
+                  dense_dim=None) -> SparseTensor:
+        """Itself (already sparse)."""
+        return self
+
+    to_sparse_coo = to_sparse
 
     def to_dense(self, dtype=None, *, masked_grad=None) -> Tensor:
         """The dense tensor this sparse tensor stands for."""
@@ -522,6 +531,42 @@ def sparse_coo_tensor(indices, values, size=None, *, dtype=None, device=None,
                                        f"is {shape[d]} but found index {int(top[d])}")
     coalesced = bool(is_coalesced) if is_coalesced is not None else nnz <= 1
     return _wrap(index_array, vals._data, Size(shape), coalesced)
+
+
+def to_sparse(input: Tensor, sparse_dim: int | None = None, *, layout=None, blocksize=None,
+              dense_dim: int | None = None) -> SparseTensor:
+    """The entries of a dense tensor that are not zero, as a coalesced COO tensor
+    (``Tensor.to_sparse``).  With `sparse_dim` (or `dense_dim`) below ``dim()``, the
+    indices address the leading dims and each stored value is a slice holding a non-zero.
+
+    NaN counts as non-zero.  ember's sparse tensors record no gradient, so a tensor that
+    requires one is refused (detach it first).
+    """
+    if isinstance(input, SparseTensor):
+        return input
+    if layout not in (None, sparse_coo) or blocksize is not None:
+        raise NotImplementedError(f"to_sparse(layout={layout}): ember's sparse tensors have "
+                                  "the COO layout only")
+    ndim = input.dim()
+    if sparse_dim is None:
+        sparse_dim = ndim if dense_dim is None else ndim - dense_dim
+    if ndim and not 0 < sparse_dim <= ndim:
+        raise RuntimeError(f"dense_to_sparse: sparse_dim argument must be in [1,{ndim}] range, "
+                           f"but {sparse_dim} is given")
+    if input.requires_grad and is_grad_enabled():
+        raise NotImplementedError("to_sparse() of a tensor that requires grad: ember's sparse "
+                                  "tensors record no gradient; call detach() first")
+    data = input._data
+    xp = module_of(data)
+    if ndim == 0:  # one value, stored when it is not zero
+        nnz = int(bool(data != 0))
+        return _wrap(xp.zeros((0, nnz), np.int64), data.reshape(1)[:nnz], Size(()), True)
+    nonzero = data != 0
+    if sparse_dim < ndim:  # a slice is stored when any of its entries is not zero
+        nonzero = nonzero.reshape(data.shape[:sparse_dim] + (-1,)).any(axis=-1)
+    where = xp.nonzero(nonzero)  # in row-major order: the result is coalesced
+    indices = xp.stack(where).astype(np.int64)
+    return _wrap(indices, data[where], Size(data.shape), True)
 
 
 def sum(input: SparseTensor, dim=None, dtype=None) -> Tensor:  # noqa: A001 - torch.sparse.sum

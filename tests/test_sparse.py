@@ -317,3 +317,46 @@ def test_sparse_products_match_pytorch():
         results.append([t.detach().numpy() for t in (out, dt.grad, right, et.grad)])
     for ours, theirs in zip(*results):
         np.testing.assert_allclose(ours, theirs, rtol=1e-12, atol=1e-12)
+
+
+# --- dense -> sparse -----------------------------------------------------------------------
+
+
+def test_to_sparse_keeps_the_non_zero_entries_coalesced():
+    x = ember.tensor([[0.0, 2.0, 0.0], [float("nan"), 0.0, 0.0], [0.0, 0.0, -1.0]])
+    s = x.to_sparse()
+    assert s.is_sparse and s.is_coalesced() and s.shape == (3, 3)
+    assert s.indices().tolist() == [[0, 1, 2], [1, 0, 2]]
+    assert_close(s.values(), np.array([2.0, np.nan, -1.0]), equal_nan=True)
+    assert_close(s.to_dense(), x.numpy(), equal_nan=True)
+    assert x.to_sparse_coo().indices().tolist() == s.indices().tolist()
+    rows = x.to_sparse(1)  # hybrid: the rows holding a non-zero
+    assert rows.sparse_dim() == 1 and rows.indices().tolist() == [[0, 1, 2]]
+    assert x.to_sparse(dense_dim=1).indices().tolist() == [[0, 1, 2]]
+    assert s.to_sparse() is s and x.to_dense() is x
+    assert ember.tensor([[1, 0], [0, 2]]).to_sparse().values().tolist() == [1, 2]
+    assert ember.zeros(2, 2).to_sparse()._nnz() == 0
+    assert ember.tensor(3.0).to_sparse()._nnz() == 1 and ember.tensor(0.0).to_sparse()._nnz() == 0
+
+
+def test_to_sparse_errors():
+    x = ember.ones(2, 3)
+    for bad in (0, 3):
+        with pytest.raises(RuntimeError, match=r"sparse_dim argument must be in \[1,2\] range"):
+            x.to_sparse(bad)
+    with pytest.raises(NotImplementedError, match="COO layout only"):
+        x.to_sparse(layout="sparse_csr")
+    w = ember.ones(2, requires_grad=True)
+    with pytest.raises(NotImplementedError, match="record no gradient"):
+        w.to_sparse()
+    with ember.no_grad():
+        assert w.to_sparse()._nnz() == 2
+
+
+@pytest.mark.skipif(torch is None, reason="PyTorch is not installed")
+def test_to_sparse_matches_pytorch():
+    x = np.array([[[0.0, 1.0], [0.0, 0.0]], [[2.0, 0.0], [0.0, 3.0]], [[0.0, 0.0], [0.0, 0.0]]])
+    for args in ((), (1,), (2,)):
+        ours, theirs = ember.tensor(x).to_sparse(*args), torch.tensor(x).to_sparse(*args)
+        assert ours.indices().tolist() == theirs.indices().tolist()
+        np.testing.assert_array_equal(ours.values().numpy(), theirs.values().numpy())

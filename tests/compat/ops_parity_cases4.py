@@ -320,7 +320,9 @@ NOT_SWEPT = {
     "load": "serialization, tested in tests/serialization",
     "from_numpy": "used by the sweep itself to build every input",
     "from_dlpack": "interop, tested in tests/test_interop.py",
-    "sparse_coo_tensor": "sparse tensors, tested in tests/test_sparse.py",
+    **{n: "sparse tensors, tested against PyTorch in tests/test_sparse.py" for n in [
+        "sparse_coo_tensor", "spmm", "to_sparse", "to_sparse_coo"]},
+    "to_dense": "the identity on a dense tensor; sparse tensors, tested in tests/test_sparse.py",
     "cpu": "device transfer: the identity on CPU (tests/_core)",
     "cuda": "device transfer: needs a GPU",
     "data_ptr": "a memory address: differs by design",

@@ -16,7 +16,7 @@ from ._core import dtype as dtypes
 from ._core.device import to_device
 from ._core.function import Function
 from ._core.tensor import Tensor, _make
-from .ops._util import xp_of
+from .ops._util import size_args, xp_of
 from .ops.creation import _shape_arg
 from .random import _generator_for
 
@@ -106,18 +106,18 @@ def _normal(xp, src, shape, d):
     return src.normal(shape, _work_dtype(d)).astype(d.np_dtype, copy=False)
 
 
-def rand(*size, generator=None, out=None, dtype=None, layout=None, device=None,
+def rand(*args, size=None, generator=None, out=None, dtype=None, layout=None, device=None,
          requires_grad: bool = False, pin_memory: bool = False) -> Tensor:
     """Uniform samples from [0, 1) in a tensor of shape `size`."""
-    d, xp, src, shape = _setup(size, dtype, device, generator)
+    d, xp, src, shape = _setup(size_args("rand", args, size), dtype, device, generator)
     _require_float("check_uniform_bounds", d)
     return _finish(_uniform(xp, src, shape, d), requires_grad, out)
 
 
-def randn(*size, generator=None, out=None, dtype=None, layout=None, device=None,
+def randn(*args, size=None, generator=None, out=None, dtype=None, layout=None, device=None,
           requires_grad: bool = False, pin_memory: bool = False) -> Tensor:
     """Standard normal samples (mean 0, variance 1) in a tensor of shape `size`."""
-    d, xp, src, shape = _setup(size, dtype, device, generator)
+    d, xp, src, shape = _setup(size_args("randn", args, size), dtype, device, generator)
     _require_float("normal_kernel_cpu", d)
     return _finish(_normal(xp, src, shape, d), requires_grad, out)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import numbers
 import warnings
 
@@ -214,3 +215,86 @@ def float_input(t: Tensor) -> Tensor:
     if t._data.dtype.kind in "fc" or t._data.dtype.name == "bfloat16":
         return t
     return t.to(dtypes.get_default_dtype())
+
+
+# ---------------------------------------------------------------------------
+# factory arguments: size= and out=
+
+
+def size_args(op: str, args: tuple, size) -> tuple:
+    """A factory's shape arguments: the positional sizes, or the `size` keyword."""
+    if size is None:
+        return args
+    if args:
+        raise TypeError(f"{op}() got multiple values for argument 'size'")
+    return (size,)
+
+
+def write_out(op: str, result, out):
+    """`result` written into the `out=` tensor (or tuple of tensors) and `out` returned:
+    PyTorch's out= argument.  Without `out`, `result` itself.
+
+    `out` must have the result's dtype and device; one of another shape is resized (with
+    PyTorch's warning when it held elements; existing views of it keep the old memory).
+    Like PyTorch, out= refuses inputs that require grad: the write is not recorded.
+    """
+    if out is None:
+        return result
+    if isinstance(result, tuple):
+        if not isinstance(out, (tuple, list)) or len(out) != len(result):
+            raise TypeError(f"{op}(): argument 'out' must be a tuple of {len(result)} Tensors")
+        written = [write_out(op, r, o) for r, o in zip(result, out)]
+        return type(result)(*written) if hasattr(result, "_fields") else tuple(written)
+    if not isinstance(out, Tensor):
+        raise TypeError(f"{op}(): argument 'out' must be Tensor, not {type(out).__name__}")
+    from .._core.grad_mode import is_grad_enabled
+
+    if is_grad_enabled() and (result.requires_grad or out.requires_grad):
+        raise RuntimeError(f"{op}(): functions with out=... arguments don't support automatic "
+                           "differentiation, but one of the arguments requires grad.")
+    if out.dtype != result.dtype:
+        raise RuntimeError(f"Expected out tensor to have dtype {result.dtype}, but got "
+                           f"{out.dtype} instead")
+    if out.device != result.device:
+        raise RuntimeError(f"Expected out tensor to be on device {result.device}, but got "
+                           f"{out.device} instead")
+    data = result._data
+    if out._data.shape == data.shape:
+        out._data[...] = data
+    else:
+        if out._data.size:
+            warnings.warn(f"An output with one or more elements was resized since it had shape "
+                          f"{list(out.shape)}, which does not match the required output shape "
+                          f"{list(data.shape)}.", UserWarning, stacklevel=3)
+        out._data = data.copy()
+    out._version.value += 1
+    return out
+
+
+def out_dtype(op: str, dtype, out):
+    """The dtype a factory makes with `out=`: `out`'s, which an explicit `dtype` must match."""
+    if out is None or not isinstance(out, Tensor):
+        return dtype
+    if dtype is not None and dtypes.to_dtype(dtype) != out.dtype:
+        raise RuntimeError(f"dtype {cpp_name(dtypes.to_dtype(dtype))} does not match dtype of "
+                           f"out parameter ({cpp_name(out.dtype)})")
+    return out.dtype
+
+
+def cpp_name(d: dtypes.dtype) -> str:
+    """A dtype as PyTorch's error messages name it: "Float", "Long", "ComplexDouble"."""
+    return {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16",
+            "int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte",
+            "bool": "Bool", "complex64": "ComplexFloat",
+            "complex128": "ComplexDouble"}.get(d.name, d.name)
+
+
+def with_out(op: str):
+    """Decorator for a function with PyTorch's `out=` keyword: the function computes its
+    result as usual and the wrapper writes it into `out` (see `write_out`)."""
+    def wrap(fn):
+        @functools.wraps(fn)
+        def call(*args, out=None, **kwargs):
+            return write_out(op, fn(*args, **kwargs), out)
+        return call
+    return wrap

@@ -16,7 +16,7 @@ from .._core.function import Function, check_graph_leak
 from .._core.grad_mode import STATE
 from .._core.tensor import Tensor, _make
 from ._broadcast import broadcast_shapes
-from ._util import cast, float_input, is_scalar, promote, result_type, xp_of
+from ._util import cast, cpp_name, float_input, is_scalar, promote, result_type, xp_of
 
 
 def inplace_operand(op: str, target: Tensor, other):
@@ -35,11 +35,7 @@ def inplace_operand(op: str, target: Tensor, other):
     return cast(other, target_dtype, wrap=True)
 
 
-def _short(d) -> str:
-    return {"float32": "Float", "float64": "Double", "int64": "Long", "int32": "Int",
-            "bool": "Bool", "float16": "Half", "bfloat16": "BFloat16", "uint8": "Byte",
-            "int8": "Char", "int16": "Short", "complex64": "ComplexFloat",
-            "complex128": "ComplexDouble"}[d.name]
+_short = cpp_name  # dtype names as PyTorch's messages spell them ("Float", "Long")
 
 
 class Add(Function):

@@ -15,7 +15,7 @@ from .._core.backend import array_module, to_backend
 from .._core.device import CPU, to_device
 from .._core.function import Function
 from .._core.tensor import Tensor, _make
-from ._util import xp_of
+from ._util import out_dtype, size_args, write_out, xp_of
 
 
 def _infer_dtype(data) -> dtypes.dtype:
@@ -168,7 +168,9 @@ def _shape_arg(size) -> tuple:
     return tuple(out)
 
 
-def _factory(fill, size, dtype, device, requires_grad, default=None) -> Tensor:
+def _factory(fill, size, dtype, device, requires_grad, default=None, out=None,
+             op: str = "") -> Tensor:
+    dtype = out_dtype(op, dtype, out)
     d = (default or dtypes.get_default_dtype()) if dtype is None else dtypes.to_dtype(dtype)
     xp = array_module(to_device(device))
     shape = _shape_arg(size)
@@ -179,10 +181,7 @@ def _factory(fill, size, dtype, device, requires_grad, default=None) -> Tensor:
         array = xp.zeros(shape, dtype=d.np_dtype)
     else:
         array = xp.full(shape, fill, dtype=d.np_dtype)
-    out = _make(array)
-    if requires_grad:
-        out.requires_grad_(True)
-    return out
+    return _finish(array, requires_grad, out, op)
 
 
 def _fitted(value, d: dtypes.dtype):
@@ -200,22 +199,26 @@ def _fitted(value, d: dtypes.dtype):
     raise RuntimeError(f"value cannot be converted to type {d.name}_t without overflow")
 
 
-def zeros(*size, out=None, dtype=None, layout=None, device=None,
+def zeros(*args, size=None, out=None, dtype=None, layout=None, device=None,
           requires_grad: bool = False) -> Tensor:
-    """A tensor of zeros of the given shape."""
-    return _factory(0, size, dtype, device, requires_grad)
+    """A tensor of zeros of the given shape (``zeros(2, 3)``, ``zeros((2, 3))`` or
+    ``zeros(size=(2, 3))``)."""
+    return _factory(0, size_args("zeros", args, size), dtype, device, requires_grad, out=out,
+                    op="zeros")
 
 
-def ones(*size, out=None, dtype=None, layout=None, device=None,
+def ones(*args, size=None, out=None, dtype=None, layout=None, device=None,
          requires_grad: bool = False) -> Tensor:
     """A tensor of ones of the given shape."""
-    return _factory(1, size, dtype, device, requires_grad)
+    return _factory(1, size_args("ones", args, size), dtype, device, requires_grad, out=out,
+                    op="ones")
 
 
-def empty(*size, out=None, dtype=None, layout=None, device=None, requires_grad: bool = False,
-          pin_memory: bool = False, memory_format=None) -> Tensor:
+def empty(*args, size=None, out=None, dtype=None, layout=None, device=None,
+          requires_grad: bool = False, pin_memory: bool = False, memory_format=None) -> Tensor:
     """An uninitialized tensor of the given shape."""
-    return _factory(None, size, dtype, device, requires_grad)
+    return _factory(None, size_args("empty", args, size), dtype, device, requires_grad,
+                    out=out, op="empty")
 
 
 def full(size, fill_value, *, out=None, dtype=None, layout=None, device=None,
@@ -237,7 +240,8 @@ def full(size, fill_value, *, out=None, dtype=None, layout=None, device=None,
         fill_value = fill_value.item()
     else:
         default = _infer_dtype(fill_value)
-    return _factory(fill_value, (size,), dtype, device, requires_grad, default=default)
+    return _factory(fill_value, (size,), dtype, device, requires_grad, default=default,
+                    out=out, op="full")
 
 
 def _like(input: Tensor, dtype, device):
@@ -318,11 +322,12 @@ def _number(value, op: str):
     return value
 
 
-def _finish(array, requires_grad: bool) -> Tensor:
-    out = _make(array)
+def _finish(array, requires_grad: bool, out=None, op: str = "") -> Tensor:
+    """A factory's array as a tensor, or written into `out` (see `write_out`)."""
+    result = write_out(op, _make(array), out)
     if requires_grad:
-        out.requires_grad_(True)
-    return out
+        result.requires_grad_(True)
+    return result
 
 
 def arange(start=0, end=None, step=1, *, out=None, dtype=None, layout=None, device=None,
@@ -338,6 +343,7 @@ def arange(start=0, end=None, step=1, *, out=None, dtype=None, layout=None, devi
     if end is None:
         start, end = 0, start
     start, end, step = (_number(v, "arange") for v in (start, end, step))
+    dtype = out_dtype("arange", dtype, out)
     if dtype is None:
         floating = any(isinstance(v, float) for v in (start, end, step))
         d = dtypes.get_default_dtype() if floating else dtypes.int64
@@ -363,7 +369,7 @@ def arange(start=0, end=None, step=1, *, out=None, dtype=None, layout=None, devi
     else:
         n = max(0, math.ceil((end - start) / step))
         array = (xp.arange(n, dtype=np.float64) * step + start).astype(d.np_dtype)
-    return _finish(array, requires_grad)
+    return _finish(array, requires_grad, out, "arange")
 
 
 def range_(start=0, end=None, step=1, *, out=None, dtype=None, layout=None, device=None,
@@ -382,11 +388,12 @@ def range_(start=0, end=None, step=1, *, out=None, dtype=None, layout=None, devi
         raise RuntimeError("step must be nonzero")
     if (end - start) * step < 0:
         raise RuntimeError("upper bound and larger bound inconsistent with step sign")
+    dtype = out_dtype("range", dtype, out)
     d = dtypes.get_default_dtype() if dtype is None else dtypes.to_dtype(dtype)
     xp = array_module(to_device(device))
     n = int(math.floor((end - start) / step)) + 1
     array = (xp.arange(n, dtype=np.float64) * step + start).astype(d.np_dtype)
-    return _finish(array, requires_grad)
+    return _finish(array, requires_grad, out, "range")
 
 
 def linspace(start, end, steps: int, *, out=None, dtype=None, layout=None, device=None,
@@ -400,6 +407,7 @@ def linspace(start, end, steps: int, *, out=None, dtype=None, layout=None, devic
     steps = int(_number(steps, "linspace"))
     if steps < 0:
         raise RuntimeError("number of steps must be non-negative")
+    dtype = out_dtype("linspace", dtype, out)
     if dtype is None:
         is_complex = isinstance(start, complex) or isinstance(end, complex)
         d = dtypes.get_default_dtype()
@@ -411,7 +419,7 @@ def linspace(start, end, steps: int, *, out=None, dtype=None, layout=None, devic
     if d is dtypes.bfloat16 or d is dtypes.float16:
         work = np.float32
     array = _even_steps(xp, start, end, steps, work).astype(d.np_dtype)
-    return _finish(array, requires_grad)
+    return _finish(array, requires_grad, out, "linspace")
 
 
 def _even_steps(xp, start, end, steps: int, work):
@@ -437,13 +445,14 @@ def logspace(start, end, steps: int, base: float = 10.0, *, out=None, dtype=None
     steps = int(_number(steps, "logspace"))
     if steps < 0:
         raise RuntimeError("number of steps must be non-negative")
+    dtype = out_dtype("logspace", dtype, out)
     d = dtypes.get_default_dtype() if dtype is None else dtypes.to_dtype(dtype)
     xp = array_module(to_device(device))
     exps = _even_steps(xp, start, end, steps, np.float64)
     array = xp.power(float(base), exps)
     if not (d.is_floating_point or d.is_complex):
         array = xp.round(array)  # NOTE: powers of an integer base must not truncate 99.99..
-    return _finish(array.astype(d.np_dtype), requires_grad)
+    return _finish(array.astype(d.np_dtype), requires_grad, out, "logspace")
 
 
 def eye(n: int, m: int | None = None, *, out=None, dtype=None, layout=None, device=None,
@@ -455,9 +464,10 @@ def eye(n: int, m: int | None = None, *, out=None, dtype=None, layout=None, devi
     m = n if m is None else int(m)
     if m < 0:
         raise RuntimeError(f"m must be greater or equal to 0, got {m}")
+    dtype = out_dtype("eye", dtype, out)
     d = dtypes.get_default_dtype() if dtype is None else dtypes.to_dtype(dtype)
     xp = array_module(to_device(device))
-    return _finish(xp.eye(n, m, dtype=d.np_dtype), requires_grad)
+    return _finish(xp.eye(n, m, dtype=d.np_dtype), requires_grad, out, "eye")
 
 
 def empty_strided(size, stride, *, dtype=None, layout=None, device=None,

@@ -18,7 +18,7 @@ from .._core.function import Function
 from .._core.grad_mode import STATE
 from .._core.tensor import Tensor, _make
 from ._broadcast import broadcast_shapes
-from ._util import check_same_device, promote, wrap_dim, xp_of
+from ._util import check_same_device, promote, with_out, wrap_dim, xp_of
 from .sparse_matmul import matmul_with_sparse
 
 # C++ names PyTorch prints in dtype-mismatch messages of the matrix products.
@@ -402,7 +402,8 @@ def outer(input: Tensor, vec2: Tensor) -> Tensor:
 ger = outer
 
 
-def tensordot(a: Tensor, b: Tensor, dims=2, out=None) -> Tensor:
+@with_out("tensordot")
+def tensordot(a: Tensor, b: Tensor, dims=2) -> Tensor:
     """Contract the last `dims` dims of `a` with the first `dims` of `b`, or the dims
     listed in a pair ``(dims_a, dims_b)``."""
     _check_tensor("tensordot", a, b)

@@ -22,7 +22,7 @@ from .linalg import (
     _short, const_like, diag_embed, diagonal, eye_like, matmul, mH, mT, no_complex_grad, tril,
     unsqueeze_last,
 )
-from ._util import check_same_device, xp_of
+from ._util import check_same_device, with_out, xp_of
 
 
 class LinAlgError(RuntimeError):
@@ -91,13 +91,15 @@ class Inv(Function):
         return -matmul(matmul(inv_h, grad), inv_h)
 
 
-def inv(A: Tensor, *, out=None) -> Tensor:
+@with_out("linalg.inv")
+def inv(A: Tensor) -> Tensor:
     """The inverse of a square matrix (or of each matrix in a batch)."""
     _check_square("linalg.inv", A)
     return Inv.apply(A)
 
 
-def inv_ex(A: Tensor, *, check_errors: bool = False, out=None):
+@with_out("linalg.inv_ex")
+def inv_ex(A: Tensor, *, check_errors: bool = False):
     """``inv`` that reports failure in `info` (nonzero for a singular matrix) instead of raising.
 
     Returns ``(inverse, info)``.
@@ -155,7 +157,8 @@ def _cofactor(a):
     return (adj * sign[..., None, None]).swapaxes(-1, -2)
 
 
-def det(A: Tensor, *, out=None) -> Tensor:
+@with_out("linalg.det")
+def det(A: Tensor) -> Tensor:
     """The determinant of a square matrix (or of each matrix in a batch)."""
     _check_square("linalg.det", A)
     return Det.apply(A)
@@ -181,7 +184,8 @@ class Slogdet(Function):
         return unsqueeze_last(grad_logabs, 2) * mH(inv(A))
 
 
-def slogdet(A: Tensor, *, out=None):
+@with_out("linalg.slogdet")
+def slogdet(A: Tensor):
     """``(sign, log|det|)`` of a square matrix: a determinant that cannot overflow."""
     _check_square("linalg.slogdet", A)
     return linalg_slogdet(*Slogdet.apply(A))
@@ -217,7 +221,8 @@ class Solve(Function):
         return gA, gB
 
 
-def solve(A: Tensor, B: Tensor, *, left: bool = True, out=None) -> Tensor:
+@with_out("linalg.solve")
+def solve(A: Tensor, B: Tensor, *, left: bool = True) -> Tensor:
     """The solution X of ``A X = B`` (or ``X A = B`` when ``left=False``).
 
     `B` is a batch of vectors when it is 1-D or has the shape ``A.shape[:-1]``.
@@ -247,8 +252,9 @@ def solve(A: Tensor, B: Tensor, *, left: bool = True, out=None) -> Tensor:
     return X
 
 
+@with_out("linalg.solve_triangular")
 def solve_triangular(A: Tensor, B: Tensor, *, upper: bool, left: bool = True,
-                     unitriangular: bool = False, out=None) -> Tensor:
+                     unitriangular: bool = False) -> Tensor:
     """Solve ``A X = B`` reading only the upper or lower triangle of `A`."""
     _check_square("linalg.solve_triangular", A)
     n = A.shape[-1]
@@ -290,7 +296,8 @@ class Cholesky(Function):
         return 0.5 * (gA + mH(gA))
 
 
-def cholesky(A: Tensor, *, upper: bool = False, out=None) -> Tensor:
+@with_out("linalg.cholesky")
+def cholesky(A: Tensor, *, upper: bool = False) -> Tensor:
     """The Cholesky factor L (lower, ``A = L L^H``) of a Hermitian positive-definite matrix;
     its conjugate transpose with ``upper=True``.  Only the lower (upper) triangle is read."""
     _check_square("linalg.cholesky", A)
@@ -299,7 +306,8 @@ def cholesky(A: Tensor, *, upper: bool = False, out=None) -> Tensor:
     return Cholesky.apply(A)
 
 
-def cholesky_ex(A: Tensor, *, upper: bool = False, check_errors: bool = False, out=None):
+@with_out("linalg.cholesky_ex")
+def cholesky_ex(A: Tensor, *, upper: bool = False, check_errors: bool = False):
     """``cholesky`` reporting failure in `info` instead of raising: ``(L, info)``."""
     _check_square("linalg.cholesky_ex", A)
     xp = xp_of(A._data)
@@ -382,7 +390,8 @@ def _qr_backward_tall(gQ: Tensor, gR: Tensor, Q: Tensor, R: Tensor) -> Tensor:
     return mH(solve(R, mH(gA)))
 
 
-def qr(A: Tensor, mode: str = "reduced", *, out=None):
+@with_out("linalg.qr")
+def qr(A: Tensor, mode: str = "reduced"):
     """QR decomposition ``A = Q R`` (Q orthonormal columns, R upper triangular).
 
     `mode`: 'reduced' (Q is m x k), 'complete' (Q is m x m) or 'r' (only R; Q empty).
@@ -407,7 +416,8 @@ def legacy_qr(input: Tensor, some: bool = True):
 # powers and chains
 
 
-def matrix_power(A: Tensor, n: int, *, out=None) -> Tensor:
+@with_out("linalg.matrix_power")
+def matrix_power(A: Tensor, n: int) -> Tensor:
     """`A` multiplied by itself `n` times (``n = 0``: identity, ``n < 0``: powers of inv(A))."""
     if not isinstance(A, Tensor):
         raise TypeError(f"linalg.matrix_power(): argument 'A' must be Tensor, not "
@@ -435,7 +445,8 @@ def matrix_power(A: Tensor, n: int, *, out=None) -> Tensor:
     return result
 
 
-def multi_dot(tensors, *, out=None) -> Tensor:
+@with_out("linalg.multi_dot")
+def multi_dot(tensors) -> Tensor:
     """The product of a chain of matrices (the first/last may be vectors)."""
     tensors = list(tensors)
     if len(tensors) < 2:
@@ -462,7 +473,8 @@ def multi_dot(tensors, *, out=None) -> Tensor:
     return result
 
 
-def vecdot(x: Tensor, y: Tensor, *, dim: int = -1, out=None) -> Tensor:
+@with_out("linalg.vecdot")
+def vecdot(x: Tensor, y: Tensor, *, dim: int = -1) -> Tensor:
     """Dot products of vectors along `dim` (the first conjugated when complex)."""
     if x.is_complex():
         x = x.conj()

@@ -18,7 +18,7 @@ from .._core.tensor import Tensor
 from .linalg import _short, const_like, matmul, no_complex_grad, widen
 from .linalg_decomp import _check_float, _check_square, inv
 from .linalg_svd import svdvals
-from ._util import normalize_dims, wrap_dim, xp_of
+from ._util import normalize_dims, with_out, wrap_dim, xp_of
 
 # norms
 
@@ -88,8 +88,8 @@ class VectorNorm(Function):
         return grad * const_like(xp.sign(xd) * (nd != 0), x) * scale
 
 
-def vector_norm(x: Tensor, ord=2, dim=None, keepdim: bool = False, *, dtype=None,
-                out=None) -> Tensor:
+@with_out("linalg.vector_norm")
+def vector_norm(x: Tensor, ord=2, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
     """The `ord`-norm of the entries over `dim` (all dims when None), as one vector.
 
     `ord` may be any real number, ``inf`` (max abs), ``-inf`` (min abs) or 0 (count of
@@ -139,8 +139,8 @@ def _move_matrix_dims(A: Tensor, dim, op: str):
     return A, (d0, d1)
 
 
-def matrix_norm(A: Tensor, ord="fro", dim=(-2, -1), keepdim: bool = False, *, dtype=None,
-                out=None) -> Tensor:
+@with_out("linalg.matrix_norm")
+def matrix_norm(A: Tensor, ord="fro", dim=(-2, -1), keepdim: bool = False, *, dtype=None) -> Tensor:
     """A matrix norm over the two dims `dim`: 'fro', 'nuc', 1, -1, 2, -2, inf or -inf."""
     op = "linalg.matrix_norm"
     if not _is_float(A):
@@ -171,7 +171,8 @@ def matrix_norm(A: Tensor, ord="fro", dim=(-2, -1), keepdim: bool = False, *, dt
     return out
 
 
-def norm(A: Tensor, ord=None, dim=None, keepdim: bool = False, *, out=None,
+@with_out("linalg.norm")
+def norm(A: Tensor, ord=None, dim=None, keepdim: bool = False, *,
          dtype=None) -> Tensor:
     """``linalg.norm``: a vector norm or a matrix norm depending on `dim` and `ord`.
 
@@ -213,7 +214,8 @@ def legacy_norm(input: Tensor, p="fro", dim=None, keepdim: bool = False,
     return vector_norm(input, 2 if p is None else p, dim, keepdim, dtype=dtype)
 
 
-def cond(A: Tensor, p=None, *, out=None) -> Tensor:
+@with_out("linalg.cond")
+def cond(A: Tensor, p=None) -> Tensor:
     """The condition number of `A` in the norm `p` (default: 2, from singular values)."""
     _check_float("linalg.cond", A)
     if p in (None, 2, -2):

@@ -19,7 +19,7 @@ from .linalg import (
 from .linalg_decomp import (
     _check_float, _check_square, _lapack, linalg_eigh, linalg_lstsq, linalg_svd, svd_result,
 )
-from ._util import xp_of
+from ._util import with_out, xp_of
 
 # ---------------------------------------------------------------------------
 # svd and eigh
@@ -89,7 +89,8 @@ def _svd_backward(gU, gS, gVh, U, S, Vh, full):
     return matmul(matmul(U, inner), Vh)
 
 
-def svd(A: Tensor, full_matrices: bool = True, *, driver=None, out=None):
+@with_out("linalg.svd")
+def svd(A: Tensor, full_matrices: bool = True, *, driver=None):
     """Singular value decomposition ``A = U diag(S) Vh``; S descending.
 
     With ``full_matrices=False`` U is m x k and Vh k x n (k = min(m, n)).
@@ -100,7 +101,8 @@ def svd(A: Tensor, full_matrices: bool = True, *, driver=None, out=None):
     return linalg_svd(*Svd.apply(A, bool(full_matrices)))
 
 
-def svdvals(A: Tensor, *, driver=None, out=None) -> Tensor:
+@with_out("linalg.svdvals")
+def svdvals(A: Tensor, *, driver=None) -> Tensor:
     """The singular values of `A`, in descending order."""
     _check_float("linalg.svdvals", A)
     if A.dim() < 2:
@@ -154,7 +156,8 @@ class Eigh(Function):
         return 0.5 * (gA + mH(gA))
 
 
-def eigh(A: Tensor, UPLO: str = "L", *, out=None):  # noqa: N803 - PyTorch's name
+@with_out("linalg.eigh")
+def eigh(A: Tensor, UPLO: str = "L"):  # noqa: N803 - PyTorch's name
     """Eigenvalues (ascending) and orthonormal eigenvectors of a symmetric/Hermitian matrix,
     reading only its lower ('L') or upper ('U') triangle."""
     _check_square("linalg.eigh", A)
@@ -163,7 +166,8 @@ def eigh(A: Tensor, UPLO: str = "L", *, out=None):  # noqa: N803 - PyTorch's nam
     return linalg_eigh(*Eigh.apply(A, UPLO))
 
 
-def eigvalsh(A: Tensor, UPLO: str = "L", *, out=None) -> Tensor:  # noqa: N803
+@with_out("linalg.eigvalsh")
+def eigvalsh(A: Tensor, UPLO: str = "L") -> Tensor:  # noqa: N803
     """The eigenvalues (ascending) of a symmetric/Hermitian matrix."""
     _check_square("linalg.eigvalsh", A)
     if UPLO not in ("L", "U"):
@@ -230,7 +234,8 @@ class Pinv(Function):
                 + matmul(matmul(Ph, P), matmul(gh, proj_right)))
 
 
-def pinv(A: Tensor, *, atol=None, rtol=None, hermitian: bool = False, out=None,
+@with_out("linalg.pinv")
+def pinv(A: Tensor, *, atol=None, rtol=None, hermitian: bool = False,
          rcond=None) -> Tensor:
     """The Moore-Penrose pseudo-inverse; singular values at or below
     ``max(atol, rtol * largest)`` count as zero."""
@@ -248,8 +253,8 @@ def pinverse(input: Tensor, rcond: float = 1e-15) -> Tensor:
     return pinv(input, rtol=rcond)
 
 
-def matrix_rank(A: Tensor, tol=None, hermitian: bool = False, *, atol=None, rtol=None,
-                out=None) -> Tensor:
+@with_out("linalg.matrix_rank")
+def matrix_rank(A: Tensor, tol=None, hermitian: bool = False, *, atol=None, rtol=None) -> Tensor:
     """The number of singular values above ``max(atol, rtol * largest)`` (int64)."""
     _check_float("linalg.matrix_rank", A)
     if A.dim() < 2:

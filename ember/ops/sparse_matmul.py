@@ -13,6 +13,7 @@ from __future__ import annotations
 from .._core.backend import module_of, scatter_add
 from .._core.function import Function
 from .._core.tensor import Tensor
+from ._util import cpp_name
 
 __all__ = ["sparse_mm", "sparse_addmm", "spmm"]
 
@@ -74,17 +75,12 @@ def _check_operands(op: str, sparse: Tensor, dense: Tensor, sparse_right: bool) 
                            f"({first.shape[0]}x{first.shape[1]} and "
                            f"{second.shape[0]}x{second.shape[1]})")
     if sparse.dtype != dense.dtype:
-        raise RuntimeError(f"expected scalar type {_cpp(sparse)} but found {_cpp(dense)} "
-                           f"(when checking arguments for {op})")
+        raise RuntimeError(f"expected scalar type {cpp_name(sparse.dtype)} but found "
+                           f"{cpp_name(dense.dtype)} (when checking arguments for {op})")
     if sparse.device != dense.device:
         raise RuntimeError("Expected all tensors to be on the same device, but found at least "
                            f"two devices, {sparse.device} and {dense.device}! (when checking "
                            f"arguments for {op})")
-
-
-def _cpp(t: Tensor) -> str:
-    return {"float32": "Float", "float64": "Double", "float16": "Half", "int64": "Long",
-            "int32": "Int", "bool": "Bool"}.get(t.dtype.name, t.dtype.name)
 
 
 def sparse_mm(sparse: Tensor, dense: Tensor, *, name: str = "SparseAddmmBackward0") -> Tensor:

@@ -150,7 +150,7 @@ from .ops.normalization import layer_norm_fn as layer_norm
 
 # --- sparse (sparse.py) and recurrent cells (ops/rnn.py) ---
 from . import sparse
-from .sparse import sparse_coo, sparse_coo_tensor
+from .sparse import sparse_coo, sparse_coo_tensor, strided
 from .ops.sparse_matmul import spmm
 from .ops.rnn import gru_cell, lstm_cell, rnn_relu_cell, rnn_tanh_cell
 

@@ -16,7 +16,7 @@ from ._core import dtype as dtypes
 from ._core.device import to_device
 from ._core.function import Function
 from ._core.tensor import Tensor, _make
-from .ops._util import size_args, xp_of
+from .ops._util import check_layout, size_args, xp_of
 from .ops.creation import _shape_arg
 from .random import _generator_for
 
@@ -109,6 +109,7 @@ def _normal(xp, src, shape, d):
 def rand(*args, size=None, generator=None, out=None, dtype=None, layout=None, device=None,
          requires_grad: bool = False, pin_memory: bool = False) -> Tensor:
     """Uniform samples from [0, 1) in a tensor of shape `size`."""
+    check_layout("rand", layout)
     d, xp, src, shape = _setup(size_args("rand", args, size), dtype, device, generator)
     _require_float("check_uniform_bounds", d)
     return _finish(_uniform(xp, src, shape, d), requires_grad, out)
@@ -117,6 +118,7 @@ def rand(*args, size=None, generator=None, out=None, dtype=None, layout=None, de
 def randn(*args, size=None, generator=None, out=None, dtype=None, layout=None, device=None,
           requires_grad: bool = False, pin_memory: bool = False) -> Tensor:
     """Standard normal samples (mean 0, variance 1) in a tensor of shape `size`."""
+    check_layout("randn", layout)
     d, xp, src, shape = _setup(size_args("randn", args, size), dtype, device, generator)
     _require_float("normal_kernel_cpu", d)
     return _finish(_normal(xp, src, shape, d), requires_grad, out)
@@ -141,6 +143,7 @@ def randint(*args, size=None, low=None, high=None, generator=None, out=None, dty
             pin_memory: bool = False) -> Tensor:
     """Random integers in [low, high) (`low` defaults to 0) in a tensor of shape `size`:
     ``randint(high, size)`` or ``randint(low, high, size)``; int64 unless `dtype` says."""
+    check_layout("randint", layout)
     args = list(args)
     if size is None and args and isinstance(args[-1], (tuple, list)):
         size = args.pop()
@@ -170,6 +173,7 @@ def randint(*args, size=None, low=None, high=None, generator=None, out=None, dty
 def randperm(n: int, *, generator=None, out=None, dtype=None, layout=None, device=None,
              requires_grad: bool = False, pin_memory: bool = False) -> Tensor:
     """A random permutation of 0 .. n-1 (int64 unless `dtype` says)."""
+    check_layout("randperm", layout)
     n = int(n)
     d, xp, src, _ = _setup((n,), dtype, device, generator, default=dtypes.int64)
     return _finish(src.permutation(n).astype(d.np_dtype), requires_grad, out)
@@ -182,6 +186,7 @@ def _like(input: Tensor, dtype, device):
 def rand_like(input: Tensor, *, generator=None, dtype=None, layout=None, device=None,
               requires_grad: bool = False, memory_format=None) -> Tensor:
     """``rand`` with the shape (and by default dtype and device) of `input`."""
+    check_layout("rand_like", layout)
     d, dev = _like(input, dtype, device)
     return rand(tuple(input.shape), generator=generator, dtype=d, device=dev,
                 requires_grad=requires_grad)
@@ -190,6 +195,7 @@ def rand_like(input: Tensor, *, generator=None, dtype=None, layout=None, device=
 def randn_like(input: Tensor, *, generator=None, dtype=None, layout=None, device=None,
                requires_grad: bool = False, memory_format=None) -> Tensor:
     """``randn`` with the shape (and by default dtype and device) of `input`."""
+    check_layout("randn_like", layout)
     d, dev = _like(input, dtype, device)
     return randn(tuple(input.shape), generator=generator, dtype=d, device=dev,
                  requires_grad=requires_grad)
@@ -199,6 +205,7 @@ def randint_like(input: Tensor, low=0, high=None, *, generator=None, dtype=None,
                  device=None, requires_grad: bool = False, memory_format=None) -> Tensor:
     """``randint`` with the shape (and by default dtype) of `input`: ``randint_like(x, high)``
     or ``randint_like(x, low, high)``."""
+    check_layout("randint_like", layout)
     if high is None:
         low, high = 0, low
     d, dev = _like(input, dtype, device)
@@ -215,6 +222,7 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, out=None, dtype=None
     (then `size` gives the shape).  The gradient with respect to tensor arguments is zero,
     as in PyTorch.
     """
+    check_layout("normal", layout)
     tensors = [t for t in (mean, std) if isinstance(t, Tensor)]
     if isinstance(std, Tensor):
         if bool((std.detach().cpu_array() < 0).any()):

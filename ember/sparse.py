@@ -38,10 +38,13 @@ from .ops.sparse_matmul import matmul_with_sparse
 from .ops.sparse_matmul import sparse_addmm as addmm
 from .ops.sparse_matmul import sparse_mm as mm
 
-__all__ = ["sparse_coo", "SparseTensor", "sparse_coo_tensor", "to_sparse", "sum", "mm", "addmm"]
+__all__ = ["sparse_coo", "strided", "SparseTensor", "sparse_coo_tensor", "to_sparse", "sum",
+           "mm", "addmm"]
 
 sparse_coo = "sparse_coo"
-"""The layout name of sparse COO tensors (``t.layout``; dense tensors say ``'strided'``)."""
+"""The layout name of sparse COO tensors (``t.layout``; dense tensors say ``strided``)."""
+strided = "strided"
+"""The layout name of dense tensors (``t.layout``)."""
 
 
 class CooData:

@@ -298,3 +298,11 @@ def with_out(op: str):
             return write_out(op, fn(*args, **kwargs), out)
         return call
     return wrap
+
+
+def check_layout(op: str, layout) -> None:
+    """Factories make strided (dense) tensors: another `layout` is refused, not ignored."""
+    if layout is not None and layout != "strided":
+        raise NotImplementedError(
+            f"{op}(layout={layout}): ember's factories make strided (dense) tensors only; "
+            "build a sparse tensor with sparse_coo_tensor() or to_sparse()")

@@ -15,7 +15,7 @@ from .._core.backend import array_module, to_backend
 from .._core.device import CPU, to_device
 from .._core.function import Function
 from .._core.tensor import Tensor, _make
-from ._util import out_dtype, size_args, write_out, xp_of
+from ._util import check_layout, out_dtype, size_args, write_out, xp_of
 
 
 def _infer_dtype(data) -> dtypes.dtype:
@@ -203,6 +203,7 @@ def zeros(*args, size=None, out=None, dtype=None, layout=None, device=None,
           requires_grad: bool = False) -> Tensor:
     """A tensor of zeros of the given shape (``zeros(2, 3)``, ``zeros((2, 3))`` or
     ``zeros(size=(2, 3))``)."""
+    check_layout("zeros", layout)
     return _factory(0, size_args("zeros", args, size), dtype, device, requires_grad, out=out,
                     op="zeros")
 
@@ -210,6 +211,7 @@ def zeros(*args, size=None, out=None, dtype=None, layout=None, device=None,
 def ones(*args, size=None, out=None, dtype=None, layout=None, device=None,
          requires_grad: bool = False) -> Tensor:
     """A tensor of ones of the given shape."""
+    check_layout("ones", layout)
     return _factory(1, size_args("ones", args, size), dtype, device, requires_grad, out=out,
                     op="ones")
 
@@ -217,6 +219,7 @@ def ones(*args, size=None, out=None, dtype=None, layout=None, device=None,
 def empty(*args, size=None, out=None, dtype=None, layout=None, device=None,
           requires_grad: bool = False, pin_memory: bool = False, memory_format=None) -> Tensor:
     """An uninitialized tensor of the given shape."""
+    check_layout("empty", layout)
     return _factory(None, size_args("empty", args, size), dtype, device, requires_grad,
                     out=out, op="empty")
 
@@ -227,6 +230,7 @@ def full(size, fill_value, *, out=None, dtype=None, layout=None, device=None,
 
     ``full([1], 2)`` is int64, ``full([1], 2.)`` float32, as in PyTorch.
     """
+    check_layout("full", layout)
     if not isinstance(size, (tuple, list)):
         raise TypeError(f"full(): argument 'size' (position 1) must be tuple of ints, not "
                         f"{type(size).__name__}")
@@ -252,6 +256,7 @@ def _like(input: Tensor, dtype, device):
 def zeros_like(input: Tensor, *, dtype=None, layout=None, device=None,
                requires_grad: bool = False, memory_format=None) -> Tensor:
     """Zeros with the shape (and by default dtype and device) of `input`."""
+    check_layout("zeros_like", layout)
     d, dev = _like(input, dtype, device)
     return _factory(0, (tuple(input.shape),), d, dev, requires_grad)
 
@@ -259,6 +264,7 @@ def zeros_like(input: Tensor, *, dtype=None, layout=None, device=None,
 def ones_like(input: Tensor, *, dtype=None, layout=None, device=None,
               requires_grad: bool = False, memory_format=None) -> Tensor:
     """Ones with the shape (and by default dtype and device) of `input`."""
+    check_layout("ones_like", layout)
     d, dev = _like(input, dtype, device)
     return _factory(1, (tuple(input.shape),), d, dev, requires_grad)
 
@@ -266,6 +272,7 @@ def ones_like(input: Tensor, *, dtype=None, layout=None, device=None,
 def empty_like(input: Tensor, *, dtype=None, layout=None, device=None,
                requires_grad: bool = False, memory_format=None) -> Tensor:
     """Uninitialized memory with the shape of `input`."""
+    check_layout("empty_like", layout)
     d, dev = _like(input, dtype, device)
     return _factory(None, (tuple(input.shape),), d, dev, requires_grad)
 
@@ -273,6 +280,7 @@ def empty_like(input: Tensor, *, dtype=None, layout=None, device=None,
 def full_like(input: Tensor, fill_value, *, dtype=None, layout=None, device=None,
               requires_grad: bool = False, memory_format=None) -> Tensor:
     """`fill_value` everywhere, with the shape (and dtype) of `input`."""
+    check_layout("full_like", layout)
     d, dev = _like(input, dtype, device)
     return _factory(fill_value, (tuple(input.shape),), d, dev, requires_grad)
 
@@ -280,6 +288,7 @@ def full_like(input: Tensor, fill_value, *, dtype=None, layout=None, device=None
 def _new(fill):
     def factory(input: Tensor, *size, dtype=None, device=None, requires_grad: bool = False,
                 layout=None, pin_memory=False) -> Tensor:
+        check_layout("new_" + {0: "zeros", 1: "ones", None: "empty"}[fill], layout)
         d, dev = _like(input, dtype, device)
         return _factory(fill, size, d, dev, requires_grad)
     return factory
@@ -296,6 +305,7 @@ new_empty.__doc__ = "Uninitialized memory of `size` with this tensor's dtype and
 def new_full(input: Tensor, size, fill_value, *, dtype=None, device=None,
              requires_grad: bool = False, layout=None, pin_memory=False) -> Tensor:
     """`fill_value` in a tensor of `size` with this tensor's dtype and device."""
+    check_layout("new_full", layout)
     d, dev = _like(input, dtype, device)
     return _factory(fill_value, (size,), d, dev, requires_grad)
 
@@ -303,6 +313,7 @@ def new_full(input: Tensor, size, fill_value, *, dtype=None, device=None,
 def new_tensor(input: Tensor, data, *, dtype=None, device=None,
                requires_grad: bool = False, layout=None, pin_memory=False) -> Tensor:
     """A copy of `data` with this tensor's dtype and device by default."""
+    check_layout("new_tensor", layout)
     d, dev = _like(input, dtype, device)
     return tensor(data, dtype=d, device=dev, requires_grad=requires_grad)
 
@@ -340,6 +351,7 @@ def arange(start=0, end=None, step=1, *, out=None, dtype=None, layout=None, devi
     >>> ember.arange(1, 2, 0.25).tolist()
     [1.0, 1.25, 1.5, 1.75]
     """
+    check_layout("arange", layout)
     if end is None:
         start, end = 0, start
     start, end, step = (_number(v, "arange") for v in (start, end, step))
@@ -375,6 +387,7 @@ def arange(start=0, end=None, step=1, *, out=None, dtype=None, layout=None, devi
 def range_(start=0, end=None, step=1, *, out=None, dtype=None, layout=None, device=None,
            requires_grad: bool = False) -> Tensor:
     """Deprecated: values from `start` to `end` *inclusive* (default float dtype)."""
+    check_layout("range", layout)
     import warnings
 
     warnings.warn("torch.range is deprecated and will be removed in a future release because "
@@ -403,6 +416,7 @@ def linspace(start, end, steps: int, *, out=None, dtype=None, layout=None, devic
     >>> ember.linspace(0, 1, 5).tolist()
     [0.0, 0.25, 0.5, 0.75, 1.0]
     """
+    check_layout("linspace", layout)
     start, end = _number(start, "linspace"), _number(end, "linspace")
     steps = int(_number(steps, "linspace"))
     if steps < 0:
@@ -441,6 +455,7 @@ def _even_steps(xp, start, end, steps: int, work):
 def logspace(start, end, steps: int, base: float = 10.0, *, out=None, dtype=None, layout=None,
              device=None, requires_grad: bool = False) -> Tensor:
     """``base ** linspace(start, end, steps)``."""
+    check_layout("logspace", layout)
     start, end = _number(start, "logspace"), _number(end, "logspace")
     steps = int(_number(steps, "logspace"))
     if steps < 0:
@@ -458,6 +473,7 @@ def logspace(start, end, steps: int, base: float = 10.0, *, out=None, dtype=None
 def eye(n: int, m: int | None = None, *, out=None, dtype=None, layout=None, device=None,
         requires_grad: bool = False, pin_memory: bool = False) -> Tensor:
     """The n x m identity matrix (square when `m` is omitted)."""
+    check_layout("eye", layout)
     n = int(n)
     if n < 0:
         raise RuntimeError(f"n must be greater or equal to 0, got {n}")
@@ -473,6 +489,7 @@ def eye(n: int, m: int | None = None, *, out=None, dtype=None, layout=None, devi
 def empty_strided(size, stride, *, dtype=None, layout=None, device=None,
                   requires_grad: bool = False, pin_memory: bool = False) -> Tensor:
     """Uninitialized memory seen with the given sizes and strides (in elements)."""
+    check_layout("empty_strided", layout)
     size, stride = tuple(int(s) for s in size), tuple(int(s) for s in stride)
     if len(size) != len(stride):
         raise RuntimeError(f"mismatch in length of strides and shape: {len(stride)} vs "
@@ -510,12 +527,14 @@ def tril_indices(row: int, col: int, offset: int = 0, *, dtype=None, device=None
                  layout=None) -> Tensor:
     """The (row, col) coordinates of the lower triangle of a row x col matrix, as a 2 x N
     tensor in row-major order; `offset` moves the diagonal up (> 0) or down."""
+    check_layout("tril_indices", layout)
     return _tri_indices("tril_indices", np.tril_indices, row, col, offset, dtype, device)
 
 
 def triu_indices(row: int, col: int, offset: int = 0, *, dtype=None, device=None,
                  layout=None) -> Tensor:
     """The (row, col) coordinates of the upper triangle of a row x col matrix (2 x N)."""
+    check_layout("triu_indices", layout)
     return _tri_indices("triu_indices", np.triu_indices, row, col, offset, dtype, device)
 
 

@@ -1,5 +1,5 @@
-"""PyTorch's out= argument of the factories and the linalg functions, and the size=
-keyword of the factories: the result is written into `out`, which is returned."""
+"""PyTorch's out= argument of the factories and the linalg functions (the result is
+written into `out`, which is returned), and the factories' size= and layout= keywords."""
 
 import warnings
 
@@ -115,3 +115,16 @@ def test_out_semantics_match_pytorch():
         with pytest.raises(RuntimeError):
             lib.linalg.inv(lib.tensor(m, requires_grad=True), out=lib.empty(2, 2,
                                                                           dtype=lib.float64))
+
+
+def test_factories_refuse_a_layout_they_cannot_make():
+    assert ember.strided == ember.zeros(1).layout == "strided"
+    assert ember.zeros(2, layout=ember.strided).shape == (2,)
+    makers = [lambda: ember.zeros(2, layout=ember.sparse_coo),
+              lambda: ember.ones_like(ember.ones(2), layout=ember.sparse_coo),
+              lambda: ember.ones(2).new_zeros(2, layout=ember.sparse_coo),
+              lambda: ember.arange(3, layout=ember.sparse_coo),
+              lambda: ember.randn(2, layout=ember.sparse_coo)]
+    for make in makers:
+        with pytest.raises(NotImplementedError, match=r"layout=sparse_coo\): ember's factories"):
+            make()

@@ -151,6 +151,9 @@ from .ops.normalization import layer_norm_fn as layer_norm
 # --- sparse (sparse.py) and recurrent cells (ops/rnn.py) ---
 from . import sparse
 from .sparse import sparse_coo, sparse_coo_tensor, strided
+from ._core.memory_format import (
+    channels_last, channels_last_3d, contiguous_format, memory_format, preserve_format,
+)
 from .ops.sparse_matmul import spmm
 from .ops.rnn import gru_cell, lstm_cell, rnn_relu_cell, rnn_tanh_cell
 

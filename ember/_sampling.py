@@ -15,6 +15,7 @@ import numpy as np
 from ._core import dtype as dtypes
 from ._core.device import to_device
 from ._core.function import Function
+from ._core.memory_format import like_format
 from ._core.tensor import Tensor, _make
 from .ops._util import check_layout, size_args, xp_of
 from .ops.creation import _shape_arg
@@ -188,8 +189,8 @@ def rand_like(input: Tensor, *, generator=None, dtype=None, layout=None, device=
     """``rand`` with the shape (and by default dtype and device) of `input`."""
     check_layout("rand_like", layout)
     d, dev = _like(input, dtype, device)
-    return rand(tuple(input.shape), generator=generator, dtype=d, device=dev,
-                requires_grad=requires_grad)
+    return like_format(rand(tuple(input.shape), generator=generator, dtype=d, device=dev,
+                            requires_grad=requires_grad), input, memory_format)
 
 
 def randn_like(input: Tensor, *, generator=None, dtype=None, layout=None, device=None,
@@ -197,8 +198,8 @@ def randn_like(input: Tensor, *, generator=None, dtype=None, layout=None, device
     """``randn`` with the shape (and by default dtype and device) of `input`."""
     check_layout("randn_like", layout)
     d, dev = _like(input, dtype, device)
-    return randn(tuple(input.shape), generator=generator, dtype=d, device=dev,
-                 requires_grad=requires_grad)
+    return like_format(randn(tuple(input.shape), generator=generator, dtype=d, device=dev,
+                             requires_grad=requires_grad), input, memory_format)
 
 
 def randint_like(input: Tensor, low=0, high=None, *, generator=None, dtype=None, layout=None,
@@ -209,8 +210,9 @@ def randint_like(input: Tensor, low=0, high=None, *, generator=None, dtype=None,
     if high is None:
         low, high = 0, low
     d, dev = _like(input, dtype, device)
-    return randint(int(low), int(high), tuple(input.shape), generator=generator, dtype=d,
-                   device=dev, requires_grad=requires_grad)
+    return like_format(randint(int(low), int(high), tuple(input.shape), generator=generator,
+                               dtype=d, device=dev, requires_grad=requires_grad), input,
+                       memory_format)
 
 
 def normal(mean=0.0, std=1.0, size=None, *, generator=None, out=None, dtype=None,

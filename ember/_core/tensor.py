@@ -193,8 +193,13 @@ class Tensor:
         return -1 if dev.type == "cpu" else (dev.index or 0)
 
     def is_contiguous(self, memory_format=None) -> bool:
-        """True when the memory is laid out in row-major order without gaps."""
-        return bool(self._data.flags.c_contiguous)
+        """True when the memory is laid out in row-major order without gaps (or in the
+        given `memory_format`, e.g. ``ember.channels_last``)."""
+        if memory_format is None:
+            return bool(self._data.flags.c_contiguous)
+        from .memory_format import is_in_format
+
+        return is_in_format(self._data, memory_format)
 
     def stride(self, dim: int | None = None):
         """Strides in elements (not bytes), as PyTorch reports them."""

@@ -8,7 +8,11 @@ from .._core import dtype as dtypes
 from .._core.backend import array_module, device_of, to_backend
 from .._core.device import device as Device
 from .._core.function import Function
+from .._core.memory_format import (
+    check_format, contiguous_format, copy_in_format, is_in_format, preserve_format,
+)
 from .._core.tensor import Tensor
+from ._util import xp_of
 
 
 class ToCopy(Function):
@@ -61,7 +65,16 @@ def _parse_to_args(args, kwargs):
 
 
 def to(input: Tensor, *args, **kwargs) -> Tensor:
-    """Return `input` with another dtype and/or device (itself when nothing changes)."""
+    """Return `input` with another dtype, device and/or memory format (itself when nothing
+    changes)."""
+    fmt = kwargs.pop("memory_format", None)
+    result = _to(input, args, kwargs)
+    if fmt is None or check_format(fmt) is preserve_format:
+        return result
+    return contiguous(result, fmt)
+
+
+def _to(input: Tensor, args, kwargs) -> Tensor:
     dev, dt, copy = _parse_to_args(args, kwargs)
     if dev is not None and dev.type == "cuda":
         array_module(dev)  # raises a clear error when CUDA is unavailable
@@ -113,24 +126,29 @@ class Clone(Function):
     """A copy that stays in the graph; its gradient passes through unchanged."""
 
     @staticmethod
-    def forward(ctx, x):
-        return x.copy()
+    def forward(ctx, x, memory_format=preserve_format):
+        return copy_in_format(xp_of(x), x, memory_format)
 
     @staticmethod
     def backward(ctx, grad):
         return grad
 
 
-def clone(input: Tensor, *, memory_format=None) -> Tensor:
-    """A copy of `input` with its own memory, recorded in the graph."""
-    return Clone.apply(input)
+def clone(input: Tensor, *, memory_format=preserve_format) -> Tensor:
+    """A copy of `input` with its own memory, recorded in the graph.  By default it keeps
+    the layout of `input` (see ``ember/_core/memory_format.py``)."""
+    return Clone.apply(input, memory_format=check_format(memory_format))
 
 
-def contiguous(input: Tensor, memory_format=None) -> Tensor:
-    """`input` itself when row-major contiguous, else a contiguous copy."""
-    if input._data.flags.c_contiguous:
+def contiguous(input: Tensor, memory_format=contiguous_format) -> Tensor:
+    """`input` itself when laid out in `memory_format` (row-major by default), else a copy
+    that is."""
+    memory_format = check_format(memory_format)
+    if memory_format is preserve_format:
+        raise RuntimeError("preserve memory format is unsupported by the contiguous operator")
+    if is_in_format(input._data, memory_format):
         return input
-    return Clone.apply(input)
+    return Clone.apply(input, memory_format=memory_format)
 
 
 class Copy(Function):

@@ -14,6 +14,7 @@ from .._core import dtype as dtypes
 from .._core.backend import array_module, to_backend
 from .._core.device import CPU, to_device
 from .._core.function import Function
+from .._core.memory_format import like_format
 from .._core.tensor import Tensor, _make
 from ._util import check_layout, out_dtype, size_args, write_out, xp_of
 
@@ -258,7 +259,8 @@ def zeros_like(input: Tensor, *, dtype=None, layout=None, device=None,
     """Zeros with the shape (and by default dtype and device) of `input`."""
     check_layout("zeros_like", layout)
     d, dev = _like(input, dtype, device)
-    return _factory(0, (tuple(input.shape),), d, dev, requires_grad)
+    return like_format(_factory(0, (tuple(input.shape),), d, dev, requires_grad), input,
+                       memory_format)
 
 
 def ones_like(input: Tensor, *, dtype=None, layout=None, device=None,
@@ -266,7 +268,8 @@ def ones_like(input: Tensor, *, dtype=None, layout=None, device=None,
     """Ones with the shape (and by default dtype and device) of `input`."""
     check_layout("ones_like", layout)
     d, dev = _like(input, dtype, device)
-    return _factory(1, (tuple(input.shape),), d, dev, requires_grad)
+    return like_format(_factory(1, (tuple(input.shape),), d, dev, requires_grad), input,
+                       memory_format)
 
 
 def empty_like(input: Tensor, *, dtype=None, layout=None, device=None,
@@ -274,7 +277,8 @@ def empty_like(input: Tensor, *, dtype=None, layout=None, device=None,
     """Uninitialized memory with the shape of `input`."""
     check_layout("empty_like", layout)
     d, dev = _like(input, dtype, device)
-    return _factory(None, (tuple(input.shape),), d, dev, requires_grad)
+    return like_format(_factory(None, (tuple(input.shape),), d, dev, requires_grad), input,
+                       memory_format)
 
 
 def full_like(input: Tensor, fill_value, *, dtype=None, layout=None, device=None,
@@ -282,7 +286,8 @@ def full_like(input: Tensor, fill_value, *, dtype=None, layout=None, device=None
     """`fill_value` everywhere, with the shape (and dtype) of `input`."""
     check_layout("full_like", layout)
     d, dev = _like(input, dtype, device)
-    return _factory(fill_value, (tuple(input.shape),), d, dev, requires_grad)
+    return like_format(_factory(fill_value, (tuple(input.shape),), d, dev, requires_grad), input,
+                       memory_format)
 
 
 def _new(fill):

@@ -519,12 +519,14 @@ class Module:
         """Move and/or cast parameters and buffers in place; returns self.
 
         ``to(device)``, ``to(dtype)``, ``to(device, dtype)``, ``to(tensor)`` (its device
-        and dtype).  A dtype applies to floating-point and complex tensors only; integer
-        buffers keep theirs.
+        and dtype), and ``memory_format=`` for the 4-D and 5-D ones (e.g. conv weights in
+        ``ember.channels_last``).  A dtype applies to floating-point and complex tensors
+        only; integer buffers keep theirs.
         """
         from ...ops.conversion import _parse_to_args
 
         kwargs.pop("non_blocking", None)
+        fmt = kwargs.pop("memory_format", None)
         args = tuple(a for a in args if not isinstance(a, bool))  # non_blocking positionally
         device, dtype, _ = _parse_to_args(args, dict(kwargs))
         if dtype is not None:
@@ -537,10 +539,12 @@ class Module:
                               stacklevel=2)
 
         def convert(t: Tensor) -> Tensor:
+            # as in PyTorch, a memory format applies to the 4-D and 5-D tensors only
+            layout = {"memory_format": fmt} if fmt is not None and t.dim() in (4, 5) else {}
             floating = t.is_floating_point() or t.is_complex()
             if dtype is not None and floating:
-                return t.to(device=device, dtype=dtype)
-            return t.to(device=device)
+                return t.to(device=device, dtype=dtype, **layout)
+            return t.to(device=device, **layout)
 
         return self._apply(convert)
 

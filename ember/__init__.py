@@ -158,7 +158,12 @@ from .ops.sparse_matmul import spmm
 from .ops.rnn import gru_cell, lstm_cell, rnn_relu_cell, rnn_tanh_cell
 
 # --- subpackages ---
-from . import accelerator, autograd, cuda
+from . import accelerator, autograd, backends, cuda
+from .backends import (
+    are_deterministic_algorithms_enabled, get_float32_matmul_precision,
+    is_deterministic_algorithms_warn_only_enabled, set_float32_matmul_precision,
+    use_deterministic_algorithms,
+)
 from . import linalg, random
 from . import optim
 from . import nn

@@ -121,6 +121,9 @@ def scatter_add(xp, target, index, values) -> None:
     if xp is np:
         np.add.at(target, index, values)
     else:
+        from ..backends import check_deterministic
+
+        check_deterministic("scatter_add on a GPU (atomic additions)")
         import cupyx
 
         cupyx.scatter_add(target, index, values)

@@ -312,7 +312,9 @@ NOT_SWEPT = {
         "manual_seed", "initial_seed", "is_grad_enabled", "is_inference_mode_enabled",
         "is_anomaly_enabled", "is_anomaly_check_nan_enabled", "set_printoptions",
         "get_num_threads", "set_num_threads", "get_num_interop_threads",
-        "set_num_interop_threads"]},
+        "set_num_interop_threads", "use_deterministic_algorithms",
+        "are_deterministic_algorithms_enabled", "is_deterministic_algorithms_warn_only_enabled",
+        "set_float32_matmul_precision", "get_float32_matmul_precision"]},
     **{n: _AUTOGRAD for n in [
         "backward", "register_hook", "register_post_accumulate_grad_hook", "retain_grad",
         "detach_"]},

@@ -158,7 +158,9 @@ from .ops.sparse_matmul import spmm
 from .ops.rnn import gru_cell, lstm_cell, rnn_relu_cell, rnn_tanh_cell
 
 # --- subpackages ---
-from . import accelerator, autograd, backends, cuda
+from . import accelerator, amp, autograd, backends, cuda
+from .amp import GradScaler, autocast
+from .amp.autocast_mode import is_autocast_enabled
 from .backends import (
     are_deterministic_algorithms_enabled, get_float32_matmul_precision,
     is_deterministic_algorithms_warn_only_enabled, set_float32_matmul_precision,

@@ -79,3 +79,6 @@ def manual_seed_all(seed: int) -> None:
 
     for index in range(max(device_count(), 1)):
         default_cuda_generator(index).manual_seed(seed)
+
+
+from . import amp  # noqa: E402 - torch.cuda.amp (autocast, GradScaler)

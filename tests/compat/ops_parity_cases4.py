@@ -314,7 +314,8 @@ NOT_SWEPT = {
         "get_num_threads", "set_num_threads", "get_num_interop_threads",
         "set_num_interop_threads", "use_deterministic_algorithms",
         "are_deterministic_algorithms_enabled", "is_deterministic_algorithms_warn_only_enabled",
-        "set_float32_matmul_precision", "get_float32_matmul_precision"]},
+        "set_float32_matmul_precision", "get_float32_matmul_precision",
+        "is_autocast_enabled"]},
     **{n: _AUTOGRAD for n in [
         "backward", "register_hook", "register_post_accumulate_grad_hook", "retain_grad",
         "detach_"]},

@@ -70,9 +70,16 @@ def weight_norm(module: Module, name: str = "weight", dim: int | None = 0) -> Mo
 
 def remove_weight_norm(module: Module, name: str = "weight") -> Module:
     """Undo ``weight_norm``: ``module.<name>`` becomes one parameter again."""
+    return remove_hook_reparametrization(module, WeightNorm, name, "weight_norm")
+
+
+def remove_hook_reparametrization(module: Module, hook_type: type, name: str,
+                                  label: str) -> Module:
+    """Take off the `hook_type` pre-hook that recomputes ``module.<name>`` (weight_norm,
+    spectral_norm), leaving one plain parameter; ValueError when there is none."""
     for key, hook in list(module._forward_pre_hooks.items()):
-        if isinstance(hook, WeightNorm) and hook.name == name:
+        if isinstance(hook, hook_type) and hook.name == name:
             hook.remove(module)
             del module._forward_pre_hooks[key]
             return module
-    raise ValueError(f"weight_norm of '{name}' not found in {module}")
+    raise ValueError(f"{label} of '{name}' not found in {module}")

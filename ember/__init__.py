@@ -23,6 +23,9 @@ from ._core.tensor import Size, Tensor, is_tensor
 from .ops._util import result_type
 
 is_floating_point = Tensor.is_floating_point
+is_signed = Tensor.is_signed
+is_same_size = Tensor.is_same_size
+is_nonzero = Tensor.is_nonzero
 is_complex = Tensor.is_complex
 numel = Tensor.numel
 
@@ -92,13 +95,19 @@ from .ops.elementwise_special import (
     erf, erf_, erfc, erfc_, erfinv, fmax, fmin, hypot, logit, logit_, maximum, minimum,
     nan_to_num, nan_to_num_, sigmoid, sigmoid_, where, xlogy, xlogy_,
 )
+from .ops.elementwise_binary import (
+    copysign, deg2rad, deg2rad_, heaviside, logaddexp, logaddexp2, rad2deg, rad2deg_,
+)
+from .ops.combining import block_diag, combinations, diff
+from .ops.distance import cdist
+from .ops.arithmetic import positive
 
 # --- comparison (ops/comparison.py) ---
 from .ops.comparison import (
     allclose, bitwise_and, bitwise_left_shift, bitwise_not, bitwise_or, bitwise_right_shift,
     bitwise_xor, eq, equal, ge, greater, greater_equal, gt, isclose, isfinite, isinf, isnan,
-    isneginf, isposinf, le, less, less_equal, logical_and, logical_not, logical_or, logical_xor,
-    lt, ne, not_equal, signbit,
+    isin, isneginf, isposinf, le, less, less_equal, logical_and, logical_not, logical_or,
+    logical_xor, lt, ne, not_equal, signbit,
 )
 
 # --- indexing (ops/indexing.py) ---

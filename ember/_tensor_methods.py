@@ -13,6 +13,7 @@ from .ops import arithmetic, conversion, creation, reduction, shape
 from .ops import index_dim, indexing, joining, scatter, slicing
 from .ops import linalg_norms, reduction_stats, sorting
 from .ops import arithmetic_fused, comparison, elementwise, elementwise_special
+from .ops import combining, elementwise_binary
 from .ops import linalg, linalg_decomp, linalg_svd
 from .ops import activation
 from . import _interop, _sampling
@@ -94,6 +95,23 @@ METHODS = {
     "div": arithmetic.div,
     "divide": arithmetic.div,
     "true_divide": arithmetic.true_divide,
+    "subtract_": arithmetic.sub_,
+    "multiply_": arithmetic.mul_,
+    "divide_": arithmetic.div_,
+    "true_divide_": arithmetic.div_,
+    "positive": arithmetic.positive,
+    "type_as": conversion.type_as,
+    "logaddexp": elementwise_binary.logaddexp,
+    "logaddexp2": elementwise_binary.logaddexp2,
+    "copysign": elementwise_binary.copysign,
+    "copysign_": elementwise_binary.copysign_,
+    "heaviside": elementwise_binary.heaviside,
+    "deg2rad": elementwise_binary.deg2rad,
+    "deg2rad_": elementwise_binary.deg2rad_,
+    "rad2deg": elementwise_binary.rad2deg,
+    "rad2deg_": elementwise_binary.rad2deg_,
+    "diff": combining.diff,
+    "isin": comparison.isin,
     "neg": arithmetic.neg,
     "negative": arithmetic.neg,
     "add_": arithmetic.add_,

@@ -187,6 +187,23 @@ class Tensor:
         """True for complex tensors."""
         return self.dtype.is_complex
 
+    def is_signed(self) -> bool:
+        """True unless the dtype is unsigned (uint8) or bool."""
+        return self._data.dtype.kind not in "ub"
+
+    def is_same_size(self, other: Tensor) -> bool:
+        """True when `other` has the same shape."""
+        return tuple(self._data.shape) == tuple(other._data.shape)
+
+    def is_nonzero(self) -> bool:
+        """The truth of a one-element tensor (RuntimeError for any other size)."""
+        size = self._data.size
+        if size != 1:
+            raise RuntimeError("Boolean value of Tensor with "
+                               f"{'no values' if size == 0 else 'more than one value'} is "
+                               "ambiguous")
+        return bool(self._data.reshape(-1)[0] != 0)
+
     def get_device(self) -> int:
         """-1 for CPU tensors, the GPU index otherwise."""
         dev = self.device

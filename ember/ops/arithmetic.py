@@ -243,6 +243,13 @@ def true_divide(input, other) -> Tensor:
     return div(input, other)
 
 
+def positive(input: Tensor) -> Tensor:
+    """`input` itself (``+input``); bool tensors are refused, as in PyTorch."""
+    if input.dtype is dtypes.bool:
+        raise RuntimeError("The `+` operator, on a bool tensor is not supported.")
+    return input
+
+
 def neg(input: Tensor) -> Tensor:
     """``-input``."""
     if input.dtype is dtypes.bool:

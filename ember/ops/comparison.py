@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 
 from .._core.function import Function
-from .._core.tensor import Tensor
+from .._core.tensor import Tensor, _make
 from ._util import check_same_device, is_scalar, promote, result_type, to_tensor, xp_of
 from .arithmetic import (
     _is_integral, _short, _xp, check_broadcast, check_inplace_shape, inplace_operand,
@@ -523,3 +523,18 @@ def isneginf(input: Tensor) -> Tensor:
 def signbit(input: Tensor) -> Tensor:
     """True where the sign bit is set (negative numbers and -0.0)."""
     return Signbit.apply(input)
+
+
+def isin(elements, test_elements, *, assume_unique: bool = False,
+         invert: bool = False) -> Tensor:
+    """Whether each of `elements` occurs in `test_elements` (a bool tensor shaped like
+    `elements`; either may be a number).  `invert` gives the opposite."""
+    if not isinstance(elements, Tensor) and not isinstance(test_elements, Tensor):
+        raise TypeError("isin() received an invalid combination of arguments: expected at "
+                        "least one Tensor")
+    like = elements if isinstance(elements, Tensor) else test_elements
+    a = elements._data if isinstance(elements, Tensor) else like._data.dtype.type(elements)
+    b = test_elements._data if isinstance(test_elements, Tensor) else test_elements
+    xp = xp_of(like._data)
+    out = xp.isin(a, b, assume_unique=assume_unique, invert=invert)
+    return _make(xp.asarray(out, dtype=bool))

@@ -87,6 +87,11 @@ def _to(input: Tensor, args, kwargs) -> Tensor:
                         None if same_device else dev, copy)
 
 
+def type_as(input: Tensor, other: Tensor) -> Tensor:
+    """`input` converted to the dtype of `other` (itself when it already has it)."""
+    return to(input, other.dtype)
+
+
 def _caster(target):
     def convert(input: Tensor, memory_format=None) -> Tensor:
         return to(input, target)

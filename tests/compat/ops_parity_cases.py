@@ -8,6 +8,7 @@ from __future__ import annotations
 from .ops_parity_cases2 import REDUCTION_CASES, SCAN_SORT_CASES
 from .ops_parity_cases3 import INDEX_CASES, LINALG_CASES, SHAPE_CASES
 from .ops_parity_cases4 import CONVERSION_CASES, CREATION_CASES, NN_CASES
+from .ops_parity_cases5 import NEW_CASES
 from .ops_parity_spec import (
     ALL, FI, FLOAT, INT, INTB, NONE, Case, T, binary, s, unary, vals,
 )
@@ -201,4 +202,5 @@ def _binary_cases() -> list:
 
 
 CASES = (_unary_cases() + _binary_cases() + REDUCTION_CASES + SCAN_SORT_CASES + SHAPE_CASES
-         + INDEX_CASES + LINALG_CASES + CREATION_CASES + CONVERSION_CASES + NN_CASES)
+         + INDEX_CASES + LINALG_CASES + CREATION_CASES + CONVERSION_CASES + NN_CASES
+         + NEW_CASES)

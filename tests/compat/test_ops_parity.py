@@ -62,6 +62,11 @@ KNOWN_DIFFERENCES = [
     ("unique_consecutive * requires_grad", _NO_NODE),
     ("unique_consecutive * grad_fn", _NO_NODE),
     ("bincount * requires_grad", _NO_NODE), ("bincount * grad_fn", _NO_NODE),
+    ("heaviside * requires_grad", _NO_NODE), ("heaviside * grad_fn", _NO_NODE),
+    ("block_diag * grad_fn_name", _COMPOSITE), ("combinations * grad_fn_name", _COMPOSITE),
+    ("cdist * grad_fn_name", _COMPOSITE + " (PyTorch's own matrix-product form is one too)"),
+    ("diff * n=0) grad_fn_name", "with n=0 ember returns a clone (CloneBackward0); PyTorch's "
+                                 "node is CopyBackwards"),
     ("slogdet *[[]0] requires_grad", "PyTorch marks the sign output of slogdet as "
                                       "differentiable (with a zero gradient); ember does not"),
     ("slogdet *[[]0] grad_fn", "as above: slogdet's sign has no node in ember"),

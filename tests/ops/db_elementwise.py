@@ -143,6 +143,13 @@ OPS = [
     OpInfo("fmin", ember.fmin, np.fmin, binary_samples(scalar=None), dtypes=FLOATS_AND_INTS,
            promotes=True),
     OpInfo("xlogy", ember.xlogy, scipy.special.xlogy, _xlogy_samples),
+    OpInfo("logaddexp", ember.logaddexp, np.logaddexp, binary_samples(scalar=None)),
+    OpInfo("logaddexp2", ember.logaddexp2, np.logaddexp2, binary_samples(scalar=None)),
+    # (copysign is not differentiable where x is 0: the samples avoid it)
+    OpInfo("copysign", ember.copysign, np.copysign, binary_samples(0.2, 2.0, -2.0, 2.0),
+           dtypes=FLOATS_AND_INTS),
+    _float_unary("deg2rad", ember.deg2rad, np.deg2rad),
+    _float_unary("rad2deg", ember.rad2deg, np.rad2deg),
     # clamp, where, nan_to_num
     OpInfo("clamp", ember.clamp, lambda x, min=None, max=None: np.clip(x, min, max),
            _clamp_samples, dtypes=FLOATS_AND_INTS),

@@ -246,6 +246,11 @@ def ref_cosine_similarity(x1, x2, dim=1, eps=1e-8):
     return np.sum(x1 / n1 * (x2 / n2), axis=dim)
 
 
+def ref_cdist(a, b, p=2.0, compute_mode=None):
+    diff = np.abs(a[..., :, None, :] - b[..., None, :, :])
+    return (diff ** p).sum(-1) ** (1.0 / p)
+
+
 def ref_pdist(x, p=2):
     n = x.shape[0]
     return np.asarray([np.linalg.norm(x[i] - x[j], ord=p)
@@ -308,6 +313,17 @@ OPS = [
     OpInfo("pdist", F.pdist, ref_pdist,
            lambda rng: [Sample((rng.uniform(-1, 1, size=(4, 3)),)),
                         Sample((rng.uniform(-1, 1, size=(3, 2)),), {"p": 3})]),
+    OpInfo("cdist", ember.cdist, ref_cdist,
+           lambda rng: [Sample((rng.uniform(-1, 1, size=(3, 4)), rng.uniform(-1, 1, size=(2, 4)))),
+                        Sample((rng.uniform(-1, 1, size=(2, 3, 2)),
+                                rng.uniform(-1, 1, size=(1, 4, 2))), {"p": 1.0}),
+                        Sample((rng.uniform(-1, 1, size=(3, 2)), rng.uniform(-1, 1, size=(2, 2))),
+                               {"p": 3.0})]),
+    OpInfo("cdist_matrix_product",
+           lambda a, b: ember.cdist(a, b, compute_mode="use_mm_for_euclid_dist"), ref_cdist,
+           lambda rng: [Sample((rng.uniform(-1, 1, size=(3, 4)), rng.uniform(-1, 1, size=(2, 4)))),
+                        Sample((rng.uniform(-1, 1, size=(2, 3, 2)),
+                                rng.uniform(-1, 1, size=(2, 4, 2))))]),
     OpInfo("one_hot", F.one_hot, ref_one_hot,
            lambda rng: [Sample((rng.uniform(0, 1.3, size=(2, 3)),)),
                         Sample((rng.uniform(0, 1.3, size=(4,)),), {"num_classes": 6})],

@@ -1,5 +1,7 @@
 """Op table entries for ember/ops/shape.py (views) and ember/ops/joining.py (copies)."""
 
+import itertools
+
 import numpy as np
 
 import ember
@@ -18,6 +20,22 @@ def many(*groups):
     def samples(rng):
         return [Sample(tuple(rng.uniform(-2, 2, size=s) for s in group)) for group in groups]
     return samples
+
+
+def _block_diag_ref(*blocks):
+    blocks = [np.atleast_2d(b) for b in blocks]
+    out = np.zeros((sum(b.shape[0] for b in blocks), sum(b.shape[1] for b in blocks)))
+    r = c = 0
+    for b in blocks:
+        out[r:r + b.shape[0], c:c + b.shape[1]] = b
+        r, c = r + b.shape[0], c + b.shape[1]
+    return out
+
+
+def _combinations_ref(x, r=2, with_replacement=False):
+    pick = itertools.combinations_with_replacement if with_replacement else \
+        itertools.combinations
+    return np.array(list(pick(x, r)))
 
 
 def _split_ref(x, size, axis=0):
@@ -173,6 +191,16 @@ OPS = [
     OpInfo("diag", ember.diag, np.diag, one((3,), (3, 4))),
     OpInfo("diag_offset", lambda x: ember.diag(x, -1), lambda x: np.diag(x, -1),
            one((3,), (3, 4))),
+    OpInfo("diff", ember.diff, np.diff, one((5,), (3, 4))),
+    OpInfo("diff_n2_dim0", lambda x: ember.diff(x, n=2, dim=0),
+           lambda x: np.diff(x, n=2, axis=0), one((4, 3))),
+    OpInfo("diff_prepend_append", lambda x, a, b: ember.diff(x, prepend=a, append=b),
+           lambda x, a, b: np.diff(x, prepend=a, append=b), many([(2, 3), (2, 1), (2, 2)])),
+    OpInfo("block_diag", ember.block_diag, _block_diag_ref, many([(2, 2), (3,)], [(), (1, 2)])),
+    OpInfo("combinations", ember.combinations, _combinations_ref, one((4,))),
+    OpInfo("combinations_3_replacement",
+           lambda x: ember.combinations(x, 3, with_replacement=True),
+           lambda x: _combinations_ref(x, 3, True), one((3,))),
     # setitem through views ------------------------------------------------
     OpInfo("setitem_row", _set_row, _set_row_ref, many([(3, 4), (4,)], [(3, 4), (1,)])),
     OpInfo("setitem_column", _set_col, _set_col_ref, many([(3, 4), (3,)])),

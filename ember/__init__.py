@@ -188,6 +188,7 @@ from .nn.functional import (
     pixel_unshuffle, poisson_nll_loss, rms_norm, triplet_margin_loss,
 )
 
+from . import distributions
 from . import onnx
 from . import distributed
 from . import profiler

@@ -35,6 +35,9 @@ NAMESPACES = [
     ("torch.profiler", "ember.profiler"),
     ("torch.cuda", "ember.cuda"),
     ("torch.onnx", "ember.onnx"),
+    ("torch.distributions", "ember.distributions"),
+    ("torch.amp", "ember.amp"),
+    ("torch.backends", "ember.backends"),
 ]
 
 # Names PyTorch exports that are internals or aliases of no interest to users.

@@ -164,9 +164,9 @@ def _prod(shape) -> int:
 # normalization.py, dropout.py) ---
 from ..ops.activation import (  # noqa: E402
     celu, celu_, elu, elu_, gelu, glu, hardshrink, hardsigmoid, hardswish, hardtanh, hardtanh_,
-    leaky_relu, leaky_relu_, log_softmax, logsigmoid, mish, prelu, relu, relu6, rrelu, rrelu_,
-    selu, selu_, silu, softmax, softmin, softplus, softshrink, softsign, tanhshrink, threshold,
-    threshold_,
+    gumbel_softmax, leaky_relu, leaky_relu_, log_softmax, logsigmoid, mish, prelu, relu, relu6,
+    rrelu, rrelu_, selu, selu_, silu, softmax, softmin, softplus, softshrink, softsign,
+    tanhshrink, threshold, threshold_,
 )
 from ..ops.elementwise import relu_, tanh  # noqa: E402
 from ..ops.elementwise_special import sigmoid  # noqa: E402
@@ -190,8 +190,8 @@ __all__ += [
     "celu", "celu_", "elu", "elu_", "gelu", "glu", "hardshrink", "hardsigmoid", "hardswish",
     "hardtanh", "hardtanh_", "leaky_relu", "leaky_relu_", "log_softmax", "logsigmoid", "mish",
     "prelu", "relu", "relu6", "relu_", "rrelu", "rrelu_", "selu", "selu_", "sigmoid", "silu",
-    "softmax", "softmin", "softplus", "softshrink", "softsign", "tanh", "tanhshrink",
-    "threshold", "threshold_",
+    "gumbel_softmax", "softmax", "softmin", "softplus", "softshrink", "softsign", "tanh",
+    "tanhshrink", "threshold", "threshold_",
     "alpha_dropout", "dropout", "dropout1d", "dropout2d", "dropout3d", "feature_alpha_dropout",
     "batch_norm", "group_norm", "instance_norm", "layer_norm", "local_response_norm",
     "normalize", "rms_norm",

@@ -179,6 +179,21 @@ def softmin(input: Tensor, dim: int | None = None, _stacklevel: int = 3,
     return Softmax.apply(-input, dim)
 
 
+def gumbel_softmax(logits: Tensor, tau: float = 1.0, hard: bool = False, eps: float = 1e-10,
+                   dim: int = -1) -> Tensor:
+    """A differentiable sample of a categorical distribution: ``softmax((logits + g) / tau)``
+    with Gumbel(0, 1) noise g.  With `hard`, the one-hot of the largest entry, whose
+    gradient is the soft sample's (the straight-through estimator).  (`eps` is unused, as
+    in PyTorch.)"""
+    gumbels = -logits.new_empty(tuple(logits.shape)).exponential_().log()
+    soft = softmax((logits + gumbels) / tau, dim)
+    if not hard:
+        return soft
+    index = soft.argmax(dim, keepdim=True)
+    one_hot = logits.new_zeros(tuple(logits.shape)).scatter_(dim, index, 1.0)
+    return one_hot - soft.detach() + soft
+
+
 def softmax_fn(input: Tensor, dim: int, dtype=None) -> Tensor:
     """``torch.softmax(input, dim, dtype=None)`` and ``Tensor.softmax``."""
     return softmax(input, dim, dtype=dtype)

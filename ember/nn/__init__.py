@@ -75,6 +75,16 @@ __all__ += [
     "TransformerDecoderLayer", "TransformerEncoder", "TransformerEncoderLayer",
 ]
 
+# --- lazy modules (modules/lazy.py) ---
+from .modules import _LAZY  # noqa: E402
+from .modules.lazy import (  # noqa: E402
+    LazyBatchNorm1d, LazyBatchNorm2d, LazyBatchNorm3d, LazyConv1d, LazyConv2d, LazyConv3d,
+    LazyConvTranspose1d, LazyConvTranspose2d, LazyConvTranspose3d, LazyLinear,
+)
+from .parameter import UninitializedBuffer, UninitializedParameter  # noqa: E402
+
+__all__ += _LAZY + ["UninitializedBuffer", "UninitializedParameter"]
+
 # --- data parallel (parallel/distributed.py) ---
 from . import parallel  # noqa: E402
 

@@ -86,6 +86,56 @@ class Buffer(metaclass=_BufferMeta):
         return tensor
 
 
+class UninitializedParameter(Parameter):
+    """A parameter of a lazy module before its first call: no shape and no values yet.
+    ``materialize(shape)`` gives it uninitialized memory of that shape and makes it a
+    plain ``Parameter``."""
+
+    cls_to_become = Parameter
+
+    def __new__(cls, requires_grad: bool = True, device=None, dtype=None):
+        from ..ops.creation import empty
+
+        return super().__new__(cls, empty(0, device=device, dtype=dtype), requires_grad)
+
+    def __init__(self, requires_grad: bool = True, device=None, dtype=None):
+        pass
+
+    def materialize(self, shape, device=None, dtype=None) -> None:
+        """Take `shape` (memory uninitialized; the module initializes it next)."""
+        from ..ops.creation import empty
+
+        data = empty(tuple(shape), device=device or self.device, dtype=dtype or self.dtype)
+        self._data = data._data
+        self.__class__ = self.cls_to_become
+
+    def __repr__(self) -> str:
+        return "<UninitializedParameter>"
+
+
+class UninitializedBuffer(Tensor):
+    """A buffer of a lazy module before its first call (see `UninitializedParameter`)."""
+
+    def __new__(cls, requires_grad: bool = False, device=None, dtype=None):
+        from ..ops.creation import empty
+
+        return _make(empty(0, device=device, dtype=dtype)._data, cls=cls)
+
+    def __init__(self, requires_grad: bool = False, device=None, dtype=None):
+        pass
+
+    def materialize(self, shape, device=None, dtype=None) -> None:
+        """Take `shape` (memory uninitialized) and become a plain Tensor."""
+        from ..ops.creation import empty
+
+        data = empty(tuple(shape), device=device or self.device, dtype=dtype or self.dtype)
+        self._data = data._data
+        self.__class__ = Tensor
+
+    def __repr__(self) -> str:
+        return "<UninitializedBuffer>"
+
+
 def is_lazy(param) -> bool:
-    """Whether `param` is an uninitialized (lazy) parameter; ember has none, so False."""
-    return False
+    """Whether `param` is an uninitialized parameter or buffer of a lazy module."""
+    return isinstance(param, (UninitializedParameter, UninitializedBuffer))

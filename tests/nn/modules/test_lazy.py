@@ -1,0 +1,73 @@
+"""Lazy modules: shapes from the first input, then the ordinary layer."""
+
+import math
+
+import pytest
+
+import ember
+from ember import nn
+from ember.nn.parameter import is_lazy
+
+try:
+    import torch
+except ImportError:  # parity checks skip without PyTorch
+    torch = None
+
+
+def test_lazy_linear_infers_in_features_initializes_and_becomes_linear():
+    layer = nn.LazyLinear(4)
+    assert layer.has_uninitialized_params() and is_lazy(layer.weight)
+    assert isinstance(layer.weight, nn.UninitializedParameter)
+    out = layer(ember.randn(3, 7))
+    assert out.shape == (3, 4) and type(layer) is nn.Linear
+    assert layer.in_features == 7 and layer.weight.shape == (4, 7)
+    assert type(layer.weight) is nn.Parameter and not is_lazy(layer.weight)
+    bound = 1 / math.sqrt(7)  # kaiming_uniform_(a=sqrt(5)) and the bias rule of Linear
+    assert float(layer.weight.abs().max()) <= bound and float(layer.bias.abs().max()) <= bound
+    assert len(layer._forward_pre_hooks) == 0  # the inference hook is gone
+    assert nn.LazyLinear(2, bias=False)(ember.ones(1, 3)).shape == (1, 2)
+
+
+def test_lazy_convolutions_and_batch_norm_in_a_model_that_trains():
+    ember.manual_seed(0)
+    model = nn.Sequential(nn.LazyConv2d(8, 3, padding=1), nn.LazyBatchNorm2d(), nn.ReLU(),
+                          nn.Flatten(), nn.LazyLinear(2))
+    x, y = ember.randn(4, 3, 5, 5), ember.tensor([0, 1, 0, 1])
+    model(x)  # the first call fixes the shapes
+    assert [type(m).__name__ for m in model] == ["Conv2d", "BatchNorm2d", "ReLU", "Flatten",
+                                                  "Linear"]
+    assert model[0].weight.shape == (8, 3, 3, 3) and model[1].running_var.shape == (8,)
+    assert model[4].weight.shape == (2, 200)
+    assert sorted(model.state_dict()) == [
+        "0.bias", "0.weight", "1.bias", "1.num_batches_tracked", "1.running_mean",
+        "1.running_var", "1.weight", "4.bias", "4.weight"]
+    opt = ember.optim.Adam(model.parameters(), lr=0.05)
+    losses = []
+    for _ in range(20):
+        loss = nn.functional.cross_entropy(model(x), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    assert losses[-1] < losses[0] * 0.5
+
+
+def test_lazy_transposed_and_grouped_convolutions():
+    deconv = nn.LazyConvTranspose2d(4, 3, stride=2, groups=2)
+    assert deconv(ember.randn(1, 6, 4, 4)).shape == (1, 4, 9, 9)
+    assert deconv.weight.shape == (6, 2, 3, 3) and deconv.in_channels == 6
+    conv1 = nn.LazyConv1d(5, 2)
+    assert conv1(ember.randn(3, 8)).shape == (5, 7)  # unbatched input
+    with pytest.raises(ValueError, match="in_channels must be divisible by groups"):
+        nn.LazyConv2d(4, 1, groups=2)(ember.randn(1, 3, 2, 2))
+
+
+@pytest.mark.skipif(torch is None, reason="PyTorch is not installed")
+def test_structure_matches_pytorch():
+    def build(lib):
+        m = lib.nn.Sequential(lib.nn.LazyConv1d(4, 3), lib.nn.LazyBatchNorm1d(),
+                              lib.nn.Flatten(), lib.nn.LazyLinear(3))
+        before = repr(m)
+        m(lib.ones(2, 5, 6))
+        return before, repr(m), sorted(m.state_dict()), [tuple(p.shape) for p in m.parameters()]
+    assert build(ember) == build(torch)

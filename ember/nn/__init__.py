@@ -75,15 +75,16 @@ __all__ += [
     "TransformerDecoderLayer", "TransformerEncoder", "TransformerEncoderLayer",
 ]
 
-# --- lazy modules (modules/lazy.py) ---
+# --- lazy modules and SyncBatchNorm (modules/lazy.py, sync_batchnorm.py) ---
 from .modules import _LAZY  # noqa: E402
 from .modules.lazy import (  # noqa: E402
     LazyBatchNorm1d, LazyBatchNorm2d, LazyBatchNorm3d, LazyConv1d, LazyConv2d, LazyConv3d,
     LazyConvTranspose1d, LazyConvTranspose2d, LazyConvTranspose3d, LazyLinear,
 )
+from .modules.sync_batchnorm import SyncBatchNorm  # noqa: E402
 from .parameter import UninitializedBuffer, UninitializedParameter  # noqa: E402
 
-__all__ += _LAZY + ["UninitializedBuffer", "UninitializedParameter"]
+__all__ += _LAZY + ["SyncBatchNorm", "UninitializedBuffer", "UninitializedParameter"]
 
 # --- data parallel (parallel/distributed.py) ---
 from . import parallel  # noqa: E402

@@ -36,6 +36,12 @@ def test_ddp_matches_single_process_training():
     assert_no_strays(result)
 
 
+def test_sync_batch_norm_equals_batch_norm_on_the_global_batch():
+    result = launch("syncbn_worker.py", timeout=90)
+    _ok(result, "SYNCBN-OK")
+    assert_no_strays(result)
+
+
 def test_mismatched_collectives_are_reported_with_call_sites():
     result = launch("mismatch_worker.py", env={"EMBER_DISTRIBUTED_DEBUG": "DETAIL"})
     _ok(result, "MISMATCH-OK")

@@ -104,6 +104,10 @@ from .lazy import (  # noqa: E402
     LazyConvTranspose1d, LazyConvTranspose2d, LazyConvTranspose3d, LazyLinear, LazyModuleMixin,
 )
 
+from .sync_batchnorm import SyncBatchNorm  # noqa: E402
+
+__all__ += ["SyncBatchNorm"]
+
 _LAZY = ["LazyBatchNorm1d", "LazyBatchNorm2d", "LazyBatchNorm3d", "LazyConv1d", "LazyConv2d",
          "LazyConv3d", "LazyConvTranspose1d", "LazyConvTranspose2d", "LazyConvTranspose3d",
          "LazyLinear"]

@@ -100,6 +100,7 @@ from .ops.elementwise_binary import (
 )
 from .ops.combining import block_diag, combinations, diff
 from .ops.distance import cdist
+from .ops.statistics import corrcoef, cov, nanquantile, quantile
 from .ops.arithmetic import positive
 
 # --- comparison (ops/comparison.py) ---

@@ -430,3 +430,25 @@ def diag(input: Tensor, diagonal: int = 0) -> Tensor:
 def diagonal_copy(input: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
     """``diagonal`` as a copy with its own memory."""
     return diagonal(input, offset, dim1, dim2).clone()
+
+
+def fill_diagonal_(input: Tensor, fill_value, wrap: bool = False) -> Tensor:
+    """Write `fill_value` on the main diagonal of `input` in place (all dims equal when
+    there are more than two).  With `wrap`, a tall matrix's diagonal starts again below
+    the square part, every ``columns + 1`` rows."""
+    if input.dim() < 2:
+        raise RuntimeError("dimensions must larger than 1")
+    shape = tuple(input.shape)
+    if input.dim() > 2 and len(set(shape)) != 1:
+        raise RuntimeError("all dimensions of input must be of equal length")
+    xp = xp_of(input._data)
+    if input.dim() == 2:
+        rows, cols = shape
+        step = cols + 1
+        end = input.numel() if wrap else min(rows, cols) * cols
+    else:  # the element (i, i, ..., i) is at i * (1 + n + n**2 + ...) in row-major order
+        step = sum(shape[0] ** k for k in range(input.dim()))
+        end = input.numel()
+    mask = xp.zeros(input.numel(), dtype=bool)
+    mask[:end:step] = True
+    return input.masked_fill_(_make(mask.reshape(shape)), fill_value)

@@ -63,7 +63,12 @@ KNOWN_DIFFERENCES = [
     ("unique_consecutive * grad_fn", _NO_NODE),
     ("bincount * requires_grad", _NO_NODE), ("bincount * grad_fn", _NO_NODE),
     ("heaviside * requires_grad", _NO_NODE), ("heaviside * grad_fn", _NO_NODE),
-    ("block_diag * grad_fn_name", _COMPOSITE), ("combinations * grad_fn_name", _COMPOSITE),
+    ("block_diag * grad_fn_name", _COMPOSITE), ("quantile * grad_fn_name", _COMPOSITE),
+    ("nanquantile * grad_fn_name", _COMPOSITE),
+    ("combinations * grad_fn_name", _COMPOSITE),
+    ("fill_diagonal_ * grad_fn_name", "ember writes the diagonal with masked_fill_ "
+                                      "(MaskedFillBackward0); PyTorch through a strided view "
+                                      "(CopySlices); values and gradients agree"),
     ("cdist * grad_fn_name", _COMPOSITE + " (PyTorch's own matrix-product form is one too)"),
     ("diff * n=0) grad_fn_name", "with n=0 ember returns a clone (CloneBackward0); PyTorch's "
                                  "node is CopyBackwards"),

@@ -241,6 +241,13 @@ def _set_samples(**kwargs):
     return samples
 
 
+def _fill_diagonal_ref(x):
+    out = x.copy()
+    index = np.arange(min(out.shape))
+    out[(index,) * out.ndim] = 2.5
+    return out
+
+
 OPS = [
     # sums, means, products --------------------------------------------------------------
     OpInfo("sum_dim", ember.sum, _np_reduce(np.sum), _reduce_samples(),
@@ -362,4 +369,25 @@ OPS = [
                         Sample((rng.uniform(-2, 2, size=4), np.sort(rng.uniform(-2, 2, size=5))),
                                {"right": True})],
            dtypes=FLOATS_AND_INTS, grad_order=0),
+    # statistics (statistics.py) ------------------------------------------------
+    OpInfo("quantile", lambda x: ember.quantile(x, 0.3, dim=1), lambda x: np.quantile(x, 0.3, 1),
+           lambda rng: [Sample((rng.uniform(-2, 2, size=(3, 5)),))]),
+    OpInfo("quantile_many", lambda x: ember.quantile(x, ember.tensor([0.2, 0.9], dtype=x.dtype)),
+           lambda x: np.quantile(x, [0.2, 0.9]),
+           lambda rng: [Sample((rng.uniform(-2, 2, size=(4, 3)),))]),
+    OpInfo("nanquantile", lambda x: ember.nanquantile(x, 0.6, dim=0, keepdim=True),
+           lambda x: np.nanquantile(x, 0.6, 0, keepdims=True),
+           lambda rng: [Sample((rng.uniform(-2, 2, size=(5, 2)),))]),
+    OpInfo("cov", ember.cov, np.cov, lambda rng: [Sample((rng.uniform(-2, 2, size=(3, 6)),)),
+                                                  Sample((rng.uniform(-2, 2, size=(5,)),))]),
+    OpInfo("cov_weighted",
+           lambda x, a: ember.cov(x, fweights=ember.tensor([1, 2, 1, 3]), aweights=a.abs() + 0.5),
+           lambda x, a: np.cov(x, fweights=[1, 2, 1, 3], aweights=np.abs(a) + 0.5),
+           lambda rng: [Sample((rng.uniform(-2, 2, size=(2, 4)), rng.uniform(-1, 1, size=(4,))),
+                               grad_args=(0,))]),
+    OpInfo("corrcoef", ember.corrcoef, np.corrcoef,
+           lambda rng: [Sample((rng.uniform(-2, 2, size=(3, 6)),))]),
+    OpInfo("fill_diagonal_", lambda x: (x * 1).fill_diagonal_(2.5), _fill_diagonal_ref,
+           lambda rng: [Sample((rng.uniform(-2, 2, size=(3, 4)),)),
+                        Sample((rng.uniform(-2, 2, size=(3, 3, 3)),))]),
 ]

@@ -101,6 +101,7 @@ from .ops.elementwise_binary import (
 from .ops.combining import block_diag, combinations, diff
 from .ops.distance import cdist
 from .ops.statistics import corrcoef, cov, nanquantile, quantile
+from .ops.gamma import digamma, lgamma, mvlgamma, polygamma
 from .ops.arithmetic import positive
 
 # --- comparison (ops/comparison.py) ---
@@ -189,7 +190,7 @@ from .nn.functional import (
     pixel_unshuffle, poisson_nll_loss, rms_norm, triplet_margin_loss,
 )
 
-from . import distributions
+from . import distributions, special
 from . import onnx
 from . import distributed
 from . import profiler

@@ -13,7 +13,7 @@ from .ops import arithmetic, conversion, creation, reduction, shape
 from .ops import index_dim, indexing, joining, scatter, slicing
 from .ops import linalg_norms, reduction_stats, sorting
 from .ops import arithmetic_fused, comparison, elementwise, elementwise_special
-from .ops import combining, elementwise_binary, statistics
+from .ops import combining, elementwise_binary, gamma, statistics
 from .ops import linalg, linalg_decomp, linalg_svd
 from .ops import activation
 from . import _interop, _sampling
@@ -112,6 +112,14 @@ METHODS = {
     "rad2deg_": elementwise_binary.rad2deg_,
     "diff": combining.diff,
     "isin": comparison.isin,
+    "lgamma": gamma.lgamma,
+    "lgamma_": gamma.lgamma_,
+    "digamma": gamma.digamma,
+    "digamma_": gamma.digamma_,
+    "polygamma": lambda self, n: gamma.polygamma(n, self),
+    "polygamma_": gamma.polygamma_,
+    "mvlgamma": gamma.mvlgamma,
+    "mvlgamma_": gamma.mvlgamma_,
     "quantile": statistics.quantile,
     "nanquantile": statistics.nanquantile,
     "cov": statistics.cov,

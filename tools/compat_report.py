@@ -36,6 +36,7 @@ NAMESPACES = [
     ("torch.cuda", "ember.cuda"),
     ("torch.onnx", "ember.onnx"),
     ("torch.distributions", "ember.distributions"),
+    ("torch.special", "ember.special"),
     ("torch.amp", "ember.amp"),
     ("torch.backends", "ember.backends"),
 ]

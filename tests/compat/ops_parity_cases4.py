@@ -316,6 +316,8 @@ NOT_SWEPT = {
         "are_deterministic_algorithms_enabled", "is_deterministic_algorithms_warn_only_enabled",
         "set_float32_matmul_precision", "get_float32_matmul_precision",
         "is_autocast_enabled"]},
+    "polygamma_": "in-place polygamma: the out-of-place one is swept (polygamma)",
+    "mvlgamma_": "in-place mvlgamma: the out-of-place one is swept (mvlgamma)",
     **{n: _AUTOGRAD for n in [
         "backward", "register_hook", "register_post_accumulate_grad_hook", "retain_grad",
         "detach_"]},

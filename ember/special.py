@@ -17,7 +17,7 @@ from .ops._util import xp_of
 from .ops.activation import log_softmax_fn as log_softmax
 from .ops.activation import softmax_fn as softmax
 from .ops.elementwise import exp2, expm1, log1p, round  # noqa: A004 - PyTorch's names
-from .ops.elementwise_special import erf, erfc, erfinv, logit, xlogy
+from .ops.elementwise_special import Xlogy, erf, erfc, erfinv, logit, xlogy
 from .ops.elementwise_special import sigmoid as expit
 from .ops.gamma import digamma, polygamma
 from .ops.shape import broadcast_tensors
@@ -68,29 +68,6 @@ def entr(input: Tensor) -> Tensor:
     return Entr.apply(_floating(input))
 
 
-class Xlog1py(Function):
-    """``x * log1p(y)``, 0 where x is 0 unless y is nan.  Gradients: ``xlog1py(x != 0, y)``
-    for x (0 where x is 0, even at y = -1) and ``x / (1 + y)`` for y."""
-
-    _name = "SpecialXlog1PyBackward0"
-
-    @staticmethod
-    def forward(ctx, x, y):
-        ctx.save_for_backward(x, y)
-        xp = xp_of(x)
-        with np.errstate(all="ignore"):
-            out = xp.where((x == 0) & ~xp.isnan(y), 0.0, x * xp.log1p(y))
-        return out.astype(x.dtype, copy=False)
-
-    @staticmethod
-    def backward(ctx, grad):
-        x, y = ctx.saved_tensors
-        gx = grad * Xlog1py.apply((x != 0).to(grad.dtype), y) \
-            if ctx._edges[0][0] is not None else None
-        gy = grad * x / (1 + y) if ctx._edges[1][0] is not None else None
-        return gx, gy
-
-
 def xlog1py(input, other) -> Tensor:
     """``x * log1p(y)``, 0 where x is 0 (unless y is nan)."""
     like = input if isinstance(input, Tensor) else other
@@ -98,7 +75,7 @@ def xlog1py(input, other) -> Tensor:
     y = other if isinstance(other, Tensor) else x.new_tensor(other)
     x, y = _floating(x), _floating(y)
     x, y = broadcast_tensors(x, y.to(x.dtype))
-    return Xlog1py.apply(x, y)
+    return Xlogy.apply(x, y, "SpecialXlog1PyBackward0", True)
 
 
 def sinc(input: Tensor) -> Tensor:

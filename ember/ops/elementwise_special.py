@@ -364,16 +364,19 @@ class Fmin(Function):
 
 
 class Xlogy(Function):
-    """x * log(y), with 0 where x == 0 (unless y is nan)."""
+    """x * log(y) (x * log1p(y) with `log1p`: ``special.xlog1py``), with 0 where x == 0
+    unless y is nan.  Gradients: the same function of (x != 0, y) for x, so 0 where x is 0;
+    x / y (x / (1 + y)) for y."""
 
     @staticmethod
-    def forward(ctx, x, y, node_name=None):
+    def forward(ctx, x, y, node_name=None, log1p=False):
         if node_name is not None:
             ctx._name = node_name
+        ctx.log1p = log1p
         ctx.save_for_backward(x, y)
         xp = xp_of(x)
         with np.errstate(all="ignore"):
-            out = xp.where((x == 0) & ~xp.isnan(y), 0.0, x * xp.log(y))
+            out = xp.where((x == 0) & ~xp.isnan(y), 0.0, x * (xp.log1p if log1p else xp.log)(y))
         return out.astype(x.dtype, copy=False)
 
     @staticmethod
@@ -382,9 +385,12 @@ class Xlogy(Function):
         gx = gy = None
         with np.errstate(all="ignore"):
             if ctx._edges[0][0] is not None:
-                gx = grad * xlogy((x != 0).to(grad.dtype), y)  # (a number y keeps grad's dtype)
+                # (a number y keeps grad's dtype)
+                indicator = (x != 0).to(grad.dtype)
+                gx = grad * (Xlogy.apply(indicator, y, ctx._name, True) if ctx.log1p
+                             else xlogy(indicator, y))
             if ctx._edges[1][0] is not None:
-                gy = grad * x / y
+                gy = grad * x / (1 + y) if ctx.log1p else grad * x / y
         return gx, gy
 
 

@@ -49,7 +49,8 @@ __all__ += [
 # padding.py, upsampling.py, fold.py, pixelshuffle.py, distance.py) ---
 from .modules import (  # noqa: E402
     AdaptiveAvgPool1d, AdaptiveAvgPool2d, AdaptiveAvgPool3d, AdaptiveMaxPool1d, AdaptiveMaxPool2d,
-    AdaptiveMaxPool3d, AvgPool1d, AvgPool2d, AvgPool3d, CircularPad1d, CircularPad2d,
+    AdaptiveMaxPool3d, AvgPool1d, AvgPool2d, AvgPool3d, ChannelShuffle, CircularPad1d,
+    CircularPad2d,
     CircularPad3d, ConstantPad1d, ConstantPad2d, ConstantPad3d, Conv1d, Conv2d, Conv3d,
     ConvTranspose1d, ConvTranspose2d, ConvTranspose3d, CosineSimilarity, Fold, LPPool1d,
     LPPool2d, LPPool3d, MaxPool1d, MaxPool2d, MaxPool3d, MaxUnpool1d, MaxUnpool2d, MaxUnpool3d,

@@ -221,8 +221,8 @@ from ..ops.pooling_adaptive import (  # noqa: E402
 )
 from ..ops.padding import pad  # noqa: E402
 from ..ops.resample import (  # noqa: E402
-    fold, interpolate, pixel_shuffle, pixel_unshuffle, unfold, upsample, upsample_bilinear,
-    upsample_nearest,
+    channel_shuffle, fold, interpolate, native_channel_shuffle, pixel_shuffle, pixel_unshuffle,
+    unfold, upsample, upsample_bilinear, upsample_nearest,
 )
 from ..ops.grid_sample import affine_grid, grid_sample  # noqa: E402
 from ..ops.distance import cosine_similarity, one_hot, pdist  # noqa: E402
@@ -235,7 +235,8 @@ __all__ += [
     "avg_pool3d", "lp_pool1d", "lp_pool2d", "lp_pool3d", "max_pool1d", "max_pool1d_with_indices",
     "max_pool2d", "max_pool2d_with_indices", "max_pool3d", "max_pool3d_with_indices",
     "max_unpool1d", "max_unpool2d", "max_unpool3d", "pad", "fold", "interpolate", "pixel_shuffle",
-    "pixel_unshuffle", "unfold", "upsample", "upsample_bilinear", "upsample_nearest",
+    "pixel_unshuffle", "channel_shuffle", "native_channel_shuffle", "unfold", "upsample",
+    "upsample_bilinear", "upsample_nearest",
     "affine_grid", "grid_sample", "cosine_similarity", "one_hot", "pdist",
 ]
 

@@ -310,6 +310,27 @@ def pixel_shuffle(input: Tensor, upscale_factor: int) -> Tensor:
     return x.reshape(*lead, c // (r * r), h * r, w * r)
 
 
+def channel_shuffle(input: Tensor, groups: int) -> Tensor:
+    """(N, C, *) with the channels of `groups` groups interleaved (ShuffleNet): channel
+    ``g * (C / groups) + i`` moves to ``i * groups + g``."""
+    if input.dim() <= 2:
+        raise RuntimeError(f"channel_shuffle expects input with > 2 dims, but got input with "
+                           f"sizes {list(input.shape)}")
+    groups = int(groups)
+    if groups <= 0:
+        raise RuntimeError(f"Number of groups to divide channels in must be positive. Value of "
+                           f"groups:{groups}")
+    n, c, *rest = input.shape
+    if c % groups:
+        raise RuntimeError(f"Number of channels must be divisible by groups. Got {c} channels "
+                           f"and {groups} groups.")
+    x = input.reshape(n, groups, c // groups, *rest).transpose(1, 2)
+    return x.reshape(n, c, *rest)
+
+
+native_channel_shuffle = channel_shuffle
+
+
 def pixel_unshuffle(input: Tensor, downscale_factor: int) -> Tensor:
     """(*, C, H * r, W * r) -> (*, C * r^2, H, W), the inverse of pixel_shuffle."""
     r = int(downscale_factor)

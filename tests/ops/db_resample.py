@@ -103,6 +103,11 @@ def _pad_samples(mode):
     return samples
 
 
+def ref_channel_shuffle(x, groups=3):
+    n, c = x.shape[:2]
+    return x.reshape(n, groups, c // groups, *x.shape[2:]).swapaxes(1, 2).reshape(x.shape)
+
+
 def ref_pixel_shuffle(x, upscale_factor):
     r = upscale_factor
     n, c, h, w = x.shape
@@ -286,6 +291,9 @@ OPS = [
     OpInfo("pad_reflect", F.pad, ref_pad, _pad_samples("reflect")),
     OpInfo("pad_replicate", F.pad, ref_pad, _pad_samples("replicate")),
     OpInfo("pad_circular", F.pad, ref_pad, _pad_samples("circular")),
+    OpInfo("channel_shuffle", lambda x: F.channel_shuffle(x, 3), ref_channel_shuffle,
+           lambda rng: [Sample((rng.uniform(-1, 1, size=(2, 6, 2, 3)),)),
+                        Sample((rng.uniform(-1, 1, size=(1, 6, 4)),))]),
     OpInfo("pixel_shuffle", F.pixel_shuffle, ref_pixel_shuffle,
            lambda rng: [Sample((rng.uniform(-1, 1, size=(1, 8, 2, 3)), 2))]),
     OpInfo("pixel_unshuffle", F.pixel_unshuffle, ref_pixel_unshuffle,

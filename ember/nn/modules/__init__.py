@@ -65,7 +65,7 @@ from .padding import (
 )
 from .upsampling import Upsample, UpsamplingBilinear2d, UpsamplingNearest2d
 from .fold import Fold, Unfold
-from .pixelshuffle import PixelShuffle, PixelUnshuffle
+from .pixelshuffle import ChannelShuffle, PixelShuffle, PixelUnshuffle
 from .distance import CosineSimilarity, PairwiseDistance
 
 _CONV_POOL = [
@@ -77,7 +77,7 @@ _CONV_POOL = [
     "ConstantPad2d", "ConstantPad3d", "ReflectionPad1d", "ReflectionPad2d", "ReflectionPad3d",
     "ReplicationPad1d", "ReplicationPad2d", "ReplicationPad3d", "ZeroPad1d", "ZeroPad2d",
     "ZeroPad3d", "Upsample", "UpsamplingBilinear2d", "UpsamplingNearest2d", "Fold", "Unfold",
-    "PixelShuffle", "PixelUnshuffle", "CosineSimilarity", "PairwiseDistance",
+    "PixelShuffle", "PixelUnshuffle", "ChannelShuffle", "CosineSimilarity", "PairwiseDistance",
 ]
 __all__ += _CONV_POOL
 

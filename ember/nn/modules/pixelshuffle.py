@@ -42,3 +42,23 @@ class PixelUnshuffle(Module):
 
     def extra_repr(self) -> str:
         return f"downscale_factor={self.downscale_factor}"
+
+
+class ChannelShuffle(Module):
+    """Interleave the channels of `groups` groups (see ``F.channel_shuffle``).
+
+    >>> ChannelShuffle(2)(ember.arange(4.0).reshape(1, 4, 1, 1)).flatten().tolist()
+    [0.0, 2.0, 1.0, 3.0]
+    """
+
+    __constants__ = ["groups"]
+
+    def __init__(self, groups: int) -> None:
+        super().__init__()
+        self.groups = groups
+
+    def forward(self, input):
+        return F.channel_shuffle(input, self.groups)
+
+    def extra_repr(self) -> str:
+        return f"groups={self.groups}"

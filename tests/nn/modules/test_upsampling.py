@@ -152,3 +152,14 @@ def test_identity_affine_grid_reproduces_the_input():
     for corners in (False, True):
         grid = F.affine_grid(theta, (1, 2, 4, 5), align_corners=corners)
         assert_close(F.grid_sample(x, grid, align_corners=corners), x)
+
+
+def test_channel_shuffle():
+    x = ember.arange(12.0).reshape(1, 6, 2, 1)
+    out = nn.ChannelShuffle(3)(x)
+    assert out[0, :, 0, 0].tolist() == [0.0, 4.0, 8.0, 2.0, 6.0, 10.0]
+    assert repr(nn.ChannelShuffle(3)) == "ChannelShuffle(groups=3)"
+    with pytest.raises(RuntimeError, match="divisible by groups. Got 6 channels and 4 groups"):
+        nn.functional.channel_shuffle(x, 4)
+    with pytest.raises(RuntimeError, match="expects input with > 2 dims"):
+        nn.functional.channel_shuffle(ember.ones(6), 2)

@@ -19,3 +19,11 @@ from .weight_norm import remove_weight_norm, weight_norm  # noqa: E402
 
 __all__ += ["parametrizations", "parametrize", "rnn", "remove_weight_norm", "weight_norm",
             "remove_spectral_norm", "spectral_norm"]
+
+# --- batch-norm folding (fusion.py) ---
+from .fusion import (  # noqa: E402
+    fuse_conv_bn_eval, fuse_conv_bn_weights, fuse_linear_bn_eval, fuse_linear_bn_weights,
+)
+
+__all__ += ["fuse_conv_bn_eval", "fuse_conv_bn_weights", "fuse_linear_bn_eval",
+            "fuse_linear_bn_weights"]

@@ -190,7 +190,7 @@ from .nn.functional import (
     pixel_unshuffle, poisson_nll_loss, rms_norm, triplet_margin_loss,
 )
 
-from . import distributions, special
+from . import distributions, func, special
 from . import onnx
 from . import distributed
 from . import profiler

@@ -37,6 +37,7 @@ NAMESPACES = [
     ("torch.onnx", "ember.onnx"),
     ("torch.distributions", "ember.distributions"),
     ("torch.special", "ember.special"),
+    ("torch.func", "ember.func"),
     ("torch.amp", "ember.amp"),
     ("torch.backends", "ember.backends"),
 ]

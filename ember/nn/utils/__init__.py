@@ -13,11 +13,12 @@ __all__ = [
 
 # --- packed sequences and parametrizations (rnn.py, parametrize.py, parametrizations.py,
 # weight_norm.py, spectral_norm.py) ---
-from . import parametrizations, parametrize, rnn  # noqa: E402
+from . import parametrizations, parametrize, rnn, stateless  # noqa: E402
 from .spectral_norm import remove_spectral_norm, spectral_norm  # noqa: E402
 from .weight_norm import remove_weight_norm, weight_norm  # noqa: E402
 
-__all__ += ["parametrizations", "parametrize", "rnn", "remove_weight_norm", "weight_norm",
+__all__ += ["parametrizations", "parametrize", "rnn", "stateless", "remove_weight_norm",
+            "weight_norm",
             "remove_spectral_norm", "spectral_norm"]
 
 # --- batch-norm folding (fusion.py) ---

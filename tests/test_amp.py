@@ -97,13 +97,18 @@ def test_autocast_disabled_runs_and_enabled_is_not_supported_yet():
         warnings.simplefilter("error")
         with ember.autocast("cpu", enabled=False):
             y = nn.Linear(2, 2)(ember.ones(1, 2))
-        with ember.cuda.amp.autocast(enabled=False):
+        with ember.amp.autocast("cuda", enabled=False):
             pass
     assert y.dtype is ember.float32 and not ember.is_autocast_enabled()
     decorated = ember.autocast("cpu", enabled=False)(lambda v: v * 2)
     assert decorated(3) == 6
     with pytest.raises(NotImplementedError, match="ember.autocast"):
         ember.autocast("cpu", dtype=ember.bfloat16)
+    if not ember.cuda.is_available():  # CUDA autocast without CUDA: disabled, as in PyTorch
+        with pytest.warns(UserWarning, match="Disabling autocast"):
+            with ember.autocast("cuda", dtype=ember.float16):
+                z = nn.Linear(2, 2)(ember.ones(1, 2))
+        assert z.dtype is ember.float32
     with pytest.raises(RuntimeError, match="unsupported autocast device_type 'tpu'"):
         ember.autocast("tpu", enabled=False)
 

@@ -1,10 +1,12 @@
 """``autocast``: PyTorch runs chosen ops in a lower precision inside it.  ember does not
-support that yet; the disabled form (``enabled=False``, which scripts use to switch
-mixed precision off) is accepted and does nothing, as it does in PyTorch."""
+support that yet.  What runs: the disabled form (``enabled=False``, which scripts use to
+switch mixed precision off), and CUDA autocast on a machine without CUDA, which PyTorch
+disables with a warning (so ``autocast("cuda")`` scripts run on the CPU, in float32)."""
 
 from __future__ import annotations
 
 import functools
+import warnings
 
 _DEVICE_TYPES = ("cpu", "cuda")
 
@@ -24,6 +26,11 @@ class autocast:  # noqa: N801 - PyTorch's name
         if device_type not in _DEVICE_TYPES:
             raise RuntimeError(f"User specified an unsupported autocast device_type "
                                f"'{device_type}'")
+        if enabled and device_type == "cuda" and not _cuda_available():
+            # as in PyTorch: CUDA autocast on a machine without CUDA does nothing
+            warnings.warn("CUDA is not available or torch_xla is imported. Disabling "
+                          "autocast.", UserWarning, stacklevel=2)
+            enabled = False
         if enabled:
             raise NotImplementedError(
                 "ember.autocast: automatic mixed precision is not supported yet; ember runs "
@@ -43,6 +50,12 @@ class autocast:  # noqa: N801 - PyTorch's name
             with self:
                 return fn(*args, **kwargs)
         return run
+
+
+def _cuda_available() -> bool:
+    from .. import cuda
+
+    return cuda.is_available()
 
 
 def is_autocast_available(device_type: str) -> bool:

@@ -3,6 +3,8 @@ GradScaler, for the CUDA device."""
 
 from __future__ import annotations
 
+import warnings
+
 from ..amp import GradScaler as _GradScaler
 from ..amp import autocast as _autocast
 
@@ -23,4 +25,7 @@ class autocast(_autocast):  # noqa: N801 - PyTorch's name
     """``ember.autocast("cuda", ...)``."""
 
     def __init__(self, enabled: bool = True, dtype=None, cache_enabled=None):
+        warnings.warn("`torch.cuda.amp.autocast(args...)` is deprecated. Please use "
+                      "`torch.amp.autocast('cuda', args...)` instead.", FutureWarning,
+                      stacklevel=2)
         super().__init__("cuda", dtype=dtype, enabled=enabled, cache_enabled=cache_enabled)

@@ -8,6 +8,7 @@ tensor as its first argument.
 
 from __future__ import annotations
 
+from ._core import shared_memory
 from ._core.tensor import Tensor
 from .ops import arithmetic, conversion, creation, reduction, shape
 from .ops import index_dim, indexing, joining, scatter, slicing
@@ -101,6 +102,8 @@ METHODS = {
     "true_divide_": arithmetic.div_,
     "positive": arithmetic.positive,
     "type_as": conversion.type_as,
+    "share_memory_": shared_memory.share_memory_,
+    "is_shared": shared_memory.is_shared,
     "logaddexp": elementwise_binary.logaddexp,
     "logaddexp2": elementwise_binary.logaddexp2,
     "copysign": elementwise_binary.copysign,

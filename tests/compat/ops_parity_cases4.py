@@ -317,6 +317,8 @@ NOT_SWEPT = {
         "set_float32_matmul_precision", "get_float32_matmul_precision",
         "is_autocast_enabled"]},
     "polygamma_": "in-place polygamma: the out-of-place one is swept (polygamma)",
+    "share_memory_": "moves memory between processes: tests/test_shared_memory.py",
+    "is_shared": "a memory property: tests/test_shared_memory.py",
     "mvlgamma_": "in-place mvlgamma: the out-of-place one is swept (mvlgamma)",
     **{n: _AUTOGRAD for n in [
         "backward", "register_hook", "register_post_accumulate_grad_hook", "retain_grad",

@@ -471,12 +471,9 @@ class Module:
         return self._apply(lambda t: empty_like(t, device=device), recurse=recurse)
 
     def share_memory(self) -> Module:
-        """Kept for PyTorch compatibility; returns self.
-
-        ember's CPU tensors are NumPy arrays; worker processes started by fork see the
-        parent's memory, so there is nothing to move into shared memory.
-        """
-        return self
+        """Move every parameter and buffer into shared memory (``Tensor.share_memory_``):
+        processes forked afterwards update the same values (Hogwild training)."""
+        return self._apply(lambda t: t.share_memory_())
 
     # ------------------------------------------------------------------
     # conversion

@@ -102,6 +102,7 @@ from .ops.combining import block_diag, combinations, diff
 from .ops.distance import cdist
 from .ops.statistics import corrcoef, cov, nanquantile, quantile
 from .ops.gamma import digamma, lgamma, mvlgamma, polygamma
+from .ops.shape_inplace import resize_as_
 from .ops.arithmetic import positive
 
 # --- comparison (ops/comparison.py) ---

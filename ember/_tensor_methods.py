@@ -14,7 +14,7 @@ from .ops import arithmetic, conversion, creation, reduction, shape
 from .ops import index_dim, indexing, joining, scatter, slicing
 from .ops import linalg_norms, reduction_stats, sorting
 from .ops import arithmetic_fused, comparison, elementwise, elementwise_special
-from .ops import combining, elementwise_binary, gamma, statistics
+from .ops import combining, elementwise_binary, gamma, shape_inplace, statistics
 from .ops import linalg, linalg_decomp, linalg_svd
 from .ops import activation
 from . import _interop, _sampling
@@ -103,6 +103,14 @@ METHODS = {
     "positive": arithmetic.positive,
     "type_as": conversion.type_as,
     "share_memory_": shared_memory.share_memory_,
+    "unsqueeze_": shape_inplace.unsqueeze_,
+    "squeeze_": shape_inplace.squeeze_,
+    "t_": shape_inplace.t_,
+    "transpose_": shape_inplace.transpose_,
+    "swapdims_": shape_inplace.swapdims_,
+    "swapaxes_": shape_inplace.swapaxes_,
+    "resize_": shape_inplace.resize_,
+    "resize_as_": shape_inplace.resize_as_,
     "is_shared": shared_memory.is_shared,
     "logaddexp": elementwise_binary.logaddexp,
     "logaddexp2": elementwise_binary.logaddexp2,

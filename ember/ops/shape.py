@@ -221,7 +221,7 @@ class Squeeze(Function):
         return grad.reshape(ctx.in_shape)
 
     def name(self) -> str:
-        return f"SqueezeBackward{self.kind}"
+        return self._name or f"SqueezeBackward{self.kind}"
 
 
 class Unsqueeze(Function):

@@ -96,9 +96,13 @@ from .ops.elementwise_special import (
     nan_to_num, nan_to_num_, sigmoid, sigmoid_, where, xlogy, xlogy_,
 )
 from .ops.elementwise_binary import (
-    copysign, deg2rad, deg2rad_, heaviside, logaddexp, logaddexp2, rad2deg, rad2deg_,
+    copysign, deg2rad, deg2rad_, frexp, gcd, gcd_, heaviside, lcm, lcm_, ldexp, ldexp_,
+    logaddexp, logaddexp2, nextafter, rad2deg, rad2deg_, sinc, sinc_,
 )
-from .ops.combining import block_diag, combinations, diff
+from .ops.combining import (
+    block_diag, combinations, diagflat, diagonal_scatter, diff, dist, dsplit, hsplit,
+    narrow_copy, renorm, select_scatter, slice_scatter, vsplit,
+)
 from .ops.distance import cdist
 from .ops.statistics import corrcoef, cov, nanquantile, quantile
 from .ops.gamma import digamma, lgamma, mvlgamma, polygamma

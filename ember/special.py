@@ -17,6 +17,7 @@ from .ops._util import xp_of
 from .ops.activation import log_softmax_fn as log_softmax
 from .ops.activation import softmax_fn as softmax
 from .ops.elementwise import exp2, expm1, log1p, round  # noqa: A004 - PyTorch's names
+from .ops.elementwise_binary import sinc
 from .ops.elementwise_special import Xlogy, erf, erfc, erfinv, logit, xlogy
 from .ops.elementwise_special import sigmoid as expit
 from .ops.gamma import digamma, polygamma
@@ -76,14 +77,6 @@ def xlog1py(input, other) -> Tensor:
     x, y = _floating(x), _floating(y)
     x, y = broadcast_tensors(x, y.to(x.dtype))
     return Xlogy.apply(x, y, "SpecialXlog1PyBackward0", True)
-
-
-def sinc(input: Tensor) -> Tensor:
-    """The normalized sinc, ``sin(pi x) / (pi x)``, 1 at 0."""
-    x = _floating(input)
-    scaled = x * math.pi
-    safe = scaled.masked_fill(x == 0, 1.0)
-    return (safe.sin() / safe).masked_fill(x == 0, 1.0)
 
 
 def _floating(input: Tensor) -> Tensor:

@@ -1,4 +1,6 @@
-"""Tensors built from pieces of others: diff, block_diag, combinations.
+"""Tensors built from pieces of others: diff, block_diag, combinations, diagflat, the
+hsplit/vsplit/dsplit splits, the select/slice/diagonal scatters, narrow_copy, dist and
+renorm.
 Each is written with differentiable ops (slicing, cat, index_select), so gradients
 follow."""
 
@@ -83,3 +85,98 @@ def combinations(input: Tensor, r: int = 2, with_replacement: bool = False) -> T
     index = [i for combo in pick(range(input.shape[0]), r) for i in combo]
     chosen = input.index_select(0, make_tensor(index, dtype=dtypes.int64, device=input.device))
     return chosen.reshape(-1, r)
+
+
+def _split_along(op: str, input: Tensor, sections, dim: int, min_dims: int):
+    if input.dim() < min_dims:
+        raise RuntimeError(f"torch.{op} requires a tensor with at least {min_dims} dimension, "
+                           f"but got a tensor with {input.dim()} dimensions!")
+    if isinstance(sections, int) and (sections == 0 or input.shape[dim] % sections):
+        raise RuntimeError(f"torch.{op} attempted to split along dimension {dim}, but the size "
+                           f"of the dimension {input.shape[dim]} is not divisible by the "
+                           f"split_size {sections}!")
+    return input.tensor_split(sections, dim)
+
+
+def hsplit(input: Tensor, indices_or_sections):
+    """Split along dim 1 (dim 0 for a 1-D tensor): equal sections or at the given indices."""
+    return _split_along("hsplit", input, indices_or_sections, 1 if input.dim() > 1 else 0, 1)
+
+
+def vsplit(input: Tensor, indices_or_sections):
+    """Split along dim 0 of a tensor with at least 2 dims."""
+    return _split_along("vsplit", input, indices_or_sections, 0, 2)
+
+
+def dsplit(input: Tensor, indices_or_sections):
+    """Split along dim 2 of a tensor with at least 3 dims."""
+    return _split_along("dsplit", input, indices_or_sections, 2, 3)
+
+
+def diagflat(input: Tensor, offset: int = 0) -> Tensor:
+    """A 2-D matrix with the flattened input on diagonal `offset`."""
+    from .joining import diag
+
+    return diag(input.reshape(-1), offset)
+
+
+def dist(input: Tensor, other: Tensor, p: float = 2) -> Tensor:
+    """The p-norm of ``input - other`` (broadcast), over all elements."""
+    from .linalg_norms import vector_norm
+
+    return vector_norm(input - other, p)
+
+
+def renorm(input: Tensor, p: float, dim: int, maxnorm: float) -> Tensor:
+    """Each slice along `dim` scaled down to p-norm `maxnorm` where its norm exceeds it."""
+    from .linalg_norms import vector_norm
+
+    if input.dim() <= 1:
+        raise RuntimeError(f"renorm: input needs at least 2 dimensions, got {input.dim()} "
+                           "dimensions")
+    if p <= 0:
+        raise RuntimeError("renorm: non-positive-norm not supported")
+    if maxnorm < 0:
+        raise RuntimeError(f"renorm: expected maxnorm to be >= 0 but got {maxnorm}")
+    dim = wrap_dim(dim, input.dim())
+    others = tuple(d for d in range(input.dim()) if d != dim)
+    norms = vector_norm(input, p, others, keepdim=True)
+    factor = (maxnorm / (norms + 1e-7)).masked_fill(norms <= maxnorm, 1.0)
+    return input * factor
+
+
+def renorm_(input: Tensor, p: float, dim: int, maxnorm: float) -> Tensor:
+    """In-place ``renorm``."""
+    return input.copy_(renorm(input.clone(), p, dim, maxnorm))  # (clone: kept for backward)
+
+
+def narrow_copy(input: Tensor, dim: int, start: int, length: int) -> Tensor:
+    """A contiguous copy of ``input.narrow(dim, start, length)``."""
+    from .._core.memory_format import contiguous_format
+
+    return input.narrow(dim, start, length).clone(memory_format=contiguous_format)
+
+
+def select_scatter(input: Tensor, src: Tensor, dim: int, index: int) -> Tensor:
+    """A copy of `input` with ``select(dim, index)`` replaced by `src`."""
+    out = input.clone()
+    out.select(dim, index).copy_(src)
+    return out
+
+
+def slice_scatter(input: Tensor, src: Tensor, dim: int = 0, start=None, end=None,
+                  step: int = 1) -> Tensor:
+    """A copy of `input` with the slice ``start:end:step`` along `dim` replaced by `src`."""
+    out = input.clone()
+    index = [slice(None)] * input.dim()
+    index[wrap_dim(dim, input.dim())] = slice(start, end, step)
+    out[tuple(index)] = src
+    return out
+
+
+def diagonal_scatter(input: Tensor, src: Tensor, offset: int = 0, dim1: int = 0,
+                     dim2: int = 1) -> Tensor:
+    """A copy of `input` with its diagonal (`offset`, `dim1`, `dim2`) replaced by `src`."""
+    out = input.clone()
+    out.diagonal(offset, dim1, dim2).copy_(src)
+    return out

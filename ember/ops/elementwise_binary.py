@@ -1,14 +1,16 @@
-"""More elementwise ops: logaddexp, logaddexp2, copysign, heaviside, and the angle
-conversions deg2rad and rad2deg."""
+"""More elementwise ops: logaddexp, logaddexp2, copysign, heaviside, the angle
+conversions deg2rad and rad2deg, sinc, ldexp, frexp, nextafter, and gcd/lcm of integers."""
 
 from __future__ import annotations
 
 import math
+from collections import namedtuple
 
 import numpy as np
 
 from .._core import dtype as dtypes
 from .._core.function import Function
+from .._core.grad_mode import no_grad
 from .._core.tensor import Tensor, _make
 from ._util import xp_of
 from .arithmetic import _is_integral, inplace_form, require_float_target, unsupported
@@ -169,3 +171,121 @@ def rad2deg_(input: Tensor) -> Tensor:
     """In-place ``rad2deg`` (floating-point tensors)."""
     require_float_target("rad2deg_", input)
     return AngleScaleInplace.apply(input, *_TO_DEGREES)
+
+
+_FrexpResult = namedtuple("frexp", ["mantissa", "exponent"])
+
+
+def sinc(input: Tensor) -> Tensor:
+    """The normalized sinc, ``sin(pi x) / (pi x)``, 1 at 0 (integers give floats)."""
+    x = _as_float(input)
+    safe = (x * math.pi).masked_fill(x == 0, 1.0)
+    return (safe.sin() / safe).masked_fill(x == 0, 1.0)
+
+
+def sinc_(input: Tensor) -> Tensor:
+    """In-place ``sinc``."""
+    require_float_target("sinc_", input)
+    return input.copy_(sinc(input.clone()))  # (the clone keeps the old values for backward)
+
+
+def ldexp(input: Tensor, other: Tensor) -> Tensor:
+    """``input * 2**other`` (integers give the default float dtype)."""
+    x = _as_float(input)
+    return x * _as_float(other).to(x.dtype).exp2()
+
+
+def ldexp_(input: Tensor, other: Tensor) -> Tensor:
+    """In-place ``ldexp``."""
+    require_float_target("ldexp_", input)
+    return input.mul_(_as_float(other).to(input.dtype).exp2())
+
+
+class Frexp(Function):
+    """(mantissa in [0.5, 1) with the sign of x, int32 exponent): ``x = m * 2**e``.
+    Gradient of the mantissa: ``grad / 2**e``."""
+
+    @staticmethod
+    def forward(ctx, x):
+        mantissa, exponent = xp_of(x).frexp(x)
+        exponent = exponent.astype(np.int32)
+        ctx.exponent = exponent
+        ctx.mark_non_differentiable(exponent)
+        return mantissa, exponent
+
+    @staticmethod
+    def backward(ctx, grad_mantissa, grad_exponent):
+        xp = xp_of(ctx.exponent)
+        scale = _make(xp.asarray(xp.ldexp(np.ones((), grad_mantissa._data.dtype),
+                                          -ctx.exponent)))
+        return grad_mantissa * scale
+
+
+def frexp(input: Tensor):
+    """The mantissa (floats in [0.5, 1), signed) and int32 exponent of each element."""
+    if not input.is_floating_point():
+        raise RuntimeError("torch.frexp() only supports floating-point dtypes")
+    mantissa, exponent = Frexp.apply(input)
+    return _FrexpResult(mantissa, exponent)
+
+
+class NextAfter(Function):
+    """The next representable float after x towards y (no gradient)."""
+
+    @staticmethod
+    def forward(ctx, x, y):
+        out = xp_of(x).nextafter(x, y)
+        ctx.mark_non_differentiable(out)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        return None, None
+
+
+def nextafter(input: Tensor, other: Tensor) -> Tensor:
+    """The next float after `input` towards `other` (same floating-point dtype)."""
+    _tensors("nextafter", input, other)
+    a, b = _binary("nextafter", input, other)
+    if not a.dtype.is_floating_point:
+        raise unsupported("nextafter_cpu", a.dtype)
+    return NextAfter.apply(a, b)
+
+
+def nextafter_(input: Tensor, other: Tensor) -> Tensor:
+    """In-place ``nextafter``."""
+    with no_grad():
+        return input.copy_(nextafter(input, other))
+
+
+def _integer_op(name: str, ufunc_name: str):
+    def op(input: Tensor, other: Tensor) -> Tensor:
+        _tensors(name, input, other)
+        a, b = _binary(name, input, other)
+        if not _is_integral(a.dtype) or a.dtype is dtypes.bool:
+            raise unsupported(name + "_cpu", a.dtype)
+        return _make(getattr(xp_of(a._data), ufunc_name)(a._data, b._data))
+    op.__name__ = name
+    return op
+
+
+gcd = _integer_op("gcd", "gcd")
+gcd.__doc__ = "The greatest common divisor of integers (non-negative; gcd(0, 0) = 0)."
+lcm = _integer_op("lcm", "lcm")
+lcm.__doc__ = "The least common multiple of integers (non-negative; 0 when either is 0)."
+
+
+def gcd_(input: Tensor, other: Tensor) -> Tensor:
+    """In-place ``gcd``."""
+    return input.copy_(gcd(input, other))
+
+
+def lcm_(input: Tensor, other: Tensor) -> Tensor:
+    """In-place ``lcm``."""
+    return input.copy_(lcm(input, other))
+
+
+def _as_float(input):
+    if not isinstance(input, Tensor):
+        raise TypeError(f"argument 'input' must be Tensor, not {type(input).__name__}")
+    return input.to(dtypes.get_default_dtype()) if _is_integral(input.dtype) else input

@@ -68,8 +68,14 @@ KNOWN_DIFFERENCES = [
     ("block_diag * grad_fn_name", _COMPOSITE), ("quantile * grad_fn_name", _COMPOSITE),
     ("nanquantile * grad_fn_name", _COMPOSITE),
     ("combinations * grad_fn_name", _COMPOSITE), ("mvlgamma * grad_fn_name", _COMPOSITE),
+    ("*_scatter * grad_fn_name", _COMPOSITE), ("dist * grad_fn_name", _COMPOSITE),
+    ("renorm* grad_fn_name", _COMPOSITE), ("narrow_copy * grad_fn_name", _COMPOSITE),
+    ("ldexp* grad_fn_name", _COMPOSITE), ("heaviside_ * grad_fn_name", _NO_NODE),
+    ("sinc* grad_fn_name", _COMPOSITE),
+    ("nextafter * requires_grad", _NO_NODE), ("nextafter * grad_fn", _NO_NODE),
+    ("ldexp* T(3, dtype=int64)) grad[[]0]*", "PyTorch computes 2**other in integers for the "
+     "gradient, so a negative exponent gives it a zero gradient; ember's is 2**other"),
     ("ndtr * grad_fn_name", _COMPOSITE), ("ndtri * grad_fn_name", _COMPOSITE),
-    ("sinc * grad_fn_name", _COMPOSITE),
     ("digamma* float64 * grad*", _POLYGAMMA),
     ("fill_diagonal_ * grad_fn_name", "ember writes the diagonal with masked_fill_ "
                                       "(MaskedFillBackward0); PyTorch through a strided view "

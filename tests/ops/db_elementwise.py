@@ -25,6 +25,11 @@ def _predicate(name, fn, ref):
     return OpInfo(name, fn, ref, unary_samples(), dtypes=FLOATS_AND_INTS, grad_order=0)
 
 
+def _renorm_ref(x, p=2, maxnorm=1.0):
+    norms = np.linalg.norm(x, ord=p, axis=1, keepdims=True)
+    return x * np.where(norms > maxnorm, maxnorm / (norms + 1e-7), 1.0)
+
+
 def _sigmoid_ref(x):
     return 1 / (1 + np.exp(-x))
 
@@ -149,6 +154,17 @@ OPS = [
     OpInfo("copysign", ember.copysign, np.copysign, binary_samples(0.2, 2.0, -2.0, 2.0),
            dtypes=FLOATS_AND_INTS),
     _float_unary("deg2rad", ember.deg2rad, np.deg2rad),
+    OpInfo("ldexp", lambda x: ember.ldexp(x, ember.tensor([2, -1, 0, 3])[:x.shape[-1]]),
+           lambda x: np.ldexp(x, np.array([2, -1, 0, 3])[:x.shape[-1]]),
+           unary_samples(shapes=((3, 4), (4,)))),
+    OpInfo("frexp_mantissa", lambda x: ember.frexp(x).mantissa, lambda x: np.frexp(x)[0],
+           unary_samples(-5.0, 5.0)),
+    OpInfo("dist", ember.dist, lambda a, b: np.linalg.norm((a - b).ravel()),
+           binary_samples(scalar=None)),
+    OpInfo("dist_p3", lambda a, b: ember.dist(a, b, 3),
+           lambda a, b: (np.abs(a - b) ** 3).sum() ** (1 / 3), binary_samples(scalar=None)),
+    OpInfo("renorm", lambda x: ember.renorm(x, 2, 0, 1.0), _renorm_ref,
+           lambda rng: [Sample((rng.uniform(-2, 2, size=(3, 4)),))]),
     # the gamma family (gamma.py) and ember.special
     _float_unary("lgamma", ember.lgamma, scipy.special.gammaln, -3.5, 6.0),
     _float_unary("digamma", ember.digamma, scipy.special.digamma, 0.2, 6.0),

@@ -38,6 +38,19 @@ def _combinations_ref(x, r=2, with_replacement=False):
     return np.array(list(pick(x, r)))
 
 
+def _slice_scatter_ref(x, src):
+    out = x.copy()
+    out[:, 0:4:2] = src
+    return out
+
+
+def _diagonal_scatter_ref(x, src):
+    out = x.copy()
+    index = np.arange(src.shape[0])
+    out[index, index + 1] = src
+    return out
+
+
 def _split_ref(x, size, axis=0):
     return np.split(x, range(size, x.shape[axis], size), axis=axis)
 
@@ -198,6 +211,17 @@ OPS = [
            lambda x, a, b: np.diff(x, prepend=a, append=b), many([(2, 3), (2, 1), (2, 2)])),
     OpInfo("block_diag", ember.block_diag, _block_diag_ref, many([(2, 2), (3,)], [(), (1, 2)])),
     OpInfo("combinations", ember.combinations, _combinations_ref, one((4,))),
+    OpInfo("diagflat", ember.diagflat, np.diagflat, one((3,), (2, 2))),
+    OpInfo("narrow_copy", lambda x: ember.narrow_copy(x, 1, 1, 2), lambda x: x[:, 1:3].copy(),
+           one((3, 4))),
+    OpInfo("hsplit", lambda x: ember.hsplit(x, 2), lambda x: tuple(np.hsplit(x, 2)), one((3, 4)),
+           output_index=1),
+    OpInfo("select_scatter", lambda x, s: ember.select_scatter(x, s, 0, 1),
+           lambda x, s: np.concatenate([x[:1], s[None], x[2:]]), many([(3, 4), (4,)])),
+    OpInfo("slice_scatter", lambda x, s: ember.slice_scatter(x, s, 1, 0, 4, 2),
+           _slice_scatter_ref, many([(3, 5), (3, 2)])),
+    OpInfo("diagonal_scatter", lambda x, s: ember.diagonal_scatter(x, s, 1),
+           _diagonal_scatter_ref, many([(3, 4), (3,)])),
     OpInfo("combinations_3_replacement",
            lambda x: ember.combinations(x, 3, with_replacement=True),
            lambda x: _combinations_ref(x, 3, True), one((3,))),

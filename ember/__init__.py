@@ -107,6 +107,18 @@ from .ops.distance import cdist
 from .ops.statistics import corrcoef, cov, nanquantile, quantile
 from .ops.gamma import digamma, lgamma, mvlgamma, polygamma
 from .ops.shape_inplace import resize_as_
+from .ops.creation import asarray, scalar_tensor
+from .ops.indexing import unravel_index
+from .ops.signal import (
+    bartlett_window, blackman_window, cumulative_trapezoid, hamming_window, hann_window,
+    histogram, kaiser_window, trapezoid, trapz,
+)
+from ._core.device import get_default_device, set_default_device
+
+# numbers PyTorch exposes under its own name
+import math as _math
+
+pi, e, inf, nan, newaxis = _math.pi, _math.e, _math.inf, _math.nan, None
 from .ops.arithmetic import positive
 
 # --- comparison (ops/comparison.py) ---

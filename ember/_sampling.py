@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._core import dtype as dtypes
-from ._core.device import to_device
+from ._core.device import factory_device
 from ._core.function import Function
 from ._core.memory_format import like_format
 from ._core.tensor import Tensor, _make
@@ -46,7 +46,7 @@ class _SampledInplace(_Sampled):
 
 def _setup(size, dtype, device, generator, default=None):
     d = (default or dtypes.get_default_dtype()) if dtype is None else dtypes.to_dtype(dtype)
-    dev = to_device(device)
+    dev = factory_device(device)
     gen = _generator_for(dev, generator)
     xp, src = gen._source()
     return d, xp, src, (None if size is None else _shape_arg(size))

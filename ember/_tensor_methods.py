@@ -14,7 +14,7 @@ from .ops import arithmetic, conversion, creation, reduction, shape
 from .ops import index_dim, indexing, joining, scatter, slicing
 from .ops import linalg_norms, reduction_stats, sorting
 from .ops import arithmetic_fused, comparison, elementwise, elementwise_special
-from .ops import combining, elementwise_binary, gamma, shape_inplace, statistics
+from .ops import combining, elementwise_binary, gamma, shape_inplace, signal, statistics
 from .ops import linalg, linalg_decomp, linalg_svd
 from .ops import activation
 from . import _interop, _sampling
@@ -126,6 +126,7 @@ METHODS = {
     "select_scatter": combining.select_scatter,
     "slice_scatter": combining.slice_scatter,
     "diagonal_scatter": combining.diagonal_scatter,
+    "histogram": signal.histogram,
     "unsqueeze_": shape_inplace.unsqueeze_,
     "squeeze_": shape_inplace.squeeze_,
     "t_": shape_inplace.t_,

@@ -81,6 +81,25 @@ def to_device(value) -> device:
     return device(value)
 
 
+_DEFAULT = [CPU]  # where factories put tensors made without a device (set_default_device)
+
+
+def factory_device(value) -> device:
+    """The device a factory makes its tensor on: `value`, or the default device."""
+    return _DEFAULT[0] if value is None else device(value)
+
+
+def set_default_device(value) -> None:
+    """Make factories (``tensor``, ``zeros``, ``randn``...) called without a device put their
+    tensors on `value` (None: the CPU again)."""
+    _DEFAULT[0] = CPU if value is None else device(value)
+
+
+def get_default_device() -> device:
+    """The device factories use when given none (the CPU unless set_default_device)."""
+    return _DEFAULT[0]
+
+
 def same_device(a: device, b: device) -> bool:
     """`cuda` and `cuda:0` name the same device when the current device is 0."""
     if a is b:

@@ -12,7 +12,7 @@ import numpy as np
 
 from .._core import dtype as dtypes
 from .._core.backend import array_module, to_backend
-from .._core.device import CPU, to_device
+from .._core.device import CPU, factory_device
 from .._core.function import Function
 from .._core.memory_format import like_format
 from .._core.tensor import Tensor, _make
@@ -125,7 +125,7 @@ def tensor(data, *, dtype=None, device=None, requires_grad: bool = False,
             raise ValueError("Overflow when unpacking long long") from None
         if array.dtype == object:
             raise TypeError("tensor(): data has an element of an unsupported type")
-    dev = to_device(device)
+    dev = factory_device(device)
     if dev is not CPU:
         array = to_backend(array, dev)
     out = _make(array)
@@ -139,10 +139,36 @@ def as_tensor(data, dtype=None, device=None) -> Tensor:
     if isinstance(data, Tensor):
         return data.to(device=device, dtype=dtype) if (dtype or device) else data
     if isinstance(data, np.ndarray) and (dtype is None or dtypes.to_dtype(
-            dtype).np_dtype == data.dtype) and to_device(device) is CPU:
+            dtype).np_dtype == data.dtype) and factory_device(device) is CPU:
         dtypes.from_numpy_dtype(data.dtype)
         return _make(data)
     return tensor(data, dtype=dtype, device=device)
+
+
+def asarray(obj, *, dtype=None, device=None, copy: bool | None = None,
+            requires_grad: bool = False) -> Tensor:
+    """`obj` as a tensor, sharing memory with a tensor or NumPy array when `copy` is not
+    True and nothing needs converting (``copy=False`` raises when a copy is needed)."""
+    if copy is True:
+        result = (obj.detach().to(device=device, dtype=dtype, copy=True)
+                  if isinstance(obj, Tensor) else tensor(obj, dtype=dtype, device=device))
+    else:
+        result = as_tensor(obj, dtype=dtype, device=device)
+        source = obj._data if isinstance(obj, Tensor) else obj
+        if copy is False and not (isinstance(source, np.ndarray) and
+                                  np.shares_memory(result._data, source)):
+            raise ValueError("asarray(): a copy is needed but copy=False was given")
+    if requires_grad:
+        result.requires_grad_(True)
+    return result
+
+
+def scalar_tensor(s, *, dtype=None, layout=None, device=None,
+                  requires_grad: bool = False) -> Tensor:
+    """A 0-dim tensor holding the number `s` (the default float dtype unless given)."""
+    check_layout("scalar_tensor", layout)
+    d = dtypes.get_default_dtype() if dtype is None else dtype
+    return tensor(s, dtype=d, device=device, requires_grad=requires_grad)
 
 
 def from_numpy(ndarray: np.ndarray) -> Tensor:
@@ -173,7 +199,7 @@ def _factory(fill, size, dtype, device, requires_grad, default=None, out=None,
              op: str = "") -> Tensor:
     dtype = out_dtype(op, dtype, out)
     d = (default or dtypes.get_default_dtype()) if dtype is None else dtypes.to_dtype(dtype)
-    xp = array_module(to_device(device))
+    xp = array_module(factory_device(device))
     shape = _shape_arg(size)
     fill = _fitted(fill, d)
     if fill is None:
@@ -378,7 +404,7 @@ def arange(start=0, end=None, step=1, *, out=None, dtype=None, layout=None, devi
         raise RuntimeError(f"unsupported range: {start} -> {end}")
     if (end - start) * step < 0:
         raise RuntimeError("upper bound and lower bound inconsistent with step sign")
-    xp = array_module(to_device(device))
+    xp = array_module(factory_device(device))
     if integral:
         n = max(0, -(-(end - start) // step))
         array = xp.arange(n, dtype=np.int64) * step + start
@@ -408,7 +434,7 @@ def range_(start=0, end=None, step=1, *, out=None, dtype=None, layout=None, devi
         raise RuntimeError("upper bound and larger bound inconsistent with step sign")
     dtype = out_dtype("range", dtype, out)
     d = dtypes.get_default_dtype() if dtype is None else dtypes.to_dtype(dtype)
-    xp = array_module(to_device(device))
+    xp = array_module(factory_device(device))
     n = int(math.floor((end - start) / step)) + 1
     array = (xp.arange(n, dtype=np.float64) * step + start).astype(d.np_dtype)
     return _finish(array, requires_grad, out, "range")
@@ -433,7 +459,7 @@ def linspace(start, end, steps: int, *, out=None, dtype=None, layout=None, devic
         d = d.to_complex() if is_complex else d
     else:
         d = dtypes.to_dtype(dtype)
-    xp = array_module(to_device(device))
+    xp = array_module(factory_device(device))
     work = d.np_dtype if (d.is_floating_point or d.is_complex) else np.float64
     if d is dtypes.bfloat16 or d is dtypes.float16:
         work = np.float32
@@ -467,7 +493,7 @@ def logspace(start, end, steps: int, base: float = 10.0, *, out=None, dtype=None
         raise RuntimeError("number of steps must be non-negative")
     dtype = out_dtype("logspace", dtype, out)
     d = dtypes.get_default_dtype() if dtype is None else dtypes.to_dtype(dtype)
-    xp = array_module(to_device(device))
+    xp = array_module(factory_device(device))
     exps = _even_steps(xp, start, end, steps, np.float64)
     array = xp.power(float(base), exps)
     if not (d.is_floating_point or d.is_complex):
@@ -487,7 +513,7 @@ def eye(n: int, m: int | None = None, *, out=None, dtype=None, layout=None, devi
         raise RuntimeError(f"m must be greater or equal to 0, got {m}")
     dtype = out_dtype("eye", dtype, out)
     d = dtypes.get_default_dtype() if dtype is None else dtypes.to_dtype(dtype)
-    xp = array_module(to_device(device))
+    xp = array_module(factory_device(device))
     return _finish(xp.eye(n, m, dtype=d.np_dtype), requires_grad, out, "eye")
 
 
@@ -502,7 +528,7 @@ def empty_strided(size, stride, *, dtype=None, layout=None, device=None,
     if any(s < 0 for s in stride):
         raise RuntimeError("empty_strided: negative strides are not supported")
     d = dtypes.get_default_dtype() if dtype is None else dtypes.to_dtype(dtype)
-    xp = array_module(to_device(device))
+    xp = array_module(factory_device(device))
     needed = 0 if 0 in size else 1 + sum((n - 1) * s for n, s in zip(size, stride))
     buffer = xp.empty(needed, dtype=d.np_dtype)
     item = buffer.itemsize
@@ -524,7 +550,7 @@ def _tri_indices(op: str, np_fn, row: int, col: int, offset: int, dtype, device)
         raise RuntimeError(f"\"{op}\" not implemented for '{d.name}'")
     rows, cols = np_fn(row, offset, col)
     array = np.stack([rows, cols]).astype(d.np_dtype).reshape(2, -1)
-    dev = to_device(device)
+    dev = factory_device(device)
     return _make(array if dev is CPU else to_backend(array, dev))
 
 

@@ -12,6 +12,7 @@ import warnings
 
 import numpy as np
 
+from .._core import dtype as dtypes
 from .._core.backend import device_of, scatter_add, to_backend
 from .._core.function import Function
 from .._core.tensor import Tensor, _make
@@ -650,3 +651,26 @@ def nonzero(input: Tensor, *, as_tuple: bool = False):
 def argwhere(input: Tensor) -> Tensor:
     """``nonzero(input)``: an (n, ndim) tensor of the nonzero positions."""
     return nonzero(input)
+
+
+def unravel_index(indices, shape) -> tuple:
+    """The coordinates in a tensor of `shape` of each flat (row-major) index: a tuple of
+    int64 tensors, one per dim, shaped like `indices`."""
+    if not isinstance(indices, Tensor):
+        indices = _make(np.asarray(indices))
+    if indices.is_floating_point() or indices.dtype is dtypes.bool or indices.is_complex():
+        raise TypeError("expected 'indices' to be integer dtype, but got "
+                        f"{indices.dtype}")
+    dims = (int(shape),) if isinstance(shape, int) else tuple(int(d) for d in shape)
+    if any(d < 0 for d in dims):
+        raise ValueError("'shape' cannot have negative values, but got "
+                         f"{tuple(dims)}")
+    flat = indices._data
+    total = 1
+    for d in dims:
+        total *= d
+    if flat.size and (int(flat.min()) < -total or int(flat.max()) >= total):
+        raise ValueError(f"'indices' must be in range [-{total}, {total})")
+    flat = xp_of(flat).where(flat < 0, flat + total, flat)
+    coords = xp_of(flat).unravel_index(flat, dims) if dims else ()
+    return tuple(_make(xp_of(flat).asarray(c, dtype=np.int64)) for c in coords)

@@ -3,7 +3,7 @@ conversions, diff, block_diag, combinations, cdist, isin and small Tensor querie
 
 from __future__ import annotations
 
-from .ops_parity_spec import FI, FLOAT, INT, Case, T, binary, s, vals
+from .ops_parity_spec import FI, FLOAT, INT, NONE, Case, D, T, binary, s, vals
 
 NEW_CASES = [
     Case("logaddexp", binary(scalars=(), promote=False), FLOAT),
@@ -107,6 +107,21 @@ NEW_CASES = [
     Case("slice_scatter", [s(T(8), T(2), start=6), s(T(4, 6), T(4, 2), 1, 0, 4, 2)], FI),
     Case("diagonal_scatter", [s(T(3, 3), T(3)), s(T(3, 4), T(3), 1),
                               s(T(2, 3, 3), T(2, 3), 0, 1, 2)], FI),
+    Case("hann_window", [s(5), s(5, False), s(1), s(0), s(4, dtype=D("float64"))], NONE),
+    Case("hamming_window", [s(4), s(6, False, 0.5, 0.5)], NONE),
+    Case("blackman_window", [s(4), s(5, periodic=False)], NONE),
+    Case("bartlett_window", [s(5), s(6, False)], NONE),
+    Case("kaiser_window", [s(4), s(6, False, 5.0)], NONE),
+    Case("trapezoid", [s(T(5)), s(T(3, 4), dim=0), s(T(2, 3), T(3)), s(T(4), dx=0.5)], FLOAT),
+    Case("trapz", [s(T(5)), s(T(2, 3), T(3)), s(T(4), dx=2.0)], FLOAT),
+    Case("cumulative_trapezoid", [s(T(5)), s(T(3, 4), dim=0), s(T(2, 3), T(3))], FLOAT),
+    Case("histogram", [s(T(20), 5), s(T(20), 4, range=(-1.0, 1.0)),
+                       s(T(20), T(4, values=[-2.0, -0.5, 0.5, 2.0], grad=False)),
+                       s(T(10), 3, weight=T(10, low=0, high=1, grad=False), density=True)],
+         FLOAT, grad=False),
+    Case("scalar_tensor", [s(3), s(2.5), s(1, dtype=D("int64"))], NONE),
+    Case("unravel_index", [s(T(4, dtype="int64", low=-12, high=11), (3, 4)),
+                           s(T(2, 2, dtype="int64", low=0, high=5), (2, 3))], NONE),
     Case("subtract_", [s(T(2, 3), T(3))], FLOAT),
     Case("multiply_", [s(T(2, 3), T(3))], FLOAT),
     Case("divide_", [s(T(2, 3), T(3, low=1, high=2))], FLOAT),

@@ -73,6 +73,8 @@ KNOWN_DIFFERENCES = [
     ("ldexp* grad_fn_name", _COMPOSITE), ("heaviside_ * grad_fn_name", _NO_NODE),
     ("sinc* grad_fn_name", _COMPOSITE),
     ("nextafter * requires_grad", _NO_NODE), ("nextafter * grad_fn", _NO_NODE),
+    ("histogram * requires_grad", _NO_NODE), ("histogram * grad_fn", _NO_NODE),
+    ("*trapezoid * grad_fn_name", _COMPOSITE), ("trapz * grad_fn_name", _COMPOSITE),
     ("ldexp* T(3, dtype=int64)) grad[[]0]*", "PyTorch computes 2**other in integers for the "
      "gradient, so a negative exponent gives it a zero gradient; ember's is 2**other"),
     ("ndtr * grad_fn_name", _COMPOSITE), ("ndtri * grad_fn_name", _COMPOSITE),

@@ -25,6 +25,10 @@ def _predicate(name, fn, ref):
     return OpInfo(name, fn, ref, unary_samples(), dtypes=FLOATS_AND_INTS, grad_order=0)
 
 
+def _cumulative_trapezoid_ref(y):
+    return np.cumsum((y[..., 1:] + y[..., :-1]) / 2, axis=-1)
+
+
 def _renorm_ref(x, p=2, maxnorm=1.0):
     norms = np.linalg.norm(x, ord=p, axis=1, keepdims=True)
     return x * np.where(norms > maxnorm, maxnorm / (norms + 1e-7), 1.0)
@@ -163,6 +167,12 @@ OPS = [
            binary_samples(scalar=None)),
     OpInfo("dist_p3", lambda a, b: ember.dist(a, b, 3),
            lambda a, b: (np.abs(a - b) ** 3).sum() ** (1 / 3), binary_samples(scalar=None)),
+    OpInfo("trapezoid", ember.trapezoid, np.trapezoid, unary_samples(shapes=((3, 4), (5,)))),
+    OpInfo("trapezoid_x", lambda y, x: ember.trapezoid(y, x), lambda y, x: np.trapezoid(y, x),
+           lambda rng: [Sample((rng.uniform(-2, 2, size=(3, 4)), np.sort(rng.uniform(0, 3, 4)))),
+                        Sample((rng.uniform(-2, 2, size=(5,)), np.sort(rng.uniform(0, 3, 5))))]),
+    OpInfo("cumulative_trapezoid", ember.cumulative_trapezoid, _cumulative_trapezoid_ref,
+           unary_samples(shapes=((3, 4), (5,)))),
     OpInfo("renorm", lambda x: ember.renorm(x, 2, 0, 1.0), _renorm_ref,
            lambda rng: [Sample((rng.uniform(-2, 2, size=(3, 4)),))]),
     # the gamma family (gamma.py) and ember.special

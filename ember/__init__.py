@@ -109,6 +109,8 @@ from .ops.gamma import digamma, lgamma, mvlgamma, polygamma
 from .ops.shape_inplace import resize_as_
 from .ops.creation import asarray, scalar_tensor
 from .ops.indexing import unravel_index
+from .ops.complex import (angle, complex, conj, conj_physical, imag, is_conj, is_neg, isreal,
+                          polar, real, resolve_conj, resolve_neg, view_as_complex, view_as_real)
 from .ops.signal import (
     bartlett_window, blackman_window, cumulative_trapezoid, hamming_window, hann_window,
     histogram, kaiser_window, trapezoid, trapz,

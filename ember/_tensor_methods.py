@@ -15,6 +15,7 @@ from .ops import index_dim, indexing, joining, scatter, slicing
 from .ops import linalg_norms, reduction_stats, sorting
 from .ops import arithmetic_fused, comparison, elementwise, elementwise_special
 from .ops import combining, elementwise_binary, gamma, shape_inplace, signal, statistics
+from .ops import complex as complex_ops
 from .ops import linalg, linalg_decomp, linalg_svd
 from .ops import activation
 from . import _interop, _sampling
@@ -74,6 +75,7 @@ METHODS = {
     "byte": conversion.byte,
     "bool": conversion.bool_,
     "cfloat": conversion.cfloat,
+    "cdouble": conversion.cdouble,
     "cpu": conversion.cpu,
     "cuda": conversion.cuda,
     "clone": conversion.clone,
@@ -103,6 +105,14 @@ METHODS = {
     "positive": arithmetic.positive,
     "type_as": conversion.type_as,
     "share_memory_": shared_memory.share_memory_,
+    "conj": complex_ops.conj,
+    "conj_physical": complex_ops.conj_physical,
+    "resolve_conj": complex_ops.resolve_conj,
+    "resolve_neg": complex_ops.resolve_neg,
+    "is_conj": complex_ops.is_conj,
+    "is_neg": complex_ops.is_neg,
+    "angle": complex_ops.angle,
+    "isreal": complex_ops.isreal,
     "sinc": elementwise_binary.sinc,
     "sinc_": elementwise_binary.sinc_,
     "ldexp": elementwise_binary.ldexp,
@@ -580,6 +590,9 @@ PROPERTIES = {
     "mT": shape.mT_property,
     "H": shape.H_property,
     "mH": shape.mH_property,
+    # complex parts (new tensors, not views) -----------------------------------
+    "real": complex_ops.real,
+    "imag": complex_ops.imag,
 }
 
 

@@ -16,6 +16,7 @@ from .._core.function import Function, check_graph_leak
 from .._core.grad_mode import STATE
 from .._core.tensor import Tensor, _make
 from ._broadcast import broadcast_shapes
+from .complex import times_conj
 from ._util import cast, cpp_name, float_input, is_scalar, promote, result_type, xp_of
 
 
@@ -91,9 +92,15 @@ class Mul(Function):
         x, y = ctx.saved_tensors
         plain = not (STATE.enabled or grad.is_sparse or _sparse(x) or _sparse(y))
         product = _array_product if plain else _tensor_product
+        if grad._data.dtype.kind == "c":  # grad * conj(other) (see ops/complex.py)
+            product = times_conj
         gx = product(grad, y) if ctx._edges[0][0] is not None else None
         gy = product(grad, x) if ctx._edges[1][0] is not None else None
         return gx, gy
+
+
+def _is_complex(t) -> bool:
+    return isinstance(t, Tensor) and t._data.dtype.kind == "c"
 
 
 def _sparse(t) -> bool:
@@ -127,6 +134,10 @@ class Div(Function):
     @staticmethod
     def backward(ctx, grad):
         x, y = ctx.saved_tensors
+        if grad._data.dtype.kind == "c" or _is_complex(x) or _is_complex(y):
+            gx = times_conj(grad, 1 / y) if ctx._edges[0][0] is not None else None
+            gy = times_conj(-grad, x / (y * y)) if ctx._edges[1][0] is not None else None
+            return gx, gy
         gx = grad / y if ctx._edges[0][0] is not None else None
         gy = -grad * x / (y * y) if ctx._edges[1][0] is not None else None
         return gx, gy
@@ -391,10 +402,12 @@ class Pow(Function):
         with np.errstate(all="ignore"):  # the masked-out values may be nan
             if ctx._edges[0][0] is not None:
                 # NOTE: x ** 0 is constant, even at x == 0 where y * x ** (y - 1) is nan.
-                gx = (grad * y * x.pow(y - 1)).where(y != 0, 0.0)
+                gx = times_conj(grad, y * x.pow(y - 1)).where(y != 0, 0.0)
             if ctx._edges[1][0] is not None:
                 # NOTE: 0 ** y is constant (0 or 1) for y >= 0; log(0) would make it nan.
-                gy = (grad * out * x.log()).where((x != 0) | (y < 0), 0.0)
+                xp = xp_of(y._data)
+                negative = _make(xp.asarray(xp.real(y._data) < 0))  # complex y: Re(y) < 0
+                gy = times_conj(grad, out * x.log()).where((x != 0) | negative, 0.0)
         return gx, gy
 
 
@@ -418,7 +431,7 @@ class PowTensorScalar(Function):
         e = ctx.exponent
         if e == 0:
             return grad.new_zeros(grad.shape)
-        return grad * (e * x.pow(e - 1))
+        return times_conj(grad, e * x.pow(e - 1))
 
 
 PowTensorScalarInplace = inplace_form(PowTensorScalar)
@@ -442,7 +455,7 @@ class PowScalarTensor(Function):
         base = ctx.base
         log_base = math.log(base) if base > 0 else (-math.inf if base == 0 else math.nan)
         with np.errstate(all="ignore"):
-            gy = grad * out * log_base
+            gy = times_conj(grad, out * log_base)
             if base == 0:
                 gy = gy.where(y < 0, 0.0)  # 0 ** y is constant for y >= 0
         return gy
@@ -559,7 +572,7 @@ class Reciprocal(Function):
     @staticmethod
     def backward(ctx, grad):
         (y,) = ctx.saved_tensors
-        return -grad * (y * y)
+        return times_conj(-grad, y * y)
 
 
 ReciprocalInplace = inplace_form(Reciprocal)

@@ -35,6 +35,8 @@ class ToCopy(Function):
         src_dtype, src_dev = ctx.src
         if src_dtype.kind not in "fc" and src_dtype.name != "bfloat16":
             return None
+        if src_dtype.kind != "c" and grad.is_complex():  # a real input: dL/dx is the real part
+            grad = grad.real
         return grad.to(device=src_dev, dtype=dtypes.from_numpy_dtype(src_dtype))
 
 
@@ -111,6 +113,7 @@ char = _caster(dtypes.int8)
 byte = _caster(dtypes.uint8)
 bool_ = _caster(dtypes.bool)
 cfloat = _caster(dtypes.complex64)
+cdouble = _caster(dtypes.complex128)
 
 
 def cpu(input: Tensor, memory_format=None) -> Tensor:

@@ -23,6 +23,7 @@ from .._core.tensor import Tensor
 from . import _kernels
 from ._util import float_input, xp_of
 from .arithmetic import inplace_form, require_float_target, unsupported
+from .complex import times_conj
 
 LN2 = math.log(2.0)
 LN10 = math.log(10.0)
@@ -53,7 +54,8 @@ class _Unary(Function):
     def backward(ctx, grad):
         x, y = ctx.saved_tensors
         with np.errstate(all="ignore"):
-            return grad * type(ctx).derivative(x, y)
+            # (complex inputs: the conjugate derivative, see ops/complex.py)
+            return times_conj(grad, type(ctx).derivative(x, y))
 
 
 class _ZeroGrad(_Unary):

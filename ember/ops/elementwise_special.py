@@ -169,6 +169,8 @@ def _in_float64(fn):
 
 
 def _sigmoid(xp, x):
+    if x.dtype.kind == "c":  # |x| and x >= 0 mean nothing for complex numbers
+        return 1 / (1 + xp.exp(-x))
     # NOTE: exp(-|x|) never overflows; the two branches are the same function.
     e = xp.exp(-xp.abs(x))
     return xp.where(x >= 0, 1 / (1 + e), e / (1 + e)).astype(x.dtype)

@@ -56,14 +56,9 @@ def mT(t: Tensor) -> Tensor:  # noqa: N802 - PyTorch's name
 
 def conj(t: Tensor) -> Tensor:
     """The complex conjugate (`t` itself when real)."""
-    if t._data.dtype.kind != "c":
-        return t
-    if hasattr(Tensor, "conj"):
-        return t.conj()
-    if t.requires_grad:
-        raise NotImplementedError("gradients through the conjugate of a complex tensor are not "
-                                  "implemented")
-    return _make(xp_of(t._data).conj(t._data))
+    from .complex import conj as complex_conj
+
+    return complex_conj(t)
 
 
 def mH(t: Tensor) -> Tensor:  # noqa: N802 - PyTorch's name

@@ -22,6 +22,7 @@ from .._core.grad_mode import STATE
 from .._core.tensor import Tensor, _make
 from . import _kernels
 from ._broadcast import sum_to_shape
+from .complex import times_conj
 from ._util import normalize_dims, wrap_dim, xp_of
 
 # ---------------------------------------------------------------------------
@@ -350,11 +351,12 @@ class Prod(Function):
         shape, dims, keepdim = ctx.shape, ctx.dims, ctx.keepdim
         g = _restore_reduced(grad, shape, dims, keepdim)
         # NOTE: out / x is the product of the others only where no element is zero.
+        # (complex: the conjugate of the derivative, see ops/complex.py)
         if not (x._data == 0).any():
-            return g * _restore_reduced(out, shape, dims, keepdim) / x
+            return times_conj(g, _restore_reduced(out, shape, dims, keepdim) / x)
         if not STATE.enabled:
-            return g * _const(_prod_of_others_values(x._data, dims))
-        return g * _prod_of_others(x, dims)
+            return times_conj(g, _const(_prod_of_others_values(x._data, dims)))
+        return times_conj(g, _prod_of_others(x, dims))
 
 
 def prod(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:

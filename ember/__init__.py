@@ -211,6 +211,7 @@ from .nn.functional import (
 
 from . import distributions, func, special
 from . import onnx
+from . import jit
 from . import distributed
 from . import profiler
 from . import serialization

@@ -40,6 +40,7 @@ NAMESPACES = [
     ("torch.func", "ember.func"),
     ("torch.amp", "ember.amp"),
     ("torch.backends", "ember.backends"),
+    ("torch.jit", "ember.jit"),
 ]
 
 # Names PyTorch exports that are internals or aliases of no interest to users.

@@ -22,6 +22,7 @@ imported them): a call runs with recording paused and becomes one record of kind
 
 from __future__ import annotations
 
+import inspect
 import os
 import sys
 from dataclasses import dataclass, field
@@ -207,15 +208,25 @@ class Tracer(Observer):
             if marker is None or self._paused:
                 return
             code = frame.f_code
-            names = code.co_varnames[:code.co_argcount + code.co_kwonlyargcount]
+            names = code.co_varnames[:code.co_argcount]
             args = tuple(frame.f_locals.get(n) for n in names)
-            self._calls.append((frame, marker, args, [self.source(a) for a in args]))
+            extra = code.co_argcount + code.co_kwonlyargcount
+            if code.co_flags & inspect.CO_VARARGS:  # view(input, *shape): the shape too
+                args += tuple(frame.f_locals.get(code.co_varnames[extra]))
+                extra += 1
+            kwargs = {n: frame.f_locals.get(n)
+                      for n in code.co_varnames[code.co_argcount:][:code.co_kwonlyargcount]}
+            if code.co_flags & inspect.CO_VARKEYWORDS:
+                kwargs.update(frame.f_locals.get(code.co_varnames[extra]) or {})
+            param_sources = {k: s for k, v in kwargs.items() if (s := self.source(v)) is not None}
+            self._calls.append((frame, marker, args, [self.source(a) for a in args], kwargs,
+                                param_sources))
             self._paused += 1
         elif event == "return" and self._calls and self._calls[-1][0] is frame:
-            _, marker, args, sources = self._calls.pop()
+            _, marker, args, sources, kwargs, param_sources = self._calls.pop()
             self._paused -= 1
             if arg is not None:  # (None: the call raised; the error propagates)
-                self._record("op", marker, None, args, {}, sources, {}, arg)
+                self._record("op", marker, None, args, kwargs, sources, param_sources, arg)
 
     def _check_inplace_view(self, cls, target: Tensor) -> None:
         """An in-place write into a view changes its base too, which a graph of values

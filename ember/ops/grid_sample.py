@@ -162,7 +162,10 @@ def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear",
         x = _source(coord, sizes[d], padding_mode, align_corners)
         if mode == "nearest":
             pos = xp.rint(x._data).astype(xp.int64)   # round half to even, as PyTorch
-            taps.append(([pos], [(pos >= 0) & (pos < sizes[d])], [None]))
+            # (a weight of x * 0 + 1 keeps the grid in the graph: its gradient is zeros, not
+            # None, as in PyTorch)
+            weight = x * 0 + 1 if grid.requires_grad else None
+            taps.append(([pos], [(pos >= 0) & (pos < sizes[d])], [weight]))
             continue
         base = xp.floor(x._data).astype(xp.int64)
         frac = x - _const(base, x)

@@ -121,6 +121,8 @@ def vector_norm(x: Tensor, ord=2, dim=None, keepdim: bool = False, *, dtype=None
                     f"linalg.vector_norm cannot compute the {name} norm on the dimension {d} "
                     "because this dimension is empty and the operation does not have an "
                     "identity")
+    if x.is_complex():  # the norm of |x|: Abs carries the complex gradient rule
+        x = x.abs()
     return VectorNorm.apply(x, float(ord), dims, keepdim)
 
 

@@ -32,6 +32,9 @@ UNARY = {
         ember_or_torch(z).view_as_real(z * z) * 2),
     "complex_parts": lambda z: ember_or_torch(z).complex(z.real ** 2, z.imag * z.real),
     "polar_parts": lambda z: ember_or_torch(z).polar(z.abs(), z.angle() * 2),
+    "vector_norm": lambda z: ember_or_torch(z).linalg.vector_norm(z, 3.0, dim=1),
+    "frobenius": lambda z: ember_or_torch(z).linalg.matrix_norm(z).reshape(1),
+    "norm": lambda z: z.norm(dim=0),
 }
 
 

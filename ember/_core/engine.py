@@ -39,7 +39,7 @@ def _root_grads(outputs, grad_outputs, create_graph):
         if g is None:
             if out._data.size != 1:
                 raise RuntimeError("grad can be implicitly created only for scalar outputs")
-            if out._data.dtype.kind not in "fc" and out.dtype.name != "bfloat16":
+            if out._data.dtype.kind != "f" and out.dtype.name != "bfloat16":
                 raise RuntimeError(
                     "grad can be implicitly created only for real scalar outputs but got "
                     f"{out.dtype}"

@@ -23,6 +23,7 @@ from .linalg import (
     unsqueeze_last,
 )
 from ._util import check_same_device, with_out, xp_of
+from .complex import times_conj
 
 
 class LinAlgError(RuntimeError):
@@ -131,12 +132,12 @@ class Det(Function):
     @staticmethod
     def backward(ctx, grad):
         A, det_a = ctx.saved_tensors
-        no_complex_grad("linalg.det", A)
-        g = unsqueeze_last(grad * det_a, 2)
+        g = unsqueeze_last(times_conj(grad, det_a), 2)  # (complex: see ops/complex.py)
         try:
             return g * mH(inv(A))
         except LinAlgError:
             pass
+        no_complex_grad("linalg.det at a singular matrix", A)
         # NOTE: at a singular matrix, det's gradient is the cofactor matrix, found from
         # an SVD here; it is not itself differentiable.
         if STATE.enabled:

@@ -35,6 +35,7 @@ UNARY = {
     "vector_norm": lambda z: ember_or_torch(z).linalg.vector_norm(z, 3.0, dim=1),
     "frobenius": lambda z: ember_or_torch(z).linalg.matrix_norm(z).reshape(1),
     "norm": lambda z: z.norm(dim=0),
+    "det": lambda z: ember_or_torch(z).linalg.det(z[:, :2] + 1).reshape(1),
 }
 
 

@@ -210,6 +210,13 @@ from .nn.functional import (
 )
 
 from . import distributions, func, special
+from . import ao, quantization
+from .nn import quantized as _nn_quantized  # (makes ember.nn.quantized reachable)
+from .ao.quantization import (
+    dequantize, fake_quantize_per_channel_affine, fake_quantize_per_tensor_affine,
+    per_channel_affine, per_channel_symmetric, per_tensor_affine, per_tensor_symmetric, qint8,
+    qint32, qscheme, quantize_per_channel, quantize_per_tensor, quint8,
+)
 from . import onnx
 from . import jit
 from . import distributed

@@ -48,6 +48,11 @@ def _to_dense(self, dtype=None, *, masked_grad=None):
     return self if dtype is None else conversion.to(self, dtype)
 
 
+def _dequantize(self):
+    """Itself: a float tensor is not quantized (``QuantizedTensor.dequantize`` converts)."""
+    return self
+
+
 def _not_implemented_for_others(fn):
     """Operators return NotImplemented for operand types they do not know."""
     def method(self, other):
@@ -64,6 +69,7 @@ METHODS = {
     "to_sparse": _to_sparse,
     "to_sparse_coo": _to_sparse_coo,
     "to_dense": _to_dense,
+    "dequantize": _dequantize,
     "float": conversion.float_,
     "double": conversion.double,
     "half": conversion.half,

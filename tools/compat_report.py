@@ -41,6 +41,7 @@ NAMESPACES = [
     ("torch.amp", "ember.amp"),
     ("torch.backends", "ember.backends"),
     ("torch.jit", "ember.jit"),
+    ("torch.ao.quantization", "ember.ao.quantization"),
 ]
 
 # Names PyTorch exports that are internals or aliases of no interest to users.

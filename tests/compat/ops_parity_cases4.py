@@ -329,6 +329,9 @@ NOT_SWEPT = {
     "save": "serialization, tested in tests/serialization",
     "load": "serialization, tested in tests/serialization",
     "from_numpy": "used by the sweep itself to build every input",
+    **{n: "quantized tensors: compared with PyTorch bit for bit in tests/ao" for n in [
+        "quantize_per_tensor", "quantize_per_channel", "dequantize",
+        "fake_quantize_per_tensor_affine", "fake_quantize_per_channel_affine"]},
     "from_dlpack": "interop, tested in tests/test_interop.py",
     **{n: "sparse tensors, tested against PyTorch in tests/test_sparse.py" for n in [
         "sparse_coo_tensor", "spmm", "to_sparse", "to_sparse_coo"]},

@@ -9,7 +9,7 @@ import importlib
 
 FAMILIES = ("arithmetic", "elementwise", "comparison", "reduction", "shape", "indexing",
             "linalg", "creation", "activation", "loss", "normalization", "conv", "pooling",
-            "resample", "nn_misc")
+            "resample", "nn_misc", "quantization")
 
 OP_DB = []
 for _family in FAMILIES:

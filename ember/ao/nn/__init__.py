@@ -1,0 +1,5 @@
+"""Quantized neural-network modules (``torch.ao.nn``)."""
+
+from . import quantized
+
+__all__ = ["quantized"]

@@ -1,0 +1,45 @@
+"""Quantization (``torch.ao.quantization``): quantized tensors, observers, fake quantization
+for quantization-aware training, and dynamic quantization of Linear layers.
+
+Quantized computation is forward only (inference): models are trained in float32 (with
+fake quantization when training quantization-aware) and then converted.
+"""
+
+from ._qtypes import (
+    QuantizedDtype, per_channel_affine, per_channel_symmetric, per_tensor_affine,
+    per_tensor_symmetric, qint8, qint32, qscheme, quint8,
+)
+from .fake_quantize import (
+    FakeQuantize, default_fake_quant, disable_fake_quant, disable_observer, enable_fake_quant,
+    enable_observer,
+)
+from .fake_quantize_ops import fake_quantize_per_channel_affine, fake_quantize_per_tensor_affine
+from .observer import (
+    MinMaxObserver, MovingAverageMinMaxObserver, MovingAveragePerChannelMinMaxObserver,
+    ObserverBase, PerChannelMinMaxObserver, PlaceholderObserver,
+)
+from .qconfig import (
+    QConfig, default_dynamic_qconfig, default_dynamic_quant_observer, default_observer,
+    default_per_channel_weight_observer, default_qat_qconfig, default_qconfig,
+    default_weight_fake_quant, default_weight_observer, get_default_qat_qconfig,
+    get_default_qconfig,
+)
+from .quantize import quantize_dynamic
+from .quantized_tensor import (
+    QuantizedTensor, dequantize, quantize_per_channel, quantize_per_tensor,
+)
+from .stubs import DeQuantStub, QuantStub
+
+__all__ = [
+    "DeQuantStub", "FakeQuantize", "MinMaxObserver", "MovingAverageMinMaxObserver",
+    "MovingAveragePerChannelMinMaxObserver", "ObserverBase", "PerChannelMinMaxObserver",
+    "PlaceholderObserver", "QConfig", "QuantStub", "QuantizedDtype", "QuantizedTensor",
+    "default_dynamic_qconfig", "default_dynamic_quant_observer", "default_fake_quant",
+    "default_observer", "default_per_channel_weight_observer", "default_qat_qconfig",
+    "default_qconfig", "default_weight_fake_quant", "default_weight_observer", "dequantize",
+    "disable_fake_quant", "disable_observer", "enable_fake_quant", "enable_observer",
+    "fake_quantize_per_channel_affine", "fake_quantize_per_tensor_affine",
+    "get_default_qat_qconfig", "get_default_qconfig", "per_channel_affine",
+    "per_channel_symmetric", "per_tensor_affine", "per_tensor_symmetric", "qint8", "qint32",
+    "qscheme", "quantize_dynamic", "quantize_per_channel", "quantize_per_tensor", "quint8",
+]

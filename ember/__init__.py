@@ -146,6 +146,9 @@ from .ops.linalg import (
     mv, outer, tensordot, trace, vdot,
 )
 from .ops.linalg_decomp import det, logdet, matrix_power
+from .ops.linalg_composite import (
+    chain_matmul, cholesky_inverse, cholesky_solve, matrix_exp, triangular_solve, vander,
+)
 from .ops.linalg_decomp import inv as inverse
 from .ops.linalg_decomp import legacy_cholesky as cholesky
 from .ops.linalg_decomp import legacy_qr as qr

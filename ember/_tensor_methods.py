@@ -16,7 +16,7 @@ from .ops import linalg_norms, reduction_stats, sorting
 from .ops import arithmetic_fused, comparison, elementwise, elementwise_special
 from .ops import combining, elementwise_binary, gamma, shape_inplace, signal, statistics
 from .ops import complex as complex_ops
-from .ops import linalg, linalg_decomp, linalg_svd
+from .ops import linalg, linalg_composite, linalg_decomp, linalg_svd
 from .ops import activation
 from . import _interop, _sampling
 from .ops._util import SCALAR_TYPES
@@ -118,6 +118,10 @@ METHODS = {
     "is_conj": complex_ops.is_conj,
     "is_neg": complex_ops.is_neg,
     "angle": complex_ops.angle,
+    "matrix_exp": linalg_composite.matrix_exp,
+    "cholesky_solve": linalg_composite.cholesky_solve,
+    "cholesky_inverse": linalg_composite.cholesky_inverse,
+    "triangular_solve": linalg_composite.triangular_solve,
     "isreal": complex_ops.isreal,
     "sinc": elementwise_binary.sinc,
     "sinc_": elementwise_binary.sinc_,

@@ -5,6 +5,11 @@ from __future__ import annotations
 
 from .ops_parity_spec import FI, FLOAT, INT, NONE, Case, D, T, binary, s, vals
 
+# well-conditioned lower- and upper-triangular Cholesky factors (one the other's transpose)
+_LOWER = [[2.0, 0.0, 0.0], [0.5, 1.5, 0.0], [-0.3, 0.4, 1.8]]
+_SPD_FACTOR = vals(_LOWER)
+_SPD_FACTOR_UPPER = vals([list(row) for row in zip(*_LOWER)])
+
 NEW_CASES = [
     Case("logaddexp", binary(scalars=(), promote=False), FLOAT),
     Case("logaddexp2", binary(scalars=(), promote=False), FLOAT),
@@ -141,4 +146,27 @@ NEW_CASES = [
     Case("polar", [s(T(2, 3, low=0.1, high=2), T(2, 3)), s(T(3, low=0.1, high=2), T(2, 1))],
          FLOAT),
     Case("view_as_complex", [s(T(3, 2)), s(T(2, 2, 2))], FLOAT),
+    Case("matrix_exp", [s(T(3, 3)), s(T(2, 2, 2)), s(vals([[5.0, -3.0], [2.0, 4.0]]))], FLOAT,
+         tol=100),
+    Case("linalg.matrix_exp", [s(T(3, 3)), s(T(2, 4, 4, low=-3, high=3))], FLOAT, tol=100,
+         op=lambda lib, *a, **kw: lib.linalg.matrix_exp(*a, **kw)),
+    Case("cholesky_solve", [s(T(3, 2), _SPD_FACTOR), s(T(3, 1), _SPD_FACTOR_UPPER, upper=True)],
+         FLOAT, tol=100),
+    Case("cholesky_inverse", [s(_SPD_FACTOR), s(_SPD_FACTOR_UPPER, True)], FLOAT, tol=100),
+    Case("triangular_solve", [s(T(3, 2), _SPD_FACTOR_UPPER), s(T(3, 2), _SPD_FACTOR, False),
+                              s(T(3, 2), _SPD_FACTOR_UPPER, True, True),
+                              s(T(2, 3, 1), _SPD_FACTOR, upper=False, unitriangular=True)],
+         FLOAT, tol=100),
+    Case("linalg.solve_ex", [s(_SPD_FACTOR, T(3, 2))], FLOAT, tol=100,
+         op=lambda lib, *a, **kw: lib.linalg.solve_ex(*a, **kw)),
+    Case("linalg.tensorinv", [s(T(2, 3, 6, low=1, high=2))], FLOAT, tol=100,
+         op=lambda lib, *a, **kw: lib.linalg.tensorinv(*a, **kw)),
+    Case("linalg.tensorsolve", [s(T(2, 3, 6, low=1, high=2), T(2, 3))], FLOAT, tol=100,
+         op=lambda lib, *a, **kw: lib.linalg.tensorsolve(*a, **kw)),
+    Case("linalg.vander", [s(T(4)), s(T(2, 3), N=4)], FLOAT,
+         op=lambda lib, *a, **kw: lib.linalg.vander(*a, **kw)),
+    Case("vander", [s(T(4)), s(T(3), 2, True), s(T(3), 0)], FI, grad=False),
+    Case("linalg.diagonal", [s(T(2, 3, 4)), s(T(3, 3), offset=1), s(T(2, 3, 4), dim1=0)], FI,
+         op=lambda lib, *a, **kw: lib.linalg.diagonal(*a, **kw)),
+    Case("chain_matmul", [s(T(2, 3), T(3, 4), T(4, 2)), s(T(2, 2))], FLOAT),
 ]

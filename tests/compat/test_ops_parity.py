@@ -72,6 +72,10 @@ KNOWN_DIFFERENCES = [
     ("renorm* grad_fn_name", _COMPOSITE), ("narrow_copy * grad_fn_name", _COMPOSITE),
     ("ldexp* grad_fn_name", _COMPOSITE), ("heaviside_ * grad_fn_name", _NO_NODE),
     ("sinc* grad_fn_name", _COMPOSITE),
+    *[(f"{op} * grad_fn_name", _COMPOSITE) for op in (
+        "cholesky_inverse", "triangular_solve", "linalg.tensorinv", "vander", "chain_matmul")],
+    ("triangular_solve * warning", "PyTorch's deprecation notice for triangular_solve"),
+    ("chain_matmul * warning", "PyTorch's deprecation notice for chain_matmul"),
     ("nextafter * requires_grad", _NO_NODE), ("nextafter * grad_fn", _NO_NODE),
     ("histogram * requires_grad", _NO_NODE), ("histogram * grad_fn", _NO_NODE),
     ("*trapezoid * grad_fn_name", _COMPOSITE), ("trapz * grad_fn_name", _COMPOSITE),

@@ -147,6 +147,13 @@ def _np_cond(a, p=None):
     return np.linalg.cond(a, p)
 
 
+def _np_expm(a):
+    """exp of each matrix by its eigen-decomposition (the samples are diagonalizable)."""
+    values, vectors = np.linalg.eig(a)
+    out = vectors @ (np.exp(values)[..., None] * np.linalg.inv(vectors))
+    return out.real.astype(a.dtype)
+
+
 def _square(*shapes):
     """Samples for ops on square matrices (inv, det, ...)."""
     return _well_conditioned(*shapes)
@@ -293,4 +300,13 @@ OPS = [
            _pairs(((4, 3), (4, 2))), **LOOSE),
     OpInfo("linalg.matrix_rank", ember.linalg.matrix_rank, np.linalg.matrix_rank,
            _one((3, 4), (2, 3, 3)), dtypes=FLOATS, grad_order=0),
+    # the matrix exponential and the composite solvers ---------------------------
+    OpInfo("linalg.matrix_exp", ember.linalg.matrix_exp, _np_expm,
+           _one((3, 3), (2, 3, 3), low=-1.5, high=1.5), **LOOSE),
+    OpInfo("cholesky_solve", lambda b, m: ember.cholesky_solve(b, ember.linalg.cholesky(_spd(m))),
+           lambda b, m: np.linalg.solve(_spd(m), b), _pairs(((3, 2), (3, 3)),
+                                                            ((2, 3, 1), (2, 3, 3))), **LOOSE),
+    OpInfo("cholesky_inverse", lambda m: ember.cholesky_inverse(ember.linalg.cholesky(_spd(m))),
+           lambda m: np.linalg.inv(_spd(m)), _one((3, 3)), **LOOSE),
 ]
+

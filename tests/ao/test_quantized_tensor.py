@@ -125,3 +125,12 @@ def test_per_channel_matches_torch(name, lo, hi, axis):
     np.testing.assert_array_equal(actual.dequantize().numpy(), expected.dequantize().numpy())
     np.testing.assert_array_equal(actual.q_per_channel_scales().numpy(),
                                   expected.q_per_channel_scales().numpy())
+
+
+def test_float_ops_refuse_a_quantized_tensor_by_name():
+    q = ember.quantize_per_tensor(ember.ones(3), 0.1, 0, ember.quint8)
+    for op in (ember.tanh, ember.nn.Sigmoid(), ember.exp):
+        with pytest.raises(NotImplementedError, match="not supported on quantized tensors"):
+            op(q)
+    with pytest.raises(TypeError, match="must be Tensor, not QuantizedTensor"):
+        ember.nn.functional.softmax(q, 0)

@@ -1,5 +1,5 @@
 """Quantized neural-network modules (``torch.ao.nn``)."""
 
-from . import quantized
+from . import qat, quantized
 
-__all__ = ["quantized"]
+__all__ = ["qat", "quantized"]

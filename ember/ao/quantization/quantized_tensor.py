@@ -257,6 +257,10 @@ for _op in _REFUSED:
     setattr(QuantizedTensor, _op, _refuse(_op))
 del _op
 
+# ember's ops read a tensor's array as `_data`: a quantized tensor handed to a float op
+# (torch.tanh(q), nn.Sigmoid()(q)) gets the same clear refusal instead of AttributeError.
+QuantizedTensor._data = property(_refuse("a float op"))
+
 
 def quantize_per_tensor(input: Tensor, scale, zero_point, dtype: QuantizedDtype
                         ) -> QuantizedTensor:

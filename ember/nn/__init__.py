@@ -80,14 +80,16 @@ __all__ += [
 from .modules import _LAZY  # noqa: E402
 from .modules.lazy import (  # noqa: E402
     LazyBatchNorm1d, LazyBatchNorm2d, LazyBatchNorm3d, LazyConv1d, LazyConv2d, LazyConv3d,
-    LazyConvTranspose1d, LazyConvTranspose2d, LazyConvTranspose3d, LazyLinear,
+    LazyConvTranspose1d, LazyConvTranspose2d, LazyConvTranspose3d, LazyInstanceNorm1d,
+    LazyInstanceNorm2d, LazyInstanceNorm3d, LazyLinear,
 )
 from .modules.sync_batchnorm import SyncBatchNorm  # noqa: E402
 from .parameter import UninitializedBuffer, UninitializedParameter  # noqa: E402
 
 __all__ += _LAZY + ["SyncBatchNorm", "UninitializedBuffer", "UninitializedParameter"]
 
-# --- data parallel (parallel/distributed.py) ---
+# --- data parallel (parallel/) ---
 from . import parallel  # noqa: E402
+from .parallel import DataParallel  # noqa: E402
 
-__all__ += ["parallel"]
+__all__ += ["parallel", "DataParallel"]

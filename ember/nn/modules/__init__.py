@@ -101,7 +101,8 @@ __all__ += [
 # --- lazy modules (lazy.py) ---
 from .lazy import (  # noqa: E402
     LazyBatchNorm1d, LazyBatchNorm2d, LazyBatchNorm3d, LazyConv1d, LazyConv2d, LazyConv3d,
-    LazyConvTranspose1d, LazyConvTranspose2d, LazyConvTranspose3d, LazyLinear, LazyModuleMixin,
+    LazyConvTranspose1d, LazyConvTranspose2d, LazyConvTranspose3d, LazyInstanceNorm1d,
+    LazyInstanceNorm2d, LazyInstanceNorm3d, LazyLinear, LazyModuleMixin,
 )
 
 from .sync_batchnorm import SyncBatchNorm  # noqa: E402
@@ -110,5 +111,5 @@ __all__ += ["SyncBatchNorm"]
 
 _LAZY = ["LazyBatchNorm1d", "LazyBatchNorm2d", "LazyBatchNorm3d", "LazyConv1d", "LazyConv2d",
          "LazyConv3d", "LazyConvTranspose1d", "LazyConvTranspose2d", "LazyConvTranspose3d",
-         "LazyLinear"]
+         "LazyInstanceNorm1d", "LazyInstanceNorm2d", "LazyInstanceNorm3d", "LazyLinear"]
 __all__ += _LAZY

@@ -13,6 +13,7 @@ from __future__ import annotations
 from ..._core.grad_mode import no_grad
 from ..parameter import UninitializedBuffer, UninitializedParameter, is_lazy
 from .batchnorm import BatchNorm1d, BatchNorm2d, BatchNorm3d
+from .instancenorm import InstanceNorm1d, InstanceNorm2d, InstanceNorm3d
 from .conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
 from .linear import Linear
 
@@ -183,10 +184,13 @@ class _LazyNormMixin(LazyModuleMixin):
         if not self.has_uninitialized_params() and self.num_features != 0:
             super().reset_parameters()
 
+    def _num_features_of(self, input) -> int:
+        return input.shape[1] if input.dim() > 1 else input.shape[0]
+
     def initialize_parameters(self, input, *args) -> None:
         if not self.has_uninitialized_params():
             return
-        self.num_features = input.shape[1] if input.dim() > 1 else input.shape[0]
+        self.num_features = self._num_features_of(input)
         with no_grad():
             for name in ("weight", "bias", "running_mean", "running_var"):
                 t = getattr(self, name, None)
@@ -211,3 +215,30 @@ class LazyBatchNorm3d(_LazyNormMixin, BatchNorm3d):
     """A ``BatchNorm3d`` whose ``num_features`` comes from its first input."""
 
     cls_to_become = BatchNorm3d
+
+
+class _LazyInstanceNormMixin(_LazyNormMixin):
+    """Lazy instance norms (with the lazy batch norms' defaults, affine and tracking running
+    statistics, as in PyTorch); ``num_features`` is dim 0 of an unbatched input, else dim 1."""
+
+    def _num_features_of(self, input) -> int:
+        unbatched = self._expected[0]
+        return input.shape[0] if input.dim() == unbatched else input.shape[1]
+
+
+class LazyInstanceNorm1d(_LazyInstanceNormMixin, InstanceNorm1d):
+    """An ``InstanceNorm1d`` whose ``num_features`` comes from its first input."""
+
+    cls_to_become = InstanceNorm1d
+
+
+class LazyInstanceNorm2d(_LazyInstanceNormMixin, InstanceNorm2d):
+    """An ``InstanceNorm2d`` whose ``num_features`` comes from its first input."""
+
+    cls_to_become = InstanceNorm2d
+
+
+class LazyInstanceNorm3d(_LazyInstanceNormMixin, InstanceNorm3d):
+    """An ``InstanceNorm3d`` whose ``num_features`` comes from its first input."""
+
+    cls_to_become = InstanceNorm3d

@@ -71,3 +71,32 @@ def test_structure_matches_pytorch():
         m(lib.ones(2, 5, 6))
         return before, repr(m), sorted(m.state_dict()), [tuple(p.shape) for p in m.parameters()]
     assert build(ember) == build(torch)
+
+
+def test_lazy_instance_norm_infers_features_for_batched_and_unbatched_inputs():
+    for cls, batched, unbatched in ((nn.LazyInstanceNorm1d, (2, 3, 5), (4, 6)),
+                                    (nn.LazyInstanceNorm2d, (2, 3, 4, 4), (5, 4, 4)),
+                                    (nn.LazyInstanceNorm3d, (1, 3, 2, 2, 2), (2, 2, 2, 2))):
+        m = cls()
+        x = ember.randn(*batched)
+        y = m(x)
+        assert type(m) is cls.cls_to_become and m.num_features == batched[1]
+        mean = x.mean(tuple(range(2, x.dim())), keepdim=True)
+        var = x.var(tuple(range(2, x.dim())), unbiased=False, keepdim=True)
+        assert ember.allclose(y, (x - mean) / (var + 1e-5).sqrt(), atol=1e-5)
+        assert m.running_mean.shape == (batched[1],)
+        assert cls()(ember.randn(*unbatched)).shape == unbatched
+        m = cls()
+        m(ember.randn(*unbatched))
+        assert m.num_features == unbatched[0]
+
+
+@pytest.mark.skipif(torch is None, reason="PyTorch is not installed")
+def test_lazy_instance_norm_matches_pytorch():
+    x = ember.randn(2, 3, 5, 5)
+    for kwargs in ({}, {"affine": False}, {"affine": False, "track_running_stats": False}):
+        m, t = nn.LazyInstanceNorm2d(**kwargs), torch.nn.LazyInstanceNorm2d(**kwargs)
+        y, ty = m(x), t(torch.tensor(x.numpy()))
+        assert repr(m) == repr(t).replace("torch", "ember")
+        assert sorted(m.state_dict()) == sorted(t.state_dict())
+        assert abs(y.detach().numpy() - ty.detach().numpy()).max() < 1e-5

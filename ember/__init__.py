@@ -222,6 +222,8 @@ from .ao.quantization import (
 )
 from . import onnx
 from . import jit
+from . import compiler
+from .compiler import compile  # noqa: A004 - PyTorch's name
 from . import distributed
 from . import profiler
 from . import serialization

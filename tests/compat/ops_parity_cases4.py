@@ -318,6 +318,7 @@ NOT_SWEPT = {
         "is_autocast_enabled", "set_default_device", "get_default_device"]},
     "imag": "complex inputs only: tests/autograd/test_complex_gradients.py",
     "view_as_real": "complex inputs only: tests/autograd/test_complex_gradients.py",
+    "compile": "wraps a model, not a tensor op: tests/test_compile.py",
     "asarray": "conversion of Python and NumPy objects: tests/ops/test_creation_extras.py",
     "polygamma_": "in-place polygamma: the out-of-place one is swept (polygamma)",
     "share_memory_": "moves memory between processes: tests/test_shared_memory.py",

@@ -84,9 +84,11 @@ from .modules.lazy import (  # noqa: E402
     LazyInstanceNorm2d, LazyInstanceNorm3d, LazyLinear,
 )
 from .modules.sync_batchnorm import SyncBatchNorm  # noqa: E402
+from .modules.adaptive import AdaptiveLogSoftmaxWithLoss  # noqa: E402
 from .parameter import UninitializedBuffer, UninitializedParameter  # noqa: E402
 
-__all__ += _LAZY + ["SyncBatchNorm", "UninitializedBuffer", "UninitializedParameter"]
+__all__ += _LAZY + ["SyncBatchNorm", "AdaptiveLogSoftmaxWithLoss", "UninitializedBuffer",
+                    "UninitializedParameter"]
 
 # --- data parallel (parallel/) ---
 from . import parallel  # noqa: E402

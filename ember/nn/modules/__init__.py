@@ -106,8 +106,9 @@ from .lazy import (  # noqa: E402
 )
 
 from .sync_batchnorm import SyncBatchNorm  # noqa: E402
+from .adaptive import AdaptiveLogSoftmaxWithLoss  # noqa: E402
 
-__all__ += ["SyncBatchNorm"]
+__all__ += ["SyncBatchNorm", "AdaptiveLogSoftmaxWithLoss"]
 
 _LAZY = ["LazyBatchNorm1d", "LazyBatchNorm2d", "LazyBatchNorm3d", "LazyConv1d", "LazyConv2d",
          "LazyConv3d", "LazyConvTranspose1d", "LazyConvTranspose2d", "LazyConvTranspose3d",

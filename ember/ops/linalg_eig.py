@@ -1,0 +1,81 @@
+# ruff: noqa: N803, N806 - matrices are capital letters, as in the math
+"""Linear algebra, part 6: eigenvalues and eigenvectors of general (non-symmetric) matrices.
+
+The results are complex (a real matrix may have complex eigenvalues), with each
+eigenvector scaled to unit length as LAPACK's geev leaves it.  The gradient of
+A = V diag(L) V^-1, in the conjugate convention of ``ops/complex.py``, is
+
+    gA = V^-H (diag(gL) + (V^H gV - V^H V Re(diag(V^H gV))) / conj(E)) V^H,
+
+with E[i, j] = L[j] - L[i] off the diagonal (the diagonal of the quotient is dropped).  The
+projection removes what only changes the eigenvectors' lengths, which the normalization
+fixes.  Their phases are not fixed at all: a loss that depends on them has no gradient,
+and backward says so.  Where two eigenvalues coincide the gradient is not defined.
+"""
+
+from __future__ import annotations
+
+from collections import namedtuple
+
+import numpy as np
+
+from .._core.function import Function
+from .._core.tensor import Tensor
+from .complex import Conj, Imag, Real
+from .linalg import const_like, diag_embed, diagonal, matmul, mH, unsqueeze_last
+from .linalg_decomp import _check_square, _lapack, solve
+from ._util import xp_of
+
+linalg_eig = namedtuple("linalg_eig", ["eigenvalues", "eigenvectors"])
+
+
+class Eig(Function):
+    """Eigenvalues and unit eigenvectors of a square matrix (complex outputs)."""
+
+    _name = "LinalgEigBackward0"
+
+    @staticmethod
+    def forward(ctx, A):
+        xp = xp_of(A)
+        complex_dtype = np.result_type(A.dtype, np.complex64)
+        L, V = _lapack("linalg.eig", "The algorithm failed to converge.", xp.linalg.eig, A)
+        L, V = L.astype(complex_dtype, copy=False), V.astype(complex_dtype, copy=False)
+        ctx.real_input = A.dtype.kind != "c"
+        ctx.save_for_backward(L, V)
+        ctx.set_materialize_grads(False)
+        return L, V
+
+    @staticmethod
+    def backward(ctx, gL, gV):
+        L, V = ctx.saved_tensors
+        k = L.shape[-1]
+        inner = diag_embed(L.new_zeros(tuple(L.shape)) if gL is None else gL)
+        if gV is not None:
+            VhgV = matmul(mH(V), gV)
+            diag = diagonal(VhgV)
+            phase = Imag.apply(diag)
+            if float(phase.abs().max()) > 1e-6 * max(1.0, float(diag.abs().max())):
+                raise RuntimeError(
+                    "linalg.eig backward: the eigenvectors are only defined up to a complex "
+                    "phase (multiplication by e^(i phi)); this loss depends on it, so its "
+                    "gradient is not defined")
+            VhgV = VhgV - matmul(mH(V), V * Real.apply(diag).unsqueeze(-2))
+            E = L.unsqueeze(-2) - unsqueeze_last(L)  # E[i, j] = L[j] - L[i]
+            off_diagonal = const_like(1 - np.eye(k), E.real if E.is_complex() else E)
+            E = E + const_like(np.eye(k), E.real)  # (the diagonal is dropped below)
+            inner = inner + VhgV / Conj.apply(E) * off_diagonal
+        gA = solve(mH(V), matmul(inner, mH(V)))
+        return Real.apply(gA) if ctx.real_input else gA
+
+
+def eig(A: Tensor):
+    """The eigenvalues and eigenvectors of a square matrix, as complex tensors:
+    ``A @ V == V @ diag(L)``, each column of V of unit length."""
+    _check_square("linalg.eig", A)
+    return linalg_eig(*Eig.apply(A))
+
+
+def eigvals(A: Tensor) -> Tensor:
+    """The eigenvalues of a square matrix, as a complex tensor."""
+    _check_square("linalg.eigvals", A)
+    return Eig.apply(A)[0]

@@ -658,7 +658,7 @@ class Cross(Function):
     @staticmethod
     def backward(ctx, grad):
         a, b = ctx.saved_tensors
-        no_complex_grad("linalg.cross", a)
+        a, b = conj(a), conj(b)  # (complex: the conjugate convention of ops/complex.py)
         ga = Cross.apply(b, grad, ctx.dim) if ctx._edges[0][0] is not None else None
         gb = Cross.apply(grad, a, ctx.dim) if ctx._edges[1][0] is not None else None
         return ga, gb

@@ -287,7 +287,6 @@ class Cholesky(Function):
     @staticmethod
     def backward(ctx, grad):
         (L,) = ctx.saved_tensors
-        no_complex_grad("linalg.cholesky", L)
         # Murray (2016): gA = L^-H Phi(L^H gL) L^-1, Phi = lower triangle, diagonal halved,
         # then symmetrized.
         phi = tril(matmul(mH(L), grad))

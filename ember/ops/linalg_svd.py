@@ -14,7 +14,7 @@ from .._core.function import Function
 from .._core.grad_mode import STATE
 from .._core.tensor import Tensor, _make
 from .linalg import (
-    const_like, diag_embed, eye_like, matmul, mH, mT, no_complex_grad, unsqueeze_last,
+    const_like, diag_embed, diagonal, eye_like, matmul, mH, mT, no_complex_grad, unsqueeze_last,
 )
 from .linalg_decomp import (
     _check_float, _check_square, _lapack, linalg_eigh, linalg_lstsq, linalg_svd, svd_result,
@@ -143,17 +143,31 @@ class Eigh(Function):
     def backward(ctx, gL, gV):
         # gA = V (diag(gL) + (V^H gV) / E) V^H, E[i, j] = L_j - L_i off the diagonal
         L, V = ctx.saved_tensors
-        no_complex_grad("linalg.eigh", V)
         k = L.shape[-1]
         inner = diag_embed(_zeros_as(L) if gL is None else gL)
         if gV is not None:
             E = L.reshape(tuple(L.shape[:-1]) + (1, k)) - unsqueeze_last(L)  # L_j - L_i
             E = E + eye_like(k, E)
-            off = matmul(mH(V), gV) / E
+            VhgV = matmul(mH(V), gV)
+            if VhgV.is_complex():
+                _check_phase_invariant("linalg.eigh", diagonal(VhgV))
+            off = VhgV / E
             inner = inner + off * const_like(1 - np.eye(k), off)
+        if inner.dtype != V.dtype:  # (Hermitian input: real eigenvalues, complex vectors)
+            inner = inner.to(V.dtype)
         gA = matmul(matmul(V, inner), mH(V))
         # only the symmetric part is seen by a symmetric input (PyTorch returns it too)
         return 0.5 * (gA + mH(gA))
+
+
+def _check_phase_invariant(op: str, diag: Tensor) -> None:
+    """RuntimeError if a loss depends on the phases of complex singular/eigen vectors (each
+    is defined only up to a factor e^(i phi)): Im(diag(V^H gV)) must vanish."""
+    phase = float(diag.imag.abs().max()) if diag.numel() else 0.0
+    if phase > 1e-6 * max(1.0, float(diag.abs().max())):
+        raise RuntimeError(f"{op} backward: the vectors are only defined up to a complex "
+                           "phase (multiplication by e^(i phi)); this loss depends on it, so "
+                           "its gradient is not defined")
 
 
 @with_out("linalg.eigh")

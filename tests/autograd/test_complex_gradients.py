@@ -36,7 +36,17 @@ UNARY = {
     "frobenius": lambda z: ember_or_torch(z).linalg.matrix_norm(z).reshape(1),
     "norm": lambda z: z.norm(dim=0),
     "det": lambda z: ember_or_torch(z).linalg.det(z[:, :2] + 1).reshape(1),
+    "cross": lambda z: ember_or_torch(z).linalg.cross(z, z * (1 - 2j) + 0.5),
+    "cholesky": lambda z: ember_or_torch(z).linalg.cholesky(_hermitian(z)),
+    "eigvalsh": lambda z: ember_or_torch(z).linalg.eigvalsh(_hermitian(z)) + 0.0,
+    "eigh_abs": lambda z: ember_or_torch(z).linalg.eigh(_hermitian(z))[1].abs() ** 2,
 }
+
+
+def _hermitian(z):
+    """A Hermitian positive-definite 2x2 matrix made from z's first two columns."""
+    square = z[:, :2]
+    return square @ square.mH + 3 * ember_or_torch(z).eye(2, dtype=z.dtype)
 
 
 def ember_or_torch(z):

@@ -34,6 +34,7 @@ from ._core.device import CPU
 from ._core.grad_mode import is_grad_enabled
 from ._core.tensor import Size, Tensor, _make
 from ._tensor_methods import METHODS, OPERATORS, PROPERTIES
+from .ops._util import normalize_dims
 from .ops.sparse_matmul import matmul_with_sparse
 from .ops.sparse_matmul import sparse_addmm as addmm
 from .ops.sparse_matmul import sparse_mm as mm
@@ -372,14 +373,29 @@ class SparseTensor(Tensor):
         return self
 
     def sum(self, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
-        """The sum of all elements, as a dense 0-dim tensor (sums over some dims: to_dense)."""
-        if dim is not None:
-            raise NotImplementedError("sum over some dims of a sparse tensor is not supported "
-                                      "by ember; call to_dense() first")
-        values = self._data.values
-        out = module_of(values).asarray(values.sum(dtype=None if dtype is None else
-                                                   dtypes.to_dtype(dtype).np_dtype))
-        return _make(out)
+        """The sum of all elements (a dense 0-dim tensor), or over `dim`: a sparse tensor
+        over the sparse dims that remain, dense when no sparse dim remains."""
+        data = self._data
+        values = data.values
+        xp = module_of(values)
+        if dtype is not None:
+            values = values.astype(dtypes.to_dtype(dtype).np_dtype)
+        if dim is None:
+            return _make(xp.asarray(values.sum()))
+        if keepdim:
+            raise NotImplementedError("sum(keepdim=True) of a sparse tensor is not supported")
+        dims = normalize_dims(dim, len(data.shape), "sparse.sum")
+        n_sparse = data.sparse_dim
+        dense_axes = tuple(1 + d - n_sparse for d in dims if d >= n_sparse)
+        if dense_axes:
+            values = values.sum(axis=dense_axes)
+        kept = [d for d in range(n_sparse) if d not in dims]
+        dense_shape = tuple(size for d, size in enumerate(data.shape)
+                            if d >= n_sparse and d not in dims)
+        if not kept:  # every sparse dim summed: the result is dense
+            return _make(xp.asarray(values.sum(axis=0)))
+        shape = Size(tuple(data.shape[d] for d in kept) + dense_shape)
+        return _wrap(data.indices[kept], values, shape, False).coalesce()
 
     def _scaled(self, factor) -> SparseTensor:
         data = self._data
@@ -573,5 +589,6 @@ def to_sparse(input: Tensor, sparse_dim: int | None = None, *, layout=None, bloc
 
 
 def sum(input: SparseTensor, dim=None, dtype=None) -> Tensor:  # noqa: A001 - torch.sparse.sum
-    """The sum of all elements of a sparse tensor (a dense 0-dim tensor)."""
+    """The sum of a sparse tensor: of all elements (dense 0-dim), or over `dim` (sparse while
+    sparse dims remain)."""
     return input.sum(dim, dtype=dtype)

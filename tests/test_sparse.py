@@ -360,3 +360,19 @@ def test_to_sparse_matches_pytorch():
         ours, theirs = ember.tensor(x).to_sparse(*args), torch.tensor(x).to_sparse(*args)
         assert ours.indices().tolist() == theirs.indices().tolist()
         np.testing.assert_array_equal(ours.values().numpy(), theirs.values().numpy())
+
+
+def test_sum_over_dims_keeps_the_remaining_sparse_dims():
+    i = ember.tensor([[0, 1, 1, 2, 1], [2, 0, 2, 1, 0]])
+    s = ember.sparse_coo_tensor(i, ember.tensor([3.0, 4.0, 5.0, 6.0, 1.0]), (3, 3))
+    rows = ember.sparse.sum(s, dim=1)
+    assert rows.layout == ember.sparse_coo and rows.is_coalesced()
+    assert rows.to_dense().tolist() == [3.0, 10.0, 6.0]
+    assert s.sum(0).to_dense().tolist() == [5.0, 6.0, 8.0]
+    assert ember.sparse.sum(s, dim=(0, 1)).item() == 19.0
+    hybrid = ember.sparse_coo_tensor(i, ember.ones(5, 2), (3, 3, 2))  # one dense dim
+    assert ember.sparse.sum(hybrid, dim=1).to_dense().tolist() == [[1, 1], [3, 3], [1, 1]]
+    assert ember.sparse.sum(hybrid, dim=2).to_dense().tolist() == \
+        (hybrid.to_dense().sum(2)).tolist()
+    assert ember.sparse.sum(hybrid, dim=(0, 1)).tolist() == [5.0, 5.0]
+    assert ember.sparse.sum(s, dim=1, dtype=ember.float64).dtype == ember.float64

@@ -41,6 +41,7 @@ NAMESPACES = [
     ("torch.amp", "ember.amp"),
     ("torch.backends", "ember.backends"),
     ("torch.jit", "ember.jit"),
+    ("torch.fft", "ember.fft"),
     ("torch.compiler", "ember.compiler"),
     ("torch.ao.quantization", "ember.ao.quantization"),
 ]

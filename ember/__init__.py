@@ -213,6 +213,7 @@ from .nn.functional import (
 )
 
 from . import distributions, fft, func, special
+from .ops.stft import istft, stft
 from . import ao, quantization
 from .nn import quantized as _nn_quantized  # (makes ember.nn.quantized reachable)
 from .ao.quantization import (

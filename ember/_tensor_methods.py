@@ -17,6 +17,7 @@ from .ops import arithmetic_fused, comparison, elementwise, elementwise_special
 from .ops import combining, elementwise_binary, gamma, shape_inplace, signal, statistics
 from .ops import complex as complex_ops
 from .ops import linalg, linalg_composite, linalg_decomp, linalg_svd
+from .ops import stft as stft_ops
 from .ops import activation
 from . import _interop, _sampling
 from .ops._util import SCALAR_TYPES
@@ -119,6 +120,8 @@ METHODS = {
     "is_neg": complex_ops.is_neg,
     "angle": complex_ops.angle,
     "matrix_exp": linalg_composite.matrix_exp,
+    "stft": stft_ops.stft,
+    "istft": stft_ops.istft,
     "cholesky_solve": linalg_composite.cholesky_solve,
     "cholesky_inverse": linalg_composite.cholesky_inverse,
     "triangular_solve": linalg_composite.triangular_solve,

@@ -318,6 +318,8 @@ NOT_SWEPT = {
         "is_autocast_enabled", "set_default_device", "get_default_device"]},
     "imag": "complex inputs only: tests/autograd/test_complex_gradients.py",
     "view_as_real": "complex inputs only: tests/autograd/test_complex_gradients.py",
+    "stft": "signal processing, compared with PyTorch in tests/test_stft.py",
+    "istft": "signal processing, compared with PyTorch in tests/test_stft.py",
     "compile": "wraps a model, not a tensor op: tests/test_compile.py",
     "asarray": "conversion of Python and NumPy objects: tests/ops/test_creation_extras.py",
     "polygamma_": "in-place polygamma: the out-of-place one is swept (polygamma)",

@@ -192,6 +192,11 @@ from .ops.rnn import gru_cell, lstm_cell, rnn_relu_cell, rnn_tanh_cell
 
 # --- subpackages ---
 from . import accelerator, amp, autograd, backends, cuda
+from ._legacy_types import (
+    BFloat16Tensor, BoolTensor, ByteTensor, CharTensor, ComplexDoubleTensor, ComplexFloatTensor,
+    DoubleTensor, FloatTensor, HalfTensor, IntTensor, LongTensor, ShortTensor,
+    set_default_tensor_type,
+)
 from .amp import GradScaler, autocast
 from .amp.autocast_mode import is_autocast_enabled
 from .backends import (

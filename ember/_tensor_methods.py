@@ -49,6 +49,13 @@ def _to_dense(self, dtype=None, *, masked_grad=None):
     return self if dtype is None else conversion.to(self, dtype)
 
 
+def _new(self, *args, device=None):
+    """The legacy constructor: sizes, data or a tensor, with this tensor's dtype and device."""
+    from ._legacy_types import legacy_new
+
+    return legacy_new(self.dtype, self.device if device is None else device, args, "new")
+
+
 def _dequantize(self):
     """Itself: a float tensor is not quantized (``QuantizedTensor.dequantize`` converts)."""
     return self
@@ -71,6 +78,7 @@ METHODS = {
     "to_sparse_coo": _to_sparse_coo,
     "to_dense": _to_dense,
     "dequantize": _dequantize,
+    "new": _new,
     "float": conversion.float_,
     "double": conversion.double,
     "half": conversion.half,

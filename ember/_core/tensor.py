@@ -515,6 +515,8 @@ class Tensor:
         if dtype is None:
             prefix = "ember.cuda." if self.device.type == "cuda" else "ember."
             return prefix + _LEGACY_NAMES[self.dtype.name]
+        if isinstance(dtype, type) and hasattr(dtype, "device_type"):  # FloatTensor & co.
+            return self.to(device=dtype.device_type, dtype=dtype.dtype)
         if isinstance(dtype, str):
             name = dtype.rsplit(".", 1)[-1]
             for key, legacy in _LEGACY_NAMES.items():

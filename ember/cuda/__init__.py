@@ -82,3 +82,7 @@ def manual_seed_all(seed: int) -> None:
 
 
 from . import amp  # noqa: E402 - torch.cuda.amp (autocast, GradScaler)
+from .legacy_types import (  # noqa: E402 - torch.cuda.FloatTensor & co.
+    BFloat16Tensor, BoolTensor, ByteTensor, CharTensor, ComplexDoubleTensor, ComplexFloatTensor,
+    DoubleTensor, FloatTensor, HalfTensor, IntTensor, LongTensor, ShortTensor,
+)

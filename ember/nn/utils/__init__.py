@@ -28,3 +28,13 @@ from .fusion import (  # noqa: E402
 
 __all__ += ["fuse_conv_bn_eval", "fuse_conv_bn_weights", "fuse_linear_bn_eval",
             "fuse_linear_bn_weights"]
+
+# --- pruning, skip_init, conv weight memory formats (prune.py, skip_init.py, memory_format.py)
+from . import prune  # noqa: E402
+from .skip_init import skip_init  # noqa: E402
+from .memory_format import (  # noqa: E402
+    convert_conv2d_weight_memory_format, convert_conv3d_weight_memory_format,
+)
+
+__all__ += ["prune", "skip_init", "convert_conv2d_weight_memory_format",
+            "convert_conv3d_weight_memory_format"]

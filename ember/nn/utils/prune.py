@@ -241,8 +241,8 @@ class Identity(BasePruningMethod):
         return super().apply(module, name)
 
 
-class RandomUnstructured(BasePruningMethod):
-    """Prunes `amount` entries chosen at random (a count, or a fraction in [0, 1])."""
+class _Unstructured(BasePruningMethod):
+    """Prunes the `amount` entries (a count, or a fraction in [0, 1]) of lowest score."""
 
     PRUNING_TYPE = "unstructured"
 
@@ -250,15 +250,24 @@ class RandomUnstructured(BasePruningMethod):
         _validate_amount(amount)
         self.amount = amount
 
+    def _scores(self, t: Tensor) -> Tensor:
+        raise NotImplementedError
+
     def compute_mask(self, t: Tensor, default_mask: Tensor) -> Tensor:
         size = t.nelement()
         count = _count(self.amount, size)
         _validate_count(count, size)
         mask = default_mask.clone(memory_format=contiguous_format)
         if count:
-            chosen = topk(rand_like(t).reshape(-1), k=count).indices
-            mask.view(-1)[chosen] = 0
+            mask.view(-1)[_topk(self._scores(t).reshape(-1), count, largest=False)] = 0
         return mask
+
+
+class RandomUnstructured(_Unstructured):
+    """Prunes `amount` entries chosen at random (a count, or a fraction in [0, 1])."""
+
+    def _scores(self, t: Tensor) -> Tensor:
+        return rand_like(t)
 
     @classmethod
     def apply(cls, module, name: str, amount):
@@ -266,24 +275,12 @@ class RandomUnstructured(BasePruningMethod):
         return super().apply(module, name, amount=amount)
 
 
-class L1Unstructured(BasePruningMethod):
+class L1Unstructured(_Unstructured):
     """Prunes the `amount` entries of smallest absolute value (a count, or a fraction in
     [0, 1]).  Among equal magnitudes the lowest indices are pruned first."""
 
-    PRUNING_TYPE = "unstructured"
-
-    def __init__(self, amount) -> None:
-        _validate_amount(amount)
-        self.amount = amount
-
-    def compute_mask(self, t: Tensor, default_mask: Tensor) -> Tensor:
-        size = t.nelement()
-        count = _count(self.amount, size)
-        _validate_count(count, size)
-        mask = default_mask.clone(memory_format=contiguous_format)
-        if count:
-            mask.view(-1)[_topk(t.abs().reshape(-1), count, largest=False)] = 0
-        return mask
+    def _scores(self, t: Tensor) -> Tensor:
+        return t.abs()
 
     @classmethod
     def apply(cls, module, name: str, amount, importance_scores: Tensor | None = None):

@@ -45,6 +45,12 @@ class _InfiniteConstantSampler(Sampler):
             yield None
 
 
+def _cuda_available() -> bool:
+    from ... import cuda
+
+    return cuda.is_available()
+
+
 def _mp_context(spec):
     if spec is None:
         methods = multiprocessing.get_all_start_methods()
@@ -73,8 +79,8 @@ class DataLoader:
     (keep workers between epochs), `worker_init_fn(worker_id)`, `timeout` (seconds to wait
     for one batch; 0 waits for ever), `multiprocessing_context` ('fork' by default where
     available, or 'spawn', 'forkserver', or a context), `generator` (source of the epoch
-    seeds; ember's default generator if None).  `pin_memory` is accepted and does nothing
-    (no pinned host memory on NumPy).  `seed_per_sample` (ember only, default True) seeds
+    seeds; ember's default generator if None).  `pin_memory` is accepted and pins nothing
+    (without a GPU it warns, as PyTorch does).  `seed_per_sample` (ember only, default True) seeds
     `random`, NumPy and ember before every sample from the epoch's seed and the sample, so
     batches do not depend on `num_workers`.
 
@@ -184,6 +190,9 @@ class DataLoader:
         return self.batch_sampler if self._auto_collation else self.sampler
 
     def __iter__(self):
+        if self.pin_memory and not _cuda_available():
+            warnings.warn("'pin_memory' argument is set as true but no accelerator is found, "
+                          "then device pinned memory won't be used.", UserWarning, stacklevel=2)
         if self.num_workers == 0:
             return _SingleProcessIter(self)
         return _MultiProcessIter(self)

@@ -151,8 +151,13 @@ def test_argument_errors():
     assert isinstance(DataLoader(ds, shuffle=True).sampler, RandomSampler)
 
 
-def test_pin_memory_is_accepted():
-    batches = list(DataLoader(TensorDataset(ember.arange(4)), batch_size=2, pin_memory=True))
+def test_pin_memory_is_accepted_and_warns_without_a_gpu():
+    loader = DataLoader(TensorDataset(ember.arange(4)), batch_size=2, pin_memory=True)
+    if ember.cuda.is_available():
+        batches = list(loader)
+    else:
+        with pytest.warns(UserWarning, match="no accelerator is found"):
+            batches = list(loader)
     assert [b[0].tolist() for b in batches] == [[0, 1], [2, 3]]
 
 

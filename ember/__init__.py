@@ -198,7 +198,7 @@ from ._legacy_types import (
     set_default_tensor_type,
 )
 from .amp import GradScaler, autocast
-from .amp.autocast_mode import is_autocast_enabled
+from .amp.autocast_mode import get_autocast_dtype, is_autocast_enabled
 from .backends import (
     are_deterministic_algorithms_enabled, get_float32_matmul_precision,
     is_deterministic_algorithms_warn_only_enabled, set_float32_matmul_precision,

@@ -1,5 +1,5 @@
-"""Automatic mixed precision (``torch.amp``): ``GradScaler``, and ``autocast``, which is
-not supported yet (only its disabled form, ``autocast(..., enabled=False)``, runs)."""
+"""Automatic mixed precision (``torch.amp``): ``autocast`` (ops in bfloat16/float16 where
+it is safe) and ``GradScaler`` (loss scaling for float16 gradients)."""
 
 from .autocast_mode import autocast, is_autocast_available
 from .grad_scaler import GradScaler

@@ -5,6 +5,7 @@ from __future__ import annotations
 import warnings
 
 from .._core.tensor import Tensor
+from ..ops._autocast import float32_inputs
 from ..ops.reduction import mean as _mean
 from ..ops.reduction import sum as _sum
 from ..ops.linalg import addmm as _addmm
@@ -40,6 +41,7 @@ def _reduce(loss: Tensor, reduction: str) -> Tensor:
     raise ValueError(f"{reduction} is not a valid value for reduction")
 
 
+@float32_inputs  # (autocast: losses run in float32)
 def mse_loss(input: Tensor, target: Tensor, size_average=None, reduce=None,
              reduction: str = "mean", weight: Tensor | None = None) -> Tensor:
     """Mean squared error: ``(input - target) ** 2`` reduced by `reduction`.

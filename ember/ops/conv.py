@@ -15,6 +15,7 @@ import numpy as np
 
 from .._core.function import Function
 from .._core.tensor import Tensor
+from ._autocast import casts_together
 from ._util import check_same_device
 from .conv_arrays import Geometry, conv_array, conv_transpose_array, conv_weight_array
 
@@ -118,6 +119,9 @@ def _check_tensors(op: str, input, weight, bias) -> None:
         if t is not None and not isinstance(t, Tensor):
             raise TypeError(f"{op}(): argument '{name}' must be Tensor, not {type(t).__name__}")
     check_same_device(op, input, weight, bias)
+    mixed = input.dtype != weight.dtype or (bias is not None and bias.dtype != input.dtype)
+    if mixed and casts_together(input, weight, bias):  # (autocast gives them one dtype)
+        return
     if input.dtype != weight.dtype:
         raise RuntimeError(f"expected scalar type {_ctype(input)} but found {_ctype(weight)}")
     if bias is not None and bias.dtype != input.dtype:

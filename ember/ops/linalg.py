@@ -18,6 +18,7 @@ from .._core.function import Function
 from .._core.grad_mode import STATE
 from .._core.tensor import Tensor, _make
 from ._broadcast import broadcast_shapes
+from ._autocast import casts_together
 from ._util import check_same_device, promote, with_out, wrap_dim, xp_of
 from .sparse_matmul import matmul_with_sparse
 
@@ -108,7 +109,7 @@ def _shape_str(shape) -> str:
 
 
 def _check_matrix_dtypes(a: Tensor, b: Tensor) -> None:
-    if a._data.dtype != b._data.dtype:
+    if a._data.dtype != b._data.dtype and not casts_together(a, b):
         raise RuntimeError(
             f"expected m1 and m2 to have the same dtype, but got: {_cpp(a)} != {_cpp(b)}")
     if a._data.dtype == np.bool_:
@@ -317,7 +318,7 @@ def bmm(input: Tensor, mat2: Tensor) -> Tensor:
         raise RuntimeError(
             f"Expected size for first two dimensions of batch2 tensor to be: [{b}, {k}] but "
             f"got: [{mat2.shape[0]}, {mat2.shape[1]}].")
-    if input._data.dtype != mat2._data.dtype:
+    if input._data.dtype != mat2._data.dtype and not casts_together(input, mat2):
         raise RuntimeError(f"expected scalar type {_short(input)} but found {_short(mat2)}")
     _check_matrix_dtypes(input, mat2)
     return MatMul.apply(input, mat2, name="BmmBackward0")
@@ -538,7 +539,8 @@ def _add_product(kind: str, input, a, b, beta, alpha, inplace: bool = False) -> 
         what = ("mat1", "mat2") if kind == "addmm" else ("batch1", "batch2")
         bad = what[0] if a.dim() != dims[0] else what[1]
         raise RuntimeError(f"{bad} must be a {'matrix' if dims[0] == 2 else '3D tensor'}")
-    if not (input._data.dtype == a._data.dtype == b._data.dtype):
+    if not (input._data.dtype == a._data.dtype == b._data.dtype) and not casts_together(
+            input, a, b):
         raise RuntimeError(
             f"{kind} input tensors must have the same dtype, but got {_short(input)}, "
             f"{_short(a)}, and {_short(b)}" if kind in ("addmv", "addr")

@@ -20,6 +20,7 @@ from .._core.function import Function
 from .._core.grad_mode import is_grad_enabled
 from .._core.tensor import Tensor, _make
 from . import _kernels
+from ._autocast import float32_inputs
 from ._util import xp_of
 from .activation import LogSigmoid, Softmax, log_softmax
 from .arithmetic import check_broadcast
@@ -103,6 +104,7 @@ def _weighted(loss: Tensor, weight, reduction: str, input: Tensor) -> Tensor:
 # regression
 
 
+@float32_inputs  # (autocast: losses run in float32)
 def l1_loss(input: Tensor, target: Tensor, size_average=None, reduce=None,
             reduction: str = "mean", weight: Tensor | None = None) -> Tensor:
     """Mean absolute error ``|input - target|`` (with an optional elementwise `weight`)."""
@@ -113,6 +115,7 @@ def l1_loss(input: Tensor, target: Tensor, size_average=None, reduce=None,
     return _weighted((input - target).abs(), weight, reduction, input)
 
 
+@float32_inputs  # (autocast: losses run in float32)
 def smooth_l1_loss(input: Tensor, target: Tensor, size_average=None, reduce=None,
                    reduction: str = "mean", beta: float = 1.0) -> Tensor:
     """``0.5 d^2 / beta`` where ``|d| < beta``, else ``|d| - beta / 2`` (d = input - target)."""
@@ -128,6 +131,7 @@ def smooth_l1_loss(input: Tensor, target: Tensor, size_average=None, reduce=None
     return reduce_loss(loss, reduction)
 
 
+@float32_inputs  # (autocast: losses run in float32)
 def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: float = 1.0,
                weight: Tensor | None = None) -> Tensor:
     """``0.5 d^2`` where ``|d| < delta``, else ``delta * (|d| - delta / 2)``."""
@@ -355,6 +359,7 @@ def _dtype_word(t: Tensor) -> str:
         t.dtype.name, t.dtype.name)
 
 
+@float32_inputs  # (autocast: losses run in float32)
 def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
                   size_average=None, ignore_index: int = -100, reduce=None,
                   reduction: str = "mean", label_smoothing: float = 0.0) -> Tensor:
@@ -409,6 +414,7 @@ def _cross_entropy_probs(input, target, weight, ignore_index, reduction, smoothi
     return reduce_loss(loss, reduction)
 
 
+@float32_inputs  # (autocast: losses run in float32)
 def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_average=None,
              ignore_index: int = -100, reduce=None, reduction: str = "mean") -> Tensor:
     """Negative log likelihood: ``-weight[t] * input[n, t]`` for log-probabilities `input`
@@ -456,6 +462,7 @@ class BinaryCrossEntropy(Function):
         return gx, gt
 
 
+@float32_inputs  # (autocast: losses run in float32)
 def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
                          size_average=None, reduce=None, reduction: str = "mean") -> Tensor:
     """Binary cross entropy between probabilities `input` and `target` (same shape); the
@@ -479,6 +486,7 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
     return reduce_loss(loss, reduction)
 
 
+@float32_inputs  # (autocast: losses run in float32)
 def binary_cross_entropy_with_logits(input: Tensor, target: Tensor,
                                      weight: Tensor | None = None, size_average=None,
                                      reduce=None, reduction: str = "mean",
@@ -510,6 +518,7 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor,
 # kl divergence, poisson and gaussian negative log likelihood
 
 
+@float32_inputs  # (autocast: losses run in float32)
 def kl_div(input: Tensor, target: Tensor, size_average=None, reduce=None,
            reduction: str = "mean", log_target: bool = False) -> Tensor:
     """Kullback-Leibler divergence ``target * (log target - input)`` for log-probabilities
@@ -538,6 +547,7 @@ def kl_div(input: Tensor, target: Tensor, size_average=None, reduce=None,
     return reduce_loss(loss, reduction)
 
 
+@float32_inputs  # (autocast: losses run in float32)
 def poisson_nll_loss(input: Tensor, target: Tensor, log_input: bool = True, full: bool = False,
                      size_average=None, eps: float = 1e-8, reduce=None,
                      reduction: str = "mean") -> Tensor:
@@ -557,6 +567,7 @@ def poisson_nll_loss(input: Tensor, target: Tensor, log_input: bool = True, full
     return reduce_loss(loss, reduction)
 
 
+@float32_inputs  # (autocast: losses run in float32)
 def gaussian_nll_loss(input: Tensor, target: Tensor, var, full: bool = False,
                       eps: float = 1e-6, reduction: str = "mean") -> Tensor:
     """Negative log likelihood of `target` under Normal(input, var):

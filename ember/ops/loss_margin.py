@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._core.tensor import Tensor, _make
+from ._autocast import float32_inputs
 from ._util import xp_of
 from .activation import LogSigmoid
 from .elementwise_special import where
@@ -20,6 +21,7 @@ from .loss import REDUCTIONS, check_tensor, constant_arg, reduce_loss, resolve_r
 from .reduction_stats import logsumexp
 
 
+@float32_inputs  # (autocast: losses run in float32)
 def margin_ranking_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: float = 0.0,
                         size_average=None, reduce=None, reduction: str = "mean") -> Tensor:
     """``max(0, -target * (input1 - input2) + margin)``: target 1 asks input1 to rank higher."""
@@ -36,6 +38,7 @@ def _size(t: Tensor) -> str:
     return f"torch.Size([{', '.join(str(s) for s in t.shape)}])"
 
 
+@float32_inputs  # (autocast: losses run in float32)
 def hinge_embedding_loss(input: Tensor, target: Tensor, margin: float = 1.0, size_average=None,
                          reduce=None, reduction: str = "mean") -> Tensor:
     """``input`` where target is 1, ``max(0, margin - input)`` where target is -1."""
@@ -45,6 +48,7 @@ def hinge_embedding_loss(input: Tensor, target: Tensor, margin: float = 1.0, siz
     return reduce_loss(margin_term + self_term, reduction)
 
 
+@float32_inputs  # (autocast: losses run in float32)
 def soft_margin_loss(input: Tensor, target: Tensor, size_average=None, reduce=None,
                      reduction: str = "mean") -> Tensor:
     """Two-class logistic loss ``log(1 + exp(-target * input))`` (targets are 1 or -1)."""
@@ -52,6 +56,7 @@ def soft_margin_loss(input: Tensor, target: Tensor, size_average=None, reduce=No
     return reduce_loss(-LogSigmoid.apply(target * input), reduction)
 
 
+@float32_inputs  # (autocast: losses run in float32)
 def cosine_embedding_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: float = 0.0,
                           size_average=None, reduce=None, reduction: str = "mean") -> Tensor:
     """``1 - cos(x1, x2)`` where target is 1, ``max(0, cos(x1, x2) - margin)`` where -1."""
@@ -75,6 +80,7 @@ def cosine_embedding_loss(input1: Tensor, input2: Tensor, target: Tensor, margin
     return reduce_loss(loss, reduction)
 
 
+@float32_inputs  # (autocast: losses run in float32)
 def multi_margin_loss(input: Tensor, target: Tensor, p: int = 1, margin: float = 1.0,
                       weight: Tensor | None = None, size_average=None, reduce=None,
                       reduction: str = "mean") -> Tensor:
@@ -116,6 +122,7 @@ def multi_margin_loss(input: Tensor, target: Tensor, p: int = 1, margin: float =
     return reduce_loss(loss, reduction)
 
 
+@float32_inputs  # (autocast: losses run in float32)
 def multilabel_margin_loss(input: Tensor, target: Tensor, size_average=None, reduce=None,
                            reduction: str = "mean") -> Tensor:
     """Multi-label hinge loss: for each target class j (listed in `target`, ended by -1) and
@@ -145,6 +152,7 @@ def multilabel_margin_loss(input: Tensor, target: Tensor, size_average=None, red
     return reduce_loss(loss, reduction)
 
 
+@float32_inputs  # (autocast: losses run in float32)
 def multilabel_soft_margin_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,
                                 size_average=None, reduce=None,
                                 reduction: str = "mean") -> Tensor:
@@ -178,6 +186,7 @@ def _check_triplet_dims(anchor, positive, negative) -> None:
                            f"and negative {n}D inputs")
 
 
+@float32_inputs  # (autocast: losses run in float32)
 def triplet_margin_loss(anchor: Tensor, positive: Tensor, negative: Tensor, margin: float = 1.0,
                         p: float = 2, eps: float = 1e-6, swap: bool = False, size_average=None,
                         reduce=None, reduction: str = "mean") -> Tensor:
@@ -192,6 +201,7 @@ def triplet_margin_loss(anchor: Tensor, positive: Tensor, negative: Tensor, marg
     return reduce_loss((margin + d_pos - d_neg).clamp_min(0), reduction)
 
 
+@float32_inputs  # (autocast: losses run in float32)
 def triplet_margin_with_distance_loss(anchor: Tensor, positive: Tensor, negative: Tensor, *,
                                       distance_function=None, margin: float = 1.0,
                                       swap: bool = False, reduction: str = "mean") -> Tensor:
@@ -229,6 +239,7 @@ def _lengths(value, name: str, n: int):
     return arr
 
 
+@float32_inputs  # (autocast: losses run in float32)
 def ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths, target_lengths, blank: int = 0,
              reduction: str = "mean", zero_infinity: bool = False) -> Tensor:
     """Connectionist temporal classification loss.

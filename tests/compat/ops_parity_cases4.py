@@ -316,7 +316,7 @@ NOT_SWEPT = {
         "are_deterministic_algorithms_enabled", "is_deterministic_algorithms_warn_only_enabled",
         "set_float32_matmul_precision", "get_float32_matmul_precision",
         "is_autocast_enabled", "set_default_device", "get_default_device",
-        "set_default_tensor_type"]},
+        "set_default_tensor_type", "get_autocast_dtype"]},
     "imag": "complex inputs only: tests/autograd/test_complex_gradients.py",
     "view_as_real": "complex inputs only: tests/autograd/test_complex_gradients.py",
     "stft": "signal processing, compared with PyTorch in tests/test_stft.py",

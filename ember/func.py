@@ -120,38 +120,71 @@ def grad(func, argnums=0, has_aux: bool = False):
 
 def grad_and_value(func, argnums=0, has_aux: bool = False):
     """Like `grad`, but the function returns ``(gradient, value)`` (value is ``(output,
-    aux)`` with `has_aux`)."""
+    aux)`` with `has_aux`).  Each differentiated argument may be a tensor or a dict, list
+    or tuple of them (a parameter dict, say); its gradient has the same structure."""
     @functools.wraps(func)
     def gradient_and_value(*args, **kwargs):
         from ._core.engine import grad as autograd_grad
 
         positions = (argnums,) if isinstance(argnums, int) else tuple(argnums)
-        for p in positions:
-            if not isinstance(args[p], Tensor):
-                raise RuntimeError(f"grad(f)(*args): Expected argnums={argnums} to point to a "
-                                   f"Tensor, got {type(args[p]).__name__}")
-        # nested inside another differentiation: keep the graph so that it can go on
-        nested = is_grad_enabled() and any(args[p].requires_grad for p in positions)
         args = list(args)
+        trees = []  # per position: (leaves, rebuild)
         for p in positions:
-            if not args[p].requires_grad:
-                args[p] = args[p].detach().requires_grad_()
+            leaves, rebuild = _flatten(args[p])
+            if not leaves:
+                raise RuntimeError(f"grad(f)(*args): Expected argnums={argnums} to point to a "
+                                   f"Tensor or a structure of Tensors, got "
+                                   f"{type(args[p]).__name__}")
+            trees.append((leaves, rebuild))
+        # nested inside another differentiation: keep the graph so that it can go on
+        nested = is_grad_enabled() and any(t.requires_grad for leaves, _ in trees
+                                           for t in leaves)
+        inputs = []
+        for (leaves, rebuild), p in zip(trees, positions):
+            leaves[:] = [t if t.requires_grad else t.detach().requires_grad_() for t in leaves]
+            args[p] = rebuild(leaves)
+            inputs += leaves
         with enable_grad():
             result = func(*args, **kwargs)
             output, aux = result if has_aux else (result, None)
             if not isinstance(output, Tensor) or output.dim() != 0:
                 raise RuntimeError("grad_and_value(f)(*args): Expected f(*args) to return a "
                                    "scalar Tensor")
-            grads = autograd_grad(output, [args[p] for p in positions], create_graph=nested,
-                                  allow_unused=True)
-        grads = tuple(g if g is not None else args[p].new_zeros(tuple(args[p].shape))
-                      for g, p in zip(grads, positions))
+            flat = autograd_grad(output, inputs, create_graph=nested, allow_unused=True)
+        flat = [g if g is not None else t.new_zeros(tuple(t.shape)) for g, t in zip(flat, inputs)]
+        grads, start = [], 0
+        for leaves, rebuild in trees:
+            grads.append(rebuild(flat[start:start + len(leaves)]))
+            start += len(leaves)
         if not nested:  # results of a top-level call carry no graph
             output = output.detach()
             aux = _detached(aux)
-        gradient = grads[0] if isinstance(argnums, int) else grads
+        gradient = grads[0] if isinstance(argnums, int) else tuple(grads)
         return gradient, ((output, aux) if has_aux else output)
     return gradient_and_value
+
+
+def _flatten(tree):
+    """(the tensors in `tree`, a function putting new tensors back in their places)."""
+    if isinstance(tree, Tensor):
+        return [tree], lambda leaves: leaves[0]
+    if isinstance(tree, dict):
+        parts = [(k, *_flatten(v)) for k, v in tree.items()]
+    elif isinstance(tree, (list, tuple)):
+        parts = [(i, *_flatten(v)) for i, v in enumerate(tree)]
+    else:
+        return [], lambda leaves: tree
+    leaves = [t for _, sub, _ in parts for t in sub]
+
+    def rebuild(new):
+        values, start = [], 0
+        for _, sub, put in parts:
+            values.append(put(list(new[start:start + len(sub)])))
+            start += len(sub)
+        if isinstance(tree, dict):
+            return {key: v for (key, _, _), v in zip(parts, values)}
+        return type(tree)(values)
+    return leaves, rebuild
 
 
 def _detached(value):

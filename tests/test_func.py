@@ -97,3 +97,40 @@ def test_maml_inner_step_matches_pytorch():
 
     for ours, theirs in zip(meta_gradient(ember), meta_gradient(torch)):
         np.testing.assert_allclose(ours, theirs, rtol=1e-12)
+
+
+def test_grad_over_a_parameter_dict_and_nested_structures():
+    net = nn.Linear(3, 1)
+    params = {k: v.detach() for k, v in net.named_parameters()}
+    x, y = ember.randn(4, 3), ember.randn(4, 1)
+
+    def loss(p, x, y):
+        return ((functional_call(net, p, (x,)) - y) ** 2).mean()
+
+    grads = grad(loss)(params, x, y)
+    assert sorted(grads) == ["bias", "weight"]
+    residual = (x @ params["weight"].t() + params["bias"] - y).numpy()
+    np.testing.assert_allclose(grads["weight"].numpy(), 2 * (residual * x.numpy()).mean(0,
+                               keepdims=True), rtol=1e-5)
+    np.testing.assert_allclose(grads["bias"].numpy(), 2 * residual.mean(0), rtol=1e-5)
+    pair = grad(lambda ab: (ab[0] * ab[1][0]).sum())((ember.tensor([2.0]), [ember.tensor([3.0])]))
+    assert isinstance(pair, tuple) and pair[0].tolist() == [3.0] and pair[1][0].tolist() == [2.0]
+    with pytest.raises(RuntimeError, match="Tensor or a structure of Tensors, got int"):
+        grad(lambda n: ember.ones(()))(3)
+
+
+@pytest.mark.skipif(torch is None, reason="PyTorch is not installed")
+def test_grad_over_a_parameter_dict_matches_pytorch():
+    weight, x = np.random.default_rng(0).standard_normal((2, 3, 3))
+
+    def gradients(lib):
+        net = lib.nn.Linear(3, 3)
+        params = {"weight": lib.tensor(weight, dtype=lib.float32), "bias": lib.zeros(3)}
+        inputs = (lib.tensor(x, dtype=lib.float32),)
+        grads = lib.func.grad(
+            lambda p: lib.func.functional_call(net, p, inputs).tanh().sum())(params)
+        return {k: v.numpy() for k, v in grads.items()}
+
+    results = [gradients(ember), gradients(torch)]
+    for key in ("weight", "bias"):
+        np.testing.assert_allclose(results[0][key], results[1][key], rtol=1e-5, atol=1e-6)

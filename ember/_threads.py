@@ -1,4 +1,5 @@
-"""set_num_threads / get_num_threads: the thread count of the BLAS library NumPy uses.
+"""set_num_threads / get_num_threads: the thread count of the BLAS library NumPy uses
+(and of ember's parallel numba kernels, ops/_native.py).
 
 NumPy's own elementwise loops are single-threaded; the matrix products (and so
 linear layers and convolutions) run in OpenBLAS, whose thread count we set through
@@ -10,6 +11,8 @@ from __future__ import annotations
 
 import ctypes
 import os
+
+from .ops import _native as native
 
 # (setter, getter) symbol names of the OpenBLAS builds NumPy ships or links.
 _SYMBOLS = (
@@ -62,6 +65,7 @@ def set_num_threads(num: int) -> None:
     blas = _openblas()
     if blas is not None:
         blas[0](num)
+    native.set_num_threads(num)
 
 
 def get_num_threads() -> int:

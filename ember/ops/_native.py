@@ -1,0 +1,145 @@
+"""Native CPU kernels through numba, with ember's NumPy code as the fallback.
+
+A kernel is a plain Python function over NumPy arrays and numbers, decorated with
+`@kernel` (or `@kernel(parallel=True)` for loops written with `prange`, which then run
+on every thread `ember.set_num_threads` allows).  numba compiles it to machine code the
+first time it is called with a given set of argument types, and caches the result on
+disk (`cache=True`), so a later process loads it instead of compiling again.
+
+The op that owns a kernel decides, per call, whether to use it:
+
+    if native.enabled() and native.is_cpu_array(x):
+        gelu_kernel(x, out)          # inside it: for i in native.prange(n): ...
+    else:
+        ...the NumPy formulas...
+
+`enabled()` is False when numba is not installed, when the environment sets
+`EMBER_NO_NUMBA=1`, or inside `with use_numba(False):` (the tests run both paths this
+way).  numba itself is imported on the first call of `enabled()` that could say True, not
+when ember is imported, so `import ember` does not pay for it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+import types
+
+import numpy as np
+
+_ENV_OFF = os.environ.get("EMBER_NO_NUMBA", "").strip() not in ("", "0")
+
+# None until numba has been looked for; then the numba module, or False if it is missing.
+_numba = None
+_local = threading.local()
+
+
+def _load_numba():
+    global _numba
+    if _numba is None:
+        try:
+            import numba
+        except ImportError:
+            _numba = False
+        else:
+            _numba = numba
+    return _numba
+
+
+def available() -> bool:
+    """True when numba is installed and not switched off by ``EMBER_NO_NUMBA``."""
+    return not _ENV_OFF and _load_numba() is not False
+
+
+def enabled() -> bool:
+    """True when ops should run their numba kernels now (see `use_numba`)."""
+    override = getattr(_local, "override", None)
+    if override is not None:
+        return override and available()
+    return available()
+
+
+@contextlib.contextmanager
+def use_numba(flag: bool):
+    """Within the block, turn the numba kernels on (if available) or off, in this thread."""
+    previous = getattr(_local, "override", None)
+    _local.override = bool(flag)
+    try:
+        yield
+    finally:
+        _local.override = previous
+
+
+def is_cpu_array(*arrays) -> bool:
+    """True when every argument is a NumPy array (not a CuPy one), i.e. a kernel can take it."""
+    return all(type(a) is np.ndarray for a in arrays)
+
+
+def set_num_threads(num: int) -> None:
+    """Let parallel kernels use `num` threads (called by `ember.set_num_threads`)."""
+    numba = _load_numba() if not _ENV_OFF else False
+    if numba:
+        numba.set_num_threads(min(num, numba.config.NUMBA_NUM_THREADS))
+
+
+def kernel(fn=None, *, parallel: bool = False, fastmath: bool = False):
+    """Decorator: compile a plain Python function with numba on its first call.
+
+    ``@kernel`` gives a serial kernel; ``@kernel(parallel=True)`` one whose
+    ``native.prange`` loops run on several threads.  The undecorated function stays
+    reachable as ``.py_func`` (to step through in a debugger).  Calling a kernel when
+    numba is unavailable raises RuntimeError: callers check `enabled()` first.  A kernel
+    may call another kernel of its module by name.
+    """
+    if fn is None:
+        return lambda f: Kernel(f, parallel=parallel, fastmath=fastmath)
+    return Kernel(fn, parallel=parallel, fastmath=fastmath)
+
+
+class Kernel:
+    """A function compiled by numba on its first call (made by `kernel`)."""
+
+    def __init__(self, fn, *, parallel: bool, fastmath: bool):
+        self.py_func = fn
+        self.parallel = parallel
+        self.fastmath = fastmath
+        self._compiled = None
+        self.__name__ = fn.__name__
+        self.__doc__ = fn.__doc__
+
+    def __call__(self, *args):
+        compiled = self._compiled
+        if compiled is None:
+            compiled = self._compile()
+        return compiled(*args)
+
+    def _compile(self):
+        if not available():
+            raise RuntimeError(
+                f"the native kernel {self.py_func.__name__} needs numba "
+                "(pip install numba, and EMBER_NO_NUMBA unset); callers take the NumPy path "
+                "when native.enabled() is False")
+        self._compiled = _numba.njit(cache=True, nogil=True, parallel=self.parallel,
+                                    fastmath=self.fastmath)(_with_kernels_compiled(self.py_func))
+        return self._compiled
+
+
+def _with_kernels_compiled(fn):
+    """`fn`, seeing the numba-compiled form of each kernel it names (so kernels call kernels)."""
+    named = {name: value for name, value in fn.__globals__.items()
+             if name in fn.__code__.co_names and isinstance(value, Kernel)}
+    if not named:
+        return fn
+    scope = dict(fn.__globals__)
+    scope.update((name, k._compiled or k._compile()) for name, k in named.items())
+    return types.FunctionType(fn.__code__, scope, fn.__name__, fn.__defaults__, fn.__closure__)
+
+
+def __getattr__(name: str):
+    # `native.prange` inside a kernel: numba looks the attribute up when it compiles, so
+    # numba is imported then, not when this module is.
+    if name == "prange":
+        numba = _load_numba()
+        return numba.prange if numba else range
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,63 @@
+"""The numba kernel mechanism (ember/ops/_native.py): compile, switch off, fall back."""
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from ember.ops import _native as native
+
+pytestmark = pytest.mark.skipif(not native.available(), reason="numba is not installed")
+
+
+@native.kernel
+def _square(a):
+    return a * a
+
+
+@native.kernel(parallel=True)
+def _sum_of_squares_rows(x, out):
+    for i in native.prange(x.shape[0]):
+        total = 0.0
+        for j in range(x.shape[1]):
+            total += _square(x[i, j])
+        out[i] = total
+
+
+def test_parallel_kernel_calling_a_kernel_matches_numpy():
+    x = np.random.default_rng(0).standard_normal((37, 11))
+    out = np.empty(37)
+    _sum_of_squares_rows(x, out)
+    np.testing.assert_allclose(out, (x * x).sum(axis=1), rtol=1e-12)
+
+
+def test_use_numba_switches_off_in_this_thread_only():
+    assert native.enabled()
+    with native.use_numba(False):
+        assert not native.enabled()
+        with native.use_numba(True):
+            assert native.enabled()
+        assert not native.enabled()
+    assert native.enabled()
+
+
+def test_is_cpu_array_refuses_other_array_types():
+    assert native.is_cpu_array(np.zeros(2), np.ones(3))
+    assert not native.is_cpu_array(np.zeros(2), [1.0])
+
+
+def test_environment_switch_turns_kernels_off_and_calls_raise():
+    code = (
+        "from ember.ops import _native as n\n"
+        "assert not n.available() and not n.enabled()\n"
+        "try:\n"
+        "    n.kernel(lambda a: a)(1)\n"
+        "except RuntimeError as e:\n"
+        "    assert 'needs numba' in str(e)\n"
+        "else:\n"
+        "    raise SystemExit('no error')\n"
+    )
+    env = {**os.environ, "EMBER_NO_NUMBA": "1"}
+    subprocess.run([sys.executable, "-c", code], env=env, check=True)

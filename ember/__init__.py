@@ -217,7 +217,7 @@ from .nn.functional import (
     pixel_unshuffle, poisson_nll_loss, rms_norm, triplet_margin_loss,
 )
 
-from . import distributions, fft, func, special
+from . import distributions, fft, func, special, testing
 from .ops.stft import istft, stft
 from . import ao, quantization
 from .nn import quantized as _nn_quantized  # (makes ember.nn.quantized reachable)

@@ -18,7 +18,8 @@ from .ops import combining, elementwise_binary, gamma, shape_inplace, signal, st
 from .ops import complex as complex_ops
 from .ops import linalg, linalg_composite, linalg_decomp, linalg_svd
 from .ops import stft as stft_ops
-from .ops import activation
+from .ops import activation, sparse_coo
+from .ops import bessel
 from . import _interop, _sampling
 from .ops._util import SCALAR_TYPES
 
@@ -32,16 +33,9 @@ def _reflected(fn):
     return method
 
 
-def _to_sparse(self, sparse_dim=None, *, layout=None, blocksize=None, dense_dim=None):
-    """The non-zero entries as a COO tensor (see ``ember.sparse.to_sparse``)."""
-    from .sparse import to_sparse  # sparse.py builds on this module: imported when used
-
-    return to_sparse(self, sparse_dim, layout=layout, blocksize=blocksize, dense_dim=dense_dim)
-
-
 def _to_sparse_coo(self):
     """The non-zero entries as a COO tensor."""
-    return _to_sparse(self)
+    return sparse_coo.to_sparse(self)
 
 
 def _to_dense(self, dtype=None, *, masked_grad=None):
@@ -74,7 +68,7 @@ def _not_implemented_for_others(fn):
 METHODS = {
     # conversion ------------------------------------------------------------
     "to": conversion.to,
-    "to_sparse": _to_sparse,
+    "to_sparse": sparse_coo.to_sparse,
     "to_sparse_coo": _to_sparse_coo,
     "to_dense": _to_dense,
     "dequantize": _dequantize,
@@ -367,6 +361,8 @@ METHODS = {
     "erfc_": elementwise_special.erfc_,
     "erfinv": elementwise_special.erfinv,
     "erfinv_": elementwise_special.erfinv_,
+    "i0": bessel.i0,
+    "i0_": bessel.i0_,
     "atan2": elementwise_special.atan2,
     "atan2_": elementwise_special.atan2_,
     "arctan2": elementwise_special.arctan2,
@@ -625,3 +621,4 @@ def attach() -> None:
         setattr(Tensor, name, fn)
     for name, fget in PROPERTIES.items():
         setattr(Tensor, name, property(fget))
+    sparse_coo.refuse_dense_methods(list(METHODS) + list(OPERATORS), PROPERTIES)

@@ -18,11 +18,12 @@ Floors (a unit sits above everything it imports):
       SyncBatchNorm in ``nn`` call them, as in PyTorch), ``utils.checkpoint``,
       ``utils.dlpack``
  3    models and training: ``nn``, ``optim``, ``distributions``, ``ao``
-      (quantization builds on ``nn``), ``compiler``, ``utils.tensorboard``
+      (quantization builds on ``nn``), ``utils.tensorboard``
  4    applications: ``utils.data``, ``vision``, ``onnx``, ``serialization``, ``hub``,
       the PyTorch-path aliases ``nn.quantized`` (of ``ao.nn.quantized``) and
       ``quantization`` (of ``ao.quantization``)
- 5    ``jit`` (traces through ``onnx``'s tracer, saves through ``serialization``)
+ 5    ``jit`` (traces through ``onnx``'s tracer, saves through ``serialization``),
+      ``compiler`` and ``_compile`` (compile what ``jit`` traces)
  6    ``ember`` itself: the public namespace, which imports everything
 ====  ==========================================================================
 
@@ -48,10 +49,10 @@ FLOORS = {
     "ember.testing": 2, "ember.viz": 2, "ember.distributed": 2,
     "ember.utils.checkpoint": 2, "ember.utils.dlpack": 2,
     "ember.nn": 3, "ember.optim": 3, "ember.distributions": 3, "ember.ao": 3,
-    "ember.compiler": 3, "ember.utils.tensorboard": 3,
+    "ember.utils.tensorboard": 3,
     "ember.utils": 4, "ember.vision": 4, "ember.onnx": 4, "ember.serialization": 4,
     "ember.hub": 4, "ember.nn.quantized": 4, "ember.quantization": 4,
-    "ember.jit": 5,
+    "ember.jit": 5, "ember._compile": 5, "ember.compiler": 5,
     "ember": 6,
 }
 

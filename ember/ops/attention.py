@@ -21,6 +21,7 @@ from .creation import ones, zeros
 from .dropout import dropout
 from .joining import cat
 from .linalg import baddbmm, bmm, matmul
+from .linear import linear
 
 __all__ = ["scaled_dot_product_attention", "multi_head_attention_forward"]
 
@@ -30,12 +31,6 @@ _NEG_INF = float("-inf")
 def _dtype_word(t: Tensor) -> str:
     return {"float32": "float", "float64": "double", "float16": "c10::Half",
             "bfloat16": "c10::BFloat16"}.get(t.dtype.name, t.dtype.name)
-
-
-def _linear(x: Tensor, w: Tensor, b: Tensor | None) -> Tensor:
-    from ..nn.functional import linear
-
-    return linear(x, w, b)
 
 
 def _softmax_keeping_dead_rows_zero(scores: Tensor) -> Tensor:
@@ -186,18 +181,18 @@ def _in_projection(query, key, value, embed_dim: int, weight, bias, separate: bo
     """q, k, v: the three input projections (one matmul when query, key and value coincide)."""
     biases = (None, None, None) if bias is None else bias.chunk(3)
     if separate:
-        return (_linear(query, q_w, biases[0]), _linear(key, k_w, biases[1]),
-                _linear(value, v_w, biases[2]))
+        return (linear(query, q_w, biases[0]), linear(key, k_w, biases[1]),
+                linear(value, v_w, biases[2]))
     if query is key and key is value:
-        return _linear(query, weight, bias).chunk(3, -1)
+        return linear(query, weight, bias).chunk(3, -1)
     w_q, w_k, w_v = weight.chunk(3)
     if key is value:
         w_kv = weight[embed_dim:]
         b_kv = None if bias is None else bias[embed_dim:]
-        k, v = _linear(key, w_kv, b_kv).chunk(2, -1)
-        return _linear(query, w_q, biases[0]), k, v
-    return (_linear(query, w_q, biases[0]), _linear(key, w_k, biases[1]),
-            _linear(value, w_v, biases[2]))
+        k, v = linear(key, w_kv, b_kv).chunk(2, -1)
+        return linear(query, w_q, biases[0]), k, v
+    return (linear(query, w_q, biases[0]), linear(key, w_k, biases[1]),
+            linear(value, w_v, biases[2]))
 
 
 def multi_head_attention_forward(query: Tensor, key: Tensor, value: Tensor,
@@ -298,7 +293,7 @@ def multi_head_attention_forward(query: Tensor, key: Tensor, value: Tensor,
         if dropout_p > 0.0:
             weights = dropout(weights, dropout_p, True)
         out = bmm(weights, v).transpose(0, 1).reshape(tgt_len * bsz, embed_dim)
-        out = _linear(out, out_proj_weight, out_proj_bias).reshape(tgt_len, bsz, embed_dim)
+        out = linear(out, out_proj_weight, out_proj_bias).reshape(tgt_len, bsz, embed_dim)
         weights = weights.reshape(bsz, num_heads, tgt_len, src_len)
         if average_attn_weights:
             weights = weights.mean(1)
@@ -313,7 +308,7 @@ def multi_head_attention_forward(query: Tensor, key: Tensor, value: Tensor,
     v = v.reshape(bsz, num_heads, src_len, head_dim)
     out = scaled_dot_product_attention(q, k, v, attn_mask, dropout_p, is_causal)
     out = out.permute(2, 0, 1, 3).reshape(bsz * tgt_len, embed_dim)
-    out = _linear(out, out_proj_weight, out_proj_bias).reshape(tgt_len, bsz, embed_dim)
+    out = linear(out, out_proj_weight, out_proj_bias).reshape(tgt_len, bsz, embed_dim)
     if not batched:
         out = out.squeeze(1)
     return out, None

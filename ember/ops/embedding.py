@@ -3,7 +3,7 @@ embedding_bag (sums, means or maxima of bags of rows, without materializing each
 
 The gradient of a lookup adds each incoming row into the row of the table it came
 from.  It is dense (a table-sized array) by default, or, with ``sparse=True``, a
-sparse COO tensor holding only the rows that were looked up (``ember/sparse.py``).
+sparse COO tensor holding only the rows that were looked up (``ops/sparse_coo.py``).
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from .._core.function import Function
 from .._core.grad_mode import no_grad
 from .._core.tensor import Tensor, _make
 from ._util import xp_of
+from .sparse_coo import wrap_coo
 
 __all__ = ["embedding", "embedding_bag"]
 
@@ -111,8 +112,6 @@ class EmbeddingDenseBackward(Function):
 
 
 def _sparse_grad(ctx, grad: Tensor):
-    from ..sparse import _wrap
-
     if grad.requires_grad:
         raise NotImplementedError("embedding: double backward through a sparse gradient is "
                                   "not supported (use sparse=False)")
@@ -130,8 +129,8 @@ def _sparse_grad(ctx, grad: Tensor):
         flat, rows = flat[keep], rows[keep]
     else:
         rows = rows.copy()  # the gradient must not alias grad_output
-    return _wrap(flat.reshape(1, -1).astype(np.int64), rows, (ctx.num_weights, data.shape[-1]),
-                 flat.size <= 1)
+    return wrap_coo(flat.reshape(1, -1).astype(np.int64), rows,
+                    (ctx.num_weights, data.shape[-1]), flat.size <= 1)
 
 
 # ----------------------------------------------------------------------

@@ -18,13 +18,6 @@ from ._util import cpp_name
 __all__ = ["sparse_mm", "sparse_addmm", "spmm"]
 
 
-def _transposed(coo):
-    """The entries of the transposed matrix: the same values, rows and columns swapped."""
-    from ..sparse import CooData
-
-    return CooData(coo.indices[::-1], coo.values, coo.shape[::-1], False)
-
-
 def _coo_times_dense(coo, dense):
     """``S @ dense`` on arrays, for a 2-D COO matrix S and a dense matrix."""
     xp = module_of(dense)
@@ -44,13 +37,13 @@ class SparseMatmul(Function):
         ctx._name = name
         ctx.coo, ctx.sparse_right = coo, sparse_right
         if sparse_right:  # dense @ S = (S^T @ dense^T)^T
-            product = _coo_times_dense(_transposed(coo), dense.T).T
+            product = _coo_times_dense(coo.transposed(), dense.T).T
             return module_of(product).ascontiguousarray(product)
         return _coo_times_dense(coo, dense)
 
     @staticmethod
     def backward(ctx, grad):
-        return SparseMatmul.apply(grad, coo=_transposed(ctx.coo),
+        return SparseMatmul.apply(grad, coo=ctx.coo.transposed(),
                                   sparse_right=ctx.sparse_right, name=ctx._name)
 
 
@@ -93,7 +86,7 @@ def sparse_mm(sparse: Tensor, dense: Tensor, *, name: str = "SparseAddmmBackward
             [1., 2.]])
     """
     if not sparse.is_sparse:
-        from .linalg import mm
+        from .linalg import mm  # (lazy: linalg imports this module for sparse operands)
 
         return matmul_with_sparse("mm", sparse, dense) if dense.is_sparse else mm(sparse, dense)
     _check_operands("mm", sparse, dense, sparse_right=False)

@@ -1,0 +1,79 @@
+"""Linear maps of a batch: ``linear`` (``x @ W.T + b``) and ``bilinear``.
+
+Both are compositions of matmul/addmm, so their gradients of every order come from
+those ops.  ``nn.Linear``/``nn.Bilinear`` and attention's projections call them.
+"""
+
+from __future__ import annotations
+
+import math
+
+from .._core.tensor import Tensor
+from .linalg import addmm, matmul
+
+__all__ = ["linear", "bilinear"]
+
+
+def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
+    """``input @ weight.T + bias`` over the last dimension of `input`.
+
+    `weight` is (out_features, in_features) (or 1-D, giving one output); `input` is
+    (*, in_features).  A 2-D input with a bias is one fused ``addmm``.
+
+    >>> linear(ember.ones(2, 3), ember.ones(4, 3), ember.zeros(4)).shape
+    torch.Size([2, 4])
+    """
+    if input.dim() == 0 or weight.dim() == 0:
+        raise RuntimeError("both arguments to linear need to be at least 1D, but they are "
+                           f"{input.dim()}D and {weight.dim()}D")
+    if weight.dim() > 2:
+        raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is "
+                           f"{weight.dim()}D")
+    if weight.dim() == 2 and input.shape[-1] != weight.shape[1]:
+        rows = math.prod(input.shape[:-1])
+        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({rows}x"
+                           f"{input.shape[-1]} and {weight.shape[1]}x{weight.shape[0]})")
+    if bias is not None and weight.dim() == 2:
+        if input.dim() == 2:
+            return addmm(bias, input, weight.t())
+        if input.dim() > 2 and input.is_contiguous():
+            # as PyTorch: the leading dims folded into one addmm (the bias is added into
+            # the fresh product, and the backward is two plain matrix products)
+            rows = input.view(-1, input.shape[-1])
+            out = addmm(bias, rows, weight.t())
+            return out.view(tuple(input.shape[:-1]) + (weight.shape[0],))
+    out = matmul(input, weight.t())
+    return out if bias is None else out + bias
+
+
+def bilinear(input1: Tensor, input2: Tensor, weight: Tensor,
+             bias: Tensor | None = None) -> Tensor:
+    """``out[..., k] = input1 @ weight[k] @ input2 + bias[k]``.
+
+    `input1` is (*, in1), `input2` (*, in2) with the same leading shape, `weight`
+    (out, in1, in2), `bias` (out,).
+    """
+    if input1.dim() != input2.dim():
+        raise RuntimeError(f"bilinear(): input dimensions do not match: got {input1.dim()} "
+                           f"and {input2.dim()}")
+    for i in range(input1.dim() - 1):
+        if input1.shape[i] != input2.shape[i]:
+            raise RuntimeError(f"bilinear(): input batch dimensions do not match at dim {i}: "
+                               f"got {input1.shape[i]} and {input2.shape[i]}")
+    if weight.dim() != 3:
+        raise RuntimeError(f"bilinear(): weight must be a 3-D tensor, got {weight.dim()}-D")
+    out_f, in1, in2 = weight.shape
+    if input1.shape[-1] != in1:
+        raise RuntimeError(f"bilinear(): input1 size does not match weight size: got "
+                           f"{input1.shape[-1]} but expected {in1}")
+    if input2.shape[-1] != in2:
+        raise RuntimeError(f"bilinear(): input2 size does not match weight size: got "
+                           f"{input2.shape[-1]} but expected {in2}")
+    if bias is not None and bias.shape[-1] != out_f:
+        raise RuntimeError(f"bilinear(): bias size does not match weight size: got "
+                           f"{bias.shape[-1]} but expected {out_f}")
+    # (*, in1) @ (in1, out * in2) -> (*, out, in2), then contract in2 with input2.
+    mixed = matmul(input1, weight.permute(1, 0, 2).reshape(in1, out_f * in2))
+    mixed = mixed.reshape(tuple(input1.shape[:-1]) + (out_f, in2))
+    out = (mixed * input2.unsqueeze(-2)).sum(-1)
+    return out if bias is None else out + bias

@@ -156,8 +156,8 @@ from .ops.linalg_decomp import legacy_slogdet as slogdet
 from .ops.linalg_svd import legacy_svd as svd
 from .ops.linalg_svd import pinverse
 
-# --- random (random.py) ---
-from ._sampling import (
+# --- random (random.py, ops/sampling.py) ---
+from .ops.sampling import (
     bernoulli, multinomial, normal, poisson, rand, rand_like, randint, randint_like, randn,
     randn_like, randperm,
 )

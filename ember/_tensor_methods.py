@@ -18,9 +18,9 @@ from .ops import combining, elementwise_binary, gamma, shape_inplace, signal, st
 from .ops import complex as complex_ops
 from .ops import linalg, linalg_composite, linalg_decomp, linalg_svd
 from .ops import stft as stft_ops
-from .ops import activation, sparse_coo
+from .ops import activation, sampling, sparse_coo
 from .ops import bessel
-from . import _interop, _sampling
+from . import _interop
 from .ops._util import SCALAR_TYPES
 
 _OPERAND_TYPES = (Tensor,) + SCALAR_TYPES
@@ -524,17 +524,17 @@ METHODS = {
     "matrix_power": linalg_decomp.matrix_power,
     "svd": linalg_svd.legacy_svd,
     "pinverse": linalg_svd.pinverse,
-    # random (random.py) ------------------------------------------------------
-    "uniform_": _sampling.uniform_,
-    "normal_": _sampling.normal_,
-    "random_": _sampling.random_,
-    "bernoulli": _sampling.bernoulli,
-    "bernoulli_": _sampling.bernoulli_,
-    "exponential_": _sampling.exponential_,
-    "geometric_": _sampling.geometric_,
-    "cauchy_": _sampling.cauchy_,
-    "log_normal_": _sampling.log_normal_,
-    "multinomial": _sampling.multinomial,
+    # random (ops/sampling.py) ----------------------------------------------------
+    "uniform_": sampling.uniform_,
+    "normal_": sampling.normal_,
+    "random_": sampling.random_,
+    "bernoulli": sampling.bernoulli,
+    "bernoulli_": sampling.bernoulli_,
+    "exponential_": sampling.exponential_,
+    "geometric_": sampling.geometric_,
+    "cauchy_": sampling.cauchy_,
+    "log_normal_": sampling.log_normal_,
+    "multinomial": sampling.multinomial,
     # activation (ops/activation.py) --------------------------------------------
     "softmax": activation.softmax_fn,
     "log_softmax": activation.log_softmax_fn,

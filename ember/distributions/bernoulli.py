@@ -7,7 +7,7 @@ from functools import cached_property
 from .._core.dtype import finfo
 from .._core.grad_mode import no_grad
 from .._core.tensor import Size, Tensor
-from .._sampling import bernoulli
+from ..ops.sampling import bernoulli
 from ..ops.loss import binary_cross_entropy_with_logits
 from . import constraints
 from .distribution import Distribution, broadcast_all

@@ -8,7 +8,7 @@ from functools import cached_property
 from .._core.dtype import finfo
 from .._core.grad_mode import no_grad
 from .._core.tensor import Size, Tensor
-from .._sampling import multinomial
+from ..ops.sampling import multinomial
 from ..ops._broadcast import broadcast_shapes
 from ..ops.activation import softmax_fn
 from ..ops.reduction_stats import logsumexp

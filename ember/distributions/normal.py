@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from .._core.tensor import Size, Tensor
-from .._sampling import normal as _standard_normal
+from ..ops.sampling import normal as _standard_normal
 from ..ops.elementwise_special import erf, erfinv
 from . import constraints
 from .distribution import Distribution, broadcast_all

@@ -5,7 +5,7 @@ from __future__ import annotations
 from functools import cached_property
 
 from .._core.tensor import Size, Tensor
-from .._sampling import rand
+from ..ops.sampling import rand
 from . import constraints
 from .distribution import Distribution, broadcast_all
 

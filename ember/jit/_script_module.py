@@ -18,7 +18,7 @@ from .._core.tensor import Tensor
 from ..nn.modules.module import Module
 from ..onnx import _trace as tracing
 from ..onnx._converters.functions import FUNCTIONS as ONNX_FUNCTIONS
-from .. import _sampling
+from ..ops import sampling as _sampling
 from ..autograd.function import Function as AutogradFunction
 from ..ops import dropout, shape
 from ._graph import Graph

@@ -14,7 +14,7 @@ import warnings
 
 from .._core.grad_mode import no_grad
 from .._core.tensor import Tensor
-from .._sampling import randperm
+from ..ops.sampling import randperm
 from ..ops.creation import eye as _eye
 from ..ops.linalg_decomp import qr as _qr
 

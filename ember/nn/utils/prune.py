@@ -28,7 +28,7 @@ from collections.abc import Iterable
 from ..._core.grad_mode import no_grad
 from ..._core.memory_format import contiguous_format
 from ..._core.tensor import Tensor
-from ..._sampling import rand, rand_like
+from ...ops.sampling import rand, rand_like
 from ...ops.creation import ones_like, zeros_like
 from ...ops.linalg_norms import legacy_norm
 from ...ops.sorting import kthvalue, topk

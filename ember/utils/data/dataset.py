@@ -12,6 +12,7 @@ import warnings
 from collections.abc import Sequence
 
 from ..._core.tensor import Tensor
+from ...ops.sampling import randperm
 from ...random import default_generator
 
 
@@ -196,8 +197,6 @@ def random_split(dataset: Dataset, lengths: Sequence, generator=default_generato
     >>> len(a), len(b)
     (7, 3)
     """
-    from ..._sampling import randperm
-
     n = len(dataset)
     if math.isclose(sum(lengths), 1) and sum(lengths) <= 1:
         lengths = _lengths_from_fractions(lengths, n)

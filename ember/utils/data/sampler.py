@@ -15,12 +15,11 @@ from __future__ import annotations
 import numpy as np
 
 from ..._core.tensor import Tensor
+from ...ops.sampling import randint
 
 
 def draw_seed(generator=None) -> int:
     """A fresh 63-bit seed drawn from `generator` (ember's default CPU generator if None)."""
-    from ..._sampling import randint
-
     return int(randint(0, 2 ** 63 - 1, (), generator=generator).item())
 
 

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ... import _sampling
+from ...ops import sampling as _sampling
 from ..._core.tensor import Tensor, _make
 from ...nn.modules.module import Module
 from . import functional as F

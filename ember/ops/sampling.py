@@ -12,14 +12,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._core import dtype as dtypes
-from ._core.device import factory_device
-from ._core.function import Function
-from ._core.memory_format import like_format
-from ._core.tensor import Tensor, _make
-from .ops._util import check_layout, size_args, xp_of
-from .ops.creation import _shape_arg
-from .random import _generator_for
+from .._core import dtype as dtypes
+from .._core.device import factory_device
+from .._core.function import Function
+from .._core.memory_format import like_format
+from .._core.tensor import Tensor, _make
+from ..random import _generator_for
+from ._broadcast import broadcast_shapes
+from ._util import check_layout, result_type, size_args, xp_of
+from .creation import _shape_arg
 
 class _Sampled(Function):
     """Attaches a sampled value to the graph: like PyTorch, its gradient with respect to
@@ -239,8 +240,6 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, out=None, dtype=None
         _require_float("normal_kernel_cpu", d)
         value = (_normal(xp, src, shape, d) * std + mean).astype(d.np_dtype, copy=False)
         return _finish(value, requires_grad, out)
-    from .ops._broadcast import broadcast_shapes
-    from .ops._util import result_type
 
     shape = broadcast_shapes(*[tuple(t.shape) for t in tensors])
     d = result_type(*tensors)

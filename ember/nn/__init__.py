@@ -90,6 +90,14 @@ from .parameter import UninitializedBuffer, UninitializedParameter  # noqa: E402
 __all__ += _LAZY + ["SyncBatchNorm", "AdaptiveLogSoftmaxWithLoss", "UninitializedBuffer",
                     "UninitializedParameter"]
 
+# --- deprecated and rarely used layers (modules/__init__.py's _RARE) ---
+from .modules import (  # noqa: E402
+    _RARE, Container, CrossMapLRN2d, FractionalMaxPool2d, FractionalMaxPool3d,
+    LinearCrossEntropyLoss, LinearCrossEntropyOptions, NLLLoss2d,
+)
+
+__all__ += _RARE
+
 # --- data parallel (parallel/) ---
 from . import parallel  # noqa: E402
 from .parallel import DataParallel  # noqa: E402

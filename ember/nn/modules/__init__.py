@@ -114,3 +114,15 @@ _LAZY = ["LazyBatchNorm1d", "LazyBatchNorm2d", "LazyBatchNorm3d", "LazyConv1d", 
          "LazyConv3d", "LazyConvTranspose1d", "LazyConvTranspose2d", "LazyConvTranspose3d",
          "LazyInstanceNorm1d", "LazyInstanceNorm2d", "LazyInstanceNorm3d", "LazyLinear"]
 __all__ += _LAZY
+
+# --- PyTorch's deprecated and rarely used layers (container.py, loss.py, normalization.py,
+# pooling.py, linear_cross_entropy_options.py) ---
+from .container import Container  # noqa: E402
+from .loss import LinearCrossEntropyLoss, NLLLoss2d  # noqa: E402
+from .normalization import CrossMapLRN2d  # noqa: E402
+from .pooling import FractionalMaxPool2d, FractionalMaxPool3d  # noqa: E402
+from .linear_cross_entropy_options import LinearCrossEntropyOptions  # noqa: E402
+
+_RARE = ["Container", "CrossMapLRN2d", "FractionalMaxPool2d", "FractionalMaxPool3d",
+         "LinearCrossEntropyLoss", "LinearCrossEntropyOptions", "NLLLoss2d"]
+__all__ += _RARE

@@ -14,12 +14,13 @@ from .. import functional as F
 from .. import init
 from ..parameter import Parameter
 from .module import Module
+from .multihead import MultiheadAttention  # PyTorch's import path for it
 
 __all__ = [
     "Threshold", "ReLU", "RReLU", "Hardtanh", "ReLU6", "Sigmoid", "Hardsigmoid", "Tanh",
     "SiLU", "Mish", "Hardswish", "ELU", "CELU", "SELU", "GLU", "GELU", "Hardshrink",
     "LeakyReLU", "LogSigmoid", "Softplus", "Softshrink", "PReLU", "Softsign", "Tanhshrink",
-    "Softmin", "Softmax", "Softmax2d", "LogSoftmax",
+    "Softmin", "Softmax", "Softmax2d", "LogSoftmax", "MultiheadAttention",
 ]
 
 

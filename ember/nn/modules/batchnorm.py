@@ -13,9 +13,15 @@ from ...ops.creation import empty, ones, tensor, zeros
 from .. import functional as F
 from .. import init
 from ..parameter import Parameter
+from ._deferred import deferred_exports
 from .module import Module
 
 __all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d"]
+
+__getattr__ = deferred_exports(__name__, {
+    "lazy": ("LazyBatchNorm1d", "LazyBatchNorm2d", "LazyBatchNorm3d"),
+    "sync_batchnorm": ("SyncBatchNorm",),
+})
 
 
 class _NormBase(Module):

@@ -8,6 +8,7 @@ name them the way PyTorch does (``layers.0.weight``).
 from __future__ import annotations
 
 import operator
+import warnings
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from itertools import chain, islice
@@ -16,7 +17,8 @@ from ..._core.tensor import Tensor
 from ..parameter import Parameter
 from .module import Module, _addindent
 
-__all__ = ["Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict"]
+__all__ = ["Container", "Sequential", "ModuleList", "ModuleDict", "ParameterList",
+           "ParameterDict"]
 
 
 def _abs_index(idx, size: int) -> int:
@@ -39,6 +41,18 @@ def _check_multiplier(container, other) -> None:
                         f"{type(other)}")
     if other <= 0:
         raise ValueError(f"Non-positive multiplication factor {other} for {type(container)}")
+
+
+class Container(Module):
+    """PyTorch's deprecated container: a Module whose keyword arguments become children."""
+
+    def __init__(self, **kwargs) -> None:
+        warnings.warn("`nn.Container` is deprecated. All of its functionality is now "
+                      "implemented in `nn.Module`. Subclass that instead.", FutureWarning,
+                      stacklevel=2)
+        super().__init__()
+        for name, module in kwargs.items():
+            self.add_module(name, module)
 
 
 class Sequential(Module):

@@ -14,10 +14,15 @@ from ...ops.creation import empty
 from .. import functional as F
 from .. import init
 from ..parameter import Parameter
+from ._deferred import deferred_exports
 from .module import Module
 
 __all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d",
            "ConvTranspose3d"]
+
+__getattr__ = deferred_exports(__name__, {"lazy": (
+    "LazyConv1d", "LazyConv2d", "LazyConv3d", "LazyConvTranspose1d", "LazyConvTranspose2d",
+    "LazyConvTranspose3d")})
 
 _PADDING_MODES = ("zeros", "reflect", "replicate", "circular")
 

@@ -6,9 +6,13 @@ from __future__ import annotations
 import warnings
 
 from .. import functional as F
+from ._deferred import deferred_exports
 from .batchnorm import _NormBase
 
 __all__ = ["InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d"]
+
+__getattr__ = deferred_exports(__name__, {
+    "lazy": ("LazyInstanceNorm1d", "LazyInstanceNorm2d", "LazyInstanceNorm3d")})
 
 
 class _InstanceNorm(_NormBase):

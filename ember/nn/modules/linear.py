@@ -8,9 +8,12 @@ from ...ops.creation import empty
 from .. import functional as F
 from .. import init
 from ..parameter import Parameter
+from ._deferred import deferred_exports
 from .module import Module
 
-__all__ = ["Identity", "Linear", "Bilinear"]
+__all__ = ["Identity", "Linear", "Bilinear", "NonDynamicallyQuantizableLinear"]
+
+__getattr__ = deferred_exports(__name__, {"lazy": ("LazyLinear",)})
 
 
 class Identity(Module):
@@ -65,6 +68,11 @@ class Linear(Module):
     def extra_repr(self) -> str:
         return (f"in_features={self.in_features}, out_features={self.out_features}, "
                 f"bias={self.bias is not None}")
+
+
+class NonDynamicallyQuantizableLinear(Linear):
+    """A Linear under another name: MultiheadAttention's output projection (the name keeps
+    PyTorch's repr; in PyTorch it also opts out of dynamic quantization)."""
 
 
 class Bilinear(Module):

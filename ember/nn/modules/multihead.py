@@ -1,4 +1,4 @@
-"""MultiheadAttention (PyTorch keeps it in activation.py; here it has a file of its own)."""
+"""MultiheadAttention (PyTorch keeps it in activation.py, which re-exports it from here)."""
 
 from __future__ import annotations
 
@@ -6,15 +6,10 @@ from ...ops.attention import multi_head_attention_forward
 from ...ops.creation import empty
 from .. import init
 from ..parameter import Parameter
-from .linear import Linear
+from .linear import NonDynamicallyQuantizableLinear
 from .module import Module
 
 __all__ = ["MultiheadAttention", "NonDynamicallyQuantizableLinear"]
-
-
-class NonDynamicallyQuantizableLinear(Linear):
-    """A Linear under another name: MultiheadAttention's output projection (the name keeps
-    PyTorch's repr; in PyTorch it also opts out of dynamic quantization)."""
 
 
 class MultiheadAttention(Module):

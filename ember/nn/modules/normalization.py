@@ -3,13 +3,14 @@ LocalResponseNorm (BatchNorm is in batchnorm.py, InstanceNorm in instancenorm.py
 
 from __future__ import annotations
 
-from ...ops.creation import empty
+from ...ops.creation import empty, tensor
+from ...ops.einsum import einsum
 from .. import functional as F
 from .. import init
 from ..parameter import Parameter
 from .module import Module
 
-__all__ = ["LayerNorm", "GroupNorm", "RMSNorm", "LocalResponseNorm"]
+__all__ = ["LayerNorm", "GroupNorm", "RMSNorm", "LocalResponseNorm", "CrossMapLRN2d"]
 
 
 def _as_shape(normalized_shape) -> tuple:
@@ -143,6 +144,40 @@ class LocalResponseNorm(Module):
 
     def forward(self, input):
         return F.local_response_norm(input, self.size, self.alpha, self.beta, self.k)
+
+    def extra_repr(self) -> str:
+        return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"
+
+
+def _cross_map_window(channels: int, size: int):
+    """0/1 matrix: row c marks the channels whose squares normalize channel c.
+
+    NOTE: PyTorch's CrossMapLRN2d slides a running sum over channels and never subtracts
+    channel 0 once it has entered, so every channel counts channel 0 besides its window
+    c - (size-1)//2 .. c + (size-1)//2.  We reproduce that so the outputs agree.
+    """
+    half = (size - 1) // 2
+    return [[1.0 if j == 0 or c - half <= j <= c + half else 0.0 for j in range(channels)]
+            for c in range(channels)]
+
+
+class CrossMapLRN2d(Module):
+    """Local response normalization across channels of (N, C, H, W) input, PyTorch's legacy
+    form: ``x / (k + alpha / size * sum of squares over the channel window) ** beta``."""
+
+    def __init__(self, size: int, alpha: float = 1e-4, beta: float = 0.75,
+                 k: float = 1) -> None:
+        super().__init__()
+        self.size, self.alpha, self.beta, self.k = size, alpha, beta, k
+
+    def forward(self, input):
+        if input.dim() != 4:
+            raise ValueError(f"CrossMapLRN2d: Expected input to be 4D, got {input.dim()}D "
+                             "instead.")
+        window = tensor(_cross_map_window(input.shape[1], self.size), dtype=input.dtype,
+                        device=input.device)
+        energy = einsum("nchw,dc->ndhw", input * input, window)
+        return input * (energy * (self.alpha / self.size) + self.k) ** -self.beta
 
     def extra_repr(self) -> str:
         return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"

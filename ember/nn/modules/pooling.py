@@ -6,6 +6,7 @@ they have no parameters.
 
 from __future__ import annotations
 
+from ...ops.pooling_fractional import fractional_max_pool2d, fractional_max_pool3d
 from .. import functional as F
 from .module import Module
 
@@ -13,7 +14,7 @@ __all__ = [
     "MaxPool1d", "MaxPool2d", "MaxPool3d", "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d",
     "AvgPool1d", "AvgPool2d", "AvgPool3d", "LPPool1d", "LPPool2d", "LPPool3d",
     "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "AdaptiveMaxPool3d", "AdaptiveAvgPool1d",
-    "AdaptiveAvgPool2d", "AdaptiveAvgPool3d",
+    "AdaptiveAvgPool2d", "AdaptiveAvgPool3d", "FractionalMaxPool2d", "FractionalMaxPool3d",
 ]
 
 
@@ -271,3 +272,43 @@ class AdaptiveAvgPool3d(_AdaptiveAvgPoolNd):
     """Average pooling to a fixed (D, H, W) output."""
 
     _pool = staticmethod(F.adaptive_avg_pool3d)
+
+
+class _FractionalMaxPoolNd(Module):
+    _nd = 2
+
+    def __init__(self, kernel_size, output_size=None, output_ratio=None,
+                 return_indices: bool = False, _random_samples=None) -> None:
+        super().__init__()
+        name = type(self).__name__
+        nd = self._nd
+        self.kernel_size = _ntuple(kernel_size, nd)
+        self.return_indices = return_indices
+        self.register_buffer("_random_samples", _random_samples)
+        self.output_size = None if output_size is None else _ntuple(output_size, nd)
+        self.output_ratio = None if output_ratio is None else _ntuple(output_ratio, nd)
+        if output_size is None and output_ratio is None:
+            raise ValueError(f"{name} requires specifying either an output size, or a "
+                             "pooling ratio")
+        if output_size is not None and output_ratio is not None:
+            raise ValueError("only one of output_size and output_ratio may be specified")
+        if self.output_ratio is not None and not all(0 < r < 1 for r in self.output_ratio):
+            raise ValueError(f"output_ratio must be between 0 and 1 (got {output_ratio})")
+
+    def forward(self, input):
+        pool = fractional_max_pool2d if self._nd == 2 else fractional_max_pool3d
+        return pool(input, self.kernel_size, self.output_size, self.output_ratio,
+                    self.return_indices, _random_samples=self._random_samples)
+
+
+class FractionalMaxPool2d(_FractionalMaxPoolNd):
+    """Max over k x k windows placed at pseudo-random strides (fractional max pooling) of
+    (N, C, H, W) input, down to ``output_size`` or ``output_ratio`` times the input size."""
+
+    _nd = 2
+
+
+class FractionalMaxPool3d(_FractionalMaxPoolNd):
+    """The 3-D form of FractionalMaxPool2d, on (N, C, T, H, W) input."""
+
+    _nd = 3

@@ -240,4 +240,4 @@ from . import hub, vision
 from ._core.dtype import can_cast
 from .autograd.anomaly_mode import is_anomaly_check_nan_enabled, is_anomaly_enabled
 
-__version__ = "0.1.0"
+from .version import __version__

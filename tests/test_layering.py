@@ -8,7 +8,8 @@ module may import its own floor or a lower one, and the graph between units has 
 Floors (a unit sits above everything it imports):
 
 ====  ==========================================================================
- 0    ``_core``: Tensor, Function, the engine, dtypes, devices, backend arrays
+ 0    ``_core``: Tensor, Function, the engine, dtypes, devices, backend arrays;
+      ``version`` (imports nothing)
  1    ``ops`` and what kernels draw on: ``random`` (generators), ``_interop``,
       ``_threads``, ``_legacy_types``
  2    public namespaces over ops and the services beside autograd: ``autograd``,
@@ -40,7 +41,7 @@ from collections import defaultdict
 ROOT = pathlib.Path(__file__).resolve().parent.parent / "ember"
 
 FLOORS = {
-    "ember._core": 0,
+    "ember._core": 0, "ember.version": 0,
     "ember.ops": 1, "ember.random": 1, "ember._interop": 1, "ember._threads": 1,
     "ember._legacy_types": 1, "ember._sampling": 1,
     "ember.autograd": 2, "ember._tensor_methods": 2, "ember.sparse": 2, "ember.fft": 2,

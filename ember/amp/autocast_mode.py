@@ -22,6 +22,7 @@ import functools
 import warnings
 
 from .._core import dtype as dtypes
+from .._core.backend import cuda_available
 from ..autograd._observer import Observer, run_op
 from ..ops import _autocast
 
@@ -67,7 +68,7 @@ class autocast:  # noqa: N801 - PyTorch's name
             raise RuntimeError(f"User specified an unsupported autocast device_type "
                                f"'{device_type}'")
         dtype = _DEFAULT_DTYPE[device_type] if dtype is None else dtypes.to_dtype(dtype)
-        if enabled and device_type == "cuda" and not _cuda_available():
+        if enabled and device_type == "cuda" and not cuda_available():
             # as in PyTorch: CUDA autocast on a machine without CUDA does nothing
             warnings.warn("CUDA is not available or torch_xla is imported. Disabling "
                           "autocast.", UserWarning, stacklevel=2)
@@ -106,12 +107,6 @@ class autocast:  # noqa: N801 - PyTorch's name
             with self:
                 return fn(*args, **kwargs)
         return run
-
-
-def _cuda_available() -> bool:
-    from .. import cuda
-
-    return cuda.is_available()
 
 
 def is_autocast_available(device_type: str) -> bool:

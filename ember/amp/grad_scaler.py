@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import warnings
 
-from .._core.backend import module_of
+from .._core.backend import cuda_available, module_of
 from .._core.grad_mode import no_grad
 from .._core.tensor import Tensor
 
@@ -39,9 +39,7 @@ class GradScaler:
         self._device = device
         self._enabled = bool(enabled)
         if self._enabled and device == "cuda":
-            from .. import cuda
-
-            if not cuda.is_available():
+            if not cuda_available():
                 warnings.warn("ember.amp.GradScaler is enabled, but CUDA is not available. "
                               "Disabling.", UserWarning, stacklevel=2)
                 self._enabled = False

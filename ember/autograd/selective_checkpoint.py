@@ -34,7 +34,7 @@ from .. import random as _random
 from .._core.function import as_array
 from .._core.grad_mode import enable_grad
 from .._core.tensor import Tensor, _make
-from ._observer import Observer, run_op
+from ..ops._observer import Observer, run_op
 from .graph import saved_tensors_hooks
 
 __all__ = ["BudgetPlan", "CheckpointPolicy", "MemoryBudget", "SelectiveCheckpointContext",

@@ -20,6 +20,7 @@ import warnings
 import numpy as np
 
 from .._core.tensor import Tensor, _make
+from ..version import __version__
 from ._convert import Exporter, to_numpy
 from ._converters import FUNCTIONS, MODULE_TABLE, TABLE, module_converter
 from ._graph import Graph, ValueInfo

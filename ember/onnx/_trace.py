@@ -1,6 +1,6 @@
 """Tracing: run the model once while an observer records every op call.
 
-The tracer is an ``Observer`` (see ``ember/autograd/_observer.py``): ``Function.apply``
+The tracer is an ``Observer`` (see ``ember/ops/_observer.py``): ``Function.apply``
 and ``Module.__call__`` hand it every op and module call while it is installed.  For
 each op it keeps a `Record`: the Function class, its arguments and parameters, its
 outputs, where in the user's code it was called and inside which module.  Each tensor

@@ -1,7 +1,7 @@
 """The profiler: ``profile``, ``record_function``, ``schedule`` and trace handlers.
 
 While a profile records, a `_Recorder` is installed as ember's observer (see
-``ember/autograd/_observer.py``): every op call (``Function.apply``), every backward
+``ember/ops/_observer.py``): every op call (``Function.apply``), every backward
 node the engine runs and every ``nn.Module`` call becomes a timed event, nested in
 the events that were open on its thread.  When nothing is profiled the op path pays
 one branch.

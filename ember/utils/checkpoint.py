@@ -32,7 +32,7 @@ from .. import random as _random
 from .._core.engine import backward as _engine_backward
 from .._core.grad_mode import STATE, enable_grad
 from .._core.tensor import Tensor, _make
-from ..autograd._observer import Observer, run_op
+from ..ops._observer import Observer, run_op
 from ..autograd.function import Function
 from ..autograd.graph import saved_tensors_hooks
 from ..autograd.selective_checkpoint import (

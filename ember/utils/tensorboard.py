@@ -23,7 +23,7 @@ from datetime import datetime
 import numpy as np
 
 from .._core.tensor import Tensor
-from ..autograd._observer import Observer, run_module, run_op
+from ..ops._observer import Observer, run_module, run_op
 
 __all__ = ["SummaryWriter"]
 

@@ -701,6 +701,14 @@ class Module:
     def __call__(self, *args, **kwargs):
         if STATE.observer is not None:  # profiling: an "nn.Module: <class>" scope
             return STATE.observer.module(self, args, kwargs)
+        # NOTE: _call_impl's two lines inline: a module call is hot, a call level costs.
+        if not _hooks.any_hooks(self):
+            return self.forward(*args, **kwargs)
+        return _hooks.call_with_hooks(self, args, kwargs)
+
+    def _call_impl(self, *args, **kwargs):
+        """The call without the observer branch: forward, with the hooks when any are set
+        (an observer runs a module through this, ``ops/_observer.run_module``)."""
         if not _hooks.any_hooks(self):
             return self.forward(*args, **kwargs)
         return _hooks.call_with_hooks(self, args, kwargs)

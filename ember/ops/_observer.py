@@ -7,6 +7,9 @@ recorder and selective checkpointing's op cache.  Observers chain: a new one kee
 the previous one as ``prev`` and passes each call on to it, so that the profiler
 still times ops that selective checkpointing intercepts.
 
+This sits with the ops (below autograd, the profiler and nn): it knows modules only as
+objects with a ``_call_impl`` method, so nothing here imports nn.
+
 The innermost observer sees a call first; the last one of the chain runs it.
 ``STATE`` is process-wide: ops run by other threads while an observer is installed
 are seen too (the profiler records their thread id), except while an op is running:
@@ -74,12 +77,8 @@ def run_node(prev, node, grads):
 
 
 def run_module(prev, module, args, kwargs):
-    """Pass a module call on to `prev`, or run it as ``Module.__call__`` does."""
+    """Pass a module call on to `prev`, or run it as ``Module.__call__`` does past its
+    observer branch (``Module._call_impl``: forward with the module's hooks)."""
     if prev is not None:
         return prev.module(module, args, kwargs)
-    from ..nn.modules import _hooks
-
-    # NOTE: the same two lines as Module.__call__ after its observer branch.
-    if not _hooks.any_hooks(module):
-        return module.forward(*args, **kwargs)
-    return _hooks.call_with_hooks(module, args, kwargs)
+    return module._call_impl(*args, **kwargs)

@@ -6,7 +6,7 @@ numerically touchy ops) run in float32; every other op runs in the dtype of its 
 The rules and op lists are in ``ember/ops/_autocast.py``.
 
 An `_AutocastObserver` (the hook the profiler and the tracers use, see
-``ember/autograd/_observer.py``) sees every op call while any autocast region is open and
+``ember/ops/_observer.py``) sees every op call while any autocast region is open and
 casts the inputs of the listed ops; outside autocast nothing is installed, so ops pay
 nothing.  Casting goes through ``Tensor.to``, so gradients flow back to the float32
 parameters in float32.  (PyTorch also caches the cast copies of weights within a region;
@@ -23,7 +23,7 @@ import warnings
 
 from .._core import dtype as dtypes
 from .._core.backend import cuda_available
-from ..autograd._observer import Observer, run_op
+from ..ops._observer import Observer, run_op
 from ..ops import _autocast
 
 _DEVICE_TYPES = ("cpu", "cuda")

@@ -378,8 +378,6 @@ def _rename(graph, exporter, old: str, new: str) -> None:
 
 
 def _version() -> str:
-    from .. import __version__
-
     return __version__
 
 

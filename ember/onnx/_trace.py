@@ -32,7 +32,7 @@ import numpy as np
 
 from .._core.grad_mode import no_grad
 from .._core.tensor import Tensor
-from ..autograd._observer import Observer, run_module, run_op
+from ..ops._observer import Observer, run_module, run_op
 from .errors import UnsupportedOperatorError
 
 _EMBER_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep

@@ -28,7 +28,7 @@ import time
 import traceback
 
 from .._core.tensor import Tensor
-from ..autograd._observer import Observer, run_module, run_node, run_op
+from ..ops._observer import Observer, run_module, run_node, run_op
 from ._events import EventList, FunctionEvent
 
 __all__ = ["ProfilerAction", "ProfilerActivity", "profile", "record_function", "schedule",

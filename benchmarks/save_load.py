@@ -2,11 +2,11 @@
 
 ember.save writes atomically: a temporary file, flushed and fsynced, renamed over the
 target, then the folder fsynced.  torch.save does not fsync, so the table also shows
-torch.save followed by an fsync for a like-for-like comparison.  ember.load verifies
-its checksums (XXH3-128 of every 1 MiB of data, SHA-256 over those digests and over the
-header; XXH3 is not cryptographic: it catches corruption, not tampering) and reads the file
-on up to four threads (two on a 2-core machine), each hashing what it has just read;
-torch.load reads on one thread and does not check the data (a flipped byte in a storage
+torch.save followed by an fsync for a like-for-like comparison.  ember.load reads
+through the safetensors library and verifies its checksums (CRC-32 of every 1 MiB of every
+entry, hashed on up to four threads, SHA-256 over those digests and over the header; CRC-32
+is not cryptographic: it catches corruption, not tampering); torch.load does not check the
+data (a flipped byte in a storage
 loads silently).  Both load from the page cache, since the files were just written, and
 both allocate their buffers with malloc, so whether fresh memory must be faulted in
 depends on what the previous run freed (the same for both).  Each workload runs several
@@ -103,7 +103,7 @@ def main() -> None:
         print(f"\n{label} of {args.repeats}:")
         print_table(rows, unit="ms", scale=1e3)
     print("note: torch.save does not fsync; ember.save's time includes its fsyncs. "
-          "ember.load verifies checksums of all data (XXH3); torch.load does not.")
+          "ember.load verifies checksums of all data (CRC-32); torch.load does not.")
     if torch is None:
         print("PyTorch is not installed: ember times only.")
 

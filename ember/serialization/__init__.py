@@ -10,24 +10,26 @@ tensor twice, views of one another, tied weights) are stored once and share memo
 after loading.  Other objects (``ember.save(model)``, a user's config class) are pickled
 into the same file; their tensors still go to the tensor section.
 
-**The file** is a safetensors file (``[u64 header length][JSON header][raw bytes]``), so
-any safetensors reader (``safetensors.numpy.load_file``, Hugging Face tools) reads our
-tensors under their state-dict names, and ``ember.load`` reads ``.safetensors`` files
-written by others (as a dict of tensors).  In the header's ``__metadata__`` we add
-``"format": "pt"``, ``"ember.format"``, the structure of the saved object as JSON
-(``_structure.py`` lists the tags) and checksums, verified on load (SHA-256 of the header;
-XXH3-128 of every 1 MiB of data, under SHA-256: see ``_format.py``).  Tensors that share
-memory with others are stored as one entry (the widest of them, or the bytes spanning
-them) and only that entry is visible to other readers.  complex128 tensors, which the
-safetensors spec lacks, are stored as float64 with a trailing dimension of 2.
+**The file** is a safetensors file (``[u64 header length][JSON header][raw bytes]``),
+written and read by the ``safetensors`` library, so any safetensors reader
+(``safetensors.numpy.load_file``, Hugging Face tools) reads our tensors under their
+state-dict names, and ``ember.load`` reads ``.safetensors`` files written by others (as a
+dict of tensors).  In the header's ``__metadata__`` we add ``"format": "pt"``,
+``"ember.format"``, the structure of the saved object as JSON (``_structure.py`` lists the
+tags) and checksums, verified on load (SHA-256 of the header; CRC-32 of every 1 MiB of
+every entry, under SHA-256: see ``_format.py``).  Tensors that share memory with others
+are stored as one entry (the widest of them, or the bytes spanning them) and only that
+entry is visible to other readers.  complex128 tensors, which the safetensors spec lacks,
+are stored as float64 with a trailing dimension of 2.
 
 **Safety.**  With ``weights_only=True`` (the default, as in PyTorch 2.6+) loading never
 runs code from the file: the structure is plain JSON, and a pickled part is read by an
 unpickler that resolves only allow-listed globals (``add_safe_globals``,
 ``safe_globals``); anything else raises ``UnpicklingError`` naming the global.
 ``weights_only=False`` unpickles anything (only for files you trust).  Broken or hostile
-files (truncated, corrupt, lying headers) raise ``ValueError``, ``RuntimeError`` or
-``UnpicklingError`` saying what is wrong, before any large allocation.
+files (truncated, corrupt, lying headers, raw pickles) raise ``FormatError`` (both a
+``pickle.UnpicklingError``, as PyTorch raises for such files, and a ``ValueError``),
+``RuntimeError`` or ``UnpicklingError`` saying what is wrong, before any large allocation.
 
 **PyTorch files.**  ``ember.load`` also reads the zip files ``torch.save`` writes (not the
 legacy pre-1.6 format): tensors, Parameters and plain containers, through the same
@@ -39,7 +41,9 @@ Saving to a file object writes to it directly.
 
 **mmap=True** maps the file instead of reading it: tensors are copy-on-write views of
 the mapping (writable; writes stay in memory and never reach the file), and only the
-header checksum is verified, since checking the data would read all of it.
+header checksum is verified, since checking the data would read all of it.  (A file
+object positioned inside a file is the exception: the library then validates the header
+from the mapped bytes, which reads them once.)
 """
 
 from __future__ import annotations
@@ -62,7 +66,7 @@ from ._restricted_pickle import (
 )
 
 __all__ = ["save", "load", "add_safe_globals", "get_safe_globals", "clear_safe_globals",
-           "safe_globals", "UnpicklingError", "DEFAULT_PROTOCOL"]
+           "safe_globals", "UnpicklingError", "FormatError", "DEFAULT_PROTOCOL"]
 
 DEFAULT_PROTOCOL = 4
 FORMAT_VERSION = "1"
@@ -91,8 +95,8 @@ def save(obj, f, pickle_module=pickle, pickle_protocol: int = DEFAULT_PROTOCOL,
     structure = json.dumps(node, separators=(",", ":"), allow_nan=False)
     metadata = {"format": "pt", "ember.format": FORMAT_VERSION}
     if isinstance(f, (str, bytes, os.PathLike)):
-        with atomic_write(f) as out:
-            _format.write(out, entries, metadata, structure)
+        with atomic_write(f) as temporary_path:
+            _format.write(temporary_path, entries, metadata, structure)
     else:
         if not hasattr(f, "write"):
             raise AttributeError(f"ember.save: expected a path or a writable binary file, got "
@@ -153,56 +157,43 @@ def _load_file(fh, place, weights_only: bool, mmap: bool, path):
     if head[:4] == _LEGACY_TORCH_MAGIC:
         raise RuntimeError("this is a PyTorch file in the legacy (pre-1.6, non-zip) format, "
                            "which ember cannot read; re-save it with a recent torch.save")
-    if mapped is not None:
-        container = _format.read_stream(None, None, mapped)
-    else:
-        fd = _descriptor(fh) if start is not None else None
-        container = _format.read_stream(_Prefixed(head, fh), total, fd=fd, base=start or 0)
-        if fd is not None:  # positional reads leave the position alone: end as if read
-            fh.seek(start + total)
+    whole = _whole_file(fh, path, start)
+    try:
+        if mapped is not None:
+            container = _format.map_container(mapped, whole)
+        elif whole is not None:
+            container = _format.read_path(whole)
+            fh.seek(start + total)  # end as if read through `fh`
+        else:
+            container = _format.read_bytes(head + fh.read())
+    except FormatError:
+        if head[:1] == b"\x80" and 2 <= head[1] <= 5:
+            raise FormatError("this file is a raw pickle (pickle.dump, or torch.save with "
+                              "_use_new_zipfile_serialization=False), not an ember, "
+                              "safetensors or PyTorch zip file; ember does not load raw "
+                              "pickles") from None
+        raise
     if not container.is_ember:
         return _foreign(container, place)
     return _load_ember(container, place, weights_only)
 
 
-class _Prefixed:
-    """A file object with its first bytes (already read to sniff the format) put back."""
-
-    def __init__(self, head: bytes, fh):
-        self._head = head
-        self._fh = fh
-
-    def read(self, n: int = -1) -> bytes:
-        if self._head:
-            if n < 0:
-                out, self._head = self._head + self._fh.read(), b""
-                return out
-            out, self._head = self._head[:n], self._head[n:]
-            return out
-        return self._fh.read(n)
-
-    def readinto(self, buf) -> int:
-        if self._head:
-            data = self.read(len(buf))
-            buf[:len(data)] = data
-            return len(data)
-        if hasattr(self._fh, "readinto"):
-            return self._fh.readinto(buf)
-        data = self._fh.read(len(buf))
-        buf[:len(data)] = data
-        return len(data)
-
-
-def _descriptor(fh):
-    """The OS file descriptor behind a plain file object (None for anything else: the
-    descriptor of a wrapper such as GzipFile is not that of the bytes it reads)."""
-    raw = fh.raw if isinstance(fh, (io.BufferedReader, io.BufferedRandom)) else fh
-    if type(raw) is not io.FileIO:
+def _whole_file(fh, path, start):
+    """The path of the file `fh` reads, when the container fills it from its first byte
+    (then the safetensors library reads it by path), else None."""
+    if start != 0:
         return None
+    if path is not None:
+        return os.fsdecode(path)
+    raw = fh.raw if isinstance(fh, (io.BufferedReader, io.BufferedRandom)) else fh
+    name = getattr(raw, "name", None)
+    if type(raw) is not io.FileIO or not isinstance(name, (str, bytes)):
+        return None  # a wrapper such as GzipFile: its name is not that of the bytes it reads
     try:
-        return raw.fileno()
+        same = os.path.samestat(os.fstat(raw.fileno()), os.stat(name))
     except (OSError, ValueError):
         return None
+    return os.fsdecode(name) if same else None
 
 
 def _position_and_size(fh):

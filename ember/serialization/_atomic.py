@@ -1,7 +1,8 @@
 """Atomic file replacement: a crash mid-save leaves the previous file whole.
 
-The new contents go to ``.<name>.tmp-<pid>-<random>`` in the target's folder; once
-written, flushed and fsynced, the temporary file is renamed over the target with
+The new contents go to ``.<name>.tmp-<pid>-<random>`` in the target's folder (the
+writer gets its path: the safetensors library writes files by name); once written and
+fsynced, the temporary file is renamed over the target with
 ``os.replace`` (atomic on POSIX and Windows) and the folder is fsynced so the rename
 itself survives a power cut.  Temporary files left by writers that were killed are
 removed by the next successful save of the same path, once their process is gone.
@@ -24,7 +25,8 @@ def _temp_prefix(name: str) -> str:
 
 @contextlib.contextmanager
 def atomic_write(path):
-    """Yield a binary file to write; on success it replaces `path` atomically."""
+    """Yield the path of a temporary file to write; on success it replaces `path`
+    atomically (after an fsync of its contents)."""
     path = os.fspath(path)
     if isinstance(path, bytes):
         path = os.fsdecode(path)
@@ -32,15 +34,23 @@ def atomic_write(path):
     path = os.path.realpath(path)
     folder, name = os.path.split(path)
     tmp = os.path.join(folder, f"{_temp_prefix(name)}{os.getpid()}-{secrets.token_hex(4)}")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
+    flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
+    fd = os.open(tmp, flags, 0o666)  # O_EXCL: the name is ours alone
     try:
-        with contextlib.suppress(OSError):  # keep the permissions of the file we replace
-            os.chmod(fd if os.chmod in os.supports_fd else tmp,
-                     stat.S_IMODE(os.stat(path).st_mode))
-        with os.fdopen(fd, "wb") as f:
-            yield f
-            f.flush()
-            os.fsync(f.fileno())
+        try:
+            with contextlib.suppress(OSError):  # keep the permissions of the file we replace
+                os.chmod(fd if os.chmod in os.supports_fd else tmp,
+                         stat.S_IMODE(os.stat(path).st_mode))
+            mode = stat.S_IMODE(os.fstat(fd).st_mode)
+        finally:
+            os.close(fd)
+        yield tmp
+        os.chmod(tmp, mode)  # the writer may have recreated the file with its own mode
+        fd = os.open(tmp, os.O_RDWR | getattr(os, "O_BINARY", 0))
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):

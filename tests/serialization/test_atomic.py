@@ -85,8 +85,9 @@ def test_failed_save_keeps_the_old_file(tmp_path, monkeypatch):
     path = tmp_path / "ckpt.pt"
     ember.save(generation(1), path)
 
-    def broken_write(f, entries, metadata, structure):
-        f.write(b"half a file")
+    def broken_write(target, entries, metadata, structure):
+        with open(target, "wb") as f:
+            f.write(b"half a file")
         raise OSError("disk full")
 
     monkeypatch.setattr(_format, "write", broken_write)

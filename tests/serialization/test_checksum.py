@@ -1,10 +1,12 @@
 """The data checksum: every flipped bit is caught, on every read path; old files verify."""
 
 import base64
+import gzip
 import io
 import json
 import os
 import zlib
+from collections import OrderedDict
 
 import numpy as np
 import pytest
@@ -50,16 +52,20 @@ def same(a: dict, b: dict) -> bool:
 
 
 def as_legacy(data: bytes) -> bytes:
-    """The same file with the pre-XXH3 data checksum (CRC-32 of every 1 MiB chunk)."""
+    """The same file as an ember before the safetensors library wrote it: header checksum
+    over the entry table with offsets, CRC-32 of every 1 MiB chunk of the data section."""
     n = int.from_bytes(data[:8], "little")
     header = json.loads(data[8:8 + n])
     meta = header["__metadata__"]
     body = data[8 + n:]
-    digests = _format._chunk_digests(_format._Tiling([memoryview(body)]),
-                                     _format.LEGACY_CHECKSUM_ALGO)
-    digest = _format._data_checksum(_format.LEGACY_CHECKSUM_ALGO,
-                                    meta["ember.header_checksum"], digests)
-    meta["ember.checksum"] = f"{_format.LEGACY_CHECKSUM_ALGO}:{digest}"
+    table = {name: (e["dtype"], e["shape"], e["data_offsets"])
+             for name, e in header.items() if name != "__metadata__"}
+    algo = _format.LEGACY_CHECKSUM_ALGO
+    meta["ember.header_checksum"] = _format._header_checksum(
+        _format._rows(table, algo), meta["ember.structure"])
+    digest = _format._data_checksum(algo, meta["ember.header_checksum"],
+                                    _format._section_digests([body], algo))
+    meta["ember.checksum"] = f"{algo}:{digest}"
     text = json.dumps(header, separators=(",", ":")).encode()
     text += b" " * (-len(text) % 8)
     return len(text).to_bytes(8, "little") + text + body
@@ -87,15 +93,15 @@ def load_every_way(data: bytes, tmp_path):
 
 @pytest.fixture
 def small_tasks(monkeypatch):
-    # One chunk per task, so that the few MiB here are read by several threads at once.
-    monkeypatch.setattr(_format, "TASK_CHUNKS", 1)
+    # Hash on several threads even the few MiB here.
+    monkeypatch.setattr(_format, "_PARALLEL_BYTES", 0)
 
 
-def test_new_files_declare_xxh3():
+def test_new_files_declare_the_entrywise_crc32():
     data = saved({"w": ember.arange(3.0)})
     meta = json.loads(data[8:data_start(data)])["__metadata__"]
     algo, _, digest = meta["ember.checksum"].partition(":")
-    assert algo == "sha256-xxh3-128-1m" and len(digest) == 64
+    assert algo == "sha256-crc32-entries-1m" and len(digest) == 64
 
 
 def test_round_trip_every_read_path(tmp_path, small_tasks):
@@ -129,6 +135,22 @@ def test_a_flipped_bit_anywhere_in_the_data_is_caught(tmp_path, small_tasks, leg
                     ember.load(source)
 
 
+def test_entries_swapped_in_the_header_are_caught():
+    # Offsets are not in the header checksum (the library lays the entries out); the data
+    # checksum, entry by entry in name order, sees the swap.
+    data = saved({"a": ember.tensor([1.0, 2.0]), "b": ember.tensor([3.0, 4.0])})
+    start = data_start(data)
+    header = json.loads(data[8:start])
+    a, b = header["a"]["data_offsets"], header["b"]["data_offsets"]
+    text = data[8:start].replace(json.dumps(a).replace(" ", "").encode(), b"A")
+    text = text.replace(json.dumps(b).replace(" ", "").encode(),
+                        json.dumps(a).replace(" ", "").encode())
+    text = text.replace(b"A", json.dumps(b).replace(" ", "").encode())
+    assert len(text) == start - 8 and text != data[8:start]
+    with pytest.raises(ValueError, match="data checksum mismatch"):
+        ember.load(io.BytesIO(data[:8] + text + data[start:]))
+
+
 def test_swapped_chunks_are_caught(tmp_path):
     data = bytearray(saved({"w": ember.from_numpy(np.arange(600_000, dtype=np.float32))}))
     start, mib = data_start(data), 1 << 20
@@ -159,8 +181,8 @@ def test_multi_chunk_legacy_files_load(tmp_path, small_tasks):
 
 def test_unknown_checksum_algorithm_is_refused(tmp_path):
     data = saved({"w": ember.arange(3.0)})
-    for algo in (b"sha256-xxh3-128-2m", b"md5-crc32-1m-xyz"):
-        edited = data.replace(b"sha256-xxh3-128-1m", algo[:18].ljust(18, b"x"))
+    for algo in (b"sha256-crc32-entries-2m", b"md5-crc32-1m-xyz"):
+        edited = data.replace(b"sha256-crc32-entries-1m", algo.ljust(23, b"x"))
         for source in (io.BytesIO(edited), Unsized(edited)):
             with pytest.raises(ValueError, match="unknown or missing checksum algorithm"):
                 ember.load(source)
@@ -189,68 +211,63 @@ def test_file_position_after_loading(tmp_path):
         assert f.tell() == 8 + len(data)
 
 
-def test_short_positional_read_is_a_clear_error(tmp_path):
-    path = tmp_path / "short.bin"
-    path.write_bytes(b"x" * 10)
-    buf = np.empty(100, dtype=np.uint8)
-    tiling = _format._Tiling([buf])
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        fill = _format._PositionalFill(fd, 0)
-        with pytest.raises(ValueError, match="ended after 10 of 100 data bytes"):
-            fill(0, tiling.pieces(0, 100), tiling)
-    finally:
-        os.close(fd)
-
-
-def test_tiling_pieces_cover_any_span():
-    bufs = [np.arange(n, dtype=np.uint8) for n in (0, 3, 0, 0, 5, 1, 0)]
-    tiling = _format._Tiling(bufs)
-    flat = bytes(np.concatenate(bufs))
-    for lo in range(len(flat) + 1):
-        for hi in range(lo, len(flat) + 1):
-            pieces = tiling.pieces(lo, hi)
-            assert b"".join(bytes(p) for p in pieces) == flat[lo:hi]
-            assert all(len(p) for p in pieces)
-
-
-def test_buffers_sit_at_the_file_offset_within_a_cache_line(tmp_path):
-    # The kernel copies faster when source and destination share their offset in a 64-byte
-    # line; buffers keep at least np.empty's 16-byte alignment.
-    obj = state()
-    data = saved(obj)
-    start = data_start(data)
-    assert start % 64 == 0
-    path = tmp_path / "x.pt"
-    path.write_bytes(data)
-    out = ember.load(path)
-    header = json.loads(data[8:start])
-    for name, e in header.items():
-        if name == "__metadata__" or e["data_offsets"][0] == e["data_offsets"][1]:
-            continue
-        where = (start + e["data_offsets"][0]) % 64
-        address = out[name].numpy().__array_interface__["data"][0]
-        assert address % 64 == (where if where % 16 == 0 else 0)
-    assert same(out, obj)
-
-
 def test_many_tiny_entries_in_one_chunk(tmp_path, small_tasks):
-    # More entries in one 1 MiB chunk than one positional read call takes.
     obj = {f"p{i}": ember.tensor([float(i)]) for i in range(1500)}
     obj["big"] = ember.from_numpy(np.arange(400_000, dtype=np.float32))
     for out in load_every_way(saved(obj), tmp_path):
         assert same(out, obj)
 
 
-def test_short_positional_reads_are_continued(tmp_path, monkeypatch):
-    real = os.preadv
+def old_xxh3_file() -> bytes:
+    """Saved by ember.save before it used the safetensors library (entries laid out by
+    ember, data section 64-byte aligned, XXH3 checksum); `tests/serialization/data`."""
+    path = os.path.join(os.path.dirname(__file__), "data", "ember_format1_xxh3.pt.gz")
+    with open(path, "rb") as f:
+        return gzip.decompress(f.read())
 
-    def short(fd, buffers, offset):  # at most 777 bytes of the first buffer per call
-        return real(fd, [buffers[0][:777]], offset)
 
-    monkeypatch.setattr(os, "preadv", short)
-    obj = {"a": ember.arange(1000.0), "b": ember.arange(7, dtype=ember.int8),
-           "c": ember.arange(300.0).to(ember.float16)}
-    path = tmp_path / "x.pt"
-    path.write_bytes(saved(obj))
-    assert same(ember.load(path), obj)
+def check_old_file(out: dict) -> None:
+    w = ember.arange(12.0).reshape(3, 4)
+    assert ember.equal(out["w"], w) and ember.equal(out["row"], w[1])
+    assert ember.equal(out["wt"], w.t())
+    out["w"][1, 0] = -1.0  # views of one entry share memory again
+    assert out["row"][0].item() == -1.0 and out["wt"][0, 1].item() == -1.0
+    assert isinstance(out["p"], ember.nn.Parameter) and out["p"].tolist() == [1.0, 2.0]
+    assert out["g"].requires_grad and out["g"].tolist() == [0.5, -1.5]
+    assert out["bf"].dtype is ember.bfloat16 and out["bf"].tolist() == [1.0, 2.5, -3.0]
+    assert out["half"].dtype is ember.float16 and out["half"].tolist() == [0.25]
+    assert out["i16"].dtype is ember.int16 and out["i16"].tolist() == [1, -2]
+    assert out["mask"].tolist() == [True, False, True]
+    assert out["c128"].dtype is ember.complex128 and out["c128"].tolist() == [1 + 2j, -3.5j]
+    assert out["c64"].dtype is ember.complex64 and out["c64"].tolist() == [0.5 - 1j]
+    assert isinstance(out["np"], np.ndarray) and out["np"].tolist() == [0, 1, 2, 3, 4]
+    assert type(out["meta"]) is OrderedDict and out["meta"] == OrderedDict(
+        step=7, lr=1e-3, betas=(0.9, 0.999), name="adam", flag=None, raw=b"\x00\x01",
+        inf=float("inf"), s={1, 2})
+    assert out["sl"] == slice(1, 5, 2)
+    big = np.zeros(300_000, dtype=np.float32)
+    big[::1000] = np.arange(300)
+    assert np.array_equal(out["big"].numpy(), big)
+
+
+def test_files_from_before_the_safetensors_library_load_and_verify(tmp_path):
+    data = old_xxh3_file()
+    assert b'"ember.checksum":"sha256-xxh3-128-1m:' in data and data_start(data) % 64 == 0
+    path = tmp_path / "old.pt"
+    path.write_bytes(data)
+    for out in load_every_way(data, tmp_path) + [ember.load(path, mmap=True)]:
+        check_old_file(out)
+    pytest.importorskip("xxhash")
+    bad = bytearray(data)
+    bad[data_start(data) + 1_100_000] ^= 0x01  # in the second 1 MiB chunk
+    with pytest.raises(ValueError, match="data checksum mismatch"):
+        ember.load(io.BytesIO(bytes(bad)))
+
+
+def test_old_xxh3_files_without_xxhash_check_the_header_and_warn(monkeypatch):
+    monkeypatch.setattr(_format, "_has_xxhash", lambda: False)
+    with pytest.warns(UserWarning, match="xxhash"):
+        check_old_file(ember.load(io.BytesIO(old_xxh3_file())))
+    edited = old_xxh3_file().replace(b'\\"step\\":7', b'\\"step\\":8')
+    with pytest.raises(ValueError, match="header checksum"):
+        ember.load(io.BytesIO(edited))

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import shutil
 
-from ._core.function import AccumulateGrad
+from ._core.accumulate import AccumulateGrad
 from ._core.tensor import Tensor
 
 __all__ = ["dot_available", "make_dot"]

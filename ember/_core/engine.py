@@ -21,7 +21,8 @@ import sys
 import numpy as np
 
 from .backend import module_of
-from .function import AccumulateGrad, Node, _edge
+from .accumulate import AccumulateGrad, edge_of
+from .node import Node
 from .grad_mode import STATE
 from .tensor import Tensor, _make
 
@@ -126,7 +127,7 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
     if retain_graph is None:
         retain_graph = create_graph
     grads = _root_grads(outputs, grad_outputs, create_graph)
-    root_edges = [_edge(out) for out in outputs]
+    root_edges = [edge_of(out) for out in outputs]
 
     # What to capture: for each input, the node (and output slot) its gradient reaches.
     captures = None
@@ -137,7 +138,7 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
                 raise TypeError(f"inputs must be Tensors, got {type(t).__name__}")
             if not t._requires_grad:
                 raise RuntimeError("One of the differentiated Tensors does not require grad")
-            captures.setdefault(_edge(t), []).append(i)
+            captures.setdefault(edge_of(t), []).append(i)
 
     buffers: dict = {}
     for (node, nr), g in zip(root_edges, grads):

@@ -20,7 +20,9 @@ import warnings
 import numpy as np
 
 from .._core.function import Function as _OpFunction
-from .._core.function import Node, _record, rebase_inplace
+from .._core.function import record_node
+from .._core.node import Node
+from .._core.views_inplace import rebase_inplace
 from .._core.grad_mode import STATE, no_grad
 from .._core.tensor import Tensor, _make
 
@@ -257,7 +259,7 @@ def _connect(ctx, args, results, dirty) -> None:
         ctx._to_save = tuple(stand_ins.get(id(t), t) if isinstance(t, Tensor) else t
                              for t in ctx._to_save)
     arrays = [a._data if isinstance(a, Tensor) else a for a in args]
-    _record(ctx, args, arrays, slots)
+    record_node(ctx, args, arrays, slots)
     n_tensor_outputs = len(results) - len(non_tensor)
     for d in dirty:
         stand_in = stand_ins[id(d)]

@@ -19,7 +19,8 @@ hooked tensors).
 
 from __future__ import annotations
 
-from .._core.function import AccumulateGrad, Node
+from .._core.accumulate import AccumulateGrad
+from .._core.node import Node
 from .._core.grad_mode import STATE
 
 __all__ = ["Node", "SavedTensorReport", "disable_saved_tensors_hooks", "save_on_cpu",

@@ -209,7 +209,7 @@ def _param_scope(model, name: str) -> str:
 
 def _graph_def(model, outputs, tracer, pb):
     """The GraphDef of the autograd graph behind `outputs`."""
-    from .._core.function import AccumulateGrad
+    from .._core.accumulate import AccumulateGrad
 
     params = {id(p): name for name, p in model.named_parameters()}
     top = type(model).__name__

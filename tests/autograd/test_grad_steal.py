@@ -3,7 +3,7 @@
 import numpy as np
 
 import ember
-from ember._core.function import AccumulateGrad
+from ember._core.accumulate import AccumulateGrad
 
 
 def test_fresh_gradient_is_kept_without_copy(monkeypatch):

@@ -64,7 +64,7 @@ from contextlib import contextmanager
 
 from ... import distributed as dist
 from ..._core.backend import module_of
-from ..._core.function import AccumulateGrad
+from ..._core.accumulate import AccumulateGrad
 from ..._core.grad_mode import STATE
 from ..._core.tensor import Tensor, _make
 from ..modules.module import Module

@@ -106,6 +106,7 @@ from .ops.combining import (
 from .ops.distance import cdist
 from .ops.statistics import corrcoef, cov, nanquantile, quantile
 from .ops.gamma import digamma, lgamma, mvlgamma, polygamma
+from .ops.bessel import i0, i0_
 from .ops.shape_inplace import resize_as_
 from .ops.creation import asarray, scalar_tensor
 from .ops.indexing import unravel_index

@@ -19,6 +19,7 @@ from .ops import complex as complex_ops
 from .ops import linalg, linalg_composite, linalg_decomp, linalg_svd
 from .ops import stft as stft_ops
 from .ops import activation, sampling, sparse_coo
+from .ops import bessel
 from . import _interop
 from .ops._util import SCALAR_TYPES
 
@@ -360,6 +361,8 @@ METHODS = {
     "erfc_": elementwise_special.erfc_,
     "erfinv": elementwise_special.erfinv,
     "erfinv_": elementwise_special.erfinv_,
+    "i0": bessel.i0,
+    "i0_": bessel.i0_,
     "atan2": elementwise_special.atan2,
     "atan2_": elementwise_special.atan2_,
     "arctan2": elementwise_special.arctan2,

@@ -16,6 +16,7 @@ from ._core.tensor import Tensor
 from .ops._util import xp_of
 from .ops.activation import log_softmax_fn as log_softmax
 from .ops.activation import softmax_fn as softmax
+from .ops.bessel import i0, i1
 from .ops.elementwise import exp2, expm1, log1p, round  # noqa: A004 - PyTorch's names
 from .ops.elementwise_binary import sinc
 from .ops.elementwise_special import Xlogy, erf, erfc, erfinv, logit, xlogy
@@ -26,8 +27,8 @@ from .ops.gamma import lgamma as gammaln
 from .ops.gamma import mvlgamma as multigammaln
 from .ops.reduction_stats import logsumexp
 
-__all__ = ["digamma", "entr", "erf", "erfc", "erfinv", "exp2", "expit", "expm1", "gammaln",
-           "log1p", "log_softmax", "logit", "logsumexp", "multigammaln", "ndtr", "ndtri",
+__all__ = ["digamma", "entr", "erf", "erfc", "erfinv", "exp2", "expit", "expm1", "gammaln", "i0",
+           "i1", "log1p", "log_softmax", "logit", "logsumexp", "multigammaln", "ndtr", "ndtri",
            "polygamma", "psi", "round", "sinc", "softmax", "xlog1py", "xlogy"]
 
 psi = digamma

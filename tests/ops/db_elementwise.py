@@ -188,6 +188,8 @@ OPS = [
     _float_unary("special_ndtri", ember.special.ndtri, scipy.special.ndtri, 0.05, 0.95,
                  dtypes=FLOATS),
     _float_unary("special_entr", ember.special.entr, scipy.special.entr, 0.1, 3.0),
+    _float_unary("i0", ember.i0, scipy.special.i0, -4.0, 4.0),
+    _float_unary("special_i1", ember.special.i1, scipy.special.i1, -4.0, 4.0),
     _float_unary("special_sinc", ember.special.sinc, np.sinc),
     OpInfo("special_xlog1py", ember.special.xlog1py, scipy.special.xlog1py,
            binary_samples(-2.0, 2.0, -0.5, 2.0, scalar=None)),

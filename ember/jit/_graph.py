@@ -114,6 +114,7 @@ class Graph:
             for done in release[i]:
                 env[done] = ()
         results = [_resolve(src, inputs, tensors, env) for src in self.outputs]
+        env.clear()  # (`value` refers to itself, a cycle that would keep env alive until gc)
         return _fill(self.template, results)
 
     def _release_after(self) -> list:

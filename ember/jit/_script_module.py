@@ -62,12 +62,14 @@ class _JitTracer(tracing.Tracer):
         return None
 
 
-def _record(fn, args: tuple, named: dict, module_names: dict):
-    """Run ``fn(*args)`` once under the tracer; returns the Trace and what fn returned."""
+def _record(fn, args: tuple, named: dict, module_names: dict, tracer_cls=None):
+    """Run ``fn(*args)`` once under the tracer (a `_JitTracer`, or `tracer_cls`, which
+    ``ember.compile`` extends); returns the Trace and what fn returned."""
     inputs = tracing.flatten_tensors(list(args))
     if not inputs:
         raise ValueError("jit.trace: example_inputs must hold at least one tensor")
-    tracer = _JitTracer(inputs, named, module_names, lambda *a: None, FUNCTIONS)
+    tracer = (tracer_cls or _JitTracer)(inputs, named, module_names, lambda *a: None,
+                                        FUNCTIONS)
     profiler = sys.getprofile()
     tracer.install()
     sys.setprofile(tracer.profile)

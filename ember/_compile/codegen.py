@@ -1,0 +1,158 @@
+"""Generated numba kernels for fused chains of elementwise ops.
+
+A fused chain is a small expression DAG: each member is one elementwise op (``Mul``,
+``Tanh``, ...) whose arguments are leaves (tensors computed outside the chain, all of
+the output's shape), Python numbers, or earlier members.  `ELEMENTWISE` is the one table
+this module reads: op class -> the scalar expression of its forward and of the
+derivative of its output with respect to each argument, written with ``{a}``/``{b}``
+for the arguments and ``{y}`` for the output.
+
+`ChainKernel` turns a chain into two kernels over flat arrays: a forward one that
+computes every member for element ``i`` in registers and writes the last, and a
+backward one that recomputes the members, runs the chain rule backwards through the
+derivative expressions and writes one gradient per leaf.  The source is built once per
+chain signature (`source` is the cache key) and compiled by numba on first use, in a
+serial form and a parallel (``prange``) one for large arrays.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..ops import _native as native
+from ..ops.activation import Gelu, Silu
+from ..ops.arithmetic import Abs, Add, Div, Mul, Neg, Rsub, RsubScalar, Sub
+from ..ops.elementwise import Cos, Exp, Log, Relu, Rsqrt, Sin, Sqrt, Tanh
+from ..ops.elementwise_special import Sigmoid
+
+_SIGMOID = "(1.0 / (1.0 + math.exp(-{a})))"
+_INV_SQRT2 = 0.7071067811865476
+_INV_SQRT_2PI = 0.3989422804014327
+
+# op class -> (forward expression, derivative of the output by each argument)
+# NOTE: relu'(0) = 0 and a nan input passes the gradient, as the eager ReluBackward does.
+ELEMENTWISE: dict = {
+    Add: ("{a} + {b}", ("1.0", "1.0")),
+    Sub: ("{a} - {b}", ("1.0", "-1.0")),
+    Rsub: ("{a} - {b}", ("1.0", "-1.0")),
+    RsubScalar: ("{a} - {b}", ("1.0", "-1.0")),
+    Mul: ("{a} * {b}", ("{b}", "{a}")),
+    Div: ("{a} / {b}", ("1.0 / {b}", "-{a} / ({b} * {b})")),
+    Neg: ("-{a}", ("-1.0",)),
+    Abs: ("abs({a})", ("(1.0 if {a} > 0 else (-1.0 if {a} < 0 else 0.0))",)),
+    Relu: ("({a} if not {a} <= 0 else 0.0)", ("(0.0 if {y} <= 0 else 1.0)",)),
+    Exp: ("math.exp({a})", ("{y}",)),
+    Log: ("math.log({a})", ("1.0 / {a}",)),
+    Sqrt: ("math.sqrt({a})", ("0.5 / {y}",)),
+    Rsqrt: ("1.0 / math.sqrt({a})", ("-0.5 * {y} * {y} * {y}",)),
+    Sin: ("math.sin({a})", ("math.cos({a})",)),
+    Cos: ("math.cos({a})", ("-math.sin({a})",)),
+    Tanh: ("math.tanh({a})", ("1.0 - {y} * {y}",)),
+    Sigmoid: (_SIGMOID, ("{y} * (1.0 - {y})",)),
+    Silu: ("{a} * " + _SIGMOID, (_SIGMOID + " * (1.0 + {a} * (1.0 - " + _SIGMOID + "))",)),
+    Gelu: (f"0.5 * {{a}} * (1.0 + math.erf({{a}} * {_INV_SQRT2}))",
+           (f"0.5 * (1.0 + math.erf({{a}} * {_INV_SQRT2})) "
+            f"+ {{a}} * {_INV_SQRT_2PI} * math.exp(-0.5 * {{a}} * {{a}})",)),
+}
+
+
+def fusable_params(fn: type, params: dict) -> bool:
+    """Whether an op's keyword parameters keep it within its table entry."""
+    if fn is Gelu:
+        return params.get("approximate", "none") == "none"
+    return not params
+
+
+@dataclass(frozen=True)
+class Member:
+    """One op of a chain: its class and, per argument, ``("leaf", k)``, ``("member", m)``
+    or ``("number", value)``."""
+
+    fn: type
+    args: tuple
+
+
+class ChainKernel:
+    """The forward and backward kernels of one chain (see the module docstring)."""
+
+    PARALLEL_FROM = 1 << 16  # elements; below it a thread pool costs more than it saves
+
+    def __init__(self, members: tuple, n_leaves: int):
+        self.members = members
+        self.n_leaves = n_leaves
+        self.source = _source(members, n_leaves)
+        self._compiled: dict = {}
+
+    def forward(self, out: np.ndarray, leaves: list) -> None:
+        """Write the chain's value for the flat `leaves` into the flat `out`."""
+        self._kernel("forward", out.size)(out, *leaves)
+
+    def backward(self, grad: np.ndarray, leaves: list, grads: list) -> None:
+        """Write d(out)/d(leaf) * `grad` into each flat array of `grads`."""
+        self._kernel("backward", grad.size)(grad, *leaves, *grads)
+
+    def _kernel(self, which: str, size: int):
+        parallel = size >= self.PARALLEL_FROM
+        key = (which, parallel)
+        fn = self._compiled.get(key)
+        if fn is None:
+            fn = self._compiled[key] = _compile(self.source, which, parallel)
+        return fn
+
+
+_CACHE: dict = {}  # (source, which, parallel) -> compiled kernel, shared by equal chains
+
+
+def _compile(source: str, which: str, parallel: bool):
+    key = (source, which, parallel)
+    fn = _CACHE.get(key)
+    if fn is None:
+        numba = native._load_numba()
+        scope = {"math": __import__("math"), "prange": numba.prange}
+        exec(compile(source, f"<ember.compile chain {abs(hash(source))}>", "exec"), scope)
+        # (error_model="numpy": a division by zero gives inf or nan, as NumPy does, not an error)
+        fn = _CACHE[key] = numba.njit(nogil=True, parallel=parallel,
+                                      error_model="numpy")(scope[which])
+    return fn
+
+
+def _source(members: tuple, n_leaves: int) -> str:
+    """Python source of ``forward(out, x0, ..)`` and ``backward(g, x0, .., gx0, ..)``."""
+    leaves = [f"x{k}" for k in range(n_leaves)]
+    load = [f"        l{k} = x{k}[i]" for k in range(n_leaves)]
+    compute = []
+    for m, member in enumerate(members):
+        expr, _ = ELEMENTWISE[member.fn]
+        compute.append(f"        v{m} = {expr.format(**_names(member.args))}")
+    last = len(members) - 1
+    forward = (["def forward(out, " + ", ".join(leaves) + "):",
+                "    for i in prange(out.shape[0]):"] + load + compute
+               + [f"        out[i] = v{last}"])
+    # reverse accumulation: d{m} is d(out)/d(member m) times g[i]
+    backward = ["def backward(g, " + ", ".join(leaves + [f"g{x}" for x in leaves]) + "):",
+                "    for i in prange(g.shape[0]):"] + load + compute
+    backward += [f"        d{m} = 0.0" for m in range(last)]
+    backward += [f"        gl{k} = 0.0" for k in range(n_leaves)]
+    backward.append(f"        d{last} = g[i]")
+    for m in range(last, -1, -1):
+        member = members[m]
+        _, derivatives = ELEMENTWISE[member.fn]
+        names = _names(member.args, y=f"v{m}")
+        for (kind, ref), derivative in zip(member.args, derivatives):
+            if kind == "number":
+                continue
+            target = f"d{ref}" if kind == "member" else f"gl{ref}"
+            backward.append(f"        {target} += d{m} * ({derivative.format(**names)})")
+    backward += [f"        gx{k}[i] = gl{k}" for k in range(n_leaves)]
+    return "\n".join(forward + [""] + backward) + "\n"
+
+
+def _names(args: tuple, y: str = "") -> dict:
+    """``{a}``, ``{b}`` (and ``{y}``) of a member, as names or number literals."""
+    out = {"y": y}
+    for key, (kind, ref) in zip("ab", args):
+        out[key] = (f"l{ref}" if kind == "leaf" else f"v{ref}" if kind == "member"
+                    else repr(float(ref)))
+    return out

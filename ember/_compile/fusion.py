@@ -1,0 +1,159 @@
+"""Fusing chains of elementwise ops of a captured graph into one generated kernel.
+
+`find_chains` walks the graph's nodes in order and grows groups: an elementwise op of
+`codegen.ELEMENTWISE` joins the group of an argument computed by another such op when
+that argument has the same shape and dtype and nothing else reads it (so the members'
+intermediate results never need to exist as arrays).  A group of two or more ops
+becomes one `FusedElementwise` call at the place of its last op.
+
+`FusedElementwise` is an ordinary `Function`: its forward runs the chain's generated
+kernel, it saves only the chain's leaves, and its backward runs the generated backward
+kernel (recomputing the intermediates) -- or, when the backward itself is recorded
+(``create_graph=True``), replays the member ops with ember ops so that the result can
+be differentiated again.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .._core.function import Function
+from .._core.grad_mode import STATE, enable_grad
+from .._core.tensor import _make
+from ..jit._graph import Literal
+from ..onnx._trace import Source
+from .codegen import ELEMENTWISE, ChainKernel, Member, fusable_params
+from .memory import BufferPool
+
+FLOAT_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+@dataclass
+class Chain:
+    """A group found in the graph: its member node indices (in order), the specs of its
+    leaves (Sources), and the kernel built from it."""
+
+    nodes: list
+    leaves: list
+    kernel: ChainKernel
+    pool: BufferPool
+
+    def __repr__(self) -> str:
+        return "chain[" + ", ".join(m.fn.__name__ for m in self.kernel.members) + "]"
+
+
+def find_chains(nodes: list, meta, uses: dict) -> list:
+    """The fusable groups of `nodes` (jit graph nodes), as `Chain`s.
+
+    `meta(spec)` gives the (shape, dtype) a Source stands for; `uses` counts how many
+    times each op output ``(record, output)`` is read (graph outputs included).
+    """
+    if any(node.fn._inplace for node in nodes):
+        return []  # (moving ops past an in-place write could change what they read)
+    group_of: dict[int, list] = {}
+    for i, node in enumerate(nodes):
+        if not _elementwise(node, i, meta):
+            continue
+        group = [i]
+        for arg in node.args:
+            if (isinstance(arg, Source) and arg.kind == "op" and arg.ref[0] in group_of
+                    and uses.get(arg.ref, 0) == 1
+                    and group_of[arg.ref[0]] is not group):
+                old = group_of[arg.ref[0]]
+                group = old + [j for j in group if j not in old]
+        group.sort()
+        for j in group:
+            group_of[j] = group
+    groups, seen = [], set()
+    for group in group_of.values():
+        if len(group) > 1 and id(group) not in seen:
+            seen.add(id(group))
+            groups.append(_chain(group, nodes))
+    return groups
+
+
+def _elementwise(node, index: int, meta) -> bool:
+    if node.fn not in ELEMENTWISE or node.n_outputs != 1:
+        return False
+    if not fusable_params(node.fn, node.params):
+        return False
+    shape, dtype = meta(Source("op", (index, 0)))
+    if dtype not in FLOAT_DTYPES:
+        return False
+    for arg in node.args:
+        if isinstance(arg, Literal):
+            if not isinstance(arg.value, (int, float)) or isinstance(arg.value, bool):
+                return False
+        elif not isinstance(arg, Source) or meta(arg) != (shape, dtype):
+            return False
+    return True
+
+
+def _chain(group: list, nodes: list) -> Chain:
+    position = {j: m for m, j in enumerate(group)}
+    leaves: list = []
+    members = []
+    for j in group:
+        args = []
+        for arg in nodes[j].args:
+            if isinstance(arg, Literal):
+                args.append(("number", arg.value))
+            elif arg.kind == "op" and arg.ref[0] in position:
+                args.append(("member", position[arg.ref[0]]))
+            else:
+                if arg not in leaves:
+                    leaves.append(arg)
+                args.append(("leaf", leaves.index(arg)))
+        members.append(Member(nodes[j].fn, tuple(args)))
+    return Chain(group, leaves, ChainKernel(tuple(members), len(leaves)), BufferPool())
+
+
+class FusedElementwise(Function):
+    """One fused chain (see the module docstring); ``chain`` is its `Chain`."""
+
+    _name = "CompiledFusedBackward0"
+
+    @staticmethod
+    def forward(ctx, *leaves, chain):
+        ctx.chain = chain
+        ctx.save_for_backward(*leaves)
+        flat = [np.ascontiguousarray(x).reshape(-1) for x in leaves]
+        first = leaves[0]
+        out = chain.pool.take(first.shape, first.dtype)
+        chain.kernel.forward(out.reshape(-1), flat)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        leaves = ctx.saved_tensors
+        chain = ctx.chain
+        if STATE.enabled:  # create_graph: a backward that can be differentiated again
+            return _recorded_backward(chain, leaves, grad)
+        flat = [np.ascontiguousarray(x._data).reshape(-1) for x in leaves]
+        grads = [chain.pool.take(x.shape, x._data.dtype) for x in leaves]
+        chain.kernel.backward(np.ascontiguousarray(grad._data).reshape(-1), flat,
+                              [g.reshape(-1) for g in grads])
+        return tuple(_make(g) if edge[0] is not None else None
+                     for g, edge in zip(grads, ctx._edges))
+
+
+def run_members(members, leaves: list):
+    """The chain computed with ember ops on `leaves` (tensors): the eager reference."""
+    values = []
+    for member in members:
+        args = [leaves[ref] if kind == "leaf" else values[ref] if kind == "member" else ref
+                for kind, ref in member.args]
+        values.append(member.fn.apply(*args))
+    return values[-1]
+
+
+def _recorded_backward(chain: Chain, leaves: tuple, grad):
+    from ..autograd import grad as autograd_grad
+
+    with enable_grad():
+        out = run_members(chain.kernel.members, list(leaves))
+        wanted = [x for x in leaves if x.requires_grad]
+        got = iter(autograd_grad(out, wanted, grad, create_graph=True, allow_unused=True))
+    return tuple(next(got) if x.requires_grad else None for x in leaves)

@@ -1,0 +1,226 @@
+"""Capture, guard and replay: what a call of a compiled module or function does.
+
+The first call with a given `signature` (the inputs' shapes, dtypes and
+``requires_grad``, the grad mode, every submodule's ``training`` flag and the
+parameters' shapes and dtypes) runs the model eagerly under the jit tracer
+(``ember/jit/``), so that call's result *is* the eager result, and keeps the recorded
+ops as a `CompiledGraph`: elementwise chains fused into generated kernels
+(``fusion.py``), everything else replayed through ``Function.apply``, so autograd
+records the replayed ops and ``backward()`` runs their backward formulas and the fused
+chains' generated backward kernels.  Later calls with the same signature replay the
+graph without running the Python code of ``forward``.
+
+Where a graph cannot stand for the code, the signature is marked eager and the model
+runs as written: keyword or non-tensor arguments that are not plain numbers, a
+tensor's values read on the host while tracing (``item()``, ``if t.sum() > 0``:
+control flow that a graph would freeze), an active profiler or autocast region, or a
+graph that fails to build.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+from .._core.grad_mode import STATE
+from .._core.tensor import Tensor
+from ..jit._graph import ArrayOf, Graph, Literal, Node, Sequence
+from ..jit._script_module import _JitTracer, _record
+from ..onnx._trace import Source, flatten_tensors
+from ..ops import _native as native
+from .fusion import FusedElementwise, find_chains
+
+EAGER = "eager"  # a cache entry: this signature runs the Python code
+
+# Tensor methods that hand a tensor's values to Python: seen while tracing, they mean
+# the code may branch on data, which a recorded graph cannot follow.
+_VALUE_READS = frozenset(getattr(Tensor, name).__code__ for name in (
+    "item", "tolist", "numpy", "__array__", "__bool__", "__float__", "__int__"))
+
+
+class _CompileTracer(_JitTracer):
+    """The jit tracer, also noting what a graph could not replay faithfully: reads of
+    tensor values into Python, and tensors from outside the call that require grad
+    (a closure's weights: a graph would hold them as constants)."""
+
+    value_reads = 0
+    outside_grad = 0
+
+    def profile(self, frame, event, arg) -> None:
+        if event == "call" and frame.f_code in _VALUE_READS and not self._paused:
+            self.value_reads += 1
+        super().profile(frame, event, arg)
+
+    def _snapshot(self, t: Tensor):
+        if t._requires_grad:
+            self.outside_grad += 1
+        return super()._snapshot(t)
+
+
+class UnsupportedGraphError(Exception):
+    """The traced code cannot be replayed as a graph (the message says why)."""
+
+
+class CompiledGraph:
+    """A captured graph ready to replay, with its fused chains."""
+
+    def __init__(self, trace, returned, named: dict, fuse: bool = True):
+        graph = Graph.from_trace(trace, returned)
+        for node in graph.nodes:
+            target = node.args[0] if node.args else None
+            if node.fn._inplace and isinstance(target, Source) and target.kind == "const":
+                # (the replay would write into the one array every call shares)
+                raise UnsupportedGraphError(f"{node.fn.__name__} writes in place into a "
+                                            f"tensor made inside the call ({node.where})")
+        fuse = fuse and native.enabled()
+        self.chains = find_chains(graph.nodes, _metas(trace, named), _uses(graph)) if fuse \
+            else []
+        self.graph = _with_chains(graph, self.chains)
+
+    def run(self, inputs: list, tensors: dict):
+        """Replay on `inputs` (flat tensors) with `tensors` (name -> parameter/buffer)."""
+        return self.graph.run(inputs, tensors)
+
+    def describe(self) -> str:
+        """The replayed graph as text, fused chains as ``FusedElementwise`` lines."""
+        return self.graph.describe()
+
+
+CAPTURING = [0]  # > 0 while `capture` runs (``ember.compiler.is_compiling``)
+
+
+def capture(fn, args: tuple, named: dict, module_names: dict, fuse: bool = True):
+    """Run ``fn(*args)`` eagerly under the tracer; returns (its result, a CompiledGraph or
+    the reason it cannot be replayed)."""
+    tracers = []
+
+    def make_tracer(*a):
+        tracers.append(_CompileTracer(*a))
+        return tracers[-1]
+
+    CAPTURING[0] += 1
+    try:
+        trace, returned = _record(fn, args, named, module_names, tracer_cls=make_tracer)
+    finally:
+        CAPTURING[0] -= 1
+    tracer = tracers[0]
+    if tracer.value_reads:
+        return returned, "the code reads tensor values into Python (item(), bool(), ...)"
+    if tracer.outside_grad:
+        return returned, ("it uses a tensor that requires grad but is neither an argument "
+                          "nor a parameter or buffer of the module")
+    try:
+        return returned, CompiledGraph(trace, returned, named, fuse)
+    except UnsupportedGraphError as exc:
+        return returned, str(exc)
+
+
+def signature(args: tuple, named: dict, modules: list):
+    """What a graph is valid for (see the module docstring); None when the arguments
+    cannot be guarded (then the call runs eagerly)."""
+    parts = [STATE.enabled]
+    for a in args:
+        if isinstance(a, Tensor):
+            data = a._data
+            parts.append((type(data), data.shape, data.dtype, a._requires_grad))
+        elif a is None or isinstance(a, (bool, int, float, str)):
+            parts.append((type(a), a))
+        else:
+            return None
+    parts.append(tuple(m.training for m in modules))
+    parts.append(tuple((name, type(t._data), t._data.shape, t._data.dtype, t._requires_grad)
+                       for name, t in named.items()))
+    return tuple(parts)
+
+
+def eager_reason() -> str | None:
+    """Why calls must run eagerly right now, or None."""
+    if STATE.observer is not None:
+        return "a profiler, autocast or checkpoint region is active"
+    return None
+
+
+def warn_eager(what: str, reason: str) -> None:
+    """Say once per compiled object that a signature runs eagerly."""
+    warnings.warn(f"ember.compile: {what} runs eagerly for these inputs: {reason}",
+                  RuntimeWarning, stacklevel=4)
+
+
+# ---------------------------------------------------------------------------
+# building the replayed graph
+
+
+def _metas(trace, named: dict):
+    """``meta(source) -> (shape, dtype)`` for the tensors of one trace."""
+    def meta(src):
+        if src.kind == "op":
+            record, output = src.ref
+            t = trace.records[record].outputs[output]
+        elif src.kind == "input":
+            t = trace.inputs[src.ref]
+        elif src.kind == "param":
+            t = named[src.ref]
+        else:
+            return (tuple(src.ref.shape), src.ref.dtype)
+        return (tuple(t._data.shape), t._data.dtype)
+    return meta
+
+
+def _uses(graph: Graph) -> dict:
+    """How many times each op output ``(record, output)`` is read, outputs included."""
+    uses: dict = {}
+
+    def visit(spec):
+        if isinstance(spec, Sequence):
+            for item in spec.items:
+                visit(item)
+        elif isinstance(spec, ArrayOf):
+            visit(spec.source)
+        elif isinstance(spec, Source) and spec.kind == "op":
+            uses[spec.ref] = uses.get(spec.ref, 0) + 1
+
+    for node in graph.nodes:
+        for spec in list(node.args) + list(node.params.values()):
+            visit(spec)
+    for spec in graph.outputs:
+        visit(spec)
+    return uses
+
+
+def _with_chains(graph: Graph, chains: list) -> Graph:
+    """`graph` with each chain's members replaced by one FusedElementwise node at the
+    place of its last member (op indices renumbered)."""
+    if not chains:
+        return graph
+    root_of = {chain.nodes[-1]: chain for chain in chains}
+    dropped = {j for chain in chains for j in chain.nodes[:-1]}
+    index: dict[int, int] = {}
+    nodes = []
+    for i, node in enumerate(graph.nodes):
+        if i in dropped:
+            continue
+        index[i] = len(nodes)
+        chain = root_of.get(i)
+        if chain is not None:
+            node = Node(FusedElementwise, tuple(chain.leaves),
+                        {"chain": Literal(chain)}, 1, node.where)
+        nodes.append(node)
+
+    def remap(spec):
+        if isinstance(spec, Sequence):
+            return Sequence(spec.kind, tuple(remap(s) for s in spec.items))
+        if isinstance(spec, ArrayOf):
+            return ArrayOf(remap(spec.source))
+        if isinstance(spec, Source) and spec.kind == "op":
+            return Source("op", (index[spec.ref[0]], spec.ref[1]))
+        return spec
+
+    nodes = [Node(n.fn, tuple(remap(a) for a in n.args),
+                  {k: remap(v) for k, v in n.params.items()}, n.n_outputs, n.where)
+             for n in nodes]
+    return Graph(nodes, graph.input_shapes, [remap(s) for s in graph.outputs],
+                 graph.template)
+
+
+def flat_inputs(args: tuple) -> list:
+    """The tensors among the call's arguments, in order (the graph's inputs)."""
+    return flatten_tensors(list(args))

@@ -1,0 +1,87 @@
+"""`CompiledFunction`: the callable behind ``ember.compile``, holding one graph per
+signature (see ``program.py`` for what a signature guards)."""
+
+from __future__ import annotations
+
+import weakref
+
+from ..nn.modules.module import Module
+from . import program
+
+RECOMPILE_LIMIT = 8  # signatures per compiled object; past it new ones run eagerly
+
+_ALL: weakref.WeakSet = weakref.WeakSet()  # every CompiledFunction, for `reset`
+
+
+class CompiledFunction:
+    """Calls `fn` (a function, or a module's ``__call__`` when `module` is given) through
+    captured graphs: the first call of a signature captures, later ones replay.
+
+    `fuse`: fuse elementwise chains into generated kernels (when numba is enabled);
+    `fullgraph`: raise where the code cannot be captured as a graph, instead of running
+    it eagerly.
+    """
+
+    def __init__(self, fn, module: Module | None = None, *, fuse: bool = True,
+                 fullgraph: bool = False):
+        self.fn = fn
+        self.module = module
+        self.fuse = fuse
+        self.fullgraph = fullgraph
+        self.graphs: dict = {}  # signature -> CompiledGraph, or program.EAGER
+        self.captures = 0       # how many times this object traced (for tests, reports)
+        _ALL.add(self)
+
+    def __call__(self, *args, **kwargs):
+        reason = "keyword arguments are not captured" if kwargs else program.eager_reason()
+        if reason is not None:
+            return self._eager(reason, args, kwargs)
+        named, modules = self._state()
+        key = program.signature(args, named, modules)
+        if key is None:
+            return self._eager("an argument is neither a tensor nor a number", args, kwargs)
+        graph = self.graphs.get(key)
+        if graph is None:
+            if len(self.graphs) >= RECOMPILE_LIMIT:
+                return self._eager(f"more than {RECOMPILE_LIMIT} signatures were compiled",
+                                   args, kwargs)
+            names = {} if self.module is None else {
+                id(m): name for name, m in self.module.named_modules()}
+            self.captures += 1
+            returned, graph = program.capture(self.fn, args, named, names, self.fuse)
+            if isinstance(graph, str):
+                if self.fullgraph:
+                    raise RuntimeError(f"ember.compile(fullgraph=True): {graph}")
+                program.warn_eager(self._what(), graph)
+                graph = program.EAGER
+            self.graphs[key] = graph
+            return returned
+        if graph is program.EAGER:
+            return self.fn(*args)
+        return graph.run(program.flat_inputs(args), named)
+
+    def _state(self) -> tuple:
+        if self.module is None:
+            return {}, []
+        named = dict(self.module.named_parameters(remove_duplicate=False))
+        named.update((k, v) for k, v in self.module.named_buffers(remove_duplicate=False)
+                     if v is not None)
+        return named, list(self.module.modules())
+
+    def _eager(self, reason: str, args: tuple, kwargs: dict):
+        return self.fn(*args, **kwargs)
+
+    def _what(self) -> str:
+        if self.module is not None:
+            return type(self.module).__name__
+        return getattr(self.fn, "__name__", "the function")
+
+    def reset(self) -> None:
+        """Forget every captured graph."""
+        self.graphs.clear()
+
+
+def reset_all() -> None:
+    """Forget the graphs of every compiled object."""
+    for compiled in list(_ALL):
+        compiled.reset()

@@ -1,0 +1,163 @@
+"""Fused elementwise chains: generated kernels against the eager ops they replace."""
+
+import numpy as np
+import pytest
+
+import ember
+from ember._compile import codegen
+from ember._compile.fusion import FusedElementwise, find_chains
+from ember._compile.program import _metas, _uses
+from ember.jit._graph import Graph
+from ember.jit._script_module import _record
+from ember.ops import _native as native
+
+needs_numba = pytest.mark.skipif(not native.available(), reason="numba is not installed")
+
+# one chain per row: a function of two same-shaped tensors, and the input domain
+CHAINS = {
+    "arith": (lambda a, b: (a * 2.0 + b) / (b * b + 1.5) - a, (-2, 2)),
+    "tanh_relu": (lambda a, b: ((a * 2.0 + b).tanh() - 0.25).relu() * b, (-2, 2)),
+    "sigmoid_exp": (lambda a, b: (a.sigmoid() * b.exp()).neg() + 3.0, (-2, 2)),
+    "gelu_silu": (lambda a, b: ember.nn.functional.gelu(a) + ember.nn.functional.silu(b),
+                  (-3, 3)),
+    "log_sqrt": (lambda a, b: a.log() * b.sqrt() + a.rsqrt(), (0.5, 3)),
+    "trig_abs": (lambda a, b: a.sin() * b.cos() - (a - b).abs(), (-2, 2)),
+    "square": (lambda a, b: a * a - b * a, (-2, 2)),
+}
+
+
+def _inputs(dtype, low, high, shape=(6, 7), seed=0):
+    rng = np.random.default_rng(seed)
+    return [ember.tensor(rng.uniform(low, high, shape).astype(dtype), requires_grad=True)
+            for _ in range(2)]
+
+
+@needs_numba
+@pytest.mark.parametrize("name", sorted(CHAINS))
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_a_fused_chain_equals_the_eager_ops_forward_and_backward(name, dtype):
+    fn, (low, high) = CHAINS[name]
+    compiled = ember.compile(fn)
+    a, b = _inputs(dtype, low, high)
+    expected = fn(a, b)
+    grads = ember.autograd.grad(expected.sum() * 1.0, [a, b])
+    compiled(a, b)  # captures
+    (graph,) = compiled._compiled.graphs.values()
+    assert graph.chains and "FusedElementwise" in graph.describe()
+    got = compiled(a, b)  # replays the fused kernel
+    got_grads = ember.autograd.grad(got.sum() * 1.0, [a, b])
+    tol = dict(rtol=2e-6, atol=2e-6) if dtype == np.float32 else dict(rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(got.detach().numpy(), expected.detach().numpy(), **tol)
+    for g, e in zip(got_grads, grads):
+        np.testing.assert_allclose(g.numpy(), e.numpy(), **tol)
+
+
+@needs_numba
+def test_generated_kernels_match_float64_math_and_gradcheck():
+    fn, _ = CHAINS["tanh_relu"]
+    compiled = ember.compile(fn)
+    a, b = _inputs(np.float64, -2, 2, shape=(3, 4), seed=1)
+    compiled(a, b)
+    x, y = a.detach().numpy(), b.detach().numpy()
+    inner = np.tanh(x * 2.0 + y) - 0.25
+    np.testing.assert_allclose(compiled(a, b).detach().numpy(),
+                               np.maximum(inner, 0) * y, rtol=1e-13)
+    assert ember.autograd.gradcheck(compiled, (a, b))
+    # the recorded (create_graph) backward replays the members: second order works too
+    assert ember.autograd.gradgradcheck(compiled, (a, b))
+
+
+@needs_numba
+def test_large_arrays_take_the_parallel_kernel():
+    fn, _ = CHAINS["arith"]
+    compiled = ember.compile(fn)
+    a, b = _inputs(np.float32, -2, 2, shape=(300, 300))
+    expected = fn(a, b)
+    compiled(a, b)
+    got = compiled(a, b)
+    np.testing.assert_allclose(got.detach().numpy(), expected.detach().numpy(), rtol=2e-6,
+                               atol=2e-6)
+    (graph,) = compiled._compiled.graphs.values()
+    assert ("forward", True) in graph.chains[0].kernel._compiled
+
+
+@needs_numba
+def test_with_numba_switched_off_a_fused_node_runs_its_member_ops():
+    fn, _ = CHAINS["sigmoid_exp"]
+    compiled = ember.compile(fn)
+    a, b = _inputs(np.float64, -2, 2)
+    compiled(a, b)
+    expected = fn(a, b)
+    (ga,) = ember.autograd.grad(expected.sum(), [a])
+    with native.use_numba(False):
+        got = compiled(a, b)  # the graph was built with a fused node
+        (gb,) = ember.autograd.grad(got.sum(), [a])
+    np.testing.assert_array_equal(got.detach().numpy(), expected.detach().numpy())
+    np.testing.assert_allclose(gb.numpy(), ga.numpy(), rtol=1e-14)
+
+
+def test_without_numba_nothing_is_fused():
+    fn, _ = CHAINS["arith"]
+    with native.use_numba(False):
+        compiled = ember.compile(fn)
+        a, b = _inputs(np.float32, -2, 2)
+        compiled(a, b)
+        got = compiled(a, b)
+    (graph,) = compiled._compiled.graphs.values()
+    assert not graph.chains
+    np.testing.assert_array_equal(got.detach().numpy(), fn(a, b).detach().numpy())
+
+
+def _chains_of(fn, *args):
+    trace, returned = _record(fn, args, {}, {})
+    graph = Graph.from_trace(trace, returned)
+    return find_chains(graph.nodes, _metas(trace, {}), _uses(graph)), graph
+
+
+def test_chains_stop_at_shared_intermediates_broadcasts_and_non_elementwise_ops():
+    a, b = ember.randn(4, 5), ember.randn(4, 5)
+    bias = ember.randn(5)
+
+    def shared(x, y):
+        t = x * y            # read twice: stays an array
+        return (t + 1.0).exp() + t.tanh()
+
+    chains, _ = _chains_of(shared, a, b)
+    assert [len(c.nodes) for c in chains] == [4]  # (t + 1).exp() + t.tanh(); t is a leaf
+    chains, _ = _chains_of(lambda x, y: (x + bias).relu() * y, a, b)
+    assert [len(c.nodes) for c in chains] == [2]  # relu * y: the broadcast add is not fused
+    chains, _ = _chains_of(lambda x, y: (x @ y.T).tanh().exp(), a, b)
+    assert [len(c.nodes) for c in chains] == [2]
+    chains, _ = _chains_of(lambda x, y: x.tanh() + y, a.long().float(), b.double())
+    assert chains == []  # mixed dtypes
+
+
+def test_chain_source_is_built_from_the_table():
+    members = (codegen.Member(ember.ops.arithmetic.Mul, (("leaf", 0), ("number", 2.0))),
+               codegen.Member(ember.ops.elementwise.Tanh, (("member", 0),)))
+    source = codegen.ChainKernel(members, 1).source
+    assert "v0 = l0 * 2.0" in source and "v1 = math.tanh(v0)" in source
+    assert "d0 += d1 * (1.0 - v1 * v1)" in source and "gl0 += d0 * (2.0)" in source
+
+
+@needs_numba
+def test_fused_op_is_a_function_whose_buffers_are_reused():
+    compiled = ember.compile(lambda x: (x * 3.0).tanh())
+    x = ember.randn(50, 50)
+    compiled(x)
+    (graph,) = compiled._compiled.graphs.values()
+    pool = graph.chains[0].pool
+    first = compiled(x)
+    assert first.grad_fn is None  # (x does not require grad)
+    kept = first.detach().numpy().copy()
+    second = compiled(x * 2)
+    # `first` is still held: the second call writes elsewhere
+    assert not np.shares_memory(first.detach().numpy(), second.detach().numpy())
+    np.testing.assert_array_equal(first.detach().numpy(), kept)
+    del first, second
+    for _ in range(5):
+        compiled(x)
+    assert pool.allocated == 2
+    y = ember.randn(50, 50, requires_grad=True)
+    out = compiled(y)
+    assert type(out.grad_fn) is FusedElementwise  # (its own graph: y requires grad)

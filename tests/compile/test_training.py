@@ -1,0 +1,140 @@
+"""Compiled training equals eager training: loss and every gradient, step after step."""
+
+import copy
+
+import numpy as np
+import pytest
+
+import ember
+import ember.nn as nn
+import ember.nn.functional as F
+from ember._compile.program import CompiledGraph
+from ember.ops import _native as native
+
+
+class MLP(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1, self.fc2, self.fc3 = nn.Linear(20, 32), nn.Linear(32, 16), nn.Linear(16, 5)
+
+    def forward(self, x):
+        h = F.relu(self.fc1(x))
+        h = F.gelu(self.fc2(h)) * 0.5 + h[:, :16].tanh()   # an elementwise chain to fuse
+        return self.fc3(h)
+
+
+class Block(nn.Module):
+    """A GPT block: causal self-attention and an MLP, with residuals and dropout."""
+
+    def __init__(self, n_embd=16, n_head=2, block=8):
+        super().__init__()
+        self.n_head = n_head
+        self.ln1, self.ln2 = nn.LayerNorm(n_embd), nn.LayerNorm(n_embd)
+        self.qkv, self.proj = nn.Linear(n_embd, 3 * n_embd), nn.Linear(n_embd, n_embd)
+        self.mlp = nn.Sequential(nn.Linear(n_embd, 4 * n_embd), nn.GELU(),
+                                 nn.Linear(4 * n_embd, n_embd), nn.Dropout(0.1))
+        self.register_buffer("mask", ember.tril(ember.ones(block, block)).view(1, 1, block,
+                                                                                 block))
+
+    def forward(self, x, targets):
+        b, t, c = x.shape
+        q, k, v = self.qkv(self.ln1(x)).split(c, dim=2)
+        q, k, v = (z.view(b, t, self.n_head, c // self.n_head).transpose(1, 2)
+                   for z in (q, k, v))
+        att = (q @ k.transpose(-2, -1)) * (1.0 / (c // self.n_head) ** 0.5)
+        att = F.softmax(att.masked_fill(self.mask[:, :, :t, :t] == 0, float("-inf")), dim=-1)
+        y = (att @ v).transpose(1, 2).contiguous().view(b, t, c)
+        x = x + self.proj(y)
+        x = x + self.mlp(self.ln2(x))
+        return F.mse_loss(x, targets)
+
+
+class CNN(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv1, self.conv2 = nn.Conv2d(1, 4, 3), nn.Conv2d(4, 8, 3)
+        self.bn = nn.BatchNorm2d(8)
+        self.drop = nn.Dropout(0.25)
+        self.fc = nn.Linear(8 * 4 * 4, 10)
+
+    def forward(self, x):
+        x = F.relu(self.conv1(x))
+        x = F.max_pool2d(F.relu(self.bn(self.conv2(x))), 2)
+        return F.log_softmax(self.fc(ember.flatten(self.drop(x), 1)), dim=1)
+
+
+def _batches(kind, steps, dtype):
+    rng = np.random.default_rng(7)
+    for _ in range(steps):
+        if kind == "mlp":
+            yield (ember.tensor(rng.standard_normal((12, 20)).astype(dtype)),
+                   ember.tensor(rng.integers(0, 5, 12)))
+        elif kind == "gpt":
+            yield (ember.tensor(rng.standard_normal((3, 8, 16)).astype(dtype)),
+                   ember.tensor(rng.standard_normal((3, 8, 16)).astype(dtype)))
+        else:
+            yield (ember.tensor(rng.standard_normal((6, 1, 12, 12)).astype(dtype)),
+                   ember.tensor(rng.integers(0, 10, 6)))
+
+
+def _loss(kind, model, x, y):
+    if kind == "mlp":
+        return F.cross_entropy(model(x), y)
+    if kind == "gpt":
+        return model(x, y)
+    return F.nll_loss(model(x), y)
+
+
+def _train(kind, model, steps, dtype):
+    """Losses and gradients of `steps` AdamW steps (the same seed for dropout)."""
+    opt = ember.optim.AdamW(model.parameters(), lr=1e-2)
+    ember.manual_seed(123)
+    losses, grads = [], []
+    for x, y in _batches(kind, steps, dtype):
+        opt.zero_grad()
+        loss = _loss(kind, model, x, y)
+        loss.backward()
+        losses.append(loss.item())
+        grads.append([p.grad.numpy().copy() for p in model.parameters()])
+        opt.step()
+    return losses, grads
+
+
+@pytest.mark.parametrize("kind", ["mlp", "gpt", "cnn"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_compiled_training_matches_eager(kind, dtype):
+    ember.manual_seed(0)
+    model = {"mlp": MLP, "gpt": Block, "cnn": CNN}[kind]()
+    if dtype == np.float64:
+        model = model.double()
+    twin = copy.deepcopy(model)
+    compiled = ember.compile(twin)
+    steps = 4
+    eager_losses, eager_grads = _train(kind, model, steps, dtype)
+    losses, grads = _train(kind, compiled, steps, dtype)
+    assert compiled._compiled.captures == 1          # one capture, then replays
+    assert all(isinstance(g, CompiledGraph) for g in compiled._compiled.graphs.values())
+    tol = dict(rtol=1e-4, atol=1e-5) if dtype == np.float32 else dict(rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(losses, eager_losses, **tol)
+    for got, expected in zip(grads, eager_grads):
+        for g, e in zip(got, expected):
+            np.testing.assert_allclose(g, e, **tol)
+    for p, q in zip(twin.parameters(), model.parameters()):
+        np.testing.assert_allclose(p.detach().numpy(), q.detach().numpy(), **tol)
+    for b, c in zip(twin.buffers(), model.buffers()):  # batch norm's running statistics
+        np.testing.assert_allclose(b.numpy(), c.numpy(), **tol)
+
+
+def test_the_mlp_and_block_graphs_hold_fused_chains():
+    for model, args in [(MLP(), (ember.randn(4, 20),)),
+                        (Block(), (ember.randn(2, 8, 16), ember.randn(2, 8, 16)))]:
+        compiled = ember.compile(model)
+        compiled(*args)
+        (graph,) = compiled._compiled.graphs.values()
+        assert bool(graph.chains) == native.enabled()
+
+
+@pytest.mark.parametrize("kind", ["mlp", "cnn"])
+def test_compiled_training_matches_eager_without_numba(kind):
+    with native.use_numba(False):
+        test_compiled_training_matches_eager(kind, np.float32)

@@ -159,5 +159,6 @@ def test_fused_op_is_a_function_whose_buffers_are_reused():
         compiled(x)
     assert pool.allocated == 2
     y = ember.randn(50, 50, requires_grad=True)
+    compiled(y)  # a new signature: captured, by an eager run
     out = compiled(y)
     assert type(out.grad_fn) is FusedElementwise  # (its own graph: y requires grad)

@@ -17,7 +17,9 @@ from .._core.grad_mode import STATE
 from .._core.tensor import Tensor, _make
 from ._broadcast import broadcast_shapes
 from .complex import times_conj
-from ._util import cast, cpp_name, float_input, is_scalar, promote, result_type, xp_of
+from ._util import (
+    cast, cpp_name, float_input, is_scalar, promote, result_type, write_out, xp_of,
+)
 
 
 def inplace_operand(op: str, target: Tensor, other):
@@ -200,17 +202,32 @@ def _scaled(other, alpha):
     return other * alpha
 
 
-def add(input, other, *, alpha=1) -> Tensor:
-    """``input + alpha * other`` with broadcasting and PyTorch's type promotion."""
+def _into(op: str, result: Tensor, out) -> Tensor:
+    """PyTorch's out= of the elementwise ops: `result` cast to `out`'s dtype where that cast
+    is safe (a float result into an integer `out` raises), written into `out` (resized, with
+    a warning, when it held elements of another shape), and `out` returned."""
+    if isinstance(out, Tensor) and out.dtype != result.dtype:
+        if not dtypes.can_cast(result.dtype, out.dtype):
+            raise RuntimeError(f"result type {cpp_name(result.dtype)} can't be cast to the "
+                               f"desired output type {cpp_name(out.dtype)}")
+        result = result.to(out.dtype)
+    return write_out(op, result, out)
+
+
+def add(input, other, *, alpha=1, out=None) -> Tensor:
+    """``input + alpha * other`` with broadcasting and PyTorch's type promotion; with `out`,
+    the result is written there (see ``_into``)."""
     a, b = promote("add", input, _scaled(other, alpha))
-    out = Add.apply(a, b)
-    if out._data.ndim == 0 and out._grad_fn is not None:
-        check_graph_leak(out, Add)  # `total_loss = total_loss + loss` across optimizer steps
-    return out
+    result = Add.apply(a, b)
+    if out is not None:
+        return _into("add", result, out)
+    if result._data.ndim == 0 and result._grad_fn is not None:
+        check_graph_leak(result, Add)  # `total_loss = total_loss + loss` across optimizer steps
+    return result
 
 
-def sub(input, other, *, alpha=1) -> Tensor:
-    """``input - alpha * other``."""
+def sub(input, other, *, alpha=1, out=None) -> Tensor:
+    """``input - alpha * other`` (into `out` if given)."""
     if isinstance(input, Tensor) and input.dtype is dtypes.bool:
         raise RuntimeError(
             "Subtraction, the `-` operator, with a bool tensor is not supported. If you are "
@@ -218,7 +235,8 @@ def sub(input, other, *, alpha=1) -> Tensor:
         )
     a, b = promote("sub", input, _scaled(other, alpha))
     # `number - tensor` (the reflected operator) is PyTorch's rsub
-    return (Sub if isinstance(a, Tensor) else RsubScalar).apply(a, b)
+    result = (Sub if isinstance(a, Tensor) else RsubScalar).apply(a, b)
+    return result if out is None else _into("sub", result, out)
 
 
 def rsub(input, other, *, alpha=1) -> Tensor:
@@ -227,14 +245,18 @@ def rsub(input, other, *, alpha=1) -> Tensor:
     return (Rsub if isinstance(a, Tensor) else RsubScalar).apply(a, b)
 
 
-def mul(input, other) -> Tensor:
-    """Elementwise product with broadcasting."""
+def mul(input, other, *, out=None) -> Tensor:
+    """Elementwise product with broadcasting (into `out` if given)."""
     a, b = promote("mul", input, other)
-    return Mul.apply(a, b)
+    result = Mul.apply(a, b)
+    return result if out is None else _into("mul", result, out)
 
 
-def div(input, other, *, rounding_mode: str | None = None) -> Tensor:
-    """True division (integers give the default float dtype); or 'trunc'/'floor' rounding."""
+def div(input, other, *, rounding_mode: str | None = None, out=None) -> Tensor:
+    """True division (integers give the default float dtype); or 'trunc'/'floor' rounding;
+    into `out` if given."""
+    if out is not None:
+        return _into("div", div(input, other, rounding_mode=rounding_mode), out)
     if rounding_mode is not None:
         if rounding_mode not in ("floor", "trunc"):
             raise RuntimeError(f"div expected rounding_mode to be one of None, 'trunc', or "
@@ -249,9 +271,9 @@ def div(input, other, *, rounding_mode: str | None = None) -> Tensor:
     return Div.apply(cast(input, rt), cast(other, rt))
 
 
-def true_divide(input, other) -> Tensor:
+def true_divide(input, other, *, out=None) -> Tensor:
     """Alias of ``div`` without rounding."""
-    return div(input, other)
+    return div(input, other, out=out)
 
 
 def positive(input: Tensor) -> Tensor:
@@ -263,6 +285,8 @@ def positive(input: Tensor) -> Tensor:
 
 def neg(input: Tensor) -> Tensor:
     """``-input``."""
+    if input.is_sparse:  # a sparse COO tensor negates its values (ops/sparse_coo.py)
+        return input.neg()
     if input.dtype is dtypes.bool:
         raise RuntimeError(
             "Negation, the `-` operator, on a bool tensor is not supported. If you are trying "
@@ -466,12 +490,15 @@ def _check_pow_dtype(d) -> None:
         raise unsupported("pow", d)
 
 
-def pow(input, exponent) -> Tensor:  # noqa: A001 - PyTorch's name
+def pow(input, exponent, *, out=None) -> Tensor:  # noqa: A001 - PyTorch's name
     """``input ** exponent`` elementwise; either one (not both) may be a Python number.
 
     Integer tensors stay integers; an integer tensor to a negative number raises.
     Example: ``ember.pow(ember.tensor([1., 2., 3.]), 2)`` is ``tensor([1., 4., 9.])``.
+    With `out`, the result is written there.
     """
+    if out is not None:
+        return _into("pow", pow(input, exponent), out)
     if isinstance(input, Tensor) and isinstance(exponent, Tensor):
         check_broadcast(input, exponent)
         x, y = promote("pow", input, exponent)
@@ -500,13 +527,19 @@ def pow_(input: Tensor, exponent) -> Tensor:
     return PowTensorScalarInplace.apply(input, e)
 
 
-def float_power(input, exponent) -> Tensor:
-    """``input ** exponent`` computed in double precision (float64 result)."""
+def float_power(input, exponent, *, out=None) -> Tensor:
+    """``input ** exponent`` computed in double precision (float64 result; `out`, if given,
+    must be of that dtype)."""
     def wide(v):
         if isinstance(v, Tensor):
             return v.to(dtypes.complex128 if v.is_complex() else dtypes.float64)
         return v if isinstance(v, complex) else float(v)
-    return pow(wide(input), wide(exponent))
+    result = pow(wide(input), wide(exponent))
+    if isinstance(out, Tensor) and out.dtype != result.dtype:
+        raise RuntimeError(f"the output given to float_power has dtype {cpp_name(out.dtype)} "
+                           f"but the operation's result requires dtype "
+                           f"{cpp_name(result.dtype)}")
+    return write_out("float_power", result, out)
 
 
 def float_power_(input: Tensor, exponent) -> Tensor:
@@ -688,9 +721,10 @@ def _division_like_(op: str, kernel: str, cls, input: Tensor, other):
     return cls.apply(input, b)
 
 
-def floor_divide(input, other) -> Tensor:
+def floor_divide(input, other, *, out=None) -> Tensor:
     """``input // other``: the quotient rounded toward minus infinity (Python's ``//``)."""
-    return _division_like("floor_divide", "div_floor_cpu", FloorDivide, input, other)
+    result = _division_like("floor_divide", "div_floor_cpu", FloorDivide, input, other)
+    return result if out is None else _into("floor_divide", result, out)
 
 
 def floor_divide_(input: Tensor, other) -> Tensor:
@@ -698,9 +732,10 @@ def floor_divide_(input: Tensor, other) -> Tensor:
     return _division_like_("floor_divide_", "div_floor_cpu", FloorDivideInplace, input, other)
 
 
-def remainder(input, other) -> Tensor:
+def remainder(input, other, *, out=None) -> Tensor:
     """``input % other`` with the sign of `other`, as Python's ``%``."""
-    return _division_like("remainder", "remainder_cpu", Remainder, input, other)
+    result = _division_like("remainder", "remainder_cpu", Remainder, input, other)
+    return result if out is None else _into("remainder", result, out)
 
 
 def remainder_(input: Tensor, other) -> Tensor:
@@ -708,9 +743,10 @@ def remainder_(input: Tensor, other) -> Tensor:
     return _division_like_("remainder_", "remainder_cpu", RemainderInplace, input, other)
 
 
-def fmod(input, other) -> Tensor:
+def fmod(input, other, *, out=None) -> Tensor:
     """The remainder of ``input / other`` with the sign of `input`, as C's ``fmod``."""
-    return _division_like("fmod", "fmod_cpu", Fmod, input, other)
+    result = _division_like("fmod", "fmod_cpu", Fmod, input, other)
+    return result if out is None else _into("fmod", result, out)
 
 
 def fmod_(input: Tensor, other) -> Tensor:

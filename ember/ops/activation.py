@@ -422,7 +422,9 @@ class Hardtanh(Function):
     def backward(ctx, grad):
         (y,) = ctx.saved_tensors
         lo, hi = ctx.bounds
-        return grad.where((y > lo) & (y < hi), 0.0)
+        # NOTE: zero only where y is at or past a bound, so a NaN input passes its gradient
+        # (PyTorch's rule), unlike clamp, whose gradient is zero at NaN.
+        return grad.where(~((y <= lo) | (y >= hi)), 0.0)
 
 
 class Threshold(Function):

@@ -1,0 +1,79 @@
+"""clamp / clamp_min / clamp_max / hardtanh / relu6 gradients at the bounds and at NaN.
+
+PyTorch's rules: clamp passes the gradient where ``min <= x <= max`` (bounds included, NaN
+excluded); with tensor bounds a bound gets the gradient where it is the result (strictly
+past it); hardtanh passes it everywhere except at or past a bound (so NaN passes)."""
+
+import math
+
+import pytest
+
+import ember
+import ember.nn.functional as F
+
+NAN = math.nan
+X = [-1.0, 0.0, 0.5, 1.0, 2.0, NAN]
+
+
+def _grads(lib, f, n_bounds=0):
+    x = lib.tensor(X, dtype=lib.float64, requires_grad=True)
+    bounds = [lib.tensor([0.0] * 6, dtype=lib.float64, requires_grad=True),
+              lib.tensor([1.0] * 6, dtype=lib.float64, requires_grad=True)][:n_bounds]
+    f(lib, x, *bounds).sum().backward()
+    return [None if t.grad is None else t.grad.tolist() for t in (x, *bounds)]
+
+
+CASES = {
+    "number bounds": (lambda lib, x: lib.clamp(x, 0.0, 1.0), 0),
+    "min only": (lambda lib, x: lib.clamp(x, min=0.0), 0),
+    "max only": (lambda lib, x: lib.clamp(x, max=1.0), 0),
+    "clamp_min": (lambda lib, x: lib.clamp_min(x, 0.0), 0),
+    "clamp_max": (lambda lib, x: lib.clamp_max(x, 1.0), 0),
+    "clip": (lambda lib, x: lib.clip(x, 0.0, 1.0), 0),
+    "equal bounds": (lambda lib, x: lib.clamp(x, 1.0, 1.0), 0),
+    "in place": (lambda lib, x: (x * 1).clamp_(0.0, 1.0), 0),
+    "tensor bounds": (lambda lib, x, lo, hi: lib.clamp(x, lo, hi), 2),
+    "tensor min": (lambda lib, x, lo: lib.clamp(x, min=lo), 1),
+    "tensor clamp_min": (lambda lib, x, lo: lib.clamp_min(x, lo), 1),
+    "tensor bounds swapped": (lambda lib, x, lo, hi: lib.clamp(x, hi, lo), 2),
+    "hardtanh": (lambda lib, x: lib.nn.functional.hardtanh(x, 0.0, 1.0), 0),
+    "hardtanh default": (lambda lib, x: lib.nn.functional.hardtanh(x), 0),
+    "relu6": (lambda lib, x: lib.nn.functional.relu6(x * 6), 0),
+}
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_bound_gradients_match_pytorch(name):
+    torch = pytest.importorskip("torch")
+    f, n = CASES[name]
+    assert _grads(ember, f, n) == _grads(torch, f, n)
+
+
+def test_clamp_passes_the_gradient_at_the_bounds_not_at_nan():
+    assert _grads(ember, CASES["number bounds"][0]) == [[0, 1, 1, 1, 0, 0]]
+    assert _grads(ember, CASES["min only"][0]) == [[0, 1, 1, 1, 1, 0]]
+    assert _grads(ember, CASES["max only"][0]) == [[1, 1, 1, 1, 0, 0]]
+    # x == lo == hi: the result is the bound's value and x's gradient passes
+    assert _grads(ember, CASES["equal bounds"][0]) == [[0, 0, 0, 1, 0, 0]]
+
+
+def test_clamp_tensor_bounds_take_the_gradient_strictly_past_them():
+    gx, glo, ghi = _grads(ember, CASES["tensor bounds"][0], 2)
+    assert gx == [0, 1, 1, 1, 0, 0]
+    assert glo == [1, 0, 0, 0, 0, 0]
+    assert ghi == [0, 0, 0, 0, 1, 0]
+
+
+def test_hardtanh_gradient_is_zero_at_the_bounds_and_passes_nan():
+    assert _grads(ember, CASES["hardtanh"][0]) == [[0, 0, 1, 0, 0, 1]]
+    x = ember.tensor([0.0, 3.0, 6.0, NAN], dtype=ember.float64, requires_grad=True)
+    F.relu6(x).sum().backward()
+    assert x.grad.tolist()[:3] == [0.0, 1.0, 0.0] and x.grad.tolist()[3] == 1.0
+
+
+def test_clamp_gradcheck_away_from_the_bounds():
+    x = ember.tensor([-1.0, 0.25, 0.5, 2.0], dtype=ember.float64, requires_grad=True)
+    lo = ember.tensor([0.0, 0.0, 0.7, 0.0], dtype=ember.float64, requires_grad=True)
+    hi = ember.tensor([1.0, 1.0, 1.0, 1.5], dtype=ember.float64, requires_grad=True)
+    assert ember.autograd.gradcheck(ember.clamp, (x, lo, hi))
+    assert ember.autograd.gradcheck(lambda t: F.hardtanh(t, 0.0, 1.0), (x,))

@@ -1,12 +1,15 @@
 """Pickle through an allow-list: the globals a file may name, and the unpicklers.
 
-With ``weights_only=True`` every class or function a pickle refers to (``GLOBAL``,
-``STACK_GLOBAL``, extension codes) is resolved by ``find_class`` below, which answers
-only from an explicit allow-list: a few harmless built-ins, ``collections.OrderedDict``,
-ember's Size/device/dtype, the replacements for PyTorch's rebuild functions when reading
-a ``.pt`` file, and what the user allow-listed with :func:`add_safe_globals`.  Every
-callable the unpickler can invoke comes from there, so a file cannot reach ``os.system``
-or the ``__reduce__`` of an arbitrary type; tensors come in through ``persistent_load``.
+:class:`AllowListUnpickler` is the one mechanism: every class or function a pickle refers
+to (``GLOBAL``, ``STACK_GLOBAL``, extension codes) is resolved by its ``find_class``, which
+answers only from the allow-list it is given, so a pickle cannot reach ``os.system`` or
+the ``__reduce__`` of an arbitrary type.  Its users pass their own lists:
+
+- ``ember.load(weights_only=True)``: a few harmless built-ins, ``collections.OrderedDict``,
+  ember's Size/device/dtype, the replacements for PyTorch's rebuild functions when reading
+  a ``.pt`` file, and what the user allow-listed with :func:`add_safe_globals`; tensors
+  come in through ``persistent_load``;
+- the CIFAR loader (``ember.vision.datasets.cifar``): NumPy's array rebuild functions.
 """
 
 from __future__ import annotations
@@ -91,8 +94,9 @@ def _user_global(full: str):
     return item[0] if isinstance(item, tuple) else item
 
 
-def _codecs_encode(text, encoding="utf-8"):
-    """The only use of ``_codecs.encode`` we admit: bytes pickled by protocol 2."""
+def latin1_encode(text, encoding="utf-8"):
+    """The only use of ``_codecs.encode`` we admit: how protocol-2 pickles written by
+    Python 3 store bytes (as latin1 text)."""
     if not isinstance(text, str) or encoding not in ("latin1", "latin-1"):
         raise UnpicklingError("_codecs.encode is only allowed for latin1 text (pickled bytes)")
     return text.encode("latin1")
@@ -104,7 +108,7 @@ _BUILTIN_GLOBALS = {
     "builtins.frozenset": builtins.frozenset,
     "builtins.complex": builtins.complex,
     "builtins.slice": builtins.slice,
-    "_codecs.encode": _codecs_encode,
+    "_codecs.encode": latin1_encode,
     "ember._core.tensor.Size": Size,
     "ember._core.tensor.HookDict": HookDict,  # a plain dict (modules keep hooks in them)
     "ember._core.device.device": Device,
@@ -124,56 +128,71 @@ def _not_allowed(full: str) -> UnpicklingError:
     )
 
 
-class RestrictedUnpickler(pickle.Unpickler):
-    """An Unpickler that resolves globals only from the allow-lists.
+class AllowListUnpickler(pickle.Unpickler):
+    """An Unpickler that resolves globals only through an allow-list.
+
+    `allowed(full_name)` returns the object that ``"module.name"`` stands for, or None to
+    refuse it, and `refuse(full_name)` builds the error then.  `persistent_load(pid)`
+    supplies the objects stored beside the pickle (tensors); without it a pickle naming
+    one is refused.  Other keyword arguments (``encoding``) go to ``pickle.Unpickler``.
+    """
+
+    # names that protocol-2 pickles written by Python 2 (or PyTorch) use
+    _PYTHON2_MODULES = {"__builtin__": "builtins", "copy_reg": "copyreg"}
+
+    def __init__(self, file, allowed, refuse=None, persistent_load=None, **kwargs):
+        super().__init__(file, **kwargs)
+        self._allowed = allowed
+        self._refuse = refuse or _not_allowed
+        self._persistent = persistent_load
+
+    def find_class(self, module: str, name: str):
+        full = f"{self._PYTHON2_MODULES.get(module, module)}.{name}"
+        found = self._allowed(full)
+        if found is None:
+            raise self._refuse(full)
+        return found
+
+    def persistent_load(self, pid):
+        if self._persistent is None:
+            raise UnpicklingError("persistent ids are not allowed in this pickle")
+        return self._persistent(pid)
+
+
+class _AnyGlobalUnpickler(AllowListUnpickler):
+    """``weights_only=False``: any global; the names `allowed` knows are mapped to ember's."""
+
+    def find_class(self, module: str, name: str):
+        mapped = self._allowed(f"{module}.{name}")
+        return mapped if mapped is not None else pickle.Unpickler.find_class(self, module, name)
+
+
+def _weights_only_globals(extra: dict):
+    """The allow-list of ``weights_only=True``: `extra`, the built-in one, the user's."""
+
+    def allowed(full: str):
+        for table in (extra, _BUILTIN_GLOBALS):
+            if full in table:
+                return table[full]
+        return _user_global(full)
+
+    return allowed
+
+
+def unpickle(data: bytes, persistent_load, weights_only: bool, extra: dict | None = None):
+    """Unpickle `data`; with `weights_only` every failure is an UnpicklingError.
 
     `extra` maps further ``module.name`` strings to safe replacements (PyTorch's names
     when reading a ``.pt`` file); `persistent_load` supplies the tensors.
     """
-
-    def __init__(self, file, persistent_load, extra: dict | None = None):
-        super().__init__(file)
-        self._extra = extra or {}
-        self._persistent = persistent_load
-
-    def find_class(self, module: str, name: str):
-        if module == "__builtin__":  # protocol 2 pickles written by Python 2 or PyTorch
-            module = "builtins"
-        full = f"{module}.{name}"
-        for table in (self._extra, _BUILTIN_GLOBALS):
-            if full in table:
-                return table[full]
-        found = _user_global(full)
-        if found is not None:
-            return found
-        raise _not_allowed(full)
-
-    def persistent_load(self, pid):
-        return self._persistent(pid)
-
-
-class FullUnpickler(pickle.Unpickler):
-    """``weights_only=False``: any global, except the `extra` names mapped to ember's."""
-
-    def __init__(self, file, persistent_load, extra: dict | None = None):
-        super().__init__(file)
-        self._extra = extra or {}
-        self._persistent = persistent_load
-
-    def find_class(self, module: str, name: str):
-        mapped = self._extra.get(f"{module}.{name}")
-        return mapped if mapped is not None else super().find_class(module, name)
-
-    def persistent_load(self, pid):
-        return self._persistent(pid)
-
-
-def unpickle(data: bytes, persistent_load, weights_only: bool, extra: dict | None = None):
-    """Unpickle `data`; with `weights_only` every failure is an UnpicklingError."""
+    extra = extra or {}
     if not weights_only:
-        return FullUnpickler(io.BytesIO(data), persistent_load, extra).load()
+        return _AnyGlobalUnpickler(io.BytesIO(data), extra.get,
+                                   persistent_load=persistent_load).load()
+    unpickler = AllowListUnpickler(io.BytesIO(data), _weights_only_globals(extra),
+                                   persistent_load=persistent_load)
     try:
-        return RestrictedUnpickler(io.BytesIO(data), persistent_load, extra).load()
+        return unpickler.load()
     except UnpicklingError:
         raise
     except Exception as exc:  # a broken or hostile stream: say so, whatever broke

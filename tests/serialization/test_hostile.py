@@ -344,3 +344,23 @@ _entries = st.fixed_dictionaries({
                   st.binary(max_size=64))
 def test_fuzz_random_headers(header, payload):
     _attempt(raw_container(header, payload))
+
+
+def test_allow_list_unpickler_resolves_only_what_it_is_given():
+    # the one mechanism behind ember.load(weights_only=True) and the CIFAR loader
+    from collections import OrderedDict
+
+    from ember.serialization._restricted_pickle import AllowListUnpickler
+
+    def load(data, allowed, **kwargs):
+        return AllowListUnpickler(io.BytesIO(data), allowed, **kwargs).load()
+
+    allowed = {"collections.OrderedDict": OrderedDict}.get
+    assert load(pickle.dumps(OrderedDict(a=1), protocol=2), allowed) == OrderedDict(a=1)
+    with pytest.raises(UnpicklingError, match="builtins.set"):  # Python 2's __builtin__
+        load(b"c__builtin__\nset\n(]tR.", allowed)
+    with pytest.raises(KeyError, match="nope: builtins.set"):
+        load(b"c__builtin__\nset\n(]tR.", allowed, refuse=lambda full: KeyError(f"nope: {full}"))
+    with pytest.raises(UnpicklingError, match="persistent ids are not allowed"):
+        load(b"\x80\x02X\x01\x00\x00\x00aQ.", allowed)
+    assert load(b"\x80\x02X\x01\x00\x00\x00aQ.", allowed, persistent_load=str.upper) == "A"

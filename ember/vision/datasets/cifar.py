@@ -1,8 +1,9 @@
 """CIFAR-10 and CIFAR-100, from either of the two versions their authors distribute.
 
 - the **python version** (``cifar-10-batches-py/``, ``cifar-100-python/``): pickled
-  dicts of a NumPy array and lists.  They are read with `load_array_pickle`, an unpickler
-  that admits only plain containers and NumPy arrays, so a file cannot run code;
+  dicts of a NumPy array and lists.  They are read with `load_array_pickle`, ember's
+  allow-list unpickler given NumPy's array rebuild functions only, so a file cannot run
+  code;
 - the **binary version** (``cifar-10-batches-bin/``, ``cifar-100-binary/``): fixed-size
   records of label byte(s) then 3,072 pixel bytes (the red plane, green, blue).
 
@@ -21,6 +22,7 @@ import pickle
 
 import numpy as np
 
+from ...serialization._restricted_pickle import AllowListUnpickler, latin1_encode
 from .vision import VisionDataset
 
 # ---------------------------------------------------------------------------------------
@@ -54,37 +56,21 @@ def _frombuffer(buffer, dtype, shape, order):
     return array.reshape(shape, order=order).copy(order=order)
 
 
-def _latin1_encode(text, encoding="utf-8"):
-    # how protocol-2 pickles written by Python 3 store bytes
-    if not isinstance(text, str) or encoding not in ("latin1", "latin-1"):
-        raise pickle.UnpicklingError("_codecs.encode is only allowed for latin1 text")
-    return text.encode("latin1")
-
-
 _ALLOWED = {
-    ("numpy.core.multiarray", "_reconstruct"): _reconstruct,
-    ("numpy._core.multiarray", "_reconstruct"): _reconstruct,
-    ("numpy.core.numeric", "_frombuffer"): _frombuffer,
-    ("numpy._core.numeric", "_frombuffer"): _frombuffer,
-    ("numpy", "ndarray"): np.ndarray,
-    ("numpy", "dtype"): _dtype,
-    ("copyreg", "_reconstructor"): _reconstructor,
-    ("copy_reg", "_reconstructor"): _reconstructor,
-    ("_codecs", "encode"): _latin1_encode,
+    "numpy.core.multiarray._reconstruct": _reconstruct,
+    "numpy._core.multiarray._reconstruct": _reconstruct,
+    "numpy.core.numeric._frombuffer": _frombuffer,
+    "numpy._core.numeric._frombuffer": _frombuffer,
+    "numpy.ndarray": np.ndarray,
+    "numpy.dtype": _dtype,
+    "copyreg._reconstructor": _reconstructor,
+    "_codecs.encode": latin1_encode,
 }
 
 
-class _ArrayUnpickler(pickle.Unpickler):
-    def find_class(self, module: str, name: str):
-        found = _ALLOWED.get((module, name))
-        if found is None:
-            raise pickle.UnpicklingError(
-                f"the pickle refers to {module}.{name}; only plain containers and NumPy "
-                "arrays are allowed in a data file")
-        return found
-
-    def persistent_load(self, pid):
-        raise pickle.UnpicklingError("persistent ids are not allowed in a data file")
+def _not_data(full: str) -> pickle.UnpicklingError:
+    return pickle.UnpicklingError(f"the pickle refers to {full}; only plain containers and "
+                                  "NumPy arrays are allowed in a data file")
 
 
 def load_array_pickle(file, encoding: str = "latin1"):
@@ -96,11 +82,15 @@ def load_array_pickle(file, encoding: str = "latin1"):
     ``pickle.UnpicklingError``, so loading never runs code from the file.
     """
     if isinstance(file, (bytes, bytearray)):
-        return _ArrayUnpickler(io.BytesIO(file), encoding=encoding).load()
+        return _unpickler(io.BytesIO(file), encoding).load()
     if isinstance(file, (str, os.PathLike)):
         with open(file, "rb") as f:
-            return _ArrayUnpickler(f, encoding=encoding).load()
-    return _ArrayUnpickler(file, encoding=encoding).load()
+            return _unpickler(f, encoding).load()
+    return _unpickler(file, encoding).load()
+
+
+def _unpickler(f, encoding: str) -> AllowListUnpickler:
+    return AllowListUnpickler(f, _ALLOWED.get, refuse=_not_data, encoding=encoding)
 
 
 # ---------------------------------------------------------------------------------------

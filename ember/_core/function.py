@@ -287,49 +287,20 @@ def pack_hooked(ctx: Node, saved: list) -> list:
 
 
 # ---------------------------------------------------------------------------
-# the graph-leak guard: `total_loss += loss` across optimizer steps
+# a hook for a check from above: the graph-leak warning (ember/autograd/_graph_leak.py)
 
-def mark_optimizer_step() -> None:
-    """Called after each optimizer step: nodes recorded before now belong to past steps."""
-    STATE.step_seq = next_sequence_nr()
+_graph_leak_check = None
 
 
-_LEAK_SITES: set = set()
+def set_graph_leak_check(check) -> None:
+    """Install ``check(out, accumulator)``, called by `check_graph_leak` (None: no check)."""
+    global _graph_leak_check
+    _graph_leak_check = check
 
 
 def check_graph_leak(out: Tensor, accumulator: type) -> None:
-    """Warn (once per line) about the classic ``total_loss += loss`` leak, which keeps every
-    step's graph alive: a 0-dim sum with a graph that adds to an earlier 0-dim sum (an
-    `accumulator` node) recorded before the last optimizer step.  Called by ``add``/``add_``
-    on 0-dim results only.
-
-    NOTE: only a sum of sums counts.  Adding up losses recorded before the step, as in
-    ``print((loss_d + loss_g).item())`` after two optimizers stepped, keeps no graph past
-    the line and is not reported.
-    """
-    step = STATE.step_seq
-    fn = out._grad_fn
-    if step < 0 or fn is None:
-        return
-    if not any(isinstance(child, accumulator) and child._sequence_nr < step
-               and child._out_meta[0][0] == () for child, _ in fn._edges):
-        return
-    import os
-    import sys
-    import warnings
-
-    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
-    frame = sys._getframe(1)
-    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(here):
-        frame = frame.f_back
-    if frame is None:
-        return
-    site = (frame.f_code.co_filename, frame.f_lineno)
-    if site in _LEAK_SITES:
-        return
-    _LEAK_SITES.add(site)
-    warnings.warn_explicit(
-        f"{site[0]}:{site[1]}: a tensor that still carries its autograd graph is accumulated "
-        "across optimizer steps (e.g. `total_loss += loss`): the graph of every step stays "
-        "alive and memory grows. Accumulate `loss.item()` or `loss.detach()` instead.",
-        UserWarning, site[0], site[1], module=frame.f_globals.get("__name__", "__main__"))
+    """Called by ``add``/``add_`` with each 0-dim result that carries a graph (`accumulator`:
+    the node class of a sum): hands it to the installed check, if any."""
+    check = _graph_leak_check
+    if check is not None:
+        check(out, accumulator)

@@ -12,7 +12,7 @@ import inspect
 
 class _GradState:
     __slots__ = ("enabled", "inference", "anomaly", "anomaly_check_nan", "observer",
-                 "saved_hooks", "step_seq")
+                 "saved_hooks")
 
     def __init__(self):
         self.enabled = True
@@ -24,8 +24,6 @@ class _GradState:
         self.observer = None
         # The innermost saved_tensors_hooks (a (pack, unpack) pair), or None.
         self.saved_hooks = None
-        # The op sequence number at the last optimizer step (for the graph-leak warning).
-        self.step_seq = -1
 
 
 STATE = _GradState()

@@ -32,7 +32,7 @@ from itertools import chain
 
 import numpy as np
 
-from .._core.function import mark_optimizer_step
+from ..autograd._graph_leak import mark_optimizer_step
 from .._core.grad_mode import enable_grad, no_grad
 from .._core.tensor import HookDict, RemovableHandle, Tensor, _make
 

@@ -12,6 +12,7 @@ from .ops.sparse_coo import (
 from .ops.sparse_coo import _rebuild_sparse  # noqa: F401 - pickles made before the move name it
 from .ops.sparse_matmul import sparse_addmm as addmm
 from .ops.sparse_matmul import sparse_mm as mm
+from .ops.sparse_softmax import log_softmax, softmax
 
 __all__ = ["sparse_coo", "strided", "SparseTensor", "sparse_coo_tensor", "to_sparse", "sum",
-           "mm", "addmm"]
+           "mm", "addmm", "softmax", "log_softmax"]

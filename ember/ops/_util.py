@@ -66,7 +66,7 @@ def check_same_device(op: str, *tensors) -> None:
         if isinstance(t, Tensor):
             if first is None:
                 first = t
-            elif type(t._data) is not type(first._data) or t.device != first.device:
+            elif t.device != first.device:
                 raise RuntimeError(
                     "Expected all tensors to be on the same device, but found at least two "
                     f"devices, {first.device} and {t.device}! (when checking arguments for {op})"

@@ -32,7 +32,9 @@ from .._core import dtype as dtypes
 from .._core.backend import device_of, module_of, scatter_add, to_backend
 from .._core.device import CPU
 from .._core.grad_mode import is_grad_enabled
+from .._core.function import Function
 from .._core.tensor import Size, Tensor, _make
+from .._core.tensor import _wrap_dim
 from ._util import normalize_dims
 from .arithmetic import Add
 from .conversion import _parse_to_args
@@ -113,9 +115,12 @@ class CooData:
         return out
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
-        if ufunc is np.add and method == "__call__" and len(inputs) == 2 and not kwargs and (
-                inputs[1] is self and inputs[0] is not self):
-            return self.__radd__(inputs[0])
+        if ufunc in (np.add, np.subtract) and method == "__call__" and len(inputs) == 2 and (
+                not kwargs and inputs[1] is self and inputs[0] is not self):
+            # dense + coo, dense - coo: dense results (what add(dense, sparse) computes)
+            other = self if ufunc is np.add else CooData(self.indices, -self.values, self.shape,
+                                                         self.coalesced)
+            return other.__radd__(inputs[0])
         raise _unsupported_error(ufunc.__name__)
 
     def __array_function__(self, func, types, args, kwargs):
@@ -157,6 +162,17 @@ class SparseTensor(Tensor):
 
     is_sparse = True
     layout = sparse_coo
+    _grad_values = None  # the values as a Tensor in the autograd graph, when they need grad
+
+    @property
+    def requires_grad(self) -> bool:
+        """True when the values were given as a tensor that requires grad: ``to_dense``,
+        ``sparse.mm``, ``softmax`` and the other value-preserving ops pass gradients to it."""
+        return self._grad_values is not None and self._grad_values.requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, flag: bool) -> None:
+        self.requires_grad_(flag)
 
     # -- structure ---------------------------------------------------------------------
 
@@ -194,7 +210,12 @@ class SparseTensor(Tensor):
         values = xp.zeros((unique.shape[0],) + data.values.shape[1:], dtype=data.values.dtype)
         scatter_add(xp, values, inverse.reshape(-1), data.values)
         indices = xp.stack(xp.unravel_index(unique, sparse_shape)).astype(np.int64)
-        return wrap_coo(indices.reshape(len(sparse_shape), -1), values, data.shape, True)
+        indices = indices.reshape(len(sparse_shape), -1)
+        if self._grad_values is not None:  # the same sums, recorded for the gradient
+            summed = self._grad_values.new_zeros(values.shape)
+            summed = summed.index_add(0, _make(inverse.reshape(-1)), self._grad_values)
+            return with_values(indices, summed, data.shape, True)
+        return wrap_coo(indices, values, data.shape, True)
 
     def indices(self) -> Tensor:
         """The (sparse_dim, nnz) index tensor of a coalesced tensor."""
@@ -226,9 +247,38 @@ class SparseTensor(Tensor):
     to_sparse_coo = to_sparse
 
     def to_dense(self, dtype=None, *, masked_grad=None) -> Tensor:
-        """The dense tensor this sparse tensor stands for."""
+        """The dense tensor this sparse tensor stands for (differentiable in the values)."""
+        if self._grad_values is not None and is_grad_enabled():
+            values = self._grad_values if dtype is None else self._grad_values.to(dtype)
+            return ToDense.apply(values, indices=self._data.indices, shape=self._data.shape)
         return _make(self._data.to_dense(None if dtype is None else dtypes.to_dtype(
             dtype).np_dtype))
+
+    # -- shape -------------------------------------------------------------------------
+
+    def transpose(self, dim0: int, dim1: int) -> SparseTensor:
+        """Swap two sparse dimensions (two rows of the indices; the values are shared)."""
+        data = self._data
+        d0 = _wrap_dim(dim0, len(data.shape), "transpose")
+        d1 = _wrap_dim(dim1, len(data.shape), "transpose")
+        if d0 >= data.sparse_dim or d1 >= data.sparse_dim:
+            raise RuntimeError(f"sparse transpose: transposed dimensions must be sparse Got "
+                               f"sparse_dim: {data.sparse_dim}, d0: {d0}, d1: {d1}")
+        order = list(range(len(data.shape)))
+        order[d0], order[d1] = d1, d0
+        shape = Size(data.shape[d] for d in order)
+        indices = data.indices[order[:data.sparse_dim]]
+        return with_values(indices, values_of(self), shape, self._nnz() <= 1 or d0 == d1)
+
+    swapaxes = swapdims = transpose
+
+    def t(self) -> SparseTensor:
+        """The transpose of a sparse matrix (a sparse vector is returned as it is)."""
+        if self.sparse_dim() > 2 or self.dense_dim():
+            raise RuntimeError(f"t() expects a tensor with <= 2 sparse and 0 dense dimensions, "
+                               f"but got {self.sparse_dim()} sparse and {self.dense_dim()} dense "
+                               "dimensions")
+        return self if self.dim() < 2 else self.transpose(0, 1)
 
     # -- autograd and copies -----------------------------------------------------------
 
@@ -402,6 +452,9 @@ class SparseTensor(Tensor):
 
     def _scaled(self, factor) -> SparseTensor:
         data = self._data
+        if self._grad_values is not None:
+            return with_values(data.indices, self._grad_values * factor, data.shape,
+                               data.coalesced)
         values = data.values * factor
         if values.dtype != data.values.dtype and data.values.dtype.kind == "f":
             values = values.astype(data.values.dtype)
@@ -458,6 +511,36 @@ def wrap_coo(indices, values, shape, coalesced: bool) -> SparseTensor:
     return _make(CooData(indices, values, shape, coalesced), cls=SparseTensor)
 
 
+def values_of(s: SparseTensor) -> Tensor:
+    """The stored values of `s` as a Tensor, in the autograd graph when they need grad."""
+    return s._grad_values if s._grad_values is not None else _make(s._data.values)
+
+
+def with_values(indices, values: Tensor, shape, coalesced: bool) -> SparseTensor:
+    """A sparse tensor around `indices` and the Tensor `values`, which it keeps as the
+    source of its gradient when they require grad."""
+    out = wrap_coo(indices, values._data, shape, coalesced)
+    if values.requires_grad and is_grad_enabled():
+        out._grad_values = values
+    return out
+
+
+class ToDense(Function):
+    """The dense tensor of (indices, values): its gradient to the values is the dense
+    gradient read at the indices (repeated indices each get the same gradient)."""
+
+    _name = "ToDenseBackward0"
+
+    @staticmethod
+    def forward(ctx, values, *, indices, shape):
+        ctx.indices = indices
+        return CooData(indices, values, shape).to_dense()
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad[tuple(_make(row) for row in ctx.indices)]
+
+
 def _rebuild_sparse(indices, values, shape, coalesced, device_str):
     out = wrap_coo(indices, values, shape, coalesced)
     return out if device_str == "cpu" else out.to(device_str)
@@ -487,10 +570,13 @@ def _concat(a: SparseTensor, b: SparseTensor) -> SparseTensor:
 
 
 def _dense_plus_sparse(dense: Tensor, sparse: SparseTensor) -> Tensor:
-    """``dense + sparse``: a dense tensor, differentiable in `dense`."""
+    """``dense + sparse``: a dense tensor, differentiable in `dense` (and in the sparse
+    values when they require grad)."""
     if dense.device != sparse.device:
         raise RuntimeError("Expected all tensors to be on the same device, but found at least "
                            f"two devices, {dense.device} and {sparse.device}!")
+    if sparse._grad_values is not None:
+        return dense + sparse.to_dense()
     return Add.apply(dense, sparse)
 
 
@@ -551,7 +637,7 @@ def sparse_coo_tensor(indices, values, size=None, *, dtype=None, device=None,
                     raise RuntimeError(f"size is inconsistent with indices: for dim {d}, size "
                                        f"is {shape[d]} but found index {int(top[d])}")
     coalesced = bool(is_coalesced) if is_coalesced is not None else nnz <= 1
-    return wrap_coo(index_array, vals._data, Size(shape), coalesced)
+    return with_values(index_array, vals, Size(shape), coalesced)
 
 
 def to_sparse(input: Tensor, sparse_dim: int | None = None, *, layout=None, blocksize=None,

@@ -3,16 +3,19 @@
 
 Each stored entry (i, j, v) of the sparse matrix S adds ``v * dense[j]`` to row i of
 ``S @ dense``; duplicate entries of an uncoalesced S simply add up.  ember's sparse
-tensors record no gradient, so S is a constant of the product and only the dense
-operand gets one: ``S^T @ grad`` (or ``grad @ S^T``), computed by the same Function on
-the transposed entries, which makes every order of derivative work.
+S is usually a constant of the product and only the dense operand gets a gradient:
+``S^T @ grad`` (or ``grad @ S^T``), computed by the same Function on the transposed
+entries, which makes every order of derivative work.  When S's values require grad (S was
+built from a tensor that does), the product is written with ember ops on the values instead,
+so both sides get gradients.
 """
 
 from __future__ import annotations
 
 from .._core.backend import module_of, scatter_add
 from .._core.function import Function
-from .._core.tensor import Tensor
+from .._core.grad_mode import is_grad_enabled
+from .._core.tensor import Tensor, _make
 from ._util import cpp_name
 
 __all__ = ["sparse_mm", "sparse_addmm", "spmm"]
@@ -76,6 +79,26 @@ def _check_operands(op: str, sparse: Tensor, dense: Tensor, sparse_right: bool) 
                            f"arguments for {op})")
 
 
+def _recorded_product(sparse: Tensor, dense: Tensor, sparse_right: bool) -> Tensor:
+    """``S @ dense`` (``dense @ S``) written with ember ops on the values of S, for an S whose
+    values require grad: each entry (i, j, v) adds ``v * dense[j]`` to row i (``v *
+    dense[:, i]`` to column j), so the gradient reaches the values and the dense side."""
+    rows, cols = (_make(r) for r in sparse._data.indices)
+    values = sparse._grad_values
+    if sparse_right:
+        out = dense.new_zeros((dense.shape[0], sparse.shape[1]))
+        return out.index_add(1, cols, dense.index_select(1, rows) * values)
+    out = dense.new_zeros((sparse.shape[0], dense.shape[1]))
+    return out.index_add(0, rows, values.unsqueeze(1) * dense.index_select(0, cols))
+
+
+def _product(sparse: Tensor, dense: Tensor, sparse_right: bool = False,
+             name: str = "MmBackward0") -> Tensor:
+    if sparse._grad_values is not None and is_grad_enabled():
+        return _recorded_product(sparse, dense, sparse_right)
+    return SparseMatmul.apply(dense, coo=sparse._data, sparse_right=sparse_right, name=name)
+
+
 def sparse_mm(sparse: Tensor, dense: Tensor, *, name: str = "SparseAddmmBackward0") -> Tensor:
     """``sparse @ dense`` for a 2-D sparse COO matrix and a dense matrix: a dense matrix,
     differentiable in `dense` (``torch.sparse.mm``).
@@ -90,7 +113,7 @@ def sparse_mm(sparse: Tensor, dense: Tensor, *, name: str = "SparseAddmmBackward
 
         return matmul_with_sparse("mm", sparse, dense) if dense.is_sparse else mm(sparse, dense)
     _check_operands("mm", sparse, dense, sparse_right=False)
-    return SparseMatmul.apply(dense, coo=sparse._data, name=name)
+    return _product(sparse, dense, name=name)
 
 
 def matmul_with_sparse(op: str, input: Tensor, other: Tensor) -> Tensor:
@@ -98,9 +121,9 @@ def matmul_with_sparse(op: str, input: Tensor, other: Tensor) -> Tensor:
     ``@``, ``spmm``): a dense matrix, differentiable in the dense operand."""
     if input.is_sparse:
         _check_operands(op, input, other, sparse_right=False)
-        return SparseMatmul.apply(other, coo=input._data)
+        return _product(input, other)
     _check_operands(op, other, input, sparse_right=True)
-    return SparseMatmul.apply(input, coo=other._data, sparse_right=True)
+    return _product(other, input, sparse_right=True)
 
 
 def spmm(input: Tensor, mat2: Tensor) -> Tensor:

@@ -6,6 +6,11 @@
 ordinary layer would, and turns the module into that layer (``cls_to_become``), so that
 later calls cost nothing extra.  Build the optimizer after that first call (or pass the
 parameters again): before it, the parameters have no values.
+
+One mechanism serves every lazy layer: :class:`LazyModuleMixin` does the inference, the
+materializing and the initialization; a family (linear, convolutions, norms) only says
+which attribute the input decides and the shape of each parameter; each public class is
+the family's mixin on the ordinary layer, built by ``_lazy``.
 """
 
 from __future__ import annotations
@@ -13,20 +18,27 @@ from __future__ import annotations
 from ..._core.grad_mode import no_grad
 from ..parameter import UninitializedBuffer, UninitializedParameter, is_lazy
 from .batchnorm import BatchNorm1d, BatchNorm2d, BatchNorm3d
-from .instancenorm import InstanceNorm1d, InstanceNorm2d, InstanceNorm3d
 from .conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
+from .instancenorm import InstanceNorm1d, InstanceNorm2d, InstanceNorm3d
 from .linear import Linear
 
 __all__ = ["LazyModuleMixin", "LazyLinear", "LazyConv1d", "LazyConv2d", "LazyConv3d",
            "LazyConvTranspose1d", "LazyConvTranspose2d", "LazyConvTranspose3d",
-           "LazyBatchNorm1d", "LazyBatchNorm2d", "LazyBatchNorm3d"]
+           "LazyBatchNorm1d", "LazyBatchNorm2d", "LazyBatchNorm3d",
+           "LazyInstanceNorm1d", "LazyInstanceNorm2d", "LazyInstanceNorm3d"]
 
 
 class LazyModuleMixin:
-    """Shape inference on the first call (see the module docstring).  A subclass defines
-    ``initialize_parameters(*inputs)`` and names ``cls_to_become``."""
+    """Shape inference on the first call (see the module docstring).
+
+    A family names ``size_attr`` (the attribute the first input decides, 0 until then) and
+    defines ``_size_of(input)`` and ``_shapes()`` (the shape of each parameter and buffer
+    once the size is known); ``cls_to_become`` is the ordinary layer.  Users' own lazy
+    modules may instead override ``initialize_parameters(*inputs)``, as in PyTorch.
+    """
 
     cls_to_become = None
+    size_attr = None
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
@@ -37,9 +49,34 @@ class LazyModuleMixin:
         tensors = list(self._parameters.values()) + list(self._buffers.values())
         return any(is_lazy(t) for t in tensors)
 
-    def initialize_parameters(self, *args, **kwargs) -> None:
-        raise NotImplementedError(f"initialize_parameters is not implemented for "
-                                  f"{type(self).__name__}")
+    def initialize_parameters(self, input, *args) -> None:
+        """Read the size off `input`, give every lazy tensor its shape, initialize them."""
+        if self.size_attr is None:
+            raise NotImplementedError(f"initialize_parameters is not implemented for "
+                                      f"{type(self).__name__}")
+        if not self.has_uninitialized_params():
+            return
+        setattr(self, self.size_attr, self._size_of(input))
+        shapes = self._shapes()
+        with no_grad():
+            for name, t in list(self._parameters.items()) + list(self._buffers.items()):
+                if is_lazy(t):
+                    t.materialize(shapes[name])
+            self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        # The ordinary layer's __init__ calls this before the shapes are known: skip then.
+        size = getattr(self, self.size_attr) if self.size_attr is not None else None
+        if not self.has_uninitialized_params() and size != 0:
+            super().reset_parameters()
+
+    def _make_lazy(self, parameters: tuple, buffers: tuple = (), device=None,
+                   dtype=None) -> None:
+        """Replace the named parameters and buffers with uninitialized ones."""
+        for name in parameters:
+            setattr(self, name, UninitializedParameter(device=device, dtype=dtype))
+        for name in buffers:
+            setattr(self, name, UninitializedBuffer(device=device, dtype=dtype))
 
 
 def _infer_parameters(module, args) -> None:
@@ -53,60 +90,56 @@ def _infer_parameters(module, args) -> None:
         module.__class__ = module.cls_to_become
 
 
-class LazyLinear(LazyModuleMixin, Linear):
-    """A ``Linear`` whose ``in_features`` is the last dim of its first input."""
+def _lazy(family: type, layer: type) -> type:
+    """The public lazy class of `layer`: the `family` mixin first, then `layer` itself."""
+    name = f"Lazy{layer.__name__}"
+    doc = (f"A ``{layer.__name__}`` whose ``{family.size_attr}`` comes from its first "
+           "input.")
+    return type(name, (family, layer), {"cls_to_become": layer, "__doc__": doc,
+                                        "__module__": __name__, "__qualname__": name})
 
-    cls_to_become = Linear
+
+# --- the families -------------------------------------------------------------------------
+
+
+class _LazyLinearMixin(LazyModuleMixin):
+    """``in_features`` is the last dim of the first input."""
+
+    size_attr = "in_features"
 
     def __init__(self, out_features: int, bias: bool = True, device=None, dtype=None) -> None:
         super().__init__(0, 0, False, device=device, dtype=dtype)
         self.out_features = out_features
-        self.weight = UninitializedParameter(device=device, dtype=dtype)
-        if bias:
-            self.bias = UninitializedParameter(device=device, dtype=dtype)
+        self._make_lazy(("weight", "bias") if bias else ("weight",), device=device,
+                        dtype=dtype)
 
-    def reset_parameters(self) -> None:
-        if not self.has_uninitialized_params() and self.in_features != 0:
-            super().reset_parameters()
+    def _size_of(self, input) -> int:
+        return input.shape[-1]
 
-    def initialize_parameters(self, input, *args) -> None:
-        if not self.has_uninitialized_params():
-            return
-        with no_grad():
-            self.in_features = input.shape[-1]
-            self.weight.materialize((self.out_features, self.in_features))
-            if self.bias is not None:
-                self.bias.materialize((self.out_features,))
-            self.reset_parameters()
+    def _shapes(self) -> dict:
+        return {"weight": (self.out_features, self.in_features), "bias": (self.out_features,)}
 
 
 class _LazyConvMixin(LazyModuleMixin):
-    """Lazy convolutions: ``in_channels`` is the channel dim of the first input."""
+    """``in_channels`` is the channel dim of the first input (batched or not)."""
+
+    size_attr = "in_channels"
 
     def _lazy_parameters(self, out_channels: int, bias: bool, device, dtype) -> None:
         self.out_channels = out_channels
-        self.weight = UninitializedParameter(device=device, dtype=dtype)
-        if bias:
-            self.bias = UninitializedParameter(device=device, dtype=dtype)
+        self._make_lazy(("weight", "bias") if bias else ("weight",), device=device,
+                        dtype=dtype)
 
-    def reset_parameters(self) -> None:
-        if not self.has_uninitialized_params() and self.in_channels != 0:
-            super().reset_parameters()
-
-    def initialize_parameters(self, input, *args) -> None:
-        if not self.has_uninitialized_params():
-            return
-        batched = input.dim() == self._dims + 2
-        self.in_channels = input.shape[1 if batched else 0]
-        if self.in_channels % self.groups != 0:
+    def _size_of(self, input) -> int:
+        channels = input.shape[1 if input.dim() == self._dims + 2 else 0]
+        if channels % self.groups != 0:
             raise ValueError("in_channels must be divisible by groups")
+        return channels
+
+    def _shapes(self) -> dict:
         channels = ((self.in_channels, self.out_channels // self.groups) if self.transposed
                     else (self.out_channels, self.in_channels // self.groups))
-        with no_grad():
-            self.weight.materialize(channels + tuple(self.kernel_size))
-            if self.bias is not None:
-                self.bias.materialize((self.out_channels,))
-            self.reset_parameters()
+        return {"weight": channels + tuple(self.kernel_size), "bias": (self.out_channels,)}
 
 
 class _LazyConv(_LazyConvMixin):
@@ -127,118 +160,52 @@ class _LazyConvTranspose(_LazyConvMixin):
         self._lazy_parameters(out_channels, bias, device, dtype)
 
 
-class LazyConv1d(_LazyConv, Conv1d):
-    """A ``Conv1d`` whose ``in_channels`` comes from its first input."""
-
-    cls_to_become = Conv1d
-
-
-class LazyConv2d(_LazyConv, Conv2d):
-    """A ``Conv2d`` whose ``in_channels`` comes from its first input."""
-
-    cls_to_become = Conv2d
-
-
-class LazyConv3d(_LazyConv, Conv3d):
-    """A ``Conv3d`` whose ``in_channels`` comes from its first input."""
-
-    cls_to_become = Conv3d
-
-
-class LazyConvTranspose1d(_LazyConvTranspose, ConvTranspose1d):
-    """A ``ConvTranspose1d`` whose ``in_channels`` comes from its first input."""
-
-    cls_to_become = ConvTranspose1d
-
-
-class LazyConvTranspose2d(_LazyConvTranspose, ConvTranspose2d):
-    """A ``ConvTranspose2d`` whose ``in_channels`` comes from its first input."""
-
-    cls_to_become = ConvTranspose2d
-
-
-class LazyConvTranspose3d(_LazyConvTranspose, ConvTranspose3d):
-    """A ``ConvTranspose3d`` whose ``in_channels`` comes from its first input."""
-
-    cls_to_become = ConvTranspose3d
-
-
 class _LazyNormMixin(LazyModuleMixin):
-    """Lazy batch norms: ``num_features`` is dim 1 of the first input."""
+    """Batch norms: ``num_features`` is dim 1 of the first input (dim 0 of a 1-D one)."""
+
+    size_attr = "num_features"
 
     def __init__(self, eps: float = 1e-5, momentum: float | None = 0.1, affine: bool = True,
                  track_running_stats: bool = True, device=None, dtype=None) -> None:
         super().__init__(0, eps, momentum, False, False, device=device, dtype=dtype)
         self.affine, self.track_running_stats = affine, track_running_stats
-        if affine:
-            self.weight = UninitializedParameter(device=device, dtype=dtype)
-            self.bias = UninitializedParameter(device=device, dtype=dtype)
+        self._make_lazy(("weight", "bias") if affine else (),
+                        ("running_mean", "running_var") if track_running_stats else (),
+                        device=device, dtype=dtype)
         if track_running_stats:
             from ...ops.creation import tensor
 
-            self.running_mean = UninitializedBuffer(device=device, dtype=dtype)
-            self.running_var = UninitializedBuffer(device=device, dtype=dtype)
             self.num_batches_tracked = tensor(0, dtype="int64", device=device)
 
-    def reset_parameters(self) -> None:
-        if not self.has_uninitialized_params() and self.num_features != 0:
-            super().reset_parameters()
-
-    def _num_features_of(self, input) -> int:
+    def _size_of(self, input) -> int:
         return input.shape[1] if input.dim() > 1 else input.shape[0]
 
-    def initialize_parameters(self, input, *args) -> None:
-        if not self.has_uninitialized_params():
-            return
-        self.num_features = self._num_features_of(input)
-        with no_grad():
-            for name in ("weight", "bias", "running_mean", "running_var"):
-                t = getattr(self, name, None)
-                if is_lazy(t):
-                    t.materialize((self.num_features,))
-            self.reset_parameters()
-
-
-class LazyBatchNorm1d(_LazyNormMixin, BatchNorm1d):
-    """A ``BatchNorm1d`` whose ``num_features`` comes from its first input."""
-
-    cls_to_become = BatchNorm1d
-
-
-class LazyBatchNorm2d(_LazyNormMixin, BatchNorm2d):
-    """A ``BatchNorm2d`` whose ``num_features`` comes from its first input."""
-
-    cls_to_become = BatchNorm2d
-
-
-class LazyBatchNorm3d(_LazyNormMixin, BatchNorm3d):
-    """A ``BatchNorm3d`` whose ``num_features`` comes from its first input."""
-
-    cls_to_become = BatchNorm3d
+    def _shapes(self) -> dict:
+        n = (self.num_features,)
+        return {"weight": n, "bias": n, "running_mean": n, "running_var": n}
 
 
 class _LazyInstanceNormMixin(_LazyNormMixin):
-    """Lazy instance norms (with the lazy batch norms' defaults, affine and tracking running
-    statistics, as in PyTorch); ``num_features`` is dim 0 of an unbatched input, else dim 1."""
+    """Instance norms (with the lazy batch norms' defaults, affine and tracking running
+    statistics, as in PyTorch); ``num_features`` is dim 0 of an unbatched input, else 1."""
 
-    def _num_features_of(self, input) -> int:
+    def _size_of(self, input) -> int:
         unbatched = self._expected[0]
         return input.shape[0] if input.dim() == unbatched else input.shape[1]
 
 
-class LazyInstanceNorm1d(_LazyInstanceNormMixin, InstanceNorm1d):
-    """An ``InstanceNorm1d`` whose ``num_features`` comes from its first input."""
+# --- the public classes -------------------------------------------------------------------
 
-    cls_to_become = InstanceNorm1d
-
-
-class LazyInstanceNorm2d(_LazyInstanceNormMixin, InstanceNorm2d):
-    """An ``InstanceNorm2d`` whose ``num_features`` comes from its first input."""
-
-    cls_to_become = InstanceNorm2d
-
-
-class LazyInstanceNorm3d(_LazyInstanceNormMixin, InstanceNorm3d):
-    """An ``InstanceNorm3d`` whose ``num_features`` comes from its first input."""
-
-    cls_to_become = InstanceNorm3d
+LazyLinear = _lazy(_LazyLinearMixin, Linear)
+LazyConv1d = _lazy(_LazyConv, Conv1d)
+LazyConv2d = _lazy(_LazyConv, Conv2d)
+LazyConv3d = _lazy(_LazyConv, Conv3d)
+LazyConvTranspose1d = _lazy(_LazyConvTranspose, ConvTranspose1d)
+LazyConvTranspose2d = _lazy(_LazyConvTranspose, ConvTranspose2d)
+LazyConvTranspose3d = _lazy(_LazyConvTranspose, ConvTranspose3d)
+LazyBatchNorm1d = _lazy(_LazyNormMixin, BatchNorm1d)
+LazyBatchNorm2d = _lazy(_LazyNormMixin, BatchNorm2d)
+LazyBatchNorm3d = _lazy(_LazyNormMixin, BatchNorm3d)
+LazyInstanceNorm1d = _lazy(_LazyInstanceNormMixin, InstanceNorm1d)
+LazyInstanceNorm2d = _lazy(_LazyInstanceNormMixin, InstanceNorm2d)
+LazyInstanceNorm3d = _lazy(_LazyInstanceNormMixin, InstanceNorm3d)

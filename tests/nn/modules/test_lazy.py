@@ -6,6 +6,7 @@ import pytest
 
 import ember
 from ember import nn
+from ember.nn.modules.lazy import LazyModuleMixin
 from ember.nn.parameter import is_lazy
 
 try:
@@ -100,3 +101,64 @@ def test_lazy_instance_norm_matches_pytorch():
         assert repr(m) == repr(t).replace("torch", "ember")
         assert sorted(m.state_dict()) == sorted(t.state_dict())
         assert abs(y.detach().numpy() - ty.detach().numpy()).max() < 1e-5
+
+
+def test_every_lazy_class_is_its_layer_with_one_shared_mechanism():
+    lazy = {nn.LazyLinear: nn.Linear, nn.LazyConv1d: nn.Conv1d, nn.LazyConv2d: nn.Conv2d,
+            nn.LazyConv3d: nn.Conv3d, nn.LazyConvTranspose1d: nn.ConvTranspose1d,
+            nn.LazyConvTranspose2d: nn.ConvTranspose2d,
+            nn.LazyConvTranspose3d: nn.ConvTranspose3d, nn.LazyBatchNorm1d: nn.BatchNorm1d,
+            nn.LazyBatchNorm2d: nn.BatchNorm2d, nn.LazyBatchNorm3d: nn.BatchNorm3d,
+            nn.LazyInstanceNorm1d: nn.InstanceNorm1d, nn.LazyInstanceNorm2d: nn.InstanceNorm2d,
+            nn.LazyInstanceNorm3d: nn.InstanceNorm3d}
+    for cls, layer in lazy.items():
+        assert cls.__name__ == cls.__qualname__ == "Lazy" + layer.__name__
+        assert cls.cls_to_become is layer and issubclass(cls, LazyModuleMixin) and issubclass(cls, layer)
+        assert layer.__name__ in cls.__doc__ and cls.size_attr in cls.__doc__
+        assert getattr(ember.nn.modules.lazy, cls.__name__) is cls  # pickled by name
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"affine": False},
+                                    {"affine": False, "track_running_stats": False}])
+def test_lazy_batch_norm_options(kwargs):
+    m = nn.LazyBatchNorm1d(**kwargs)
+    y = m(ember.randn(4, 3))
+    # as in PyTorch: with nothing lazy to materialize, num_features stays 0
+    lazy_tensors = kwargs.get("affine", True) or kwargs.get("track_running_stats", True)
+    assert y.shape == (4, 3) and type(m) is nn.BatchNorm1d
+    assert m.num_features == (3 if lazy_tensors else 0)
+    keys = {"weight", "bias"} if kwargs.get("affine", True) else set()
+    if kwargs.get("track_running_stats", True):
+        keys |= {"running_mean", "running_var", "num_batches_tracked"}
+    assert set(m.state_dict()) == keys
+    if torch is not None:
+        t = torch.nn.LazyBatchNorm1d(**kwargs)
+        t(torch.randn(4, 3))
+        assert set(t.state_dict()) == keys and repr(m) == repr(t).replace("torch", "ember")
+
+
+def test_a_users_lazy_module_with_its_own_initialize_parameters():
+    class LazyScale(LazyModuleMixin, nn.Module):  # the PyTorch recipe
+        def __init__(self):
+            super().__init__()
+            self.scale = nn.UninitializedParameter()
+
+        def initialize_parameters(self, input):
+            if self.has_uninitialized_params():
+                with ember.no_grad():
+                    self.scale.materialize((input.shape[-1],))
+                    self.scale.fill_(2.0)
+
+        def forward(self, x):
+            return x * self.scale
+
+    m = LazyScale()
+    assert m(ember.ones(2, 3)).tolist() == [[2.0] * 3] * 2 and m.scale.shape == (3,)
+    assert type(m) is LazyScale and len(m._forward_pre_hooks) == 0
+
+    class NotLazyEnough(LazyModuleMixin, nn.Module):
+        def forward(self, x):
+            return x
+
+    with pytest.raises(NotImplementedError, match="initialize_parameters"):
+        NotLazyEnough()(ember.ones(1))

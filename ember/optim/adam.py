@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from .._core.tensor import Tensor
+from . import _fused
 from .optimizer import (
     Optimizer, check_betas, check_hyper, check_lr, scalar, step_tensor, zeros_state,
 )
@@ -47,6 +50,70 @@ def update_second_moment(avg_sq, grad, beta2: float, tmp) -> None:
     avg_sq += tmp
 
 
+# ----------------------------------------------------------------------
+# the part of a step that Adam, NAdam and RAdam share
+
+
+def check_adam_hypers(lr, betas, eps, weight_decay) -> None:
+    """PyTorch's ValueErrors for the hyperparameters of the Adam family."""
+    check_lr(lr)
+    check_hyper("epsilon value", eps)
+    check_betas(betas)
+    check_hyper("weight_decay value", weight_decay)
+
+
+def init_moments(param, state: dict) -> None:
+    """The state every Adam-family rule starts with: ``step``, ``exp_avg``, ``exp_avg_sq``."""
+    state["step"] = step_tensor()
+    state["exp_avg"] = zeros_state(param)
+    state["exp_avg_sq"] = zeros_state(param)
+
+
+def moments(state: dict):
+    """The arrays of the first and second moment."""
+    return state["exp_avg"]._data, state["exp_avg_sq"]._data
+
+
+class StepScalars(NamedTuple):
+    """The numbers of one step: learning rate, betas, step count (from 1), and whether the
+    weight decay still has to enter the gradient (False once decoupled decay was applied)."""
+
+    lr: float
+    beta1: float
+    beta2: float
+    count: float
+    coupled_decay: bool
+
+
+def start_step(param, state: dict, group: dict) -> StepScalars:
+    """Count the step and apply decoupled weight decay to `param` (AdamW's shrink)."""
+    step_t = state["step"]._data
+    step_t += 1
+    lr = scalar(group["lr"])
+    beta1, beta2 = (scalar(b) for b in group["betas"][:2])
+    weight_decay = group["weight_decay"]
+    decoupled = weight_decay != 0 and group["decoupled_weight_decay"]
+    if decoupled:
+        param *= 1 - lr * weight_decay
+    return StepScalars(lr, beta1, beta2, float(step_t), not decoupled)
+
+
+def update_moments(optimizer: Optimizer, param, grad, state: dict, group: dict):
+    """Start the step and update both moments with the (decayed, signed) gradient.
+
+    Returns the step's scalars, the gradient used and the scratch array ``tmp``
+    (free for the rest of the rule).
+    """
+    step = start_step(param, state, group)
+    g = decayed_grad(optimizer, param, grad, group["weight_decay"] if step.coupled_decay else 0,
+                     group["maximize"])
+    exp_avg, exp_avg_sq = moments(state)
+    tmp = optimizer._scratch(param)
+    lerp_(exp_avg, g, 1 - step.beta1, tmp)
+    update_second_moment(exp_avg_sq, g, step.beta2, tmp)
+    return step, g, tmp
+
+
 class Adam(Optimizer):
     """Adam: steps scaled by running averages of the gradient and of its square.
 
@@ -70,6 +137,10 @@ class Adam(Optimizer):
         maximize: ascend the objective instead of descending it.
         decoupled_weight_decay: decay the weights directly (AdamW) instead of adding
             an L2 term to the gradient.
+        fused: None (the default) or True runs each parameter's step as one native
+            (numba) pass when it can (CPU, float32/float64, contiguous arrays); False
+            keeps the NumPy rule of one array operation at a time.  Same results up
+            to float rounding.  `foreach` is accepted and changes nothing.
     """
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps: float = 1e-8,
@@ -77,10 +148,8 @@ class Adam(Optimizer):
                  foreach: bool | None = None, maximize: bool = False,
                  capturable: bool = False, differentiable: bool = False,
                  fused: bool | None = None, decoupled_weight_decay: bool = False) -> None:
-        check_lr(lr)
-        check_hyper("epsilon value", eps)
-        check_betas(betas)
-        check_hyper("weight_decay value", weight_decay)
+        check_adam_hypers(lr, betas, eps, weight_decay)
+        _fused.check_flags(fused, foreach, differentiable)
         if not (all(isinstance(b, float) for b in betas[:2])
                 or all(isinstance(b, Tensor) for b in betas[:2])):
             raise ValueError("betas must be either both floats or both Tensors")
@@ -94,36 +163,42 @@ class Adam(Optimizer):
         super().__init__(params, defaults)
 
     def _init_state(self, param, state, group) -> None:
-        state["step"] = step_tensor()
-        state["exp_avg"] = zeros_state(param)
-        state["exp_avg_sq"] = zeros_state(param)
+        init_moments(param, state)
         if group["amsgrad"]:
             state["max_exp_avg_sq"] = zeros_state(param)
 
     def _update(self, param, grad, state, group) -> None:
-        lr = scalar(group["lr"])
-        beta1, beta2 = (scalar(b) for b in group["betas"])
-        weight_decay = group["weight_decay"]
-        step_t = state["step"]._data
-        step_t += 1
-        step = float(step_t)
-        if weight_decay != 0 and group["decoupled_weight_decay"]:
-            param *= 1 - lr * weight_decay
-            weight_decay = 0
-        g = decayed_grad(self, param, grad, weight_decay, group["maximize"])
-        exp_avg, exp_avg_sq = state["exp_avg"]._data, state["exp_avg_sq"]._data
-        tmp = self._scratch(param)
-        lerp_(exp_avg, g, 1 - beta1, tmp)
-        update_second_moment(exp_avg_sq, g, beta2, tmp)
+        if _fused.usable(group, param, grad, *self._state_arrays(state, group)):
+            self._fused_update(param, grad, state, group)
+            return
+        step, _, tmp = update_moments(self, param, grad, state, group)
+        exp_avg, exp_avg_sq = moments(state)
         if group["amsgrad"]:
             exp_avg_sq = np.maximum(state["max_exp_avg_sq"]._data, exp_avg_sq,
                                     out=state["max_exp_avg_sq"]._data)
-        bias_correction1 = 1 - beta1 ** step
-        bias_correction2_sqrt = (1 - beta2 ** step) ** 0.5
+        bias_correction1 = 1 - step.beta1 ** step.count
+        bias_correction2_sqrt = (1 - step.beta2 ** step.count) ** 0.5
         # p -= lr / bc1 * m / (sqrt(v) / sqrt(bc2) + eps), with sqrt(bc2) moved out of
         # the denominator so that the array work is one sqrt, one add and one divide.
         np.sqrt(exp_avg_sq, out=tmp)
         tmp += group["eps"] * bias_correction2_sqrt
         np.divide(exp_avg, tmp, out=tmp)
-        tmp *= -lr / bias_correction1 * bias_correction2_sqrt
+        tmp *= -step.lr / bias_correction1 * bias_correction2_sqrt
         param += tmp
+
+    @staticmethod
+    def _state_arrays(state, group):
+        if group["amsgrad"]:
+            return moments(state) + (state["max_exp_avg_sq"]._data,)
+        return moments(state)
+
+    def _fused_update(self, param, grad, state, group) -> None:
+        """The same step as one native pass over the parameter (see ``_fused.adam_step``)."""
+        step = start_step(param, state, group)
+        _fused.adam_step(
+            param, grad, *moments(state),
+            state["max_exp_avg_sq"]._data if group["amsgrad"] else None,
+            lr=step.lr, beta1=step.beta1, beta2=step.beta2, eps=group["eps"],
+            weight_decay=group["weight_decay"] if step.coupled_decay else 0.0,
+            maximize=group["maximize"], bias_correction1=1 - step.beta1 ** step.count,
+            bias_correction2_sqrt=(1 - step.beta2 ** step.count) ** 0.5)

@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .adam import decayed_grad, lerp_, update_second_moment
-from .optimizer import (
-    Optimizer, check_betas, check_hyper, check_lr, scalar, step_tensor, zeros_state,
-)
+from .adam import check_adam_hypers, init_moments, moments, update_moments
+from .optimizer import Optimizer, check_hyper, step_tensor
 
 __all__ = ["NAdam"]
 
@@ -42,10 +40,7 @@ class NAdam(Optimizer):
                  decoupled_weight_decay: bool = False, *, foreach: bool | None = None,
                  maximize: bool = False, capturable: bool = False,
                  differentiable: bool = False) -> None:
-        check_lr(lr)
-        check_hyper("epsilon value", eps)
-        check_betas(betas)
-        check_hyper("weight_decay value", weight_decay)
+        check_adam_hypers(lr, betas, eps, weight_decay)
         check_hyper("momentum_decay value", momentum_decay)
         defaults = {"lr": lr, "betas": betas, "eps": eps, "weight_decay": weight_decay,
                     "momentum_decay": momentum_decay,
@@ -55,36 +50,23 @@ class NAdam(Optimizer):
         super().__init__(params, defaults)
 
     def _init_state(self, param, state, group) -> None:
-        state["step"] = step_tensor()
+        init_moments(param, state)
         state["mu_product"] = step_tensor(1.0)
-        state["exp_avg"] = zeros_state(param)
-        state["exp_avg_sq"] = zeros_state(param)
 
     def _update(self, param, grad, state, group) -> None:
-        lr = scalar(group["lr"])
-        beta1, beta2 = group["betas"]
+        step, g, tmp = update_moments(self, param, grad, state, group)
+        lr, beta1, beta2 = step.lr, step.beta1, step.beta2
         psi = group["momentum_decay"]
-        weight_decay = group["weight_decay"]
-        step_t = state["step"]._data
-        step_t += 1
-        step = float(step_t)
-        if weight_decay != 0 and group["decoupled_weight_decay"]:
-            param *= 1 - lr * weight_decay
-            weight_decay = 0
-        g = decayed_grad(self, param, grad, weight_decay, group["maximize"])
-        mu = beta1 * (1.0 - 0.5 * 0.96 ** (step * psi))
-        mu_next = beta1 * (1.0 - 0.5 * 0.96 ** ((step + 1) * psi))
+        mu = beta1 * (1.0 - 0.5 * 0.96 ** (step.count * psi))
+        mu_next = beta1 * (1.0 - 0.5 * 0.96 ** ((step.count + 1) * psi))
         # NOTE: the product is kept in the state's float dtype (as PyTorch does), so it
         # is rounded there at every step; the next one is formed in double precision.
         mu_product_t = state["mu_product"]._data
         mu_product_t *= mu
         mu_product = float(mu_product_t)
-        exp_avg, exp_avg_sq = state["exp_avg"]._data, state["exp_avg_sq"]._data
-        tmp = self._scratch(param)
-        lerp_(exp_avg, g, 1 - beta1, tmp)
-        update_second_moment(exp_avg_sq, g, beta2, tmp)
+        exp_avg, exp_avg_sq = moments(state)
         denom = self._scratch(param, 2)
-        np.divide(exp_avg_sq, 1 - beta2 ** step, out=denom)
+        np.divide(exp_avg_sq, 1 - beta2 ** step.count, out=denom)
         np.sqrt(denom, out=denom)
         denom += group["eps"]
         np.multiply(g, -lr * (1.0 - mu) / (1.0 - mu_product), out=tmp)

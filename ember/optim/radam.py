@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .adam import decayed_grad, lerp_, update_second_moment
-from .optimizer import (
-    Optimizer, check_betas, check_hyper, check_lr, scalar, step_tensor, zeros_state,
-)
+from .adam import check_adam_hypers, init_moments, moments, update_moments
+from .optimizer import Optimizer
 
 __all__ = ["RAdam"]
 
@@ -39,10 +37,7 @@ class RAdam(Optimizer):
                  weight_decay: float = 0, decoupled_weight_decay: bool = False, *,
                  foreach: bool | None = None, maximize: bool = False,
                  capturable: bool = False, differentiable: bool = False) -> None:
-        check_lr(lr)
-        check_hyper("epsilon value", eps)
-        check_betas(betas)
-        check_hyper("weight_decay value", weight_decay)
+        check_adam_hypers(lr, betas, eps, weight_decay)
         defaults = {"lr": lr, "betas": betas, "eps": eps, "weight_decay": weight_decay,
                     "maximize": maximize, "foreach": foreach, "capturable": capturable,
                     "decoupled_weight_decay": decoupled_weight_decay,
@@ -50,29 +45,16 @@ class RAdam(Optimizer):
         super().__init__(params, defaults)
 
     def _init_state(self, param, state, group) -> None:
-        state["step"] = step_tensor()
-        state["exp_avg"] = zeros_state(param)
-        state["exp_avg_sq"] = zeros_state(param)
+        init_moments(param, state)
 
     def _update(self, param, grad, state, group) -> None:
-        lr = scalar(group["lr"])
-        beta1, beta2 = group["betas"]
-        weight_decay = group["weight_decay"]
-        step_t = state["step"]._data
-        step_t += 1
-        step = float(step_t)
-        if weight_decay != 0 and group["decoupled_weight_decay"]:
-            param *= 1 - lr * weight_decay
-            weight_decay = 0
-        g = decayed_grad(self, param, grad, weight_decay, group["maximize"])
-        exp_avg, exp_avg_sq = state["exp_avg"]._data, state["exp_avg_sq"]._data
-        tmp = self._scratch(param)
-        lerp_(exp_avg, g, 1 - beta1, tmp)
-        update_second_moment(exp_avg_sq, g, beta2, tmp)
-        bias_correction1 = 1 - beta1 ** step
-        bias_correction2 = 1 - beta2 ** step
+        step, _, tmp = update_moments(self, param, grad, state, group)
+        lr, beta1, beta2 = step.lr, step.beta1, step.beta2
+        exp_avg, exp_avg_sq = moments(state)
+        bias_correction1 = 1 - beta1 ** step.count
+        bias_correction2 = 1 - beta2 ** step.count
         rho_inf = 2 / (1 - beta2) - 1
-        rho_t = rho_inf - 2 * step * (beta2 ** step) / bias_correction2
+        rho_t = rho_inf - 2 * step.count * (beta2 ** step.count) / bias_correction2
         if rho_t > 5.0:
             rect = ((rho_t - 4) * (rho_t - 2) * rho_inf
                     / ((rho_inf - 4) * (rho_inf - 2) * rho_t)) ** 0.5

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._core.tensor import _make
+from . import _fused
 from .optimizer import Optimizer, check_hyper, check_lr, scalar, sparse_grad_parts
 
 __all__ = ["SGD"]
@@ -27,6 +28,10 @@ class SGD(Optimizer):
         weight_decay: L2 penalty added to the gradient.
         nesterov: use Nesterov momentum (needs momentum > 0 and no dampening).
         maximize: ascend the objective instead of descending it.
+        fused: None (the default) or True runs each parameter's step as one native
+            (numba) pass when it can (CPU, float32/float64, contiguous arrays); False
+            keeps the NumPy rule of one array operation at a time.  Same results up
+            to float rounding.  `foreach` is accepted and changes nothing.
 
     >>> opt = ember.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
     """
@@ -38,6 +43,7 @@ class SGD(Optimizer):
         check_lr(lr)
         check_hyper("momentum value", momentum)
         check_hyper("weight_decay value", weight_decay)
+        _fused.check_flags(fused, foreach, differentiable)
         defaults = {"lr": lr, "momentum": momentum, "dampening": dampening,
                     "weight_decay": weight_decay, "nesterov": nesterov, "maximize": maximize,
                     "foreach": foreach, "differentiable": differentiable, "fused": fused}
@@ -46,6 +52,11 @@ class SGD(Optimizer):
         super().__init__(params, defaults)
 
     def _update(self, param, grad, state, group) -> None:
+        buf = state.get("momentum_buffer") if group["momentum"] != 0 else None
+        arrays = (param, grad) if buf is None else (param, grad, buf._data)
+        if _fused.usable(group, *arrays):
+            self._fused_update(param, grad, state, group)
+            return
         lr = scalar(group["lr"])
         momentum = group["momentum"]
         weight_decay = scalar(group["weight_decay"])
@@ -83,6 +94,23 @@ class SGD(Optimizer):
         tmp = self._scratch(param)
         np.multiply(d, -lr, out=tmp)
         param += tmp
+
+    def _fused_update(self, param, grad, state, group) -> None:
+        """The same step as one native pass over the parameter (see ``_fused.sgd_step``)."""
+        momentum = group["momentum"]
+        buf = first = None
+        if momentum != 0:
+            buf = state.get("momentum_buffer")
+            first = buf is None
+            if first:
+                buf = _make(np.empty_like(param))
+                state["momentum_buffer"] = buf
+            buf = buf._data
+        _fused.sgd_step(param, grad, buf, lr=scalar(group["lr"]), momentum=momentum,
+                        dampening=group["dampening"],
+                        weight_decay=scalar(group["weight_decay"]),
+                        nesterov=group["nesterov"], maximize=group["maximize"],
+                        first=bool(first))
 
     def _sparse_update(self, param, grad, state, group) -> None:
         # Without momentum only the stored rows move; with momentum the (dense) buffer

@@ -1,0 +1,118 @@
+"""The fused (numba) optimizer steps of ember/optim/_fused.py against the NumPy rules.
+
+The default path of SGD, Adam and AdamW is the fused one when numba is installed, so
+tests/optim/test_optimizers.py checks it against the float64 reference rules; here the
+NumPy path (``use_numba(False)`` and ``fused=False``) is checked the same way, and both
+paths are compared on float32 parameters large enough for the multi-threaded blocks.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import ember
+from ember.optim import _fused
+from ember.ops import _native as native
+from tests.optim.test_optimizers import CASES, IDS, run_framework, run_reference
+
+FUSED = [(case, i) for case, i in zip(CASES, IDS) if case[0] in ("SGD", "Adam", "AdamW")]
+FUSED_CASES = [case for case, _ in FUSED]
+FUSED_IDS = [i for _, i in FUSED]
+
+needs_numba = pytest.mark.skipif(not native.available(), reason="numba is not installed")
+
+
+@pytest.mark.parametrize("problem", ["quadratic", "mlp"])
+@pytest.mark.parametrize("name,options", FUSED_CASES, ids=FUSED_IDS)
+def test_numpy_path_follows_reference_rule(name, options, problem):
+    with native.use_numba(False):
+        ours = run_framework(ember, name, options, problem, np.float64)
+    np.testing.assert_allclose(ours, run_reference(name, options, problem), rtol=1e-7,
+                               atol=1e-9)
+
+
+def _large_run(name, options, steps=4, size=(520, 512)):
+    """Parameters after `steps` steps on fixed random gradients (float32, > PARALLEL_MIN)."""
+    rng = np.random.default_rng(5)
+    values = [rng.standard_normal(size).astype(np.float32), rng.standard_normal(31)
+              .astype(np.float32)]
+    grads = [[rng.standard_normal(v.shape).astype(np.float32) for v in values]
+             for _ in range(steps)]
+    params = [ember.tensor(v, requires_grad=True) for v in values]
+    options = {k: v for k, v in options.items() if k != "lr"}
+    opt = getattr(ember.optim, name)(params, lr=0.03, **options)
+    for step_grads in grads:
+        for p, g in zip(params, step_grads):
+            p.grad = ember.tensor(g)
+        opt.step()
+    return [p.detach().numpy().copy() for p in params], opt
+
+
+@needs_numba
+@pytest.mark.parametrize("name,options", FUSED_CASES, ids=FUSED_IDS)
+def test_fused_equals_numpy_rule_in_float32(name, options):
+    assert _large_run(name, {})[0][0].size >= _fused.PARALLEL_MIN
+    fused, opt = _large_run(name, options)
+    with native.use_numba(False):
+        plain, plain_opt = _large_run(name, options)
+    for a, b in zip(fused, plain):
+        # same operations in the same order: at most a rounding apart
+        np.testing.assert_allclose(a, b, rtol=2e-6, atol=1e-7)
+    for state, plain_state in zip(opt.state.values(), plain_opt.state.values()):
+        for key, value in state.items():
+            np.testing.assert_allclose(value.numpy(), plain_state[key].numpy(), rtol=2e-6,
+                                       atol=1e-7)
+
+
+@needs_numba
+def test_fused_false_takes_the_numpy_path(monkeypatch):
+    def refuse(*args, **kwargs):
+        raise AssertionError("the fused kernel ran")
+
+    monkeypatch.setattr(_fused, "adam_step", refuse)
+    monkeypatch.setattr(_fused, "sgd_step", refuse)
+    for cls, kw in ((ember.optim.Adam, {}), (ember.optim.SGD, {"momentum": 0.9})):
+        p = ember.tensor([1.0, 2.0], requires_grad=True)
+        p.grad = ember.tensor([0.5, -0.5])
+        cls([p], lr=0.1, fused=False, **kw).step()
+        with pytest.raises(AssertionError, match="fused kernel ran"):
+            cls([p], lr=0.1, **kw).step()
+
+
+@needs_numba
+def test_non_contiguous_gradient_falls_back():
+    w = np.arange(12.0, dtype=np.float32).reshape(3, 4)
+    g = np.asfortranarray(np.linspace(-1, 1, 12, dtype=np.float32).reshape(3, 4))
+    results = []
+    for flag in (True, False):
+        with native.use_numba(flag):
+            p = ember.tensor(w.copy(), requires_grad=True)
+            p.grad = ember.tensor(g)
+            assert not p.grad.numpy().flags.c_contiguous
+            opt = ember.optim.AdamW([p], lr=0.1)
+            opt.step()
+            opt.step()
+            results.append(p.detach().numpy())
+    np.testing.assert_allclose(results[0], results[1], rtol=1e-6)
+
+
+def test_sgd_first_step_fills_the_momentum_buffer():
+    p = ember.tensor([1.0, -1.0], requires_grad=True)
+    p.grad = ember.tensor([0.5, 2.0])
+    opt = ember.optim.SGD([p], lr=0.1, momentum=0.9, weight_decay=0.5)
+    opt.step()
+    # d = g + 0.5 p = [1.0, 1.5]; buffer = d; p -= 0.1 d
+    np.testing.assert_allclose(opt.state[p]["momentum_buffer"].numpy(), [1.0, 1.5])
+    np.testing.assert_allclose(p.detach().numpy(), [0.9, -1.15])
+
+
+@pytest.mark.parametrize("cls", ["Adam", "AdamW", "SGD"])
+def test_fused_flag_errors_as_pytorch(cls):
+    p = [ember.tensor([1.0], requires_grad=True)]
+    opt = getattr(ember.optim, cls)
+    with pytest.raises(RuntimeError, match="cannot be `True` together"):
+        opt(p, lr=0.1, fused=True, foreach=True)
+    with pytest.raises(RuntimeError, match="does not support `differentiable`"):
+        opt(p, lr=0.1, fused=True, differentiable=True)
+    opt(p, lr=0.1, fused=True).step()  # accepted on the CPU, as in PyTorch

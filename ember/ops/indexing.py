@@ -87,7 +87,7 @@ def _as_tuple_key(key) -> tuple:
     if isinstance(key, tuple):
         return key
     if isinstance(key, list) and len(key) < 32 and any(
-            isinstance(k, (Tensor, list, tuple, slice)) or k is None or k is Ellipsis
+            isinstance(k, (Tensor, list, tuple, range, slice)) or k is None or k is Ellipsis
             for k in key):
         warnings.warn(
             "Using a non-tuple sequence for multidimensional indexing is deprecated; use "
@@ -96,42 +96,78 @@ def _as_tuple_key(key) -> tuple:
     return (key,)
 
 
+def _type_name(item) -> str:
+    """The type as PyTorch names it in index errors: ``numpy.bool``, ``set``."""
+    cls = type(item)
+    module = cls.__module__.split(".")[0]
+    return cls.__name__ if module == "builtins" else f"{module}.{cls.__name__}"
+
+
+def _invalid_index(item) -> IndexError:
+    return IndexError("only integers, slices (`:`), ellipsis (`...`), None and long or byte "
+                      f"Variables are valid indices (got {_type_name(item)})")
+
+
+def _is_byte_mask(item) -> bool:
+    """A uint8 tensor or array of at least one dim: PyTorch's deprecated mask."""
+    data = item._data if isinstance(item, Tensor) else item
+    is_array = isinstance(data, np.ndarray) or hasattr(data, "__cuda_array_interface__")
+    return is_array and data.ndim > 0 and data.dtype == np.uint8
+
+
 def _classify(item, like):
     """One element of a key as (kind, value)."""
     if item is None:
         return "none", None
     if item is Ellipsis:
         return "ellipsis", None
-    if isinstance(item, (bool, np.bool_)):
-        return "bool", bool(item)
+    if isinstance(item, bool):
+        return "bool", item
+    if isinstance(item, np.bool_):  # PyTorch takes Python bools only
+        raise _invalid_index(item)
     if isinstance(item, _INTS):
         return "int", int(item)
     if isinstance(item, slice):
-        for part in (item.start, item.stop, item.step):
-            if part is not None and not isinstance(part, (_INTS, Tensor)):
-                raise TypeError("slice indices must be integers or None or have an __index__ "
-                                "method")
-        start, stop, step = (None if p is None else int(p)
-                             for p in (item.start, item.stop, item.step))
-        if step is not None and step <= 0:
-            raise ValueError("step must be greater than zero")
-        return "slice", slice(start, stop, step)
+        return "slice", _checked_slice(item)
+    if isinstance(item, range):  # a range indexes like the list of its ints
+        item = list(item)
     if isinstance(item, Tensor) and item._data.ndim == 0:
         kind = item._data.dtype.kind
-        if kind == "b":
+        if kind == "b" or item._data.dtype == np.uint8:
             return "bool", bool(item.item())
         if kind in "iu":
             return "int", int(item.item())
-    if isinstance(item, (float, complex, np.floating)):
-        raise IndexError("only integers, slices (`:`), ellipsis (`...`), None and long or byte "
-                         f"Variables are valid indices (got {type(item).__name__})")
+    if isinstance(item, Tensor) and item._data.dtype in (np.int8, np.int16):
+        raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
+    if isinstance(item, (float, complex, np.floating, set, dict)):
+        raise _invalid_index(item)
     if not isinstance(item, (Tensor, np.ndarray, list, tuple)) and not hasattr(
             item, "__cuda_array_interface__"):
         raise TypeError(f"invalid index of type {type(item).__name__}")
     data = backend_index(item, like)
+    if data.dtype == np.uint8 and data.ndim > 0:
+        warnings.warn("indexing with dtype torch.uint8 is now deprecated, please use a dtype "
+                      "torch.bool instead.", UserWarning, stacklevel=4)
     if data.dtype.kind == "b" or data.dtype == np.uint8:
+        if data.ndim == 0:
+            return "bool", bool(data)
         return "mask", data.astype(bool) if data.dtype != bool else data
     return "array", data.astype(np.int64) if data.dtype != np.int64 else data
+
+
+def _checked_slice(item: slice) -> slice:
+    """A slice of plain ints; PyTorch's errors for other bounds and for steps below one."""
+    for part in (item.start, item.stop, item.step):
+        if part is not None and not isinstance(part, (_INTS, Tensor)):
+            raise TypeError("slice indices must be integers or None or have an __index__ "
+                            "method")
+    start, stop, step = (None if p is None else int(p)
+                         for p in (item.start, item.stop, item.step))
+    if step == 0:
+        raise ValueError("slice step cannot be zero")
+    if step is not None and step < 0:
+        raise ValueError("step must be greater than zero")
+    return slice(start, stop, step)
 
 
 def parse_key(x: Tensor, key):
@@ -271,6 +307,11 @@ def getitem(input: Tensor, key) -> Tensor:
 
 def setitem(input: Tensor, key, value) -> None:
     """``input[key] = value`` (a scalar or a tensor broadcast to the indexed region)."""
+    if not isinstance(value, Tensor) or value.dim() == 0:
+        items = key if isinstance(key, (tuple, list)) else (key,)
+        if any(_is_byte_mask(k) for k in items):  # PyTorch fills through masked_fill_ here
+            raise RuntimeError("masked_fill_ only supports boolean masks, but got mask with "
+                               "dtype unsigned char")
     basic, advanced = parse_key(input, key)
     target = input if _is_trivial(basic) and advanced is not None else subview(input, basic)
     if advanced is None:

@@ -129,7 +129,7 @@ INDEX_ERRORS = [
      r"The shape of the mask \[3, 3\] at index 1 does not match the shape of the indexed tensor "
      r"\[3, 4\] at index 1"),
     (lambda m: m.zeros(3)[::-1], ValueError, "step must be greater than zero"),
-    (lambda m: m.zeros(3)[0:2:0], ValueError, "step must be greater than zero"),
+    (lambda m: m.zeros(3)[0:2:0], ValueError, "slice step cannot be zero"),
     (lambda m: m.zeros(3)[1.0], IndexError, "only integers, slices"),
     (lambda m: m.zeros(3)[m.tensor([1.0])], IndexError,
      "tensors used as indices must be long, int, byte or bool tensors"),

@@ -7,7 +7,13 @@ as functions.
   was.
 * ``grad(f)`` / ``grad_and_value(f)`` are functions returning the gradient of a function
   with a scalar result, built on ember's autograd, so they nest (``grad(grad(f))``).
-* ``vmap`` is not supported yet.
+* ``vmap(f)`` maps `f` over a batch dimension.  ember has no batching transform: it calls
+  `f` once per batch element and stacks the results, which gives PyTorch's values (and
+  accepts more: data-dependent Python control flow, ``.item()``) at the speed of a loop.
+* ``jacrev(f)`` / ``jacfwd(f)`` / ``hessian(f)`` are functions computing Jacobians and
+  Hessians: jacrev row by row with reverse passes, jacfwd column by column with the
+  double-vjp trick (one pass per input element), hessian = ``jacfwd(jacrev(f))``.  They
+  nest with each other and with ``grad``.
 """
 
 from __future__ import annotations
@@ -17,8 +23,13 @@ import functools
 
 from ._core.grad_mode import enable_grad, is_grad_enabled
 from ._core.tensor import Tensor
+from . import random as ember_random
+from ._core.engine import grad as autograd_grad
+from .ops.creation import zeros_like
+from .ops.joining import stack
 
-__all__ = ["functional_call", "grad", "grad_and_value", "vmap"]
+__all__ = ["functional_call", "grad", "grad_and_value", "hessian", "jacfwd", "jacrev",
+           "vmap"]
 
 
 def functional_call(module, parameter_and_buffer_dicts, args=None, kwargs=None, *,
@@ -124,8 +135,6 @@ def grad_and_value(func, argnums=0, has_aux: bool = False):
     or tuple of them (a parameter dict, say); its gradient has the same structure."""
     @functools.wraps(func)
     def gradient_and_value(*args, **kwargs):
-        from ._core.engine import grad as autograd_grad
-
         positions = (argnums,) if isinstance(argnums, int) else tuple(argnums)
         args = list(args)
         trees = []  # per position: (leaves, rebuild)
@@ -139,11 +148,7 @@ def grad_and_value(func, argnums=0, has_aux: bool = False):
         # nested inside another differentiation: keep the graph so that it can go on
         nested = is_grad_enabled() and any(t.requires_grad for leaves, _ in trees
                                            for t in leaves)
-        inputs = []
-        for (leaves, rebuild), p in zip(trees, positions):
-            leaves[:] = [t if t.requires_grad else t.detach().requires_grad_() for t in leaves]
-            args[p] = rebuild(leaves)
-            inputs += leaves
+        inputs = _differentiable_inputs(trees, positions, args)
         with enable_grad():
             result = func(*args, **kwargs)
             output, aux = result if has_aux else (result, None)
@@ -162,6 +167,24 @@ def grad_and_value(func, argnums=0, has_aux: bool = False):
         gradient = grads[0] if isinstance(argnums, int) else tuple(grads)
         return gradient, ((output, aux) if has_aux else output)
     return gradient_and_value
+
+
+def _differentiable_inputs(trees: list, positions: tuple, args: list) -> list:
+    """Put a tensor that requires grad in each differentiated place of `args` (a detached
+    alias of each one that does not) and return them all, in order."""
+    inputs, arrays = [], set()
+    for (leaves, rebuild), p in zip(trees, positions):
+        for i, t in enumerate(leaves):
+            if not t.requires_grad:
+                # NOTE: a copy when another input holds the same array (the same tensor passed
+                # twice): the engine tells saved tensors apart by their arrays.
+                t = (t.detach().clone() if id(t._data) in arrays else t.detach())
+                t.requires_grad_()
+            arrays.add(id(t._data))
+            leaves[i] = t
+        args[p] = rebuild(leaves)
+        inputs += leaves
+    return inputs
 
 
 def _flatten(tree):
@@ -197,7 +220,241 @@ def _detached(value):
     return value
 
 
-def vmap(func, *args, **kwargs):
-    """Not supported yet: ember has no batching transform (loop over the batch instead)."""
-    raise NotImplementedError("ember.func.vmap is not supported yet; apply the function to "
-                              "each element of the batch and stack the results")
+# --- vmap -------------------------------------------------------------------------------------
+
+
+def vmap(func, in_dims=0, out_dims=0, randomness: str = "error", *, chunk_size=None):
+    """``func`` mapped over a dimension of its inputs: ``vmap(f)(x)[i] == f(x[i])``.
+
+    `in_dims` gives, per positional argument (or once for all), the dimension to map over
+    (None: pass the argument whole); an entry may be a structure matching a tuple, list or
+    dict argument.  `out_dims` places the mapped dimension in each output (None: the
+    output is the same for every element and is returned once).  `randomness`: "error"
+    raises if `func` draws random numbers, "different" draws anew for each element, "same"
+    gives every element the same draws.  Computed by calling `func` on each element and
+    stacking the results (see the module docstring).
+    """
+    if randomness not in ("error", "different", "same"):
+        raise RuntimeError(f"Only allowed values for randomness are 'error', 'different', or "
+                           f"'same'. Got {randomness}")
+    name = getattr(func, "__name__", type(func).__name__)
+
+    @functools.wraps(func)
+    def batched(*args, **kwargs):
+        where = f"vmap({name}, in_dims={in_dims}, ...)(<inputs>)"
+        dims = in_dims if isinstance(in_dims, tuple) else (in_dims,) * len(args)
+        if len(dims) != len(args):
+            raise ValueError(f"{where}: in_dims is not compatible with the structure of "
+                             f"`inputs`. in_dims has {len(dims)} entries but there are "
+                             f"{len(args)} inputs.")
+        mapped = []  # (tensor, dim) of every mapped tensor, in order
+        specs = [_mapped_leaves(a, d, where, mapped) for a, d in zip(args, dims)]
+        if not mapped:
+            raise ValueError("vmap: Expected at least one Tensor to vmap over")
+        sizes = [t.shape[d] for t, d in mapped]
+        if len(set(sizes)) > 1:
+            raise ValueError("vmap: Expected all tensors to have the same size in the mapped "
+                             f"dimension, got sizes {sizes} for the mapped dimension")
+        if sizes[0] == 0:
+            raise NotImplementedError("ember.func.vmap over a batch of size 0 (ember maps by "
+                                      "calling the function once per element)")
+        state = ember_random.get_rng_state()
+        results = []
+        for i in range(sizes[0]):
+            if randomness == "same":
+                ember_random.set_rng_state(state)
+            sample = [_select(a, spec, i) for a, spec in zip(args, specs)]
+            results.append(func(*sample, **kwargs))
+            if randomness == "error" and not _same_state(state, ember_random.get_rng_state()):
+                raise RuntimeError("vmap: called random operation while in randomness error "
+                                   "mode. Please either use the 'same' or 'different' "
+                                   "randomness flags on vmap or perform the randomness "
+                                   "operation out of vmap")
+        return _stack_outputs(results, out_dims, name, stack)
+    return batched
+
+
+def _mapped_leaves(arg, dim, where: str, mapped: list):
+    """`arg`'s structure with each tensor's mapped dimension (normalized) or None."""
+    if isinstance(dim, (tuple, list, dict)):
+        keys = list(dim) if isinstance(dim, dict) else range(len(dim))
+        if type(arg) is not type(dim) or len(arg) != len(dim):
+            raise ValueError(f"{where}: in_dims is not compatible with the structure of "
+                             "`inputs`.")
+        parts = {k: _mapped_leaves(arg[k], dim[k], where, mapped) for k in keys}
+        return parts if isinstance(dim, dict) else type(dim)(parts[k] for k in keys)
+    if isinstance(arg, (tuple, list, dict)) and dim is not None:
+        keys = list(arg) if isinstance(arg, dict) else range(len(arg))
+        parts = {k: _mapped_leaves(arg[k], dim, where, mapped) for k in keys}
+        return parts if isinstance(arg, dict) else type(arg)(parts[k] for k in keys)
+    if dim is None:
+        return None
+    if not isinstance(dim, int):
+        raise ValueError(f"{where}: expected in_dims to be int or a (potentially nested) "
+                         f"tuple matching the structure of inputs, got: {type(dim)}.")
+    if not isinstance(arg, Tensor):
+        raise ValueError(f"{where}: Got in_dim={dim} for an input but the input is of type "
+                         f"{type(arg)}. We cannot vmap over non-Tensor arguments, please use "
+                         "None as the respective in_dim")
+    if not -arg.dim() <= dim < arg.dim():
+        raise ValueError(f"{where}: Got in_dim={dim} for some input, but that input is a "
+                         f"Tensor of dimensionality {arg.dim()} so expected in_dim to satisfy "
+                         f"-{arg.dim()} <= in_dim < {arg.dim()}.")
+    dim %= arg.dim()
+    mapped.append((arg, dim))
+    return dim
+
+
+def _select(arg, spec, i: int):
+    if spec is None:
+        return arg
+    if isinstance(spec, dict):
+        return {k: _select(arg[k], v, i) for k, v in spec.items()}
+    if isinstance(spec, (tuple, list)):
+        return type(arg)(_select(a, s, i) for a, s in zip(arg, spec))
+    return arg.select(spec, i)
+
+
+def _same_state(a: Tensor, b: Tensor) -> bool:
+    return a.shape == b.shape and bool((a == b).all())
+
+
+def _stack_outputs(results: list, out_dims, name: str, stack):
+    first = results[0]
+    if isinstance(first, (tuple, list)):
+        dims = out_dims if isinstance(out_dims, (tuple, list)) else (out_dims,) * len(first)
+        if len(dims) != len(first):
+            raise ValueError(f"vmap({name}, ...): out_dims is not compatible with the "
+                             f"structure of `outputs`: {len(dims)} out_dims for "
+                             f"{len(first)} outputs.")
+        return type(first)(_stack_outputs([r[k] for r in results], dims[k], name, stack)
+                           for k in range(len(first)))
+    if isinstance(first, dict):
+        dims = out_dims if isinstance(out_dims, dict) else dict.fromkeys(first, out_dims)
+        return {k: _stack_outputs([r[k] for r in results], dims[k], name, stack)
+                for k in first}
+    if not isinstance(first, Tensor):
+        raise ValueError(f"vmap({name}, ...): `{name}` must only return Tensors, got type "
+                         f"{type(first)}. Did you mean to set out_dims= to None for output?")
+    if out_dims is None:
+        if any(not _same_values(first, r) for r in results[1:]):
+            raise ValueError(f"vmap({name}, ...): `{name}` can not return a BatchedTensor "
+                             "when out_dim is None")
+        return first
+    return stack(results, dim=out_dims)
+
+
+def _same_values(a: Tensor, b: Tensor) -> bool:
+    return a is b or (a.shape == b.shape and bool((a == b).all()))
+
+
+# --- Jacobians and Hessians --------------------------------------------------------------------
+
+
+def jacrev(func, argnums=0, *, has_aux: bool = False, chunk_size=None,
+           _preallocate_and_copy: bool = False):
+    """The function computing the Jacobian of `func` with respect to argument(s) `argnums`,
+    by reverse mode (one backward pass per output element).  Each output's Jacobian has
+    shape ``output.shape + input.shape``; with a tuple of argnums, a tuple over them; with
+    `has_aux`, ``(jacobian, aux)``."""
+    return _jacobian_function(func, argnums, has_aux, _jacobian_rows, "jacrev")
+
+
+def jacfwd(func, argnums=0, has_aux: bool = False, *, randomness: str = "error"):
+    """Like `jacrev`, computed column by column: one Jacobian-vector product (double-vjp
+    trick) per input element, which suits functions with few inputs and many outputs."""
+    return _jacobian_function(func, argnums, has_aux, _jacobian_columns, "jacfwd")
+
+
+def hessian(func, argnums=0):
+    """The function computing the Hessian of `func` (a scalar function): the Jacobian of
+    its gradient, ``jacfwd(jacrev(func, argnums), argnums)``."""
+    return jacfwd(jacrev(func, argnums), argnums)
+
+
+def _jacobian_function(func, argnums, has_aux: bool, blocks, api: str):
+    @functools.wraps(func)
+    def jacobian(*args):
+        positions = (argnums,) if isinstance(argnums, int) else tuple(argnums)
+        args = list(args)
+        for p in positions:
+            if not -len(args) <= p < len(args):
+                raise RuntimeError(f"Got argnum={p}, but only {len(args)} positional inputs")
+        trees = []
+        for p in positions:
+            leaves, rebuild = _flatten(args[p])
+            if not leaves or any(not isinstance(t, Tensor) for t in leaves):
+                raise ValueError(f"Thing passed to transform API must be Tensor, got "
+                                 f"{type(args[p])}")
+            trees.append((leaves, rebuild))
+        nested = is_grad_enabled() and any(t.requires_grad for leaves, _ in trees
+                                           for t in leaves)
+        inputs = _differentiable_inputs(trees, positions, args)
+        with enable_grad():
+            result = func(*args)
+            output, aux = result if has_aux else (result, None)
+            out_leaves, out_rebuild = _flatten(output)
+            if not out_leaves or any(not isinstance(o, Tensor) for o in out_leaves):
+                raise RuntimeError(f"{api}: Expected f(*args) to return Tensors, got "
+                                   f"{type(output).__name__}")
+            per_output = [blocks(o, inputs, nested) for o in out_leaves]
+        results = []
+        for jac in per_output:
+            grouped, start = [], 0
+            for leaves, rebuild in trees:
+                grouped.append(rebuild(jac[start:start + len(leaves)]))
+                start += len(leaves)
+            results.append(grouped[0] if isinstance(argnums, int) else tuple(grouped))
+        jac = out_rebuild(results)
+        if has_aux:
+            return jac, (aux if nested else _detached(aux))
+        return jac
+    return jacobian
+
+
+def _jacobian_rows(output: Tensor, inputs: list, nested: bool) -> list:
+    """d output / d input for each input, one reverse pass per output element."""
+    flat = output.reshape(-1)
+    rows = []  # per output element: a gradient per input
+    for k in range(flat.numel()):
+        if not output.requires_grad:
+            rows.append([None] * len(inputs))
+            continue
+        rows.append(autograd_grad(flat[k], inputs, retain_graph=True, create_graph=nested,
+                                  allow_unused=True))
+    blocks = []
+    for j, x in enumerate(inputs):
+        parts = [r[j] if r[j] is not None else zeros_like(x) for r in rows]
+        block = stack(parts) if parts else x.new_zeros((0,) + tuple(x.shape))
+        blocks.append(_finish(block.reshape(tuple(output.shape) + tuple(x.shape)), nested))
+    return blocks
+
+
+def _jacobian_columns(output: Tensor, inputs: list, nested: bool) -> list:
+    """d output / d input for each input, one Jacobian-vector product per input element:
+    with g(u) = J^T u (linear in u), the vjp of g's j-th entry with respect to u is
+    column j of J."""
+    shape = tuple(output.shape)
+    u = zeros_like(output, requires_grad=True)
+    if output.requires_grad:
+        transposed = autograd_grad(output, inputs, u, create_graph=True, allow_unused=True)
+    else:
+        transposed = [None] * len(inputs)
+    blocks = []
+    for x, g in zip(inputs, transposed):
+        columns = []
+        for j in range(x.numel()):
+            entry = None if g is None else g.reshape(-1)[j]
+            if entry is None or not entry.requires_grad:
+                columns.append(output.new_zeros(shape))
+                continue
+            (col,) = autograd_grad(entry, u, retain_graph=True, create_graph=nested,
+                                   allow_unused=True)
+            columns.append(col if col is not None else output.new_zeros(shape))
+        block = stack(columns, dim=-1) if columns else output.new_zeros(shape + (0,))
+        blocks.append(_finish(block.reshape(shape + tuple(x.shape)), nested))
+    return blocks
+
+
+def _finish(t: Tensor, nested: bool) -> Tensor:
+    return t if nested else t.detach()

@@ -69,8 +69,6 @@ def test_grad_and_value_nest_and_take_argnums_and_aux():
     assert g.tolist() == [2.0, 4.0] and aux.item() == 1.5 and not aux.requires_grad
     with pytest.raises(RuntimeError, match="scalar Tensor"):
         grad(lambda t: t * 2)(x)
-    with pytest.raises(NotImplementedError, match="vmap"):
-        ember.func.vmap(f)
 
 
 @pytest.mark.skipif(torch is None, reason="PyTorch is not installed")
@@ -134,3 +132,132 @@ def test_grad_over_a_parameter_dict_matches_pytorch():
     results = [gradients(ember), gradients(torch)]
     for key in ("weight", "bias"):
         np.testing.assert_allclose(results[0][key], results[1][key], rtol=1e-5, atol=1e-6)
+
+
+# --- vmap, jacrev, jacfwd, hessian -----------------------------------------------------------
+
+
+def _t(lib, *shape, seed=0):
+    return lib.tensor(np.random.default_rng(seed).standard_normal(shape), dtype=lib.float64)
+
+
+TRANSFORMS = {
+    "vmap_elementwise": lambda lib: (lib.func.vmap(lambda a: a.sin() * a), (_t(lib, 4, 3),)),
+    "vmap_matmul_in_dims": lambda lib: (lib.func.vmap(lambda a, w: w @ a, in_dims=(1, None)),
+                                        (_t(lib, 3, 5), _t(lib, 2, 3, seed=1))),
+    "vmap_reductions_tuple": lambda lib: (lib.func.vmap(lambda a: (a.sum(), a.amax(0)),
+                                                        out_dims=(0, 1)), (_t(lib, 4, 3, 2),)),
+    "vmap_out_dims": lambda lib: (lib.func.vmap(lambda a: a.outer(a), out_dims=2),
+                                  (_t(lib, 4, 3),)),
+    "vmap_nested": lambda lib: (lib.func.vmap(lib.func.vmap(lambda a, b: a * b,
+                                                            in_dims=(0, None)),
+                                              in_dims=(None, 0)), (_t(lib, 3), _t(lib, 4))),
+    "vmap_dict_negative_dim": lambda lib: (
+        lib.func.vmap(lambda d: d["x"] + d["y"], in_dims=({"x": 0, "y": -1},)),
+        ({"x": _t(lib, 3, 2), "y": _t(lib, 2, 3, seed=3)},)),
+    "vmap_of_grad": lambda lib: (lib.func.vmap(lib.func.grad(lambda a: (a ** 3).sum())),
+                                 (_t(lib, 4, 3),)),
+    "jacrev": lambda lib: (lib.func.jacrev(lambda a: a.sin() * a.sum()), (_t(lib, 3),)),
+    "jacrev_argnums_tuple_out": lambda lib: (
+        lib.func.jacrev(lambda a, w: (w @ a, a.norm()), argnums=(0, 1)),
+        (_t(lib, 3), _t(lib, 2, 3, seed=1))),
+    "jacfwd_matrix": lambda lib: (lib.func.jacfwd(lambda a: (a.exp() @ a.t()).tanh()),
+                                  (_t(lib, 2, 3),)),
+    "jacfwd_argnums_tuple_out": lambda lib: (
+        lib.func.jacfwd(lambda a, w: (w @ a, a.norm()), argnums=(0, 1)),
+        (_t(lib, 3), _t(lib, 2, 3, seed=1))),
+    "jacrev_aux": lambda lib: (lib.func.jacrev(lambda a: (a ** 2, a.sum()), has_aux=True),
+                               (_t(lib, 3),)),
+    "hessian": lambda lib: (lib.func.hessian(lambda a: (a.sin() * a).sum() ** 2), (_t(lib, 3),)),
+    "hessian_argnums": lambda lib: (lib.func.hessian(lambda a, b: (a * b.exp()).sum(),
+                                                     argnums=(0, 1)),
+                                    (_t(lib, 3), _t(lib, 3, seed=1))),
+    "vmap_of_jacrev": lambda lib: (lib.func.vmap(lib.func.jacrev(lambda a: a.sin() * a.sum())),
+                                   (_t(lib, 4, 3),)),
+    "jacfwd_of_jacfwd": lambda lib: (lib.func.jacfwd(lib.func.jacfwd(lambda a: (a ** 3).prod())),
+                                     (_t(lib, 3),)),
+}
+
+
+def _assert_same(a, b):
+    if isinstance(a, (tuple, list)):
+        assert type(a) is type(b) and len(a) == len(b)
+        for x, y in zip(a, b):
+            _assert_same(x, y)
+    else:
+        assert tuple(a.shape) == tuple(b.shape)
+        np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(), rtol=1e-10,
+                                   atol=1e-12)
+
+
+@pytest.mark.skipif(torch is None, reason="PyTorch is not installed")
+@pytest.mark.parametrize("name", list(TRANSFORMS))
+def test_transforms_match_pytorch(name):
+    f_ours, args_ours = TRANSFORMS[name](ember)
+    f_theirs, args_theirs = TRANSFORMS[name](torch)
+    _assert_same(f_ours(*args_ours), f_theirs(*args_theirs))
+
+
+def test_vmap_is_the_stacked_per_element_results():
+    x = _t(ember, 4, 3)
+    w = _t(ember, 2, 3, seed=1)
+    out = ember.func.vmap(lambda a: w @ a)(x)
+    np.testing.assert_allclose(out.numpy(), x.numpy() @ w.numpy().T, rtol=1e-12)
+    total, peak = ember.func.vmap(lambda a: (a.sum(), a.max()))(x)
+    np.testing.assert_allclose(total.numpy(), x.numpy().sum(1), rtol=1e-12)
+    assert peak.tolist() == x.numpy().max(1).tolist()
+    # out_dims=None: an output that is the same for every element is returned once
+    assert ember.func.vmap(lambda a: w, out_dims=None)(x) is w
+    # gradients flow through vmap
+    leaf = x.clone().requires_grad_()
+    ember.func.vmap(lambda a: (a ** 2).sum())(leaf).sum().backward()
+    np.testing.assert_allclose(leaf.grad.numpy(), 2 * x.numpy(), rtol=1e-12)
+
+
+def test_vmap_errors():
+    x = ember.ones(2, 3)
+    vmap = ember.func.vmap
+    with pytest.raises(ValueError, match="same size in the mapped dimension, got sizes "
+                                         r"\[2, 3\]"):
+        vmap(lambda a, b: a + b)(x, ember.ones(3, 3))
+    with pytest.raises(ValueError, match="at least one Tensor to vmap over"):
+        vmap(lambda a: a, in_dims=(None,))(x)
+    with pytest.raises(ValueError, match="must only return Tensors"):
+        vmap(lambda a: 1.0)(x)
+    with pytest.raises(ValueError, match="We cannot vmap over non-Tensor arguments"):
+        vmap(lambda a, b: a, in_dims=(0, 0))(x, 1.0)
+    with pytest.raises(ValueError, match="expected in_dim to satisfy -2 <= in_dim < 2"):
+        vmap(lambda a: a, in_dims=2)(x)
+    with pytest.raises(ValueError, match="can not return a BatchedTensor when out_dim is None"):
+        vmap(lambda a: a.sum(), out_dims=None)(ember.tensor([[1.0], [2.0]]))
+    with pytest.raises(RuntimeError, match="called random operation while in randomness "
+                                           "error mode"):
+        vmap(lambda a: a + ember.rand(3))(x)
+    same = vmap(lambda a: a + ember.rand(3), randomness="same")(x)
+    assert same[0].tolist() == same[1].tolist()
+    different = vmap(lambda a: a + ember.rand(3), randomness="different")(x)
+    assert different[0].tolist() != different[1].tolist()
+
+
+def test_jacobians_by_hand():
+    x = ember.tensor([1.0, 2.0, 3.0], dtype=ember.float64)
+    w = ember.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], dtype=ember.float64)
+    for transform in (ember.func.jacrev, ember.func.jacfwd):
+        assert transform(lambda a: w @ a)(x).tolist() == w.tolist()
+        # d(a * a)/da = diag(2a)
+        assert transform(lambda a: a * a)(x).tolist() == np.diag([2.0, 4.0, 6.0]).tolist()
+        jw, jx = transform(lambda m, a: m @ a, argnums=(0, 1))(w, x)
+        assert jx.tolist() == w.tolist() and tuple(jw.shape) == (2, 2, 3)
+        assert jw[1, 1].tolist() == [1.0, 2.0, 3.0] and jw[1, 0].tolist() == [0.0] * 3
+        jac, aux = transform(lambda a: (a.exp(), "aux"), has_aux=True)(x)
+        assert aux == "aux" and not jac.requires_grad
+    # the Hessian of sum(a^3) is diag(6a); of a.b is [[0, I], [I, 0]]
+    h = ember.func.hessian(lambda a: (a ** 3).sum())(x)
+    assert h.tolist() == np.diag([6.0, 12.0, 18.0]).tolist()
+    (haa, hab), (hba, hbb) = ember.func.hessian(lambda a, b: (a * b).sum(),
+                                                argnums=(0, 1))(x, x)
+    assert haa.tolist() == np.zeros((3, 3)).tolist() and hab.tolist() == np.eye(3).tolist()
+    with pytest.raises(RuntimeError, match="Got argnum=1, but only 1 positional inputs"):
+        ember.func.jacrev(lambda a: a, argnums=1)(x)
+    with pytest.raises(ValueError, match="must be Tensor"):
+        ember.func.jacrev(lambda a: a)(1.0)

@@ -58,11 +58,20 @@ def _init_like(lib, model, seed: int = 0) -> None:
             p.copy_(lib.tensor(values))
 
 
+COMPILE = {"ember": False}  # --compiled: ember's MLP, CNN and GPT run through ember.compile
+
+
+def _compiled(lib, model):
+    """`model` through ``ember.compile`` when --compiled asks for it (ember only)."""
+    return lib.compile(model) if COMPILE["ember"] and lib.__name__ == "ember" else model
+
+
 def mlp_step(lib):
     nn, F = lib.nn, lib.nn.functional  # noqa: N806
     model = nn.Sequential(nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 256), nn.ReLU(),
                           nn.Linear(256, 10))
     _init_like(lib, model)
+    model = _compiled(lib, model)
     rng = np.random.default_rng(1)
     x = lib.tensor(rng.standard_normal((128, 784)).astype(np.float32))
     y = lib.tensor(rng.integers(0, 10, 128))
@@ -155,6 +164,7 @@ def cnn_step(lib, batch: int = 64):
     x, y = _cnn_batch(lib, batch)
     opt = lib.optim.Adadelta(model.parameters(), lr=1.0)
     model.train()
+    model = _compiled(lib, model)
 
     def step():
         opt.zero_grad()
@@ -231,6 +241,7 @@ def gpt_step(lib):
 
     model = GPT()
     _init_like(lib, model)
+    model = _compiled(lib, model)
     rng = np.random.default_rng(3)
     idx = lib.tensor(rng.integers(0, vocab, (batch, block)))
     targets = lib.tensor(rng.integers(0, vocab, (batch, block)))
@@ -442,11 +453,15 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=None)
     parser.add_argument("--json", default=None, help="also write the results to this file")
     parser.add_argument("--no-torch", action="store_true", help="time ember alone")
+    parser.add_argument("--compiled", action="store_true",
+                        help="run ember's MLP, CNN and GPT steps through ember.compile "
+                             "(benchmarks/compile_bench.py also times ember eager)")
     parser.add_argument("--memory-child", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.memory_child:
         print(json.dumps(peak_memory_child(args.memory_child)))
         return
+    COMPILE["ember"] = args.compiled
 
     import ember
     from benchmarks._harness import try_import_torch

@@ -1,4 +1,5 @@
-"""ember.compile: PyTorch's eager backend for every backend name (ember generates no code)."""
+"""ember.compile: the PyTorch-facing surface (wrapping, decorators, backends, state-dict keys);
+tests/compile/ checks capture, fusion, guards and training against eager."""
 
 import pytest
 

@@ -1,0 +1,169 @@
+"""What a captured graph is valid for: new signatures capture again, and code a graph
+cannot stand for runs eagerly (or raises with fullgraph=True)."""
+
+import warnings
+
+import numpy as np
+import pytest
+
+import ember
+import ember.nn as nn
+import ember.nn.functional as F
+from ember._compile import program
+
+
+def _graphs(compiled):
+    return compiled._compiled.graphs
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(6, 4)
+        self.drop = nn.Dropout(0.5)
+
+    def forward(self, x):
+        return self.drop(F.relu(self.fc(x)) * 2.0 + 1.0)
+
+
+def test_new_shapes_dtypes_grad_modes_and_training_flags_capture_again():
+    model = Net()
+    compiled = ember.compile(model)
+    x = ember.randn(3, 6)
+    compiled(x)
+    compiled(x)
+    assert len(_graphs(compiled)) == 1
+    compiled(ember.randn(5, 6))                      # shape
+    with ember.no_grad():
+        compiled(x)                                  # grad mode
+    compiled.eval()
+    out = compiled(x)                                # training flag (dropout off)
+    assert not model.training
+    np.testing.assert_allclose(out.detach().numpy(), model(x).detach().numpy(), rtol=1e-6)
+    compiled(x.requires_grad_())                     # requires_grad of an input
+    assert len(_graphs(compiled)) == 5 and compiled._compiled.captures == 5
+    model.double()                                   # parameters' dtype
+    compiled(x.double())
+    assert len(_graphs(compiled)) == 6
+
+
+class Scaled(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(3, 2)
+
+    def forward(self, x, k):
+        return self.fc(x) * k
+
+
+def test_replays_follow_parameter_updates_and_numbers_in_the_signature():
+    model = Scaled()
+    compiled = ember.compile(model)
+    x = ember.randn(4, 3)
+    compiled(x, 2.0)
+    with ember.no_grad():
+        model.fc.weight.mul_(3.0)
+    np.testing.assert_allclose(compiled(x, 2.0).detach().numpy(),
+                               model(x, 2.0).detach().numpy(), rtol=1e-6)
+    np.testing.assert_allclose(compiled(x, 5.0).detach().numpy(),
+                               model(x, 5.0).detach().numpy(), rtol=1e-6)
+    assert len(_graphs(compiled)) == 2
+
+
+class Branchy(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(3, 3)
+
+    def forward(self, x):
+        y = self.fc(x)
+        if y.sum() > 0:  # control flow on a value: a graph would freeze it
+            return y * 2
+        return -y
+
+
+def test_code_that_reads_tensor_values_runs_eagerly_with_a_warning():
+    model = Branchy()
+    compiled = ember.compile(model)
+    x = ember.randn(4, 3)
+    with pytest.warns(RuntimeWarning, match="reads tensor values"):
+        compiled(x)
+    assert _graphs(compiled)[next(iter(_graphs(compiled)))] is program.EAGER
+    for sign in (1.0, -1.0):  # both branches, as eager takes them
+        with ember.no_grad():
+            model.fc.bias.fill_(10.0 * sign)
+        np.testing.assert_array_equal(compiled(x).detach().numpy(),
+                                      model(x).detach().numpy())
+    with pytest.raises(RuntimeError, match="fullgraph=True.*reads tensor values"):
+        ember.compile(model, fullgraph=True)(x)
+
+
+def test_a_closure_weight_that_requires_grad_is_not_frozen_into_the_graph():
+    w = ember.randn(3, 3, requires_grad=True)
+    compiled = ember.compile(lambda x: (x @ w).tanh())
+    x = ember.randn(2, 3)
+    with pytest.warns(RuntimeWarning, match="neither an argument nor a parameter"):
+        compiled(x)
+    compiled(x).sum().backward()
+    assert w.grad is not None
+
+
+def test_keyword_arguments_objects_and_observers_run_eagerly():
+    model = nn.Linear(3, 2)
+    compiled = ember.compile(model)
+    x = ember.randn(2, 3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        compiled(input=x)                       # keywords
+        ember.compile(lambda x, d: x * d["k"])(x, {"k": 2.0})  # a dict argument
+        with ember.profiler.profile() as prof:
+            compiled(x)
+    assert not _graphs(compiled)
+    assert any("addmm" in e.key.lower() or "linear" in e.key.lower()
+               for e in prof.key_averages())
+
+
+def test_in_place_writes_into_a_tensor_made_inside_the_call_run_eagerly():
+    def fn(x):
+        buf = ember.zeros(3)
+        buf.add_(x)
+        return buf * 2
+
+    compiled = ember.compile(fn)
+    with pytest.warns(RuntimeWarning, match="writes in place"):
+        compiled(ember.ones(3))
+    np.testing.assert_array_equal(compiled(ember.ones(3)).numpy(), [2.0, 2.0, 2.0])
+    np.testing.assert_array_equal(compiled(ember.ones(3)).numpy(), [2.0, 2.0, 2.0])
+
+
+def test_recompile_limit_reset_is_compiling_and_the_eager_backends():
+    seen = []
+
+    def fn(x):
+        seen.append(ember.compiler.is_compiling())
+        return x + 1
+
+    compiled = ember.compile(fn)
+    for n in range(1, 12):
+        compiled(ember.ones(n))
+    assert len(_graphs(compiled)) == 8 and seen[0] is True and seen[-1] is False
+    ember.compiler.reset()
+    assert not _graphs(compiled)
+    compiled(ember.ones(1))
+    assert not ember.compiler.is_compiling()
+    eager = ember.compile(nn.Linear(2, 2), backend="eager")
+    assert eager._compiled is None
+    plain = ember.compile(lambda x: (x * 2.0).exp(), backend="aot_eager")
+    plain(ember.ones(2))
+    (graph,) = plain._compiled.graphs.values()
+    assert not graph.chains  # aot_eager: captured and replayed, nothing fused
+    np.testing.assert_allclose(plain(ember.ones(2)).numpy(), np.exp([2.0, 2.0]), rtol=1e-6)
+
+
+def test_a_compiled_graph_returns_the_traced_structure():
+    compiled = ember.compile(lambda x: {"double": x * 2, "pair": (x + 1, 3)})
+    x = ember.ones(2)
+    compiled(x)
+    out = compiled(x)
+    assert set(out) == {"double", "pair"} and out["pair"][1] == 3
+    np.testing.assert_array_equal(out["pair"][0].numpy(), [2.0, 2.0])

@@ -83,27 +83,31 @@ def set_num_threads(num: int) -> None:
         numba.set_num_threads(min(num, numba.config.NUMBA_NUM_THREADS))
 
 
-def kernel(fn=None, *, parallel: bool = False, fastmath: bool = False):
+def kernel(fn=None, *, parallel: bool = False, fastmath: bool = False, inline: bool = False):
     """Decorator: compile a plain Python function with numba on its first call.
 
     ``@kernel`` gives a serial kernel; ``@kernel(parallel=True)`` one whose
-    ``native.prange`` loops run on several threads.  The undecorated function stays
+    ``native.prange`` loops run on several threads.  ``@kernel(inline=True)`` marks a
+    small helper (an exp, a sigmoid) that numba copies into each kernel calling it: LLVM
+    does not inline calls across numba's compiled functions, and a loop with a call in
+    it is not vectorized (measured 6x slower).  The undecorated function stays
     reachable as ``.py_func`` (to step through in a debugger).  Calling a kernel when
     numba is unavailable raises RuntimeError: callers check `enabled()` first.  A kernel
     may call another kernel of its module by name.
     """
     if fn is None:
-        return lambda f: Kernel(f, parallel=parallel, fastmath=fastmath)
-    return Kernel(fn, parallel=parallel, fastmath=fastmath)
+        return lambda f: Kernel(f, parallel=parallel, fastmath=fastmath, inline=inline)
+    return Kernel(fn, parallel=parallel, fastmath=fastmath, inline=inline)
 
 
 class Kernel:
     """A function compiled by numba on its first call (made by `kernel`)."""
 
-    def __init__(self, fn, *, parallel: bool, fastmath: bool):
+    def __init__(self, fn, *, parallel: bool, fastmath: bool, inline: bool = False):
         self.py_func = fn
         self.parallel = parallel
         self.fastmath = fastmath
+        self.inline = inline
         self._compiled = None
         self.__name__ = fn.__name__
         self.__doc__ = fn.__doc__
@@ -124,7 +128,8 @@ class Kernel:
         # numba's default ("python") raises ZeroDivisionError and, by checking every
         # division, keeps loops with a division from being vectorized (~10x slower).
         self._compiled = _numba.njit(cache=True, nogil=True, parallel=self.parallel,
-                                    fastmath=self.fastmath, error_model="numpy")(
+                                    fastmath=self.fastmath, error_model="numpy",
+                                    inline="always" if self.inline else "never")(
                                         _with_kernels_compiled(self.py_func))
         return self._compiled
 

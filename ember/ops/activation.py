@@ -21,6 +21,8 @@ from .._core.function import Function
 from .._core.grad_mode import is_grad_enabled
 from .._core.tensor import Tensor, _make
 from . import _kernels
+from . import _native_activation as _native_act
+from . import _native_rows
 from ._util import wrap_dim, xp_of
 from .arithmetic import inplace_form, unsupported
 from .elementwise import relu as _relu
@@ -72,6 +74,8 @@ class Softmax(Function):
         rows = _last_dim_rows(z, dim)
         if z.size == 0:
             y = z.copy()
+        elif rows is not None and _native_rows.supports(rows):
+            y = _native_rows.softmax(rows, log=False)
         elif rows is not None:
             y = _kernels.softmax_rows(rows)
         else:
@@ -90,6 +94,9 @@ class Softmax(Function):
             return grad * 0.0
         if not is_grad_enabled():  # first order: the same formula on arrays, in place
             g, yd = grad._data, y._data
+            native = _native_backward(g, yd, ctx.dim, log=False)
+            if native is not None:
+                return native
             out = g * yd
             xp_of(g).subtract(g, _kernels.sum_last(out, ctx.dim), out=out)
             out *= yd
@@ -106,6 +113,8 @@ class LogSoftmax(Function):
         rows = _last_dim_rows(z, dim)
         if z.size == 0:
             y = z.copy()
+        elif rows is not None and _native_rows.supports(rows):
+            y = _native_rows.softmax(rows, log=True)
         elif rows is not None:
             y = _kernels.log_softmax_rows(rows)
         else:
@@ -122,12 +131,26 @@ class LogSoftmax(Function):
             return grad * 0.0
         if not is_grad_enabled():  # first order: the same formula on arrays, in place
             g = grad._data
+            native = _native_backward(g, y._data, ctx.dim, log=True)
+            if native is not None:
+                return native
             xp = xp_of(g)
             out = xp.exp(y._data)
             out *= _kernels.sum_last(g, ctx.dim)
             xp.subtract(g, out, out=out)
             return _make(out)
         return grad - y.exp() * grad.sum(ctx.dim, keepdim=True)
+
+
+def _native_backward(g, y, dim, log: bool):
+    """The first-order (log-)softmax gradient by the numba row kernel, when it takes the
+    arrays (last dim, C-contiguous, one dtype); else None."""
+    if dim not in (-1, y.ndim - 1) or type(g) is not np.ndarray or g.shape != y.shape:
+        return None
+    rows, grows = y.reshape(-1, y.shape[-1]), g.reshape(-1, y.shape[-1])
+    if not _native_rows.supports(rows, grows):
+        return None
+    return _make(_native_rows.softmax_backward(grows, rows, log).reshape(y.shape))
 
 
 def _softmax_dim(name: str, ndim: int, stacklevel: int) -> int:
@@ -224,6 +247,8 @@ class Gelu(Function):
         ctx.cdf2 = None
         ctx.save_for_backward(x)
         xp = xp_of(x)
+        if _native_act.supports(x):  # one fused pass; its backward recomputes the CDF
+            return _native_act.forward("gelu_tanh" if approximate == "tanh" else "gelu", x)
         if approximate == "tanh":
             inner = _SQRT_2_OVER_PI * (x + _GELU_C * x * x * x)
             return (0.5 * x * (1 + xp.tanh(inner))).astype(x.dtype, copy=False)
@@ -238,6 +263,8 @@ class Gelu(Function):
     def backward(ctx, grad):
         (x,) = ctx.saved_tensors
         if ctx.approximate == "tanh":
+            if not is_grad_enabled() and _native_act.supports(grad._data, x._data):
+                return _make(_native_act.backward("gelu_tanh", grad._data, x._data))
             t = (_SQRT_2_OVER_PI * (x + _GELU_C * x * x * x)).tanh()
             dinner = _SQRT_2_OVER_PI * (1 + 3 * _GELU_C * x * x)
             return grad * (0.5 * (1 + t) + 0.5 * x * (1 - t * t) * dinner)
@@ -263,6 +290,8 @@ class GeluBackward(Function):
     @staticmethod
     def forward(ctx, grad, x, cdf2=None):
         ctx.save_for_backward(grad, x)
+        if _native_act.supports(grad, x):
+            return _native_act.backward("gelu", grad, x)
         if _fast_f32(x):
             f32 = np.float32
             g, x32 = grad.astype(f32, copy=False), x.astype(f32, copy=False)
@@ -297,12 +326,16 @@ class Silu(Function):
     @staticmethod
     def forward(ctx, x):
         ctx.save_for_backward(x)
+        if _native_act.supports(x):
+            return _native_act.forward("silu", x)
         with np.errstate(all="ignore"):
             return x * _sigmoid_array(xp_of(x), x)
 
     @staticmethod
     def backward(ctx, grad):
         (x,) = ctx.saved_tensors
+        if not is_grad_enabled() and _native_act.supports(grad._data, x._data):
+            return _make(_native_act.backward("silu", grad._data, x._data))
         s = sigmoid(x)
         return grad * (s * (1 + x * (1 - s)))
 

@@ -19,8 +19,10 @@ import numpy as np
 
 from .._core import dtype as dtypes
 from .._core.function import Function
-from .._core.tensor import Tensor
+from .._core.grad_mode import is_grad_enabled
+from .._core.tensor import Tensor, _make
 from . import _kernels
+from . import _native_activation as _native_act
 from ._util import float_input, xp_of
 from .arithmetic import inplace_form, require_float_target, unsupported
 from .complex import times_conj
@@ -178,9 +180,21 @@ class Cosh(_Unary):
 
 
 class Tanh(_Unary):
+    """tanh; large float32/float64 CPU arrays take the numba kernels of
+    _native_activation.py (forward, and the first-order ``grad * (1 - y * y)``)."""
+
     saves = "y"
-    compute = staticmethod(lambda xp, x: xp.tanh(x))
+    compute = staticmethod(lambda xp, x: (_native_act.forward("tanh", x)
+                                          if _native_act.supports(x) else xp.tanh(x)))
     derivative = staticmethod(lambda x, y: 1 - y * y)
+
+    @staticmethod
+    def backward(ctx, grad):
+        if not is_grad_enabled():
+            _, y = ctx.saved_tensors
+            if _native_act.supports(grad._data, y._data):
+                return _make(_native_act.backward("tanh", grad._data, y._data))
+        return _Unary.backward(ctx, grad)
 
 
 class Asinh(_Unary):

@@ -1,0 +1,266 @@
+"""numba kernels that work row by row: softmax and log-softmax over the last dim, layer
+norm over the trailing dims, and cross-entropy (log-softmax and the pick of the target,
+fused), each forward and first-order backward.
+
+The rows of a C-contiguous 2-D array are split between threads (`native.prange` over
+rows, or over fixed blocks of rows where a backward sums over rows: those sums come out
+the same for any thread count).  Within a row every pass is a short loop that LLVM
+vectorizes; the sums and maxima are allowed to be reordered for that (``fastmath``
+reassoc only: NaN and inf keep their IEEE meaning).  float32 rows take the float32 exp
+of _native_activation.py, float64 rows libm's.  The ops (activation.py,
+normalization.py, loss.py) call `supports` first and keep their NumPy code (the blocked
+kernels of _kernels.py) as the fallback.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from . import _native as native
+from ._native_activation import _exp32
+
+# Fewer elements than this stay on the NumPy path (a parallel call costs ~5-10 us).
+MIN_SIZE = 1 << 13
+_REORDER = {"reassoc", "contract"}
+# Backward column sums are taken over this many blocks of rows, then added in NumPy.
+_BLOCKS = 32
+# float32 constants keep float32 rows in float32 (numba promotes float32 with a Python
+# number or an integer to float64) and promote harmlessly for float64 rows
+_ZERO, _ONE = np.float32(0.0), np.float32(1.0)
+
+
+def supports(*arrays) -> bool:
+    """True when the row kernels should take these arrays now: numba on, 2-D C-contiguous
+    NumPy float32/float64 arrays of one dtype, the first with at least `MIN_SIZE`
+    elements."""
+    first = arrays[0]
+    return (native.enabled() and native.is_cpu_array(*arrays) and first.ndim == 2
+            and first.dtype in (np.float32, np.float64) and first.size >= MIN_SIZE
+            and all(a.dtype == first.dtype and a.flags.c_contiguous for a in arrays))
+
+
+@native.kernel(inline=True)
+def _exp_as(v, fast):
+    """exp(v): the float32 `_exp32` when `fast`, else libm's."""
+    return _exp32(v) if fast else math.exp(v)
+
+
+@native.kernel(inline=True, fastmath=_REORDER)
+def _row_max(row):
+    m = row[0]
+    for j in range(1, row.size):
+        m = max(m, row[j])
+    return m
+
+
+# ---------------------------------------------------------------------------
+# softmax and log-softmax over the last dim
+
+
+@native.kernel(parallel=True, fastmath=_REORDER)
+def _softmax_kernel(x, out, log):
+    fast = x.itemsize == 4
+    for i in native.prange(x.shape[0]):
+        row, dst = x[i], out[i]
+        m = _row_max(row)
+        total = _ZERO
+        if log:
+            for j in range(row.size):
+                total += _exp_as(row[j] - m, fast)
+            shift = m + math.log(total)
+            for j in range(row.size):
+                dst[j] = row[j] - shift
+        else:
+            for j in range(row.size):
+                e = _exp_as(row[j] - m, fast)
+                dst[j] = e
+                total += e
+            scale = _ONE / total
+            for j in range(row.size):
+                dst[j] *= scale
+
+
+@native.kernel(parallel=True, fastmath=_REORDER)
+def _softmax_backward_kernel(g, y, out, log):
+    fast = y.itemsize == 4
+    for i in native.prange(y.shape[0]):
+        gr, yr, dst = g[i], y[i], out[i]
+        total = _ZERO
+        if log:  # g - exp(y) * sum(g)
+            for j in range(gr.size):
+                total += gr[j]
+            for j in range(gr.size):
+                dst[j] = gr[j] - _exp_as(yr[j], fast) * total
+        else:  # y * (g - sum(g * y))
+            for j in range(gr.size):
+                total += gr[j] * yr[j]
+            for j in range(gr.size):
+                dst[j] = yr[j] * (gr[j] - total)
+
+
+def softmax(x: np.ndarray, log: bool) -> np.ndarray:
+    """softmax (or log-softmax) over the last dim of a `supports` 2-D array.
+
+    NOTE: the row max is subtracted before exp (no overflow for large entries); a row
+    holding nan or +inf comes out nan, as with NumPy.
+    """
+    out = np.empty_like(x)
+    _softmax_kernel(x, out, log)
+    return out
+
+
+def softmax_backward(g: np.ndarray, y: np.ndarray, log: bool) -> np.ndarray:
+    """The first-order gradient of `softmax` from its output `y` (log-probabilities when
+    `log`) and the incoming gradient `g` (both `supports` arrays of one shape)."""
+    out = np.empty_like(y)
+    _softmax_backward_kernel(g, y, out, log)
+    return out
+
+
+# ---------------------------------------------------------------------------
+# layer norm
+
+
+@native.kernel(parallel=True, fastmath=_REORDER)
+def _layer_norm_kernel(x, inv_n, eps, weight, bias, affine, y, out, mean, rstd):
+    n = x.shape[1]
+    for i in native.prange(x.shape[0]):
+        row, yr = x[i], y[i]
+        total = _ZERO
+        for j in range(n):
+            total += row[j]
+        mu = total * inv_n
+        sq = _ZERO
+        for j in range(n):  # two passes: no cancellation in E[x^2] - E[x]^2
+            d = row[j] - mu
+            sq += d * d
+        r = _ONE / math.sqrt(sq * inv_n + eps)
+        mean[i] = mu
+        rstd[i] = r
+        for j in range(n):
+            yr[j] = (row[j] - mu) * r
+        if affine:
+            outr = out[i]
+            for j in range(n):
+                outr[j] = yr[j] * weight[j] + bias[j]
+
+
+@native.kernel(parallel=True, fastmath=_REORDER)
+def _layer_norm_backward_kernel(g, y, inv_n, rstd, weight, need_x, gx, gw_parts, gb_parts):
+    rows, n = y.shape
+    per = (rows + gw_parts.shape[0] - 1) // gw_parts.shape[0]
+    for b in native.prange(gw_parts.shape[0]):
+        gw, gb = gw_parts[b], gb_parts[b]
+        for i in range(b * per, min(rows, (b + 1) * per)):
+            gr, yr = g[i], y[i]
+            m1 = _ZERO
+            m2 = _ZERO
+            for j in range(n):
+                gw[j] += gr[j] * yr[j]
+                gb[j] += gr[j]
+                gy = gr[j] * weight[j]
+                m1 += gy
+                m2 += gy * yr[j]
+            if need_x:
+                m1 *= inv_n
+                m2 *= inv_n
+                r = rstd[i]
+                dst = gx[i]
+                for j in range(n):
+                    dst[j] = r * (gr[j] * weight[j] - m1 - yr[j] * m2)
+
+
+def layer_norm(x: np.ndarray, eps: float, weight, bias) -> tuple:
+    """Layer norm over the rows of a `supports` 2-D array: (normalized y, y * weight +
+    bias or None without either, mean, rstd), mean and rstd of shape (rows, 1): the
+    outputs of `_kernels.layer_norm_rows`."""
+    rows, n = x.shape
+    affine = weight is not None or bias is not None
+    w = np.ones(n, x.dtype) if weight is None else np.ascontiguousarray(weight, x.dtype)
+    b = np.zeros(n, x.dtype) if bias is None else np.ascontiguousarray(bias, x.dtype)
+    y = np.empty_like(x)
+    out = np.empty_like(x) if affine else y
+    mean = np.empty((rows, 1), x.dtype)
+    rstd = np.empty((rows, 1), x.dtype)
+    _layer_norm_kernel(x, x.dtype.type(1.0 / n), x.dtype.type(eps), w, b, affine, y, out,
+                       mean.reshape(-1), rstd.reshape(-1))
+    return y, (out if affine else None), mean, rstd
+
+
+def layer_norm_backward(g, y, rstd, weight, need_x: bool, need_w: bool,
+                        need_b: bool) -> tuple:
+    """First-order gradients (gx, gw, gb) of `layer_norm` (None where not needed):
+    ``gx = rstd * (gy - mean(gy) - y * mean(gy * y))`` with ``gy = g * weight``, gw and
+    gb the column sums of ``g * y`` and g."""
+    rows, n = y.shape
+    w = np.ones(n, y.dtype) if weight is None else np.ascontiguousarray(weight, y.dtype)
+    blocks = min(_BLOCKS, rows)
+    gw_parts = np.zeros((blocks, n), y.dtype)
+    gb_parts = np.zeros((blocks, n), y.dtype)
+    gx = np.empty_like(y) if need_x else y[:1]  # (unused when not needed)
+    _layer_norm_backward_kernel(g, y, y.dtype.type(1.0 / n), rstd.reshape(-1), w, need_x, gx,
+                                gw_parts, gb_parts)
+    return (gx if need_x else None, gw_parts.sum(axis=0) if need_w else None,
+            gb_parts.sum(axis=0) if need_b else None)
+
+
+# ---------------------------------------------------------------------------
+# cross-entropy with class indices: logits (N, C), per-row target and coefficients
+
+
+@native.kernel(parallel=True, fastmath=_REORDER)
+def _cross_entropy_kernel(x, target, coef_t, coef_u, weight, loss, logz):
+    fast = x.itemsize == 4
+    for i in native.prange(x.shape[0]):
+        row = x[i]
+        m = _row_max(row)
+        total = _ZERO
+        for j in range(row.size):
+            total += _exp_as(row[j] - m, fast)
+        z = m + math.log(total)
+        logz[i] = z
+        value = -coef_t[i] * (row[target[i]] - z)
+        if coef_u[i] != 0:  # label smoothing: the weighted mean of all log-probabilities
+            smooth = _ZERO
+            for j in range(row.size):
+                smooth += weight[j] * (row[j] - z)
+            value -= coef_u[i] * smooth
+        loss[i] = value
+
+
+@native.kernel(parallel=True, fastmath=_REORDER)
+def _cross_entropy_backward_kernel(g, x, logz, target, coef_t, coef_u, weight, wsum, out):
+    fast = x.itemsize == 4
+    for i in native.prange(x.shape[0]):
+        row, dst = x[i], out[i]
+        a = g[i] * (coef_t[i] + coef_u[i] * wsum)
+        u = g[i] * coef_u[i]
+        z = logz[i]
+        for j in range(row.size):
+            dst[j] = a * _exp_as(row[j] - z, fast) - u * weight[j]
+        dst[target[i]] -= g[i] * coef_t[i]
+
+
+def cross_entropy(x, target, coef_t, coef_u, weight) -> tuple:
+    """Per-sample ``-coef_t logp[t] - coef_u sum_c w_c logp_c`` for logits `x` (a
+    `supports` (N, C) array), ``logp = log_softmax(x)``; returns (loss, logz) with logz
+    the per-row log of the normalizer (what the backward needs instead of logp).
+
+    `coef_t` (N,) is ``(1 - smoothing) * weight[target]`` (0 for ignored targets),
+    `coef_u` (N,) ``smoothing / C`` (0 for ignored targets), `weight` (C,) the class
+    weights; all of x's dtype."""
+    loss = np.empty(x.shape[0], x.dtype)
+    logz = np.empty(x.shape[0], x.dtype)
+    _cross_entropy_kernel(x, target, coef_t, coef_u, weight, loss, logz)
+    return loss, logz
+
+
+def cross_entropy_backward(g, x, logz, target, coef_t, coef_u, weight) -> np.ndarray:
+    """``g * (a * softmax(x) - q)`` per row: the gradient of `cross_entropy` for the
+    per-sample gradient `g` (N,), with q the weighted target distribution and a its sum."""
+    out = np.empty_like(x)
+    _cross_entropy_backward_kernel(g, x, logz, target, coef_t, coef_u, weight,
+                                   x.dtype.type(weight.sum()), out)
+    return out

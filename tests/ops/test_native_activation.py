@@ -1,0 +1,140 @@
+"""The numba kernels of GELU, SiLU and tanh (ops/_native_activation.py): both paths (numba
+on and off) against float64 references, forward and first-order backward; gradcheck and
+double backward with numba on; small tensors stay on the NumPy path."""
+
+import math
+
+import numpy as np
+import pytest
+
+import ember
+import ember.nn.functional as F
+from ember.ops import _native as native
+from ember.ops import _native_activation as nact
+
+pytestmark = pytest.mark.skipif(not native.available(), reason="numba is not installed")
+
+TOL = {np.float32: dict(rtol=2e-6, atol=1e-5), np.float64: dict(rtol=1e-12, atol=1e-13)}
+_erf = np.vectorize(math.erf)
+_K = math.sqrt(2 / math.pi)
+
+
+def _cdf(x):
+    return 0.5 * (1 + _erf(x / math.sqrt(2)))
+
+
+def _pdf(x):
+    return np.exp(-x * x / 2) / math.sqrt(2 * math.pi)
+
+
+def _gelu_tanh_parts(x):
+    t = np.tanh(_K * (x + 0.044715 * x ** 3))
+    return t, _K * (1 + 3 * 0.044715 * x * x)
+
+
+# name -> (ember function, float64 forward, float64 derivative)
+CASES = {
+    "gelu": (F.gelu, lambda x: x * _cdf(x), lambda x: _cdf(x) + x * _pdf(x)),
+    "gelu_tanh": (lambda t: F.gelu(t, approximate="tanh"),
+                  lambda x: 0.5 * x * (1 + _gelu_tanh_parts(x)[0]),
+                  lambda x: (0.5 * (1 + _gelu_tanh_parts(x)[0])
+                             + 0.5 * x * (1 - _gelu_tanh_parts(x)[0] ** 2)
+                             * _gelu_tanh_parts(x)[1])),
+    "silu": (F.silu, lambda x: x / (1 + np.exp(-x)),
+             lambda x: (1 / (1 + np.exp(-x))) * (1 + x * (1 - 1 / (1 + np.exp(-x))))),
+    "tanh": (ember.tanh, np.tanh, lambda x: 1 - np.tanh(x) ** 2),
+}
+
+
+def _inputs(dtype, n=nact.MIN_SIZE + 37):
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal(n) * 4
+    x[:8] = [0.0, -0.0, 1e-30, -1e-30, 30.0, -30.0, 200.0, -200.0]
+    x[8:208] = np.linspace(-0.6, 0.6, 200)  # tanh's two formulas meet at 0.4
+    return x.astype(dtype)
+
+
+def _run(name, x, g):
+    fn = CASES[name][0]
+    t = ember.tensor(x, requires_grad=True)
+    y = fn(t)
+    y.backward(ember.tensor(g))
+    return y.detach().numpy(), t.grad.numpy()
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_both_paths_match_float64_reference(name, dtype):
+    x = _inputs(dtype)
+    g = np.random.default_rng(1).standard_normal(x.size).astype(dtype)
+    x64 = x.astype(np.float64)
+    with np.errstate(all="ignore"):
+        ref_y = CASES[name][1](x64)
+        ref_g = g * CASES[name][2](x64)
+    for flag in (True, False):
+        with native.use_numba(flag):
+            y, gx = _run(name, x, g)
+        assert y.dtype == dtype and gx.dtype == dtype
+        np.testing.assert_allclose(y, ref_y, **TOL[dtype], err_msg=f"numba={flag}")
+        np.testing.assert_allclose(gx, ref_g, **TOL[dtype], err_msg=f"numba={flag}")
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # (the NumPy path's inf * 0)
+@pytest.mark.parametrize("name", ["gelu", "gelu_tanh", "silu"])
+def test_special_values_follow_the_numpy_path(name):
+    x = np.zeros(nact.MIN_SIZE, np.float32)
+    x[:6] = [np.nan, np.inf, -np.inf, 1e38, -1e38, 88.9]
+    with native.use_numba(True):
+        got = CASES[name][0](ember.tensor(x)).numpy()
+    with native.use_numba(False):
+        want = CASES[name][0](ember.tensor(x)).numpy()
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    np.testing.assert_allclose(got[~np.isnan(got)], want[~np.isnan(want)], rtol=1e-6)
+
+
+def test_tanh_kernel_special_values():
+    x = np.zeros(nact.MIN_SIZE, np.float32)
+    x[:5] = [np.nan, np.inf, -np.inf, 1e-40, -0.0]
+    got = nact.forward("tanh", x)
+    assert np.isnan(got[0]) and got[1] == 1 and got[2] == -1 and got[3] == x[3]
+    assert np.signbit(got[4])
+
+
+def test_kernels_run_and_small_tensors_take_numpy():
+    assert nact.supports(np.zeros(nact.MIN_SIZE, np.float32))
+    assert not nact.supports(np.zeros(nact.MIN_SIZE - 1, np.float32))
+    assert not nact.supports(np.zeros(nact.MIN_SIZE, np.float16))
+    assert not nact.supports(np.zeros(nact.MIN_SIZE, np.float32), np.zeros(nact.MIN_SIZE))
+    with native.use_numba(False):
+        assert not nact.supports(np.zeros(nact.MIN_SIZE, np.float32))
+    F.silu(ember.randn(nact.MIN_SIZE))
+    assert nact._silu_f32._compiled is not None
+
+
+def test_non_contiguous_input_and_broadcast_gradient():
+    x = ember.randn(2 * nact.MIN_SIZE // 64, 128)[:, ::2]  # strided view
+    with native.use_numba(True):
+        a = F.gelu(x)
+    with native.use_numba(False):
+        b = F.gelu(x)
+    np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=2e-6, atol=2e-7)
+    t = ember.randn(nact.MIN_SIZE, requires_grad=True)
+    F.silu(t).sum().backward()  # the gradient of sum() arrives expanded
+    with native.use_numba(False):
+        s = ember.tensor(t.detach().numpy(), requires_grad=True)
+        F.silu(s).sum().backward()
+    np.testing.assert_allclose(t.grad.numpy(), s.grad.numpy(), rtol=2e-6, atol=2e-7)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_gradcheck_and_double_backward_with_numba_on(name, monkeypatch):
+    monkeypatch.setattr(nact, "MIN_SIZE", 1)  # let the kernels take small inputs
+    fn = CASES[name][0]
+    x = ember.randn(3, 5, dtype=ember.float64, requires_grad=True)
+    with native.use_numba(True):
+        assert ember.autograd.gradcheck(fn, (x,))
+        assert ember.autograd.gradgradcheck(fn, (x,))
+        # create_graph records the tensor formulas: the same first derivative
+        (g1,) = ember.autograd.grad(fn(x).sum(), x, create_graph=True)
+        (g0,) = ember.autograd.grad(fn(x).sum(), x)
+    np.testing.assert_allclose(g1.detach().numpy(), g0.numpy(), rtol=1e-12, atol=1e-14)

@@ -1,0 +1,104 @@
+"""The numba row kernels (ops/_native_rows.py) through the ops that use them: softmax and
+log_softmax, layer norm, cross-entropy.  Both paths (numba on and off) against float64
+NumPy references, forward and first-order backward; gradcheck and double backward with
+numba on; other layouts fall back."""
+
+import numpy as np
+import pytest
+
+import ember
+import ember.nn.functional as F
+from ember.ops import _native as native
+from ember.ops import _native_rows as nrows
+
+pytestmark = pytest.mark.skipif(not native.available(), reason="numba is not installed")
+
+TOL = {np.float32: dict(rtol=2e-5, atol=2e-6), np.float64: dict(rtol=1e-11, atol=1e-12)}
+ROWS = nrows.MIN_SIZE // 64 + 3  # rows of 64: just above the kernels' threshold
+
+
+def _both_paths(fn, *arrays, grads=None):
+    """fn(*tensors) and the gradients of its inputs, with numba on and off."""
+    results = []
+    for flag in (True, False):
+        with native.use_numba(flag):
+            ts = [ember.tensor(a, requires_grad=True) for a in arrays]
+            y = fn(*ts)
+            y.backward(ember.tensor(grads) if grads is not None else None)
+            results.append((y.detach().numpy(), [t.grad.numpy() for t in ts]))
+    return results
+
+
+def _softmax64(x):
+    e = np.exp(x - x.max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("log", [False, True])
+def test_softmax_both_paths_match_float64_reference(log, dtype):
+    rng = np.random.default_rng(0)
+    x = (rng.standard_normal((ROWS, 64)) * 5).astype(dtype)
+    x[0, :3] = [1e4, -1e4, 0.0]  # shifted by the row max: no overflow
+    g = rng.standard_normal(x.shape).astype(dtype)
+    x64, g64 = x.astype(np.float64), g.astype(np.float64)
+    p = _softmax64(x64)
+    if log:
+        ref_y = np.log(np.maximum(p, 1e-300))
+        ref_y[0] = x64[0] - x64[0].max() - np.log(np.exp(x64[0] - x64[0].max()).sum())
+        ref_g = g64 - p * g64.sum(-1, keepdims=True)
+        fn = lambda t: F.log_softmax(t, -1)  # noqa: E731
+    else:
+        ref_y, ref_g = p, p * (g64 - (g64 * p).sum(-1, keepdims=True))
+        fn = lambda t: F.softmax(t, -1)  # noqa: E731
+    for y, (gx,) in _both_paths(fn, x, grads=g):
+        assert y.dtype == dtype
+        np.testing.assert_allclose(y, ref_y, **TOL[dtype])
+        np.testing.assert_allclose(gx, ref_g, **TOL[dtype])
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # (the NumPy path's inf - inf)
+def test_softmax_rows_with_nan_or_inf_come_out_nan_as_on_the_numpy_path():
+    x = np.zeros((ROWS, 64), np.float32)
+    x[1, 5], x[2, 7], x[3, 9] = np.nan, np.inf, -np.inf
+    for fn in (F.softmax, F.log_softmax):
+        with native.use_numba(True):
+            got = fn(ember.tensor(x), -1).numpy()
+        with native.use_numba(False):
+            want = fn(ember.tensor(x), -1).numpy()
+        np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+        np.testing.assert_allclose(got[~np.isnan(got)], want[~np.isnan(want)], rtol=1e-6)
+
+
+def test_softmax_over_another_dim_falls_back_and_agrees():
+    x = ember.randn(64, ROWS)
+    with native.use_numba(True):
+        a = F.softmax(x, 0)
+    with native.use_numba(False):
+        b = F.softmax(x, 0)
+    np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("log", [False, True])
+def test_softmax_gradcheck_and_double_backward_with_numba_on(log, monkeypatch):
+    monkeypatch.setattr(nrows, "MIN_SIZE", 1)
+    fn = (lambda t: F.log_softmax(t, -1)) if log else (lambda t: F.softmax(t, -1))
+    x = ember.randn(4, 6, dtype=ember.float64, requires_grad=True)
+    w = ember.randn(4, 6, dtype=ember.float64)
+    with native.use_numba(True):
+        assert ember.autograd.gradcheck(lambda t: fn(t) * w, (x,))
+        assert ember.autograd.gradgradcheck(lambda t: fn(t) * w, (x,))
+        (g1,) = ember.autograd.grad((fn(x) * w).sum(), x, create_graph=True)
+        (g0,) = ember.autograd.grad((fn(x) * w).sum(), x)
+    np.testing.assert_allclose(g1.detach().numpy(), g0.numpy(), rtol=1e-12, atol=1e-14)
+
+
+def test_supports_takes_only_large_contiguous_float_rows():
+    big = np.zeros((ROWS, 64), np.float32)
+    assert nrows.supports(big)
+    assert not nrows.supports(big[:, ::2])
+    assert not nrows.supports(big[:2])
+    assert not nrows.supports(big.astype(np.float16))
+    assert not nrows.supports(big, big.astype(np.float64))
+    with native.use_numba(False):
+        assert not nrows.supports(big)

@@ -47,21 +47,24 @@ class AccumulateGrad(Node):
                     grad = new
         return grad
 
-    def accumulate(self, grad: Tensor, create_graph: bool, steal: bool = False) -> None:
+    def accumulate(self, grad: Tensor, create_graph: bool, owned: bool = False) -> None:
         """Add `grad` into the leaf's ``.grad``, then call post-accumulate hooks.
 
-        `steal`: the engine knows nothing else holds `grad` or its memory, so the first
-        gradient is kept as it is rather than copied.
+        `owned`: the engine made `grad` in this backward pass and nothing else holds it, so
+        the first gradient is kept as it is.  Any other gradient (the caller's, a node's
+        result that may also reach another leaf, one a hook returned) is copied: ``.grad``
+        is written in place later (accumulation, optimizers, clipping) and must not alias
+        memory that someone else reads.
         """
         var = self.variable
         extra = var._extra
         old = var._grad
         if old is None:
-            if create_graph or grad.is_sparse or steal:  # a sparse gradient is stored as is
+            if owned or grad.is_sparse:  # a sparse gradient is stored as is
                 var._grad = grad
+            elif create_graph:
+                var._grad = grad.clone()  # (recorded: the copy stays differentiable)
             else:
-                # NOTE: copy, because the same gradient tensor can reach several
-                # leaves (add's backward passes it to both inputs) or be the user's.
                 var._grad = _make(grad._data.copy())
         elif create_graph or STATE.enabled or old.is_sparse or grad.is_sparse:
             # NOTE: only dense + sparse is defined (sparse + dense raises, as in PyTorch)

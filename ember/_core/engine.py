@@ -9,14 +9,16 @@
    dtype (broadcast inputs are summed back) and passed along its edges.
 4. Leaves (AccumulateGrad nodes) add into ``.grad``; with ``autograd.grad`` the
    gradients of the requested inputs are captured instead, and only the part of
-   the graph that leads to them runs.
+   the graph that leads to them runs.  A leaf keeps a gradient as its ``.grad``
+   without a copy only when the engine made that array itself in this pass (a sum
+   of several gradients, or the implicit root gradient) and no hook has seen it:
+   see `_add_to_buffer`.
 5. Unless ``retain_graph``, each node frees its saved tensors after it ran.
 """
 
 from __future__ import annotations
 
 import heapq
-import sys
 
 import numpy as np
 
@@ -28,7 +30,9 @@ from .tensor import Tensor, _make
 
 
 def _root_grads(outputs, grad_outputs, create_graph):
-    grads = []
+    """The gradient of each output: the caller's, or ones for a scalar; and, per output,
+    whether the engine made it (the caller's tensor must never become a ``.grad``)."""
+    grads, made = [], []
     for i, out in enumerate(outputs):
         if not isinstance(out, Tensor):
             raise TypeError(f"backward: expected a Tensor, got {type(out).__name__}")
@@ -47,6 +51,9 @@ def _root_grads(outputs, grad_outputs, create_graph):
                 )
             xp = _xp(out._data)
             g = _make(xp.ones(out._data.shape, dtype=out._data.dtype))
+            made.append(True)
+            grads.append(g)
+            continue
         elif not isinstance(g, Tensor):
             raise TypeError(f"gradient must be a Tensor or None, got {type(g).__name__}")
         elif g._data.shape != out._data.shape:
@@ -56,8 +63,9 @@ def _root_grads(outputs, grad_outputs, create_graph):
             )
         elif not create_graph:
             g = g.detach()
+        made.append(False)
         grads.append(g)
-    return grads
+    return grads, made
 
 
 def _size(shape) -> str:
@@ -126,7 +134,7 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
     outputs = tuple(outputs)
     if retain_graph is None:
         retain_graph = create_graph
-    grads = _root_grads(outputs, grad_outputs, create_graph)
+    grads, made = _root_grads(outputs, grad_outputs, create_graph)
     root_edges = [edge_of(out) for out in outputs]
 
     # What to capture: for each input, the node (and output slot) its gradient reaches.
@@ -141,8 +149,9 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
             captures.setdefault(edge_of(t), []).append(i)
 
     buffers: dict = {}
-    for (node, nr), g in zip(root_edges, grads):
-        _add_to_buffer(buffers, node, nr, g)
+    owned: set = set()  # see _add_to_buffer
+    for (node, nr), g, own in zip(root_edges, grads, made):
+        _add_to_buffer(buffers, owned, node, nr, g, own)
     roots = list(dict.fromkeys(node for node, _ in root_edges))
     deps = _count_dependencies(roots)
     needed = None
@@ -150,7 +159,6 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
         needed = _nodes_needed(roots, {node for node, _ in captures})
 
     captured = [None] * (len(inputs) if inputs is not None else 0)
-    owned = set()  # see _add_to_buffer
     prev_enabled = STATE.enabled
     STATE.enabled = create_graph
     try:
@@ -171,16 +179,19 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
                         captured[i] = g
             if is_leaf:
                 g = node_grads[0]
-                node_grads = None  # `g` is now held here only (see _unshared)
                 if g is None:
                     continue
-                g = node.run_hooks(g)
+                own = (node, 0) in owned
+                extra = node.variable._extra
+                if extra is not None and extra.hooks:  # the user's code sees `g`
+                    g = node.run_hooks(g)
+                    own = False
                 if captures is not None:
                     for i in captures.get((node, 0), ()):
                         captured[i] = g
+                        own = False
                 if accumulate and (captures is None or (node, 0) in captures):
-                    steal = _unshared(g)  # (alone on its line: an argument list holds g too)
-                    node.accumulate(g, create_graph, steal)
+                    node.accumulate(g, create_graph, own)
                 continue
             if needed is not None and node not in needed:
                 continue
@@ -189,12 +200,11 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
                 if child is None:
                     continue
                 if g is not None:
-                    _add_to_buffer(buffers, child, nr, g, owned)
+                    _add_to_buffer(buffers, owned, child, nr, g)
                 left = deps[child] - 1
                 deps[child] = left
                 if left == 0:
                     heappush(ready, (-child._sequence_nr, id(child), child))
-            in_grads = g = None  # drop our references, so that gradients can be unshared
     finally:
         STATE.enabled = prev_enabled
 
@@ -211,66 +221,23 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
         # then on they retain their grad (as in PyTorch); retained ones were filled above.
         for t, g in zip(inputs, captured):
             if g is not None and t._grad_fn is not None and not t.retains_grad:
-                t._grad = g if t._grad is None else t._grad + g
+                if t._grad is not None:
+                    t._grad = t._grad + g
+                else:  # a copy: `g` may be the caller's gradient, or reach other tensors
+                    t._grad = g.clone() if create_graph else _make(g._data.copy())
                 t.retain_grad()
     return None
 
 
-def _ref_counts(t: Tensor) -> tuple:
-    return sys.getrefcount(t), sys.getrefcount(t._data)
-
-
-def _unshared(g: Tensor) -> bool:
-    """True when the engine holds the only reference to gradient `g` and to its memory.
-
-    A leaf may then keep `g` as its ``.grad`` instead of a copy (a full copy per parameter
-    per step saved); PyTorch's AccumulateGrad steals the same way, by reference count.
-    Anything else that holds the tensor or its array (a hook that stashed it, the user's
-    gradient passed to backward, a second edge of the same node, another view of the
-    array) raises a count, and then the leaf copies.  A view counts as unshared when it
-    spans all of its base in C order (a reshape or transpose-back of a fresh result, like
-    the gradient of ``weight.t()``) and nothing else holds that base.
-    """
-    if _UNSHARED_COUNTS is None or type(g) is not Tensor or g._extra is not None:
-        return False
-    data = g._data
-    if type(data) is not np.ndarray or _ref_counts(g) != _UNSHARED_COUNTS:
-        return False
-    if not data.flags.writeable:
-        return False
-    base = data.base
-    return base is None or (
-        type(base) is np.ndarray and base.base is None and data.flags.c_contiguous
-        and data.nbytes == base.nbytes and sys.getrefcount(base) == _BASE_COUNT)
-
-
-def _calibrate_unshared():
-    """The counts `_ref_counts` sees for a gradient held by one local variable (measured,
-    so that they follow the interpreter's way of counting; None without refcounts)."""
-    if not hasattr(sys, "getrefcount"):
-        return None, None
-    g = _make(np.zeros(1))
-    return _probe_counts(g), _probe_base(np.zeros((1, 1)).T)
-
-
-def _probe_counts(g: Tensor) -> tuple:
-    data = g._data  # noqa: F841 - mirrors the local `data` in _unshared
-    return _ref_counts(g)
-
-
-def _probe_base(data) -> int:
-    base = data.base  # as in _unshared: held by the view and by this local
-    return sys.getrefcount(base)
-
-
-_UNSHARED_COUNTS, _BASE_COUNT = _calibrate_unshared()
-
-
-def _add_to_buffer(buffers: dict, node: Node, nr: int, g: Tensor, owned: set | None = None):
+def _add_to_buffer(buffers: dict, owned: set, node: Node, nr: int, g: Tensor,
+                   made_here: bool = False) -> None:
     """Add gradient `g` into output `nr` of `node`'s buffer.
 
-    `owned`: the (node, nr) slots that hold a sum made here, which nothing else holds: the
-    next gradient is added into it in place instead of into a new array.
+    `owned` holds the (node, nr) slots whose gradient the engine made itself in this pass
+    (`made_here`, or a sum of two gradients), which nothing outside the engine holds: the
+    next gradient is added into it in place, and a leaf may keep it as its ``.grad``
+    without a copy.  Every other gradient (a node's result, the caller's, a hook's) may
+    be held elsewhere too, and is never written to.
     """
     slots = buffers.get(node)
     if slots is None:
@@ -278,17 +245,20 @@ def _add_to_buffer(buffers: dict, node: Node, nr: int, g: Tensor, owned: set | N
     old = slots[nr]
     if old is None:
         slots[nr] = g
+        if made_here:
+            owned.add((node, nr))
     elif STATE.enabled or old.is_sparse or g.is_sparse:  # create_graph, or sparse gradients
         slots[nr] = g + old if old.is_sparse and not g.is_sparse else old + g
-    elif owned is not None and (node, nr) in owned and old._data.dtype is g._data.dtype:
+        if not (old.is_sparse or g.is_sparse):
+            owned.add((node, nr))
+    elif (node, nr) in owned and old._data.dtype is g._data.dtype:
         old._data += g._data
     else:
         total = old._data + g._data
         if type(total) is not np.ndarray:  # 0-dim NumPy sums are scalars
             total = _xp(old._data).asarray(total)
         slots[nr] = _make(total)
-        if owned is not None:
-            owned.add((node, nr))
+        owned.add((node, nr))
 
 
 def _run_tensor_hooks(node: Node, grads: list) -> list:

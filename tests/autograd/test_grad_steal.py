@@ -1,27 +1,137 @@
-"""A leaf keeps a gradient nobody else holds as its .grad (no copy), and copies otherwise."""
+"""Which gradients a leaf keeps as its .grad without a copy.
+
+Only arrays the engine made itself in the backward pass (a sum of several gradients, the
+implicit root gradient) are adopted; the caller's gradient, a node's result and anything a
+hook saw or returned are copied, so that writing into .grad later (accumulation, optimizers,
+clipping) never changes memory someone else reads.
+"""
 
 import numpy as np
+import pytest
 
 import ember
 from ember._core.accumulate import AccumulateGrad
 
 
-def test_fresh_gradient_is_kept_without_copy(monkeypatch):
-    kept = []
+def _shares(a, b) -> bool:
+    return np.shares_memory(a.detach().numpy(), b.detach().numpy())
+
+
+@pytest.fixture
+def adopted(monkeypatch):
+    """The `owned` flag of every call of AccumulateGrad.accumulate, in order."""
+    flags = []
     real = AccumulateGrad.accumulate
 
-    def spy(self, grad, create_graph, steal=False):
-        kept.append(steal)
-        return real(self, grad, create_graph, steal)
+    def spy(self, grad, create_graph, owned=False):
+        flags.append(owned)
+        return real(self, grad, create_graph, owned)
 
     monkeypatch.setattr(AccumulateGrad, "accumulate", spy)
+    return flags
+
+
+def test_engine_made_sum_is_kept_without_copy(adopted):
+    w = ember.randn(5, requires_grad=True)
+    (w * 2 + w * 3 + w * 4).sum().backward()
+    assert adopted == [True]
+    np.testing.assert_allclose(w.grad.numpy(), 9.0)
+
+
+def test_implicit_root_gradient_of_a_leaf_is_kept(adopted):
+    w = ember.tensor(2.0, requires_grad=True)
+    w.backward()
+    assert adopted == [True]
+    assert w.grad.item() == 1.0
+
+
+def test_a_node_result_is_copied(adopted):
+    # The engine did not make MulBackward's result, so it cannot know who else holds it.
     w = ember.randn(5, requires_grad=True)
     (w * 2).sum().backward()
-    assert kept == [True]
+    assert adopted == [False]
     np.testing.assert_allclose(w.grad.numpy(), 2.0)
 
 
-def test_linear_weight_gradient_is_kept_and_c_contiguous():
+@pytest.mark.parametrize("create_graph", [False, True])
+def test_user_gradient_is_never_aliased(create_graph):
+    w = ember.randn(4, requires_grad=True)
+    g = ember.ones(4, requires_grad=create_graph)
+    (w * 1).backward(g, create_graph=create_graph)
+    assert not _shares(w.grad, g)
+    w.grad = None
+    w.backward(g, create_graph=create_graph)  # straight into the leaf: the caller's tensor
+    assert not _shares(w.grad, g)
+    with ember.no_grad():
+        w.grad.add_(1)
+    np.testing.assert_array_equal(g.detach().numpy(), 1.0)
+
+
+def test_user_gradient_of_a_non_leaf_input_is_not_aliased():
+    w = ember.randn(3, requires_grad=True)
+    g = ember.ones(3)
+    y = w * 2
+    y.backward(g, inputs=[y])
+    assert not _shares(y.grad, g)
+    z = w * 2
+    z.retain_grad()
+    z.backward(g)
+    assert not _shares(z.grad, g)
+
+
+def test_gradient_a_hook_returns_and_keeps_is_not_aliased():
+    w = ember.randn(3, requires_grad=True)
+    kept = []
+
+    def hook(grad):
+        kept.append(grad * 5)
+        return kept[-1]
+
+    w.register_hook(hook)
+    (w * 2).sum().backward()
+    assert not _shares(w.grad, kept[0])
+    (w * 2).sum().backward()  # accumulates into w.grad in place
+    np.testing.assert_allclose(kept[0].numpy(), 10.0)
+    np.testing.assert_allclose(w.grad.numpy(), 20.0)
+
+
+def test_engine_sum_seen_by_a_hook_is_copied():
+    w = ember.randn(3, requires_grad=True)
+    stash = []
+    w.register_hook(stash.append)
+    (w * 2 + w * 3).sum().backward()  # the engine sums the two: a hook sees that sum
+    assert not _shares(w.grad, stash[0])
+    (w * 3).sum().backward()
+    np.testing.assert_allclose(stash[0].numpy(), 5.0)
+    np.testing.assert_allclose(w.grad.numpy(), 8.0)
+
+
+class _KeepsItsGradient(ember.autograd.Function):
+    """Identity whose backward returns a tensor it keeps a reference to."""
+
+    kept = []
+
+    @staticmethod
+    def forward(ctx, x):
+        return x.clone()
+
+    @staticmethod
+    def backward(ctx, grad):
+        out = grad * 1
+        _KeepsItsGradient.kept.append(out)
+        return out
+
+
+def test_node_result_is_never_written_by_accumulation():
+    _KeepsItsGradient.kept.clear()
+    w = ember.randn(3, requires_grad=True)
+    (_KeepsItsGradient.apply(w) + w * 2 + w * 3).sum().backward()
+    np.testing.assert_allclose(w.grad.numpy(), 6.0)
+    np.testing.assert_allclose(_KeepsItsGradient.kept[0].numpy(), 1.0)
+    assert not _shares(w.grad, _KeepsItsGradient.kept[0])
+
+
+def test_linear_weight_gradient_is_c_contiguous():
     lin = ember.nn.Linear(3, 4)
     lin(ember.randn(6, 3)).sum().backward()
     assert lin.weight.grad._data.flags.c_contiguous
@@ -32,32 +142,11 @@ def test_linear_weight_gradient_is_kept_and_c_contiguous():
     np.testing.assert_allclose(lin.weight.grad.numpy(), expected, rtol=1e-6)
 
 
-def test_user_gradient_is_copied():
-    w = ember.randn(4, requires_grad=True)
-    g = ember.ones(4)
-    (w * 1).backward(g)
-    assert not np.shares_memory(w.grad.numpy(), g.numpy())
-    w.backward(g)  # straight into the leaf: the user's tensor itself arrives
-    assert not np.shares_memory(w.grad.numpy(), g.numpy())
-
-
-def test_gradient_stashed_by_a_hook_is_copied_and_not_mutated_later():
-    w = ember.randn(3, requires_grad=True)
-    stash = []
-    w.register_hook(lambda g: stash.append(g))
-    (w * 3).sum().backward()
-    assert stash[0] is not w.grad
-    before = stash[0].numpy().copy()
-    (w * 3).sum().backward()  # accumulates into w.grad in place
-    np.testing.assert_array_equal(stash[0].numpy(), before)
-    np.testing.assert_allclose(w.grad.numpy(), 6.0)
-
-
 def test_same_gradient_to_two_leaves_is_not_shared():
     a = ember.randn(3, requires_grad=True)
     b = ember.randn(3, requires_grad=True)
     (a + b).sum().backward()
-    assert not np.shares_memory(a.grad.numpy(), b.grad.numpy())
+    assert not _shares(a.grad, b.grad)
     a.grad.add_(1)
     np.testing.assert_allclose(b.grad.numpy(), 1.0)
 
@@ -68,3 +157,19 @@ def test_broadcast_gradient_is_copied_into_a_writable_grad():
     assert w.grad._data.flags.writeable
     w.grad += 1
     np.testing.assert_allclose(w.grad.numpy(), 2.0)
+
+
+@pytest.mark.parametrize("lib_name", ["ember", "torch"])
+def test_aliasing_matches_pytorch(lib_name):
+    lib = ember if lib_name == "ember" else pytest.importorskip("torch")
+    w = lib.ones(3, requires_grad=True)
+    g = lib.full((3,), 2.0)
+    (w * 1).backward(g)
+    w.backward(g)
+    kept = []
+    w.register_hook(lambda grad: kept.append(grad * 1) or kept[-1])
+    (w * 3).sum().backward()
+    assert not _shares(w.grad, g) and not _shares(w.grad, kept[0])
+    np.testing.assert_allclose(w.grad.numpy(), 7.0)
+    np.testing.assert_allclose(g.numpy(), 2.0)
+    np.testing.assert_allclose(kept[0].numpy(), 3.0)

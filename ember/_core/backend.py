@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import sys
+import warnings
 
 import numpy as np
 
@@ -116,13 +117,40 @@ def to_backend(array, dev: device):
         return cp.asarray(array)
 
 
+class _Determinism:
+    """``use_deterministic_algorithms`` (set through ``ember.backends``), read by the kernels
+    that have no deterministic form on some device."""
+
+    __slots__ = ("enabled", "warn_only")
+
+    def __init__(self):
+        self.enabled = False
+        self.warn_only = False
+
+
+DETERMINISM = _Determinism()
+
+
+def check_deterministic(op: str) -> None:
+    """Called by an op with no deterministic implementation on the device it runs on:
+    raises RuntimeError (or warns, with `warn_only`) in deterministic mode."""
+    if not DETERMINISM.enabled:
+        return
+    message = (f"{op} does not have a deterministic implementation, but you set "
+               "'ember.use_deterministic_algorithms(True)'. You can turn off determinism just "
+               "for this operation, or you can use the 'warn_only=True' option, if that's "
+               "acceptable for your application.")
+    if DETERMINISM.warn_only:
+        warnings.warn(message, UserWarning, stacklevel=3)
+    else:
+        raise RuntimeError(message)
+
+
 def scatter_add(xp, target, index, values) -> None:
     """target[index] += values with repeated indices summed (np.add.at / cupyx)."""
     if xp is np:
         np.add.at(target, index, values)
     else:
-        from ..backends import check_deterministic
-
         check_deterministic("scatter_add on a GPU (atomic additions)")
         import cupyx
 

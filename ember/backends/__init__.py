@@ -21,6 +21,8 @@ from __future__ import annotations
 import contextlib
 import warnings
 
+from .._core.backend import DETERMINISM, check_deterministic  # (the latter re-exported)
+
 __all__ = ["cudnn", "mps", "cuda", "mkldnn", "openmp", "use_deterministic_algorithms",
            "are_deterministic_algorithms_enabled",
            "is_deterministic_algorithms_warn_only_enabled", "set_float32_matmul_precision",
@@ -30,10 +32,9 @@ _PRECISIONS = ("highest", "high", "medium")
 
 
 class _State:
-    """The global modes, one instance."""
+    """The float32 matmul precision (the deterministic mode lives in the core, which reads
+    it: `DETERMINISM`)."""
 
-    deterministic = False
-    warn_only = False
     matmul_precision = "highest"
 
 
@@ -48,31 +49,17 @@ def use_deterministic_algorithms(mode: bool, *, warn_only: bool = False) -> None
     if not isinstance(mode, bool):
         raise TypeError(f"use_deterministic_algorithms(): argument 'mode' must be bool, not "
                         f"{type(mode).__name__}")
-    _STATE.deterministic, _STATE.warn_only = mode, bool(warn_only) and mode
+    DETERMINISM.enabled, DETERMINISM.warn_only = mode, bool(warn_only) and mode
 
 
 def are_deterministic_algorithms_enabled() -> bool:
     """True after ``use_deterministic_algorithms(True)``."""
-    return _STATE.deterministic
+    return DETERMINISM.enabled
 
 
 def is_deterministic_algorithms_warn_only_enabled() -> bool:
     """True when deterministic mode only warns about nondeterministic ops."""
-    return _STATE.warn_only
-
-
-def check_deterministic(op: str) -> None:
-    """Called by an op with no deterministic implementation on the device it runs on."""
-    if not _STATE.deterministic:
-        return
-    message = (f"{op} does not have a deterministic implementation, but you set "
-               "'ember.use_deterministic_algorithms(True)'. You can turn off determinism just "
-               "for this operation, or you can use the 'warn_only=True' option, if that's "
-               "acceptable for your application.")
-    if _STATE.warn_only:
-        warnings.warn(message, UserWarning, stacklevel=3)
-    else:
-        raise RuntimeError(message)
+    return DETERMINISM.warn_only
 
 
 # --- float32 matmul precision --------------------------------------------------------------

@@ -245,7 +245,7 @@ def _tile_rows(vec, c: int):
     return None if vec is None else np.tile(vec, max(1, 4096 // c))
 
 
-def layer_norm_rows(x: np.ndarray, eps: float, weight, bias) -> tuple:
+def layer_norm(x: np.ndarray, eps: float, weight, bias) -> tuple:
     """Layer norm over the rows of a `rowwise_fast` array, block by block: returns
     (normalized y, y * weight + bias or None without either, mean, rstd), with mean and
     rstd of shape (rows, 1).  The formula of ``Normalize`` (normalization.py)."""
@@ -279,9 +279,9 @@ def layer_norm_rows(x: np.ndarray, eps: float, weight, bias) -> tuple:
     return y, out, mean, rstd
 
 
-def layer_norm_backward_rows(g, y, rstd, weight, need_x: bool, need_w: bool,
-                             need_b: bool) -> tuple:
-    """First-order gradients (gx, gw, gb) of `layer_norm_rows` for `rowwise_fast` g and y,
+def layer_norm_backward(g, y, rstd, weight, need_x: bool, need_w: bool,
+                        need_b: bool) -> tuple:
+    """First-order gradients (gx, gw, gb) of `layer_norm` for `rowwise_fast` g and y,
     block by block (None where not needed):
     ``gx = rstd * (gy - mean(gy) - y * mean(gy * y))`` with ``gy = g * weight``;
     gw and gb are the column sums of ``g * y`` and g."""

@@ -175,7 +175,7 @@ def _layer_norm_backward_kernel(g, y, inv_n, rstd, weight, need_x, gx, gw_parts,
 def layer_norm(x: np.ndarray, eps: float, weight, bias) -> tuple:
     """Layer norm over the rows of a `supports` 2-D array: (normalized y, y * weight +
     bias or None without either, mean, rstd), mean and rstd of shape (rows, 1): the
-    outputs of `_kernels.layer_norm_rows`."""
+    outputs of `_kernels.layer_norm`."""
     rows, n = x.shape
     affine = weight is not None or bias is not None
     w = np.ones(n, x.dtype) if weight is None else np.ascontiguousarray(weight, x.dtype)

@@ -20,6 +20,7 @@ from .._core.function import Function
 from .._core.grad_mode import is_grad_enabled
 from .._core.tensor import Tensor, _make
 from . import _kernels
+from . import _native_rows
 from ._util import wrap_dim, xp_of
 
 
@@ -116,7 +117,8 @@ def _layer_norm_rows(ctx, x, weight, bias, dims, eps, bshape):
     rows = x.reshape(-1, n)
     w = None if weight is None else weight.reshape(-1)
     b = None if bias is None else bias.reshape(-1)
-    y, out, mean, rstd = _kernels.layer_norm_rows(rows, eps, w, b)
+    kernels = _native_rows if _native_rows.supports(rows) else _kernels
+    y, out, mean, rstd = kernels.layer_norm(rows, eps, w, b)
     stat_shape = x.shape[:x.ndim - len(dims)] + (1,) * len(dims)
     y, mean, rstd = y.reshape(x.shape), mean.reshape(stat_shape), rstd.reshape(stat_shape)
     ctx.dims, ctx.n, ctx.bshape = dims, n, bshape
@@ -138,9 +140,11 @@ def _backward_rows(ctx, g, y, rstd, weight):
     needs = ctx.needs_input_grad
     n = ctx.n
     w = None if weight is None else weight.reshape(-1)
-    gx, gw, gb = _kernels.layer_norm_backward_rows(
-        g.reshape(-1, n), y.reshape(-1, n), rstd.reshape(-1, 1), w, needs[0],
-        ctx.affine and needs[1], ctx.affine and needs[2])
+    rows_g, rows_y = g.reshape(-1, n), y.reshape(-1, n)
+    kernels = _native_rows if _native_rows.supports(rows_g, rows_y) else _kernels
+    gx, gw, gb = kernels.layer_norm_backward(
+        rows_g, rows_y, rstd.reshape(-1, 1), w, needs[0], ctx.affine and needs[1],
+        ctx.affine and needs[2])
     return (None if gx is None else _make(gx.reshape(y.shape)),
             None if gw is None else _make(gw.reshape(weight.shape)),
             None if gb is None else _make(gb.reshape(ctx.bias_shape)))

@@ -102,3 +102,58 @@ def test_supports_takes_only_large_contiguous_float_rows():
     assert not nrows.supports(big, big.astype(np.float64))
     with native.use_numba(False):
         assert not nrows.supports(big)
+
+
+def _layer_norm64(x, w, b, g, eps=1e-5):
+    """Forward and gradients (x, w, b) of layer norm over the last dim, in float64."""
+    mu = x.mean(-1, keepdims=True)
+    r = 1 / np.sqrt(((x - mu) ** 2).mean(-1, keepdims=True) + eps)
+    y = (x - mu) * r
+    gy = g * w
+    gx = r * (gy - gy.mean(-1, keepdims=True) - y * (gy * y).mean(-1, keepdims=True))
+    return y * w + b, gx, (g * y).sum(0), g.sum(0)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_layer_norm_both_paths_match_float64_reference(dtype):
+    rng = np.random.default_rng(1)
+    x = (rng.standard_normal((ROWS, 64)) * 3 + 5).astype(dtype)
+    w = rng.standard_normal(64).astype(dtype)
+    b = rng.standard_normal(64).astype(dtype)
+    g = rng.standard_normal(x.shape).astype(dtype)
+    refs = _layer_norm64(*(a.astype(np.float64) for a in (x, w, b, g)))
+    fn = lambda t, wt, bt: F.layer_norm(t, (64,), wt, bt)  # noqa: E731
+    for y, grads in _both_paths(fn, x, w, b, grads=g):
+        assert y.dtype == dtype
+        np.testing.assert_allclose(y, refs[0], **TOL[dtype])
+        for got, ref in zip(grads, refs[1:]):
+            np.testing.assert_allclose(got, ref, **TOL[dtype])
+
+
+def test_layer_norm_without_affine_and_over_two_dims():
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((ROWS, 8, 8)).astype(np.float32)
+    g = rng.standard_normal(x.shape).astype(np.float32)
+    x64, g64 = x.reshape(ROWS, 64).astype(np.float64), g.reshape(ROWS, 64).astype(np.float64)
+    ones, zeros = np.ones(64), np.zeros(64)
+    ref_y, ref_gx = _layer_norm64(x64, ones, zeros, g64)[:2]
+    fn = lambda t: F.layer_norm(t, (8, 8))  # noqa: E731
+    for y, (gx,) in _both_paths(fn, x, grads=g):
+        np.testing.assert_allclose(y.reshape(ROWS, 64), ref_y, **TOL[np.float32])
+        np.testing.assert_allclose(gx.reshape(ROWS, 64), ref_gx, **TOL[np.float32])
+
+
+def test_layer_norm_gradcheck_and_double_backward_with_numba_on(monkeypatch):
+    monkeypatch.setattr(nrows, "MIN_SIZE", 1)
+    f64 = ember.float64
+    x = ember.randn(3, 5, dtype=f64, requires_grad=True)
+    w = ember.randn(5, dtype=f64, requires_grad=True)
+    b = ember.randn(5, dtype=f64, requires_grad=True)
+    fn = lambda t, wt, bt: F.layer_norm(t, (5,), wt, bt)  # noqa: E731
+    with native.use_numba(True):
+        assert ember.autograd.gradcheck(fn, (x, w, b))
+        assert ember.autograd.gradgradcheck(fn, (x, w, b))
+        first = ember.autograd.grad((fn(x, w, b) ** 2).sum(), (x, w, b), create_graph=True)
+        plain = ember.autograd.grad((fn(x, w, b) ** 2).sum(), (x, w, b))
+    for a, c in zip(first, plain):
+        np.testing.assert_allclose(a.detach().numpy(), c.numpy(), rtol=1e-12, atol=1e-13)

@@ -12,11 +12,16 @@ computes every member for element ``i`` in registers and writes the last, and a
 backward one that recomputes the members, runs the chain rule backwards through the
 derivative expressions and writes one gradient per leaf.  The source is built once per
 chain signature (`source` is the cache key) and compiled by numba on first use, in a
-serial form and a parallel (``prange``) one for large arrays.
+serial form and a parallel (``prange``) one for large arrays; the source is kept in a
+file of `cache_dir` so that numba caches the machine code on disk for later processes.
 """
 
 from __future__ import annotations
 
+import hashlib
+import importlib.util
+import os
+import sys
 from dataclasses import dataclass
 
 import numpy as np
@@ -109,13 +114,50 @@ def _compile(source: str, which: str, parallel: bool):
     key = (source, which, parallel)
     fn = _CACHE.get(key)
     if fn is None:
-        numba = native._load_numba()
-        scope = {"math": __import__("math"), "prange": numba.prange}
-        exec(compile(source, f"<ember.compile chain {abs(hash(source))}>", "exec"), scope)
-        # (error_model="numpy": a division by zero gives inf or nan, as NumPy does, not an error)
-        fn = _CACHE[key] = numba.njit(nogil=True, parallel=parallel,
-                                      error_model="numpy")(scope[which])
+        python_fn, on_disk = _load(source, which)
+        # (error_model="numpy": a division by zero gives inf or nan, as NumPy does)
+        fn = _CACHE[key] = native._load_numba().njit(
+            nogil=True, parallel=parallel, error_model="numpy", cache=on_disk)(python_fn)
     return fn
+
+
+def cache_dir() -> str:
+    """Where generated kernel sources (and numba's compiled forms of them) are kept:
+    ``$EMBER_COMPILE_CACHE``, else ``~/.cache/ember/compile``."""
+    return os.environ.get("EMBER_COMPILE_CACHE") or os.path.join(
+        os.path.expanduser("~"), ".cache", "ember", "compile")
+
+
+def _load(source: str, which: str):
+    """The Python function `which` of `source`, and whether it lives in a file.
+
+    A kernel whose source is a file can be cached on disk by numba (``cache=True``), so a
+    later process loads the machine code instead of compiling again; the file is named by
+    a hash of the source.  Where the cache folder cannot be written, the source is run
+    in memory and compiled in every process.
+    """
+    text = "import math\n\nfrom numba import prange\n\n\n" + source
+    name = "chain_" + hashlib.sha256(text.encode()).hexdigest()[:24]
+    path = os.path.join(cache_dir(), name + ".py")
+    try:
+        if not os.path.exists(path):
+            os.makedirs(cache_dir(), exist_ok=True)
+            tmp = f"{path}.{os.getpid()}.tmp"
+            with open(tmp, "w") as f:
+                f.write(text)
+            os.replace(tmp, path)  # (atomic: another process may write the same file)
+        module_name = f"ember_compiled_{name}"
+        module = sys.modules.get(module_name)
+        if module is None:
+            spec = importlib.util.spec_from_file_location(module_name, path)
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[module_name] = module  # (numba's disk cache looks the module up)
+            spec.loader.exec_module(module)
+        return getattr(module, which), True
+    except OSError:
+        scope: dict = {}
+        exec(compile(text, f"<ember.compile {name}>", "exec"), scope)
+        return scope[which], False
 
 
 def _source(members: tuple, n_leaves: int) -> str:

@@ -1,5 +1,9 @@
 """Fused elementwise chains: generated kernels against the eager ops they replace."""
 
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -162,3 +166,17 @@ def test_fused_op_is_a_function_whose_buffers_are_reused():
     compiled(y)  # a new signature: captured, by an eager run
     out = compiled(y)
     assert type(out.grad_fn) is FusedElementwise  # (its own graph: y requires grad)
+
+
+@needs_numba
+def test_kernels_are_cached_on_disk_for_later_processes(tmp_path):
+    code = ("import ember\n"
+            "f = ember.compile(lambda x: (x * 3.0).tanh() + 1.0)\n"
+            "x = ember.ones(4)\n"
+            "f(x)\n"
+            "assert abs(f(x)[0].item() - (__import__('math').tanh(3.0) + 1.0)) < 1e-6\n")
+    env = {**os.environ, "EMBER_COMPILE_CACHE": str(tmp_path)}
+    for _ in range(2):  # the second process loads what the first one cached
+        subprocess.run([sys.executable, "-c", code], env=env, check=True)
+    assert len(list(tmp_path.glob("chain_*.py"))) == 1
+    assert list(tmp_path.glob("__pycache__/*.nbi"))  # numba's index of compiled forms

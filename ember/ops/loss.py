@@ -20,6 +20,7 @@ from .._core.function import Function
 from .._core.grad_mode import is_grad_enabled
 from .._core.tensor import Tensor, _make
 from . import _kernels
+from . import _native_rows
 from ._autocast import float32_inputs
 from ._util import xp_of
 from .activation import LogSigmoid, Softmax, log_softmax
@@ -181,6 +182,12 @@ class CrossEntropy(_ClassIndexLoss):
                 reduction="none", total=1.0):
         xp = xp_of(x)
         c = x.shape[1]
+        ctx.native = None
+        if _native_rows.supports(x) and (weight is None or weight.dtype == x.dtype):
+            loss = _native_cross_entropy(ctx, x, weight, target, picked_weight, valid,
+                                         smoothing)
+            ctx.save_for_backward(x, weight)
+            return _reduced(ctx, xp, loss, reduction, total).astype(x.dtype, copy=False)
         if _kernels.rowwise_fast(x):
             logp = _kernels.log_softmax_rows(x)
         else:
@@ -207,6 +214,9 @@ class CrossEntropy(_ClassIndexLoss):
         s = ctx.smoothing
         dtype = x._data.dtype
         grad = _per_sample(ctx, grad, x.dim())
+        if not is_grad_enabled() and ctx.native is not None:
+            g = np.ascontiguousarray(np.broadcast_to(grad._data, x.shape[:1]), dtype)
+            return _make(_native_rows.cross_entropy_backward(g, x._data, *ctx.native)), None
         if not is_grad_enabled() and s == 0:
             return _cross_entropy_grad(ctx, grad._data, dtype), None
         onehot = (xp.arange(c).reshape(ctx.bshape) == ctx.target[:, None]).astype(dtype)
@@ -220,6 +230,21 @@ class CrossEntropy(_ClassIndexLoss):
         p = Softmax.apply(x, 1)
         g = grad.unsqueeze(1)
         return g * (p * _make(a[:, None].astype(dtype)) - _make(q.astype(dtype))), None
+
+
+def _native_cross_entropy(ctx, x, weight, target, picked_weight, valid, smoothing):
+    """CrossEntropy's per-sample loss by the fused numba kernel (log-softmax and the pick
+    of the target in one pass over each row); keeps on `ctx` what its backward needs:
+    the per-row log-normalizer instead of the log-probabilities."""
+    dtype, c = x.dtype, x.shape[1]
+    coef_t = ((1 - smoothing) * picked_weight).astype(dtype)
+    coef_u = ((smoothing / c) * valid).astype(dtype)
+    w = np.ones(c, dtype) if weight is None else np.ascontiguousarray(weight.reshape(-1))
+    loss, logz = _native_rows.cross_entropy(x, target, coef_t, coef_u, w)
+    ctx.target, ctx.picked_weight, ctx.valid = target, picked_weight, valid
+    ctx.smoothing, ctx.bshape, ctx.logp = smoothing, (1, c), None
+    ctx.native = (logz, target, coef_t, coef_u, w)
+    return loss
 
 
 def _cross_entropy_grad(ctx, g, dtype):

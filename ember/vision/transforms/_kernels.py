@@ -89,22 +89,26 @@ def crop(arr: np.ndarray, top: int, left: int, height: int, width: int) -> np.nd
 # -- resampling -----------------------------------------------------------------------
 
 def _cubic(t: np.ndarray, a: float = -0.75) -> np.ndarray:
-    """The cubic convolution kernel (Keys) at distance `t`."""
+    """The cubic convolution kernel (Keys) at distance `t`: a = -0.75 as PyTorch's plain
+    bicubic, -0.5 as Pillow's (and PyTorch's antialiased) one."""
     t = np.abs(t)
     near = ((a + 2) * t - (a + 3)) * t * t + 1
     far = ((a * t - 5 * a) * t + 8 * a) * t - 4 * a
     return np.where(t <= 1, near, np.where(t < 2, far, 0.0))
 
 
-def resize_matrix(size_in: int, size_out: int, mode: str) -> np.ndarray:
+def resize_matrix(size_in: int, size_out: int, mode: str,
+                  antialias: bool = False) -> np.ndarray:
     """The (size_out, size_in) matrix that resamples one axis.
 
     Pixel centres are aligned (``align_corners=False``): output pixel ``i`` reads input
     position ``(i + 0.5) * size_in / size_out - 0.5``.  'nearest' picks
     ``floor(i * size_in / size_out)`` (PyTorch's legacy nearest), 'nearest-exact'
-    ``floor((i + 0.5) * size_in / size_out)``.  No antialiasing: shrinking by more than
-    2x skips pixels.
+    ``floor((i + 0.5) * size_in / size_out)``.  Without `antialias`, shrinking by more
+    than 2x skips pixels; with it, bilinear and bicubic use `antialiased_matrix`.
     """
+    if antialias and mode in ("bilinear", "bicubic"):
+        return antialiased_matrix(size_in, size_out, mode)
     scale = size_in / size_out
     rows = np.arange(size_out)
     matrix = np.zeros((size_out, size_in))
@@ -131,14 +135,44 @@ def resize_matrix(size_in: int, size_out: int, mode: str) -> np.ndarray:
     raise ValueError(f"unsupported interpolation {mode!r}")
 
 
-def resize(arr: np.ndarray, height: int, width: int, mode: str) -> np.ndarray:
+def antialiased_matrix(size_in: int, size_out: int, mode: str) -> np.ndarray:
+    """Antialiased resampling of one axis, as Pillow resizes and as PyTorch's
+    ``interpolate(..., antialias=True)`` (torchvision's default for tensors) computes.
+
+    The filter (the triangle for bilinear, the cubic with a = -0.5 for bicubic) is
+    stretched by the downscale factor, so each output pixel averages all the input pixels
+    it covers.  Output pixel ``i`` is centred at input position ``c = (i + 0.5) * scale``
+    (pixel ``j`` spans [j, j + 1]); it reads the pixels ``j`` with
+    ``int(c - support + 0.5) <= j < int(c + support + 0.5)`` (inside the image) with weights
+    ``filter((j + 0.5 - c) / stretch)``, normalized to sum to one.
+    """
+    scale = size_in / size_out
+    stretch = max(scale, 1.0)  # upscaling uses the plain filter
+    support = (1.0 if mode == "bilinear" else 2.0) * stretch
+    centers = (np.arange(size_out) + 0.5) * scale
+    # NOTE: the window bounds truncate toward zero (a C cast), as Pillow's do
+    lo = np.maximum(np.trunc(centers - support + 0.5), 0.0)
+    hi = np.minimum(np.trunc(centers + support + 0.5), size_in)
+    cols = np.arange(size_in) + 0.0
+    distance = (cols[None, :] + 0.5 - centers[:, None]) / stretch
+    if mode == "bilinear":
+        weights = np.maximum(1.0 - np.abs(distance), 0.0)
+    else:
+        weights = _cubic(distance, a=-0.5)
+    weights *= (cols[None, :] >= lo[:, None]) & (cols[None, :] < hi[:, None])
+    total = weights.sum(axis=1, keepdims=True)
+    return weights / np.where(total == 0.0, 1.0, total)
+
+
+def resize(arr: np.ndarray, height: int, width: int, mode: str,
+           antialias: bool = False) -> np.ndarray:
     """Resample the last two axes to (height, width)."""
     h, w = arr.shape[-2:]
     if (h, w) == (height, width):
         return arr.copy()
     values = working(arr)
-    rows = resize_matrix(h, height, mode).astype(values.dtype)
-    cols = resize_matrix(w, width, mode).astype(values.dtype)
+    rows = resize_matrix(h, height, mode, antialias).astype(values.dtype)
+    cols = resize_matrix(w, width, mode, antialias).astype(values.dtype)
     out = np.matmul(np.matmul(rows, values), cols.T)
     return cast_like(out, arr.dtype)
 
@@ -218,12 +252,53 @@ def warp(arr: np.ndarray, matrix: np.ndarray, out_size: tuple[int, int], mode: s
     return cast_like(out, arr.dtype)
 
 
+# -- filters ----------------------------------------------------------------------------
+
+def gaussian_kernel1d(size: int, sigma: float) -> np.ndarray:
+    """``exp(-x^2 / (2 sigma^2))`` at the `size` integer offsets around 0, summing to one."""
+    x = np.arange(size) - (size - 1) / 2
+    pdf = np.exp(-0.5 * (x / sigma) ** 2)
+    return pdf / pdf.sum()
+
+
+def gaussian_blur(arr: np.ndarray, kernel_size, sigma) -> np.ndarray:
+    """Convolve the last two axes with the Gaussian of `kernel_size` (kx, ky) and `sigma`
+    (sx, sy), one axis at a time, after reflect-padding by half a kernel."""
+    (kx, ky), (sx, sy) = kernel_size, sigma
+    h, w = arr.shape[-2:]
+    if kx // 2 >= w or ky // 2 >= h:
+        raise RuntimeError(f"gaussian_blur: padding ({kx // 2}, {ky // 2}) by reflection "
+                           f"must be less than the image size ({h}, {w})")
+    values = working(arr)
+    widths = [(0, 0)] * (arr.ndim - 2) + [(ky // 2, ky // 2), (kx // 2, kx // 2)]
+    out = np.pad(values, widths, mode="reflect")
+    for axis, size, s in ((-1, kx, sx), (-2, ky, sy)):
+        kernel = gaussian_kernel1d(size, s).astype(values.dtype)
+        windows = np.lib.stride_tricks.sliding_window_view(out, size, axis=axis)
+        out = windows @ kernel
+    return cast_like(out, arr.dtype)
+
+
 # -- colour ---------------------------------------------------------------------------
 
 def grayscale(arr: np.ndarray) -> np.ndarray:
-    """Luma of an RGB image (ITU-R 601: 0.299 R + 0.587 G + 0.114 B), as float, (B,1,H,W)."""
-    values = working(arr)
-    return (0.299 * values[:, 0:1] + 0.587 * values[:, 1:2] + 0.114 * values[:, 2:3])
+    """Luma of an RGB image, ``0.2989 R + 0.587 G + 0.114 B`` (torchvision's weights), as
+    float (B, 1, H, W).
+
+    Integer and float32 images are computed in float32 as PyTorch does: the red term, then
+    two multiply-adds, each rounded to float32 once (an FMA: the product of a float32 and an
+    8- to 16-bit value is exact in float64).  So ``trunc`` of the result matches
+    torchvision's uint8 grayscale bit for bit.
+    """
+    if arr.dtype == np.float64:
+        return 0.2989 * arr[:, 0:1] + 0.587 * arr[:, 1:2] + 0.114 * arr[:, 2:3]
+    f32 = np.float32
+    channels = [arr[:, c:c + 1].astype(f32) for c in range(3)]
+    out = channels[0] * f32(0.2989)
+    for channel, weight in ((channels[1], 0.587), (channels[2], 0.114)):
+        out = (out.astype(np.float64) + channel.astype(np.float64) * float(f32(weight))
+               ).astype(f32)
+    return out
 
 
 def blend(arr: np.ndarray, other, factor: float) -> np.ndarray:

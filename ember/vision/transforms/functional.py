@@ -6,10 +6,10 @@ data sets' images and of ``numpy.asarray(pil_image)``) or a tensor ((..., C, H, 
 (B, C, H, W), in ``_kernels.py``; tensors on a GPU go through the host.  Transforms do not
 record gradients.
 
-Differences from torchvision: resizing never antialiases (also for PIL images, which
-Pillow would antialias), and PIL images are resampled by the same code as arrays, so all
-three kinds of input give the same numbers.  Interpolation: nearest, nearest-exact,
-bilinear and (for resizing) bicubic.
+Where torchvision hands PIL images to Pillow (resizing, grayscale) so does ember, so
+those numbers are Pillow's; elsewhere PIL images are processed by the same code as arrays.
+Interpolation: nearest, nearest-exact, bilinear and (for resizing) bicubic; PIL images
+also resize with box, hamming and lanczos.
 """
 
 from __future__ import annotations
@@ -40,9 +40,11 @@ class InterpolationMode(Enum):
 _PIL_CODES = {0: InterpolationMode.NEAREST, 2: InterpolationMode.BILINEAR,
               3: InterpolationMode.BICUBIC, 4: InterpolationMode.BOX,
               5: InterpolationMode.HAMMING, 1: InterpolationMode.LANCZOS}
+_PIL_RESAMPLE = {mode: code for code, mode in _PIL_CODES.items()}
+_PIL_RESAMPLE[InterpolationMode.NEAREST_EXACT] = 0  # Pillow's nearest reads pixel centres
 
 
-def _mode(interpolation) -> str:
+def _interpolation(interpolation) -> InterpolationMode:
     if isinstance(interpolation, int) and not isinstance(interpolation, bool):
         interpolation = _PIL_CODES.get(interpolation, interpolation)
     if isinstance(interpolation, str):
@@ -50,9 +52,16 @@ def _mode(interpolation) -> str:
     if not isinstance(interpolation, InterpolationMode):
         raise TypeError("Argument interpolation should be of type InterpolationMode, got "
                         f"{type(interpolation).__name__}")
+    return interpolation
+
+
+def _mode(interpolation) -> str:
+    """The interpolation as the array kernels name it (those they support)."""
+    interpolation = _interpolation(interpolation)
     if interpolation.value in ("box", "hamming", "lanczos"):
         raise NotImplementedError(f"interpolation {interpolation.value!r} is not supported "
-                                  "by ember; use nearest, bilinear or bicubic")
+                                  "by ember for tensors and NumPy images (PIL images have "
+                                  "it); use nearest, bilinear or bicubic")
     return interpolation.value
 
 
@@ -302,12 +311,24 @@ def _resized_size(h: int, w: int, size, max_size) -> tuple[int, int]:
 def resize(img, size, interpolation=InterpolationMode.BILINEAR, max_size=None,
            antialias=True):
     """Resize to `size`: (h, w), or an int for the smaller edge (keeping the aspect ratio,
-    the longer edge capped at `max_size`).  `antialias` is accepted and ignored: ember
-    never antialiases."""
+    the longer edge capped at `max_size`).
+
+    As in torchvision: a PIL image is resized by Pillow (``Image.resize``, which always
+    antialiases bilinear and bicubic); tensors and NumPy images are antialiased when
+    `antialias` (bilinear and bicubic only), with the filter Pillow uses, computed in
+    float (integer images rounded back).
+    """
+    mode = _interpolation(interpolation)
+    if is_pil_image(img):
+        w, h = img.size
+        oh, ow = _resized_size(h, w, size, max_size)
+        if (oh, ow) == (h, w):
+            return img
+        return img.resize((ow, oh), resample=_PIL_RESAMPLE[mode])
     arr, restore = _unpack(img)
     h, w = arr.shape[-2:]
     oh, ow = _resized_size(h, w, size, max_size)
-    return restore(K.resize(arr, oh, ow, _mode(interpolation)))
+    return restore(K.resize(arr, oh, ow, _mode(mode), antialias=bool(antialias)))
 
 
 def pad(img, padding, fill=0, padding_mode: str = "constant"):
@@ -358,6 +379,26 @@ def resized_crop(img, top: int, left: int, height: int, width: int, size,
     """`crop` then `resize` to `size`."""
     return resize(crop(img, top, left, height, width), size, interpolation,
                   antialias=antialias)
+
+
+def five_crop(img, size) -> tuple:
+    """The four corner windows of `size` ((h, w) or an int) and the central one:
+    ``(top_left, top_right, bottom_left, bottom_right, center)``."""
+    th, tw = _size_pair(size)
+    _, h, w = get_dimensions(img)
+    if tw > w or th > h:
+        raise ValueError(f"Requested crop size {(th, tw)} is bigger than input size "
+                         f"{(h, w)}")
+    corners = [crop(img, top, left, th, tw)
+               for top, left in ((0, 0), (0, w - tw), (h - th, 0), (h - th, w - tw))]
+    return tuple(corners) + (center_crop(img, [th, tw]),)
+
+
+def ten_crop(img, size, vertical_flip: bool = False) -> tuple:
+    """`five_crop` of the image, then of its mirror image (left-right, or top-bottom with
+    `vertical_flip`): ten windows."""
+    mirrored = vflip(img) if vertical_flip else hflip(img)
+    return five_crop(img, size) + five_crop(mirrored, size)
 
 
 def hflip(img):
@@ -427,16 +468,23 @@ def _rgb(arr: np.ndarray, name: str) -> None:
 
 
 def rgb_to_grayscale(img, num_output_channels: int = 1):
-    """Luma (0.299 R + 0.587 G + 0.114 B) as 1 or 3 equal channels; a 1-channel image
-    passes through."""
+    """Luma as 1 or 3 equal channels; a 1-channel image passes through.
+
+    As in torchvision: PIL images go through Pillow (``convert("L")``); tensors and NumPy
+    images get ``0.2989 R + 0.587 G + 0.114 B`` in float32, truncated for integer types.
+    """
     if num_output_channels not in (1, 3):
         raise ValueError("num_output_channels should be either 1 or 3")
+    if is_pil_image(img):
+        gray = img.convert("L")
+        return gray if num_output_channels == 1 else gray.convert("RGB")
     arr, restore = _unpack(img)
     if arr.shape[1] == 1:
         gray = arr
     else:
         _rgb(arr, "rgb_to_grayscale")
-        gray = K.cast_like(K.grayscale(arr), arr.dtype)
+        gray = K.grayscale(arr)
+        gray = gray.astype(arr.dtype) if arr.dtype != np.bool_ else gray >= 0.5
     return restore(np.repeat(gray, num_output_channels, axis=1))
 
 
@@ -484,6 +532,45 @@ def adjust_hue(img, hue_factor: float):
     hsv = K.rgb_to_hsv(K.working(arr) / bound)
     hsv[:, 0] = (hsv[:, 0] + hue_factor) % 1.0
     return restore(K.cast_like(K.hsv_to_rgb(hsv) * bound, arr.dtype))
+
+
+# -- filters --------------------------------------------------------------------------
+
+def _two(value, name: str, kind) -> list:
+    if isinstance(value, (list, tuple)):
+        if len(value) == 1:
+            value = [value[0], value[0]]
+        if len(value) != 2:
+            raise ValueError(f"If {name} is a sequence its length should be 2. Got "
+                             f"{len(value)}")
+        return list(value)
+    if not isinstance(value, kind):
+        what = "int or a sequence of integers" if kind is int else \
+            "either float or sequence of floats"
+        raise TypeError(f"{name} should be {what}. Got {type(value)}")
+    return [value, value]
+
+
+def gaussian_blur(img, kernel_size, sigma=None):
+    """Blur with a Gaussian kernel of `kernel_size` ((kx, ky) or an int: odd, positive)
+    and standard deviation `sigma` ((sx, sy) or a number; by default
+    ``0.15 * kernel_size + 0.35``), the borders extended by reflection (as torchvision
+    does, also for PIL images).  Integer images are rounded back."""
+    kernel_size = _two(kernel_size, "kernel_size", int)
+    for k in kernel_size:
+        if k % 2 == 0 or k < 0:
+            raise ValueError(f"kernel_size should have odd and positive integers. Got "
+                             f"{kernel_size}")
+    if sigma is None:
+        sigma = [k * 0.15 + 0.35 for k in kernel_size]
+    sigma = [float(s) for s in _two(sigma, "sigma", numbers.Real)]
+    for s in sigma:
+        if s <= 0.0:
+            raise ValueError(f"sigma should have positive values. Got {sigma}")
+    if is_pil_image(img):  # through a tensor, as torchvision does
+        return to_pil_image(gaussian_blur(pil_to_tensor(img), kernel_size, sigma), img.mode)
+    arr, restore = _unpack(img)
+    return restore(K.gaussian_blur(arr, kernel_size, sigma))
 
 
 # -- tensors only ---------------------------------------------------------------------

@@ -165,8 +165,8 @@ class Normalize(_Transform):
 
 
 class Resize(_Transform):
-    """Resize to `size` ((h, w), or an int for the smaller edge).  No antialiasing in
-    ember: `antialias` is accepted and ignored."""
+    """Resize to `size` ((h, w), or an int for the smaller edge): see `F.resize` (PIL
+    images by Pillow; tensors antialiased by default, as in torchvision)."""
 
     def __init__(self, size, interpolation=InterpolationMode.BILINEAR, max_size=None,
                  antialias=True):
@@ -198,6 +198,35 @@ class CenterCrop(_Transform):
 
     def extra_repr(self) -> str:
         return f"size={self.size}"
+
+
+class FiveCrop(_Transform):
+    """The four corners and the centre, each a `size` window: a tuple of five images."""
+
+    def __init__(self, size):
+        super().__init__()
+        self.size = _setup_size(size)
+
+    def forward(self, img) -> tuple:
+        return F.five_crop(img, self.size)
+
+    def extra_repr(self) -> str:
+        return f"size={self.size}"
+
+
+class TenCrop(FiveCrop):
+    """`FiveCrop` of the image and of its mirror image (left-right, or top-bottom with
+    `vertical_flip`): a tuple of ten images."""
+
+    def __init__(self, size, vertical_flip: bool = False):
+        super().__init__(size)
+        self.vertical_flip = vertical_flip
+
+    def forward(self, img) -> tuple:
+        return F.ten_crop(img, self.size, self.vertical_flip)
+
+    def extra_repr(self) -> str:
+        return f"size={self.size}, vertical_flip={self.vertical_flip}"
 
 
 class Pad(_Transform):
@@ -466,6 +495,40 @@ class Grayscale(_Transform):
 
     def extra_repr(self) -> str:
         return f"num_output_channels={self.num_output_channels}"
+
+
+class GaussianBlur(_Transform):
+    """Gaussian blur (see `F.gaussian_blur`) with a standard deviation drawn uniformly from
+    `sigma` = (min, max) for each image (a number: that one value)."""
+
+    def __init__(self, kernel_size, sigma=(0.1, 2.0)):
+        super().__init__()
+        self.kernel_size = _setup_size(kernel_size, "Kernel size should be a tuple/list of "
+                                                    "two integers")
+        if any(k <= 0 or k % 2 == 0 for k in self.kernel_size):
+            raise ValueError("Kernel size value should be an odd and positive number.")
+        if isinstance(sigma, numbers.Number):
+            if sigma <= 0:
+                raise ValueError("If sigma is a single number, it must be positive.")
+            sigma = (sigma, sigma)
+        elif isinstance(sigma, Sequence) and len(sigma) == 2:
+            if not 0.0 < sigma[0] <= sigma[1]:
+                raise ValueError("sigma values should be positive and of the form (min, max).")
+        else:
+            raise ValueError("sigma should be a single number or a list/tuple with length 2.")
+        self.sigma = sigma
+
+    @staticmethod
+    def get_params(sigma_min: float, sigma_max: float) -> float:
+        """A standard deviation drawn uniformly from [sigma_min, sigma_max]."""
+        return _uniform(float(sigma_min), float(sigma_max))
+
+    def forward(self, img):
+        sigma = self.get_params(self.sigma[0], self.sigma[1])
+        return F.gaussian_blur(img, list(self.kernel_size), [sigma, sigma])
+
+    def extra_repr(self) -> str:
+        return f"kernel_size={self.kernel_size}, sigma={self.sigma}"
 
 
 class RandomGrayscale(_Transform):

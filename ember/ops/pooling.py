@@ -24,8 +24,11 @@ import numpy as np
 from .._core.function import Function
 from .._core.grad_mode import is_grad_enabled
 from .._core.tensor import Tensor
+from . import _native_pool
 from ._util import xp_of
 from .conv_arrays import kernel_offsets, pad_array
+from .arithmetic import abs as abs_
+from .elementwise import relu, sign
 
 _INTS = (int, np.integer)
 
@@ -35,6 +38,10 @@ _INTS = (int, np.integer)
 
 def _scatter_array(g, idx, size: tuple, unique: bool):
     """g (N, C, *out) added into zeros (N, C, *size) at flat spatial indices `idx`."""
+    if _native_pool.scatter_supported(g, idx):
+        out = _native_pool.scatter(g, idx, size)
+        if out is not None:
+            return out
     xp = xp_of(g)
     n, c = g.shape[:2]
     plane = math.prod(size)
@@ -234,6 +241,8 @@ def _padded_low(x, geo: PoolGeometry):
 
 def _max_pool_array(x, geo: PoolGeometry):
     """(values, flat indices) of the window maxima; NaN wins, ties keep the first."""
+    if len(geo.size) == 2 and _native_pool.supports(x):
+        return _native_pool.max_pool2d(x, geo, with_index=True)
     xp, floating, low, padded = _padded_low(x, geo)
     best, which = _max_scan(xp, padded, geo, low, nan_aware=False)
     # NaN must win its window (the last NaN, as in PyTorch). `maximum` has carried any NaN
@@ -277,6 +286,8 @@ def _max_scan(xp, padded, geo: PoolGeometry, low, nan_aware: bool):
 def _max_pool_values(x, geo: PoolGeometry):
     """The window maxima alone (NaN wins, through `maximum`): one running maximum over
     the kernel positions, without `_max_scan`'s bookkeeping of which position won."""
+    if len(geo.size) == 2 and _native_pool.supports(x):
+        return _native_pool.max_pool2d(x, geo, with_index=False)[0]
     xp, _, _, padded = _padded_low(x, geo)
     positions = _max_pool_tables(geo)[0]
     best = padded[(Ellipsis,) + positions[0]].copy()
@@ -479,9 +490,6 @@ def avg_pool3d(input: Tensor, kernel_size, stride=None, padding=0, ceil_mode: bo
 
 
 def _lp_pool(op: str, nd: int, input, norm_type, kernel_size, stride, ceil_mode) -> Tensor:
-    from .arithmetic import abs as abs_
-    from .elementwise import relu, sign
-
     kernel = _tuple_arg(op, kernel_size, nd, "kernel_size")
     pooled = _avg_pool(op, nd, input.pow(norm_type), kernel, stride, 0, ceil_mode, True, None)
     # sign * relu(abs) keeps the gradient at zero sums finite, as PyTorch does.

@@ -1,0 +1,139 @@
+"""numba kernels of 2-d max pooling: the window maxima with their argmax in one pass, and
+the scatter that adds gradients back at those positions.
+
+The NumPy path (pooling.py) loops over the k*k kernel offsets, each a strided pass over
+the whole batch with a blend for the argmax; here each (image, channel) plane is one task
+of a `native.prange` loop that visits each window once.  The semantics are the NumPy
+path's (PyTorch's): padding never wins, a NaN wins its window (the last NaN), ties keep
+the first position, and a window of -inf points at its first position inside the input.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import _native as native
+
+# Below this many input elements the NumPy path is as fast (numba's dispatch and a
+# parallel launch cost ~5-10 us).
+MIN_SIZE = 1 << 12
+
+
+def supports(x) -> bool:
+    """True when the kernels can take the (N, C, H, W) array `x`."""
+    return (native.enabled() and native.is_cpu_array(x) and x.ndim == 4
+            and x.dtype in (np.float32, np.float64) and x.size >= MIN_SIZE)
+
+
+@native.kernel(parallel=True)
+def _max_pool2d(x, out, idx, kh, kw, sh, sw, ph, pw, dh, dw, with_index):
+    planes, height, width = x.shape[0], x.shape[1], x.shape[2]
+    out_h, out_w = out.shape[1], out.shape[2]
+    for p in native.prange(planes):
+        plane = x[p]
+        for oy in range(out_h):
+            top = oy * sh - ph
+            for ox in range(out_w):
+                left = ox * sw - pw
+                best = -np.inf
+                at = -1
+                for i in range(kh):
+                    iy = top + i * dh
+                    if iy < 0 or iy >= height:
+                        continue
+                    for j in range(kw):
+                        ix = left + j * dw
+                        if ix < 0 or ix >= width:
+                            continue
+                        v = plane[iy, ix]
+                        # the first position inside starts the window (where a window of
+                        # -inf points); a NaN always wins
+                        if at < 0 or v > best or v != v:
+                            best = v
+                            at = iy * width + ix
+                out[p, oy, ox] = best
+                if with_index:
+                    idx[p, oy, ox] = at
+
+
+@native.kernel(inline=True)
+def _wins(v, best):
+    """Whether `v` replaces the running maximum `best` (a NaN always does); no branch."""
+    return (v > best) | (v != v)
+
+
+@native.kernel(parallel=True)
+def _max_pool2d_k2s2(x, out, idx, with_index):
+    # the common 2x2 window with stride 2 and no padding: four reads, no bounds tests,
+    # and selects instead of branches (which random data mispredicts half the time)
+    planes, width = x.shape[0], x.shape[2]
+    out_h, out_w = out.shape[1], out.shape[2]
+    for p in native.prange(planes):
+        for oy in range(out_h):
+            top, bottom = x[p, 2 * oy], x[p, 2 * oy + 1]
+            row = 2 * oy * width
+            values, where = out[p, oy], idx[p, oy] if with_index else idx[0, 0]
+            for ox in range(out_w):
+                left = 2 * ox
+                best, at = top[left], row + left
+                v = top[left + 1]
+                win = _wins(v, best)
+                best, at = (v, row + left + 1) if win else (best, at)
+                v = bottom[left]
+                win = _wins(v, best)
+                best, at = (v, row + width + left) if win else (best, at)
+                v = bottom[left + 1]
+                win = _wins(v, best)
+                best, at = (v, row + width + left + 1) if win else (best, at)
+                values[ox] = best
+                if with_index:
+                    where[ox] = at
+
+
+def max_pool2d(x, geo, with_index: bool):
+    """(values, int64 flat indices or None) of 2-d max pooling of the (N, C, H, W) `x`."""
+    x = np.ascontiguousarray(x)
+    n, c, height, width = x.shape
+    planes = x.reshape(n * c, height, width)
+    out = np.empty((n * c,) + tuple(geo.out), dtype=x.dtype)
+    idx = np.empty(out.shape if with_index else (1, 1, 1), dtype=np.int64)
+    (kh, kw), (sh, sw), (ph, pw), (dh, dw) = geo.kernel, geo.stride, geo.pad, geo.dilation
+    if (kh, kw, sh, sw, ph, pw, dh, dw) == (2, 2, 2, 2, 0, 0, 1, 1):
+        _max_pool2d_k2s2(planes, out, idx, with_index)
+    else:
+        _max_pool2d(planes, out, idx, kh, kw, sh, sw, ph, pw, dh, dw, with_index)
+    shape = (n, c) + tuple(geo.out)
+    return out.reshape(shape), idx.reshape(shape) if with_index else None
+
+
+@native.kernel(parallel=True)
+def _scatter_planes(g, idx, out):
+    size = out.shape[1]
+    outside = 0
+    for p in native.prange(g.shape[0]):
+        target = out[p]
+        for k in range(g.shape[1]):
+            at = idx[p, k]
+            if 0 <= at < size:
+                target[at] += g[p, k]
+            else:
+                outside += 1
+    return outside
+
+
+def scatter_supported(g, idx) -> bool:
+    """True when `scatter` can take the gradient `g` and int64 indices `idx` (same shape)."""
+    return (native.enabled() and native.is_cpu_array(g, idx) and g.ndim >= 3
+            and g.dtype in (np.float32, np.float64) and idx.dtype == np.int64
+            and idx.shape == g.shape and g.size >= MIN_SIZE)
+
+
+def scatter(g, idx, size: tuple):
+    """g (N, C, *out) added into zeros (N, C, *size) at flat spatial indices `idx`, or
+    None when an index lies outside the plane (the caller's NumPy path says which)."""
+    n, c = g.shape[:2]
+    out = np.zeros((n * c, int(np.prod(size))), dtype=g.dtype)
+    if _scatter_planes(np.ascontiguousarray(g).reshape(n * c, -1),
+                       np.ascontiguousarray(idx).reshape(n * c, -1), out):
+        return None
+    return out.reshape((n, c) + tuple(size))

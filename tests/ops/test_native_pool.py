@@ -1,0 +1,130 @@
+"""2-d max pooling through the numba kernels (ember/ops/_native_pool.py) against the NumPy
+path (``use_numba(False)``), a float64 loop written here, and gradcheck on both paths."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import ember
+import ember.nn.functional as F
+from ember.autograd import gradcheck
+from ember.ops import _native as native
+from ember.ops import _native_pool
+
+needs_numba = pytest.mark.skipif(not native.available(), reason="numba is not installed")
+
+# (kernel, stride, padding, dilation, ceil_mode)
+GEOMETRIES = [
+    (2, 2, 0, 1, False),
+    (3, 2, 1, 1, False),
+    (3, 1, 1, 1, False),
+    ((2, 3), (1, 2), (1, 0), (2, 1), True),
+    (3, 2, 0, 1, True),
+]
+
+
+def _input(shape=(3, 5, 17, 18), dtype=np.float64, seed=0):
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal(shape).round(1).astype(dtype)  # rounding makes ties
+    x[0, 0, :4, :4] = -np.inf
+    x[1, 2, 3, 5] = np.nan
+    x[1, 2, 3, 6] = np.nan
+    x[2, 1, 7, :] = np.inf
+    return x
+
+
+def _loop_reference(x, kernel, stride, pad, dilation, out_size):
+    """Max and flat argmax per window, by a plain loop (first inside starts the window)."""
+    n, c, height, width = x.shape
+    out = np.empty((n, c) + out_size)
+    idx = np.empty((n, c) + out_size, dtype=np.int64)
+    for a in range(n):
+        for b in range(c):
+            for oy in range(out_size[0]):
+                for ox in range(out_size[1]):
+                    best, at = None, None
+                    for i in range(kernel[0]):
+                        for j in range(kernel[1]):
+                            iy = oy * stride[0] - pad[0] + i * dilation[0]
+                            ix = ox * stride[1] - pad[1] + j * dilation[1]
+                            if not (0 <= iy < height and 0 <= ix < width):
+                                continue
+                            v = x[a, b, iy, ix]
+                            if at is None or v > best or np.isnan(v):
+                                best, at = v, iy * width + ix
+                    out[a, b, oy, ox], idx[a, b, oy, ox] = best, at
+    return out, idx
+
+
+def _pair(v):
+    return v if isinstance(v, tuple) else (v, v)
+
+
+def _pool(x, geometry, flag):
+    kernel, stride, pad, dilation, ceil_mode = geometry
+    with native.use_numba(flag):
+        xt = ember.tensor(x, requires_grad=True)
+        out, idx = F.max_pool2d(xt, kernel, stride, pad, dilation, ceil_mode,
+                                return_indices=True)
+        g = np.arange(out.numel(), dtype=x.dtype).reshape(out.shape) % 7 - 3
+        out.backward(ember.tensor(g))
+        values = F.max_pool2d(ember.tensor(x), kernel, stride, pad, dilation, ceil_mode)
+    return out.detach().numpy(), idx.numpy(), xt.grad.numpy(), values.numpy()
+
+
+@needs_numba
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("geometry", GEOMETRIES, ids=str)
+def test_native_equals_numpy_path_and_loop(geometry, dtype):
+    x = _input(dtype=dtype)
+    assert x.size >= _native_pool.MIN_SIZE
+    native_result = _pool(x, geometry, True)
+    numpy_result = _pool(x, geometry, False)
+    for a, b in zip(native_result, numpy_result):
+        np.testing.assert_array_equal(a, b)
+    out, idx = native_result[:2]
+    kernel, stride, pad, dilation, _ = geometry
+    ref_out, ref_idx = _loop_reference(x, _pair(kernel), _pair(stride), _pair(pad),
+                                       _pair(dilation), out.shape[2:])
+    np.testing.assert_array_equal(out, ref_out)
+    np.testing.assert_array_equal(idx, ref_idx)
+    np.testing.assert_array_equal(native_result[3], ref_out)
+
+
+@pytest.mark.parametrize("flag", [True, False], ids=["numba", "numpy"])
+@pytest.mark.parametrize("geometry", GEOMETRIES[:3], ids=str)
+def test_gradcheck_both_paths(geometry, flag, monkeypatch):
+    kernel, stride, pad, dilation, ceil_mode = geometry
+    monkeypatch.setattr(_native_pool, "MIN_SIZE", 0)  # the kernels on a small input
+    # distinct values (no ties) so that the maximum is differentiable
+    x = np.random.default_rng(1).permutation(2 * 3 * 7 * 6).reshape(2, 3, 7, 6) / 100.0
+    with native.use_numba(flag):
+        assert gradcheck(lambda t: F.max_pool2d(t, kernel, stride, pad, dilation, ceil_mode),
+                         (ember.tensor(x, requires_grad=True),))
+
+
+@needs_numba
+def test_scatter_with_outside_index_takes_numpy_path():
+    g = np.ones((1, 2, 64, 64))
+    idx = np.zeros((1, 2, 64, 64), dtype=np.int64)
+    assert _native_pool.scatter(g, idx, (8, 8))[0, 0, 0, 0] == 64 * 64
+    idx[0, 1, 3, 3] = 64
+    assert _native_pool.scatter(g, idx, (8, 8)) is None
+
+
+def test_matches_pytorch():
+    torch = pytest.importorskip("torch")
+    x = _input(dtype=np.float32)
+    x[np.isnan(x)] = 0  # PyTorch's NaN pick differs only in which NaN
+    for geometry in GEOMETRIES:
+        kernel, stride, pad, dilation, ceil_mode = geometry
+        out, idx, grad, _ = _pool(x, geometry, True)
+        xt = torch.tensor(x, requires_grad=True)
+        t_out, t_idx = torch.nn.functional.max_pool2d(xt, kernel, stride, pad, dilation,
+                                                      ceil_mode, return_indices=True)
+        g = np.arange(out.size, dtype=np.float32).reshape(out.shape) % 7 - 3
+        t_out.backward(torch.tensor(g))
+        np.testing.assert_array_equal(out, t_out.detach().numpy())
+        np.testing.assert_array_equal(idx, t_idx.numpy())
+        np.testing.assert_array_equal(grad, xt.grad.numpy())

@@ -15,7 +15,9 @@ import numpy as np
 
 from .._core import dtype as dtypes
 from .._core.function import Function
+from .._core.grad_mode import is_grad_enabled
 from .._core.tensor import Tensor, _make
+from . import _native_dropout
 
 # Alpha dropout sets dropped units to the SELU's negative saturation value -scale*alpha.
 _ALPHA_PRIME = 1.7580993408473766
@@ -43,6 +45,31 @@ class MaskedInplace(Masked):
     _inplace = True
 
 
+class NativeMasked(Function):
+    """Dropout by the numba kernel: ``x / q`` where the generator's word is below
+    ``q * 2**32``, else 0 (q = 1 - p); keeps the boolean mask for the gradient."""
+
+    _name = "MulBackward0"
+
+    @staticmethod
+    def forward(ctx, x, *, words, q):
+        out, ctx.keep = _native_dropout.dropout(x, words, q)
+        ctx.value = x.dtype.type(1.0) / x.dtype.type(q)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        g = grad._data
+        if not is_grad_enabled() and type(g) is np.ndarray and g.shape == ctx.keep.shape:
+            return _make(_native_dropout.dropout_backward(g, ctx.keep, ctx.value))
+        scale = np.where(ctx.keep, ctx.value, ctx.value.dtype.type(0))
+        return grad * _make(scale)
+
+
+class NativeMaskedInplace(NativeMasked):
+    _inplace = True
+
+
 def _check_p(p) -> None:
     if p < 0.0 or p > 1.0:
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
@@ -58,11 +85,25 @@ def _keep_mask(input: Tensor, p: float, shape: tuple):
         raise RuntimeError("result type Float can't be cast to the desired output type "
                            f"{names.get(input.dtype.name, input.dtype.name)}")
     xp, src = _generator_for(input.device, None)._source()
-    if xp is np and hasattr(src, "gen") and hasattr(src.gen.bit_generator, "random_raw"):
-        return _keep_bits(src.gen.bit_generator, shape, 1.0 - p)
+    bit_generator = _raw_bits(xp, src)
+    if bit_generator is not None:
+        return _keep_bits(bit_generator, shape, 1.0 - p)
     work = np.float64 if input.dtype is dtypes.float64 else np.float32
     u = src.uniform(shape, work)
     return u < 1.0 - p
+
+
+def _raw_bits(xp, src):
+    """The NumPy bit generator behind an ember generator's source, when it gives raw
+    words (``random_raw``); else None."""
+    if xp is np and hasattr(src, "gen") and hasattr(src.gen.bit_generator, "random_raw"):
+        return src.gen.bit_generator
+    return None
+
+
+def _words(bit_generator, n: int):
+    """`n` raw 32-bit words (each 64-bit draw gives two)."""
+    return bit_generator.random_raw((n + 1) // 2).view(np.uint32)[:n]
 
 
 def _keep_bits(bit_generator, shape: tuple, q: float):
@@ -76,7 +117,7 @@ def _keep_bits(bit_generator, shape: tuple, q: float):
     n = 1
     for s in shape:
         n *= int(s)
-    words = bit_generator.random_raw((n + 1) // 2).view(np.uint32)[:n]
+    words = _words(bit_generator, n)
     if q >= 1.0:
         return np.ones(shape, bool)
     return (words < np.uint32(int(q * 2.0 ** 32))).reshape(shape)
@@ -92,6 +133,9 @@ def _dropout_impl(input: Tensor, p: float, training: bool, inplace: bool, shape:
         scale = dtype.type(0) * _keep_mask(input, 1.0, shape).astype(dtype)
         shift = None
     elif not alpha:
+        out = _native_dropout_or_none(input, p, shape, inplace)
+        if out is not None:
+            return out
         keep = _keep_mask(input, p, shape)
         if type(keep) is np.ndarray and dtype in (np.float32, np.float64):
             # from the bool mask straight to the scale, in one pass
@@ -109,6 +153,22 @@ def _dropout_impl(input: Tensor, p: float, training: bool, inplace: bool, shape:
         shift = ((keep - 1) * (_ALPHA_PRIME * a) + _ALPHA_PRIME * a * p).astype(keep.dtype)
     cls = MaskedInplace if inplace else Masked
     return cls.apply(input, scale=scale, shift=shift)
+
+
+def _native_dropout_or_none(input: Tensor, p: float, shape: tuple, inplace: bool):
+    """Elementwise dropout by the numba kernel, from the same generator words as the NumPy
+    path (same seed, same mask); None where the kernel does not apply."""
+    from ..random import _generator_for
+
+    data = input._data
+    if shape != data.shape or not _native_dropout.supports(data):
+        return None
+    xp, src = _generator_for(input.device, None)._source()
+    bit_generator = _raw_bits(xp, src)
+    if bit_generator is None:
+        return None
+    cls = NativeMaskedInplace if inplace else NativeMasked
+    return cls.apply(input, words=_words(bit_generator, data.size), q=1.0 - p)
 
 
 def dropout(input: Tensor, p: float = 0.5, training: bool = True,

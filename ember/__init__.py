@@ -219,6 +219,7 @@ from .nn.functional import (
 )
 
 from . import distributions, fft, func, special, testing
+from .func import vmap
 from .ops.stft import istft, stft
 from . import ao, quantization
 from .nn import quantized as _nn_quantized  # (makes ember.nn.quantized reachable)

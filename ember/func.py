@@ -10,6 +10,9 @@ as functions.
 * ``vmap(f)`` maps `f` over a batch dimension.  ember has no batching transform: it calls
   `f` once per batch element and stacks the results, which gives PyTorch's values (and
   accepts more: data-dependent Python control flow, ``.item()``) at the speed of a loop.
+* ``vjp(f, *primals)`` returns f's output and a function of cotangents giving the
+  vector-Jacobian products; ``jvp(f, primals, tangents)`` the output and ``J @ tangents``
+  (double-vjp trick).
 * ``jacrev(f)`` / ``jacfwd(f)`` / ``hessian(f)`` are functions computing Jacobians and
   Hessians: jacrev row by row with reverse passes, jacfwd column by column with the
   double-vjp trick (one pass per input element), hessian = ``jacfwd(jacrev(f))``.  They
@@ -28,8 +31,8 @@ from ._core.engine import grad as autograd_grad
 from .ops.creation import zeros_like
 from .ops.joining import stack
 
-__all__ = ["functional_call", "grad", "grad_and_value", "hessian", "jacfwd", "jacrev",
-           "vmap"]
+__all__ = ["functional_call", "grad", "grad_and_value", "hessian", "jacfwd", "jacrev", "jvp",
+           "vjp", "vmap"]
 
 
 def functional_call(module, parameter_and_buffer_dicts, args=None, kwargs=None, *,
@@ -218,6 +221,99 @@ def _detached(value):
     if isinstance(value, dict):
         return {k: _detached(v) for k, v in value.items()}
     return value
+
+
+# --- vjp and jvp -----------------------------------------------------------------------------
+
+
+def vjp(func, *primals, has_aux: bool = False):
+    """``(func(*primals), vjp_fn)`` (and `func`'s auxiliary value with `has_aux`):
+    ``vjp_fn(cotangents)`` gives, for each primal, the vector-Jacobian product of the
+    cotangents (structured like the output) with func's Jacobian, as a tuple."""
+    trees = [_flatten(p) for p in primals]
+    for p, (leaves, _) in zip(primals, trees):
+        if not leaves or any(not isinstance(t, Tensor) for t in leaves):
+            raise ValueError(f"Thing passed to transform API must be Tensor, got {type(p)}")
+    nested = is_grad_enabled() and any(t.requires_grad for leaves, _ in trees for t in leaves)
+    args = list(primals)
+    inputs = _differentiable_inputs(trees, tuple(range(len(args))), args)
+    with enable_grad():
+        result = func(*args)
+    output, aux = result if has_aux else (result, None)
+    out_leaves, _ = _flatten(output)
+
+    def vjp_fn(cotangents):
+        """The vector-Jacobian products of `cotangents` (one per primal, as a tuple)."""
+        cot_leaves, _ = _flatten(cotangents)
+        if len(cot_leaves) != len(out_leaves):
+            raise RuntimeError(f"Expected pytree structure of cotangents to be the same as "
+                               f"pytree structure of outputs to the function: "
+                               f"{len(cot_leaves)} tensors for {len(out_leaves)} outputs")
+        pairs = [(o, c) for o, c in zip(out_leaves, cot_leaves) if o.requires_grad]
+        grads = [None] * len(inputs)
+        if pairs:
+            with enable_grad():
+                grads = autograd_grad([o for o, _ in pairs], inputs, [c for _, c in pairs],
+                                      retain_graph=True, create_graph=nested,
+                                      allow_unused=True)
+        grads = [zeros_like(x) if g is None else g if nested else g.detach()
+                 for g, x in zip(grads, inputs)]
+        per_primal, start = [], 0
+        for leaves, rebuild in trees:
+            per_primal.append(rebuild(grads[start:start + len(leaves)]))
+            start += len(leaves)
+        return tuple(per_primal)
+
+    shown = output if nested else _detached(output)
+    return (shown, vjp_fn, aux if nested else _detached(aux)) if has_aux else (shown, vjp_fn)
+
+
+def jvp(func, primals: tuple, tangents: tuple, *, strict: bool = False,
+        has_aux: bool = False):
+    """``(func(*primals), J @ tangents)`` (and the auxiliary value with `has_aux`): the
+    Jacobian-vector product, structured like the output, by the double-vjp trick.  With
+    `strict`, an output that does not depend on the primals raises."""
+    for name, value in (("primals", primals), ("tangents", tangents)):
+        if not isinstance(value, tuple):
+            raise RuntimeError(f"jvp(f, primals, tangents): Expected {name} to be a tuple. "
+                               "E.g. it should be valid to call f(*primals).")
+    if len(primals) != len(tangents):
+        raise RuntimeError("jvp(f, primals, tangents): Expected primals and tangents to have "
+                           f"the same python structure: {len(primals)} primals and "
+                           f"{len(tangents)} tangents")
+    trees = [_flatten(p) for p in primals]
+    nested = is_grad_enabled() and any(t.requires_grad for leaves, _ in trees for t in leaves)
+    args = list(primals)
+    inputs = _differentiable_inputs(trees, tuple(range(len(args))), args)
+    directions = [t for tangent in tangents for t in _flatten(tangent)[0]]
+    with enable_grad():
+        result = func(*args)
+        output, aux = result if has_aux else (result, None)
+        out_leaves, out_rebuild = _flatten(output)
+        if strict and any(not o.requires_grad for o in out_leaves):
+            raise RuntimeError("jvp(f, primals, tangents, strict=True): The output of f is "
+                               "independent of the inputs. This is not allowed with "
+                               "strict=True.")
+        products = [_output_jvp(o, inputs, directions, nested) for o in out_leaves]
+    shown = output if nested else _detached(output)
+    products = out_rebuild(products)
+    if has_aux:
+        return shown, products, (aux if nested else _detached(aux))
+    return shown, products
+
+
+def _output_jvp(output: Tensor, inputs: list, directions: list, nested: bool) -> Tensor:
+    """J @ directions for one output: u -> J^T u is linear; its vjp with the directions."""
+    if output.requires_grad:
+        u = zeros_like(output, requires_grad=True)
+        transposed = autograd_grad(output, inputs, u, create_graph=True, allow_unused=True)
+        terms = [(g * d).sum() for g, d in zip(transposed, directions) if g is not None]
+        total = sum(terms) if terms else None
+        if total is not None and total.requires_grad:
+            (product,) = autograd_grad(total, u, create_graph=nested, allow_unused=True)
+            if product is not None:
+                return product if nested else product.detach()
+    return output.new_zeros(tuple(output.shape))
 
 
 # --- vmap -------------------------------------------------------------------------------------

@@ -172,6 +172,12 @@ TRANSFORMS = {
     "hessian_argnums": lambda lib: (lib.func.hessian(lambda a, b: (a * b.exp()).sum(),
                                                      argnums=(0, 1)),
                                     (_t(lib, 3), _t(lib, 3, seed=1))),
+    "vjp": lambda lib: (lambda a, b: lib.func.vjp(lambda x, y: (x @ y, x.sin()), a, b)[1](
+        (lib.ones(2, 2, dtype=lib.float64), lib.ones(2, 3, dtype=lib.float64))),
+        (_t(lib, 2, 3), _t(lib, 3, 2, seed=1))),
+    "jvp": lambda lib: (lambda a, b: lib.func.jvp(lambda x, y: (x @ y, (x * x).sum()), (a, b),
+                                                  (lib.ones_like(a), b)),
+                        (_t(lib, 2, 3), _t(lib, 3, 2, seed=1))),
     "vmap_of_jacrev": lambda lib: (lib.func.vmap(lib.func.jacrev(lambda a: a.sin() * a.sum())),
                                    (_t(lib, 4, 3),)),
     "jacfwd_of_jacfwd": lambda lib: (lib.func.jacfwd(lib.func.jacfwd(lambda a: (a ** 3).prod())),
@@ -261,3 +267,23 @@ def test_jacobians_by_hand():
         ember.func.jacrev(lambda a: a, argnums=1)(x)
     with pytest.raises(ValueError, match="must be Tensor"):
         ember.func.jacrev(lambda a: a)(1.0)
+
+
+def test_vjp_and_jvp_by_hand():
+    x = ember.tensor([1.0, 2.0], dtype=ember.float64)
+    out, vjp_fn = ember.func.vjp(lambda a: (a * a, a.sum()), x)
+    assert out[0].tolist() == [1.0, 4.0] and not out[0].requires_grad
+    # 2a * [1, 1] + 1 * [1, 1]
+    assert vjp_fn((ember.ones(2, dtype=ember.float64), ember.tensor(1.0, dtype=ember.float64))
+                  )[0].tolist() == [3.0, 5.0]
+    out, vjp_fn, aux = ember.func.vjp(lambda a: (a * a, a.sum()), x, has_aux=True)
+    assert vjp_fn(ember.ones(2, dtype=ember.float64))[0].tolist() == [2.0, 4.0]
+    assert aux.item() == 3.0
+    out, product = ember.func.jvp(lambda a, b: a * b, (x, x),
+                                  (ember.ones(2, dtype=ember.float64), ember.zeros(2)))
+    assert out.tolist() == [1.0, 4.0] and product.tolist() == [1.0, 2.0]
+    with pytest.raises(RuntimeError, match="Expected primals to be a tuple"):
+        ember.func.jvp(lambda a: a, x, x)
+    with pytest.raises(RuntimeError, match="independent of the inputs"):
+        ember.func.jvp(lambda a: ember.ones(2), (x,), (x,), strict=True)
+    assert ember.vmap is ember.func.vmap

@@ -26,6 +26,7 @@ from ..jit._graph import Literal
 from ..onnx._trace import Source
 from .codegen import ELEMENTWISE, ChainKernel, Member, fusable_params
 from .memory import BufferPool
+from ..autograd import grad as autograd_grad
 
 FLOAT_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 
@@ -150,8 +151,6 @@ def run_members(members, leaves: list):
 
 
 def _recorded_backward(chain: Chain, leaves: tuple, grad):
-    from ..autograd import grad as autograd_grad
-
     with enable_grad():
         out = run_members(chain.kernel.members, list(leaves))
         wanted = [x for x in leaves if x.requires_grad]

@@ -28,6 +28,7 @@ from ..jit._script_module import _JitTracer, _record
 from ..onnx._trace import Source, flatten_tensors
 from ..ops import _native as native
 from .fusion import FusedElementwise, find_chains
+from .replay import Replay
 
 EAGER = "eager"  # a cache entry: this signature runs the Python code
 
@@ -63,7 +64,7 @@ class UnsupportedGraphError(Exception):
 class CompiledGraph:
     """A captured graph ready to replay, with its fused chains."""
 
-    def __init__(self, trace, returned, named: dict, fuse: bool = True):
+    def __init__(self, trace, returned, named: dict, tensors: list, fuse: bool = True):
         graph = Graph.from_trace(trace, returned)
         for node in graph.nodes:
             target = node.args[0] if node.args else None
@@ -75,20 +76,27 @@ class CompiledGraph:
         self.chains = find_chains(graph.nodes, _metas(trace, named), _uses(graph)) if fuse \
             else []
         self.graph = _with_chains(graph, self.chains)
+        position = {}
+        for i, t in enumerate(tensors):
+            position.setdefault(id(t), i)
+        self.replay = Replay(self.graph, {name: position[id(t)] for name, t in named.items()})
 
-    def run(self, inputs: list, tensors: dict):
-        """Replay on `inputs` (flat tensors) with `tensors` (name -> parameter/buffer)."""
-        return self.graph.run(inputs, tensors)
+    def run(self, inputs: list, tensors: list):
+        """Replay on `inputs` (flat tensors) with `tensors` (the module's parameters and
+        buffers, as `module_state` lists them)."""
+        return self.replay(inputs, tensors)
 
     def describe(self) -> str:
-        """The replayed graph as text, fused chains as ``FusedElementwise`` lines."""
-        return self.graph.describe()
+        """The replay's generated source: one line per op, fused chains as
+        ``FusedElementwise`` calls."""
+        return self.replay.source
 
 
 CAPTURING = [0]  # > 0 while `capture` runs (``ember.compiler.is_compiling``)
 
 
-def capture(fn, args: tuple, named: dict, module_names: dict, fuse: bool = True):
+def capture(fn, args: tuple, named: dict, module_names: dict, tensors: list,
+            fuse: bool = True):
     """Run ``fn(*args)`` eagerly under the tracer; returns (its result, a CompiledGraph or
     the reason it cannot be replayed)."""
     tracers = []
@@ -109,15 +117,16 @@ def capture(fn, args: tuple, named: dict, module_names: dict, fuse: bool = True)
         return returned, ("it uses a tensor that requires grad but is neither an argument "
                           "nor a parameter or buffer of the module")
     try:
-        return returned, CompiledGraph(trace, returned, named, fuse)
+        return returned, CompiledGraph(trace, returned, named, tensors, fuse)
     except UnsupportedGraphError as exc:
         return returned, str(exc)
 
 
-def signature(args: tuple, named: dict, modules: list):
-    """What a graph is valid for (see the module docstring); None when the arguments
-    cannot be guarded (then the call runs eagerly)."""
-    parts = [STATE.enabled]
+def signature(args: tuple, state: tuple):
+    """What a graph is valid for (see the module docstring), `state` being the module's
+    (from `module_state`); None when the arguments cannot be guarded (then the call runs
+    eagerly)."""
+    parts = [STATE.enabled, state]
     for a in args:
         if isinstance(a, Tensor):
             data = a._data
@@ -126,10 +135,26 @@ def signature(args: tuple, named: dict, modules: list):
             parts.append((type(a), a))
         else:
             return None
-    parts.append(tuple(m.training for m in modules))
-    parts.append(tuple((name, type(t._data), t._data.shape, t._data.dtype, t._requires_grad)
-                       for name, t in named.items()))
     return tuple(parts)
+
+
+def module_state(root) -> tuple:
+    """(tensors, state) of a module: its parameters and buffers in a fixed order (what a
+    replay reads), and what a graph depends on: which modules, in which order, their
+    ``training`` flags, and each tensor's array type, shape, dtype and requires_grad.
+
+    A plain walk of the ``_modules`` dicts: ``named_parameters()`` builds every name
+    anew, which costs more than a small model's replay.
+    """
+    modules = [root]
+    for m in modules:  # (the list grows as it is walked: breadth first)
+        modules.extend(c for c in m._modules.values() if c is not None)
+    tensors = [t for m in modules for t in m._parameters.values() if t is not None]
+    tensors += [t for m in modules for t in m._buffers.values() if t is not None]
+    state = (tuple((id(m), m.training) for m in modules),
+             tuple((type(t._data), t._data.shape, t._data.dtype, t._requires_grad)
+                   for t in tensors))
+    return tensors, state
 
 
 def eager_reason() -> str | None:

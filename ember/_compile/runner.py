@@ -36,8 +36,8 @@ class CompiledFunction:
         reason = "keyword arguments are not captured" if kwargs else program.eager_reason()
         if reason is not None:
             return self._eager(reason, args, kwargs)
-        named, modules = self._state()
-        key = program.signature(args, named, modules)
+        tensors, state = ([], ()) if self.module is None else program.module_state(self.module)
+        key = program.signature(args, state)
         if key is None:
             return self._eager("an argument is neither a tensor nor a number", args, kwargs)
         graph = self.graphs.get(key)
@@ -45,10 +45,9 @@ class CompiledFunction:
             if len(self.graphs) >= RECOMPILE_LIMIT:
                 return self._eager(f"more than {RECOMPILE_LIMIT} signatures were compiled",
                                    args, kwargs)
-            names = {} if self.module is None else {
-                id(m): name for name, m in self.module.named_modules()}
             self.captures += 1
-            returned, graph = program.capture(self.fn, args, named, names, self.fuse)
+            returned, graph = program.capture(self.fn, args, *self._names(), tensors,
+                                              fuse=self.fuse)
             if isinstance(graph, str):
                 if self.fullgraph:
                     raise RuntimeError(f"ember.compile(fullgraph=True): {graph}")
@@ -58,15 +57,16 @@ class CompiledFunction:
             return returned
         if graph is program.EAGER:
             return self.fn(*args)
-        return graph.run(program.flat_inputs(args), named)
+        return graph.run(program.flat_inputs(args), tensors)
 
-    def _state(self) -> tuple:
+    def _names(self) -> tuple:
+        """(name -> parameter or buffer, id(module) -> name): what the tracer names."""
         if self.module is None:
-            return {}, []
+            return {}, {}
         named = dict(self.module.named_parameters(remove_duplicate=False))
         named.update((k, v) for k, v in self.module.named_buffers(remove_duplicate=False)
                      if v is not None)
-        return named, list(self.module.modules())
+        return named, {id(m): name for name, m in self.module.named_modules()}
 
     def _eager(self, reason: str, args: tuple, kwargs: dict):
         return self.fn(*args, **kwargs)

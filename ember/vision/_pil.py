@@ -20,3 +20,13 @@ def is_pil_image(obj) -> bool:
 
     module = sys.modules.get("PIL.Image")
     return module is not None and isinstance(obj, module.Image)
+
+
+def image_or_array(array):
+    """A uint8 (H, W) or (H, W, C) array as torchvision's data sets return images: a PIL
+    image when Pillow is installed, else a copy of the array itself."""
+    try:
+        from PIL import Image
+    except ImportError:
+        return array.copy()
+    return Image.fromarray(array.copy())  # a copy: PIL may share the array's memory

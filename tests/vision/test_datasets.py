@@ -18,6 +18,19 @@ from ember.vision.datasets.digits import split_mask
 SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "data"
 
 
+def check_image(img, shape, mode) -> np.ndarray:
+    """A sample image is what torchvision gives, a PIL image (a NumPy array without
+    Pillow): its pixels as an array."""
+    try:
+        from PIL import Image
+    except ImportError:
+        assert isinstance(img, np.ndarray) and img.dtype == np.uint8 and img.shape == shape
+        return img
+    assert isinstance(img, Image.Image) and img.mode == mode
+    assert img.size == (shape[1], shape[0])
+    return np.asarray(img)
+
+
 def write_idx(path: Path, array: np.ndarray, gz: bool) -> None:
     codes = {np.dtype(np.uint8): 0x08, np.dtype(np.int32): 0x0C, np.dtype(np.float32): 0x0D}
     header = bytes([0, 0, codes[array.dtype], array.ndim])
@@ -59,8 +72,7 @@ def test_mnist_family_reads_idx(tmp_path, cls, gz):
         assert ds.targets.dtype is ember.int64
         np.testing.assert_array_equal(ds.data.numpy(), images)
         img, target = ds[1]
-        assert isinstance(img, np.ndarray) and img.dtype == np.uint8 and img.shape == (28, 28)
-        np.testing.assert_array_equal(img, images[1])
+        np.testing.assert_array_equal(check_image(img, (28, 28), "L"), images[1])
         assert type(target) is int and target == labels[1]
     assert len(ds.classes) == 10 and ds.class_to_idx[ds.classes[3]] == 3
     assert "Split: Test" in repr(ds)
@@ -77,8 +89,10 @@ def test_mnist_transforms_applied(tmp_path):
 
 
 def test_mnist_missing_files_say_which_and_where(tmp_path):
-    with pytest.raises(FileNotFoundError) as info:
+    with pytest.raises(RuntimeError, match="Dataset not found") as info:  # as torchvision
         datasets.MNIST(tmp_path, train=True, download=True)
+    assert isinstance(info.value, FileNotFoundError)
+    assert isinstance(info.value, datasets.DatasetNotFoundError)
     message = str(info.value)
     assert "train-images-idx3-ubyte" in message
     assert str(tmp_path / "MNIST" / "raw") in message
@@ -120,6 +134,7 @@ def test_real_mnist_test_set():
     counts = np.bincount(ds.targets.numpy(), minlength=10).tolist()
     assert counts == [980, 1135, 1032, 1010, 982, 892, 958, 1028, 974, 1009]
     img, label = ds[0]
+    img = check_image(img, (28, 28), "L")
     assert label == 7 and img.max() == 255 and img.min() == 0
     # the digit is drawn in the middle: the border rows are blank
     assert img[:2].sum() == 0 and img[10:20, 10:20].sum() > 0
@@ -152,6 +167,7 @@ def test_cifar10_binary(tmp_path):
     assert train.targets == expected_labels[:10] and test.targets == expected_labels[10:]
     assert train.classes == [f"c{i}" for i in range(10)]
     img, label = test[1]
+    img = check_image(img, (32, 32, 3), "RGB")
     first = expected_images[5][1]
     # the record holds the red plane, then green, then blue, each row by row
     assert img[0, 0, 0] == first[0] and img[0, 1, 0] == first[1]
@@ -239,6 +255,8 @@ def test_cifar100_both_versions(tmp_path):
 def test_cifar_missing_folder_error(tmp_path):
     with pytest.raises(FileNotFoundError, match="cifar-10-batches-py.*cifar-10-batches-bin"):
         datasets.CIFAR10(tmp_path, download=True)
+    with pytest.raises(RuntimeError, match="Dataset not found"):
+        datasets.CIFAR10(tmp_path)
     (tmp_path / "cifar-10-batches-bin").mkdir()
     with pytest.raises(FileNotFoundError, match="data_batch_1.bin"):
         datasets.CIFAR10(tmp_path)
@@ -295,15 +313,16 @@ def test_dataset_folder_custom_loader_and_errors(tmp_path):
 def test_fake_data_is_deterministic_per_index():
     ds = datasets.FakeData(size=6, image_size=(3, 5, 4), num_classes=3)
     img, target = ds[2]
-    assert img.shape == (5, 4, 3) and img.dtype == np.uint8 and 0 <= target < 3
+    img = check_image(img, (5, 4, 3), "RGB")
+    assert 0 <= target < 3
     ember.manual_seed(123)
     again, target_again = ds[2]
-    np.testing.assert_array_equal(img, again)
+    np.testing.assert_array_equal(img, np.asarray(again))
     assert target == target_again
-    assert not np.array_equal(ds[3][0], img)
+    assert not np.array_equal(np.asarray(ds[3][0]), img)
     shifted = datasets.FakeData(size=6, image_size=(3, 5, 4), num_classes=3, random_offset=1)
-    np.testing.assert_array_equal(shifted[1][0], img)
-    assert datasets.FakeData(2, (1, 3, 3))[0][0].shape == (3, 3)
+    np.testing.assert_array_equal(np.asarray(shifted[1][0]), img)
+    check_image(datasets.FakeData(2, (1, 3, 3))[0][0], (3, 3), "L")
     assert len(ds) == 6
     with pytest.raises(IndexError):
         ds[6]
@@ -322,7 +341,8 @@ def test_digits_bundled_split():
         where = np.flatnonzero(labels == c)
         assert mask[where].tolist() == [(k % 5) == 4 for k in range(len(where))]
     img, label = train[0]
-    assert img.shape == (8, 8) and img.dtype == np.uint8 and type(label) is int
+    check_image(img, (8, 8), "L")
+    assert type(label) is int
     values = set(np.unique(everything.data.numpy()).tolist())
     assert values <= {(v * 255 + 8) // 16 for v in range(17)} and max(values) == 255
     assert np.bincount(test.targets.numpy()).min() >= 34
@@ -356,8 +376,11 @@ def test_digits_in_a_dataloader():
 def test_samples_are_copies():
     ds = datasets.Digits(train=False)
     img, _ = ds[0]
-    img[:] = 0
-    assert ds[0][0].any()
+    try:
+        img.paste(0, (0, 0, 8, 8))          # a PIL image
+    except AttributeError:
+        img[:] = 0                          # an array, without Pillow
+    assert np.asarray(img).max() == 0 and np.asarray(ds[0][0]).any()
 
 
 def test_image_folder_without_pillow_names_the_extra(tmp_path, monkeypatch):
@@ -365,3 +388,45 @@ def test_image_folder_without_pillow_names_the_extra(tmp_path, monkeypatch):
     monkeypatch.setitem(__import__("sys").modules, "PIL", None)
     with pytest.raises(ImportError, match=r"ember\[data\]"):
         datasets.ImageFolder(tmp_path)
+
+
+# -- torchvision's call forms and image type ---------------------------------------------
+
+def test_torchvision_call_forms(tmp_path):
+    make_mnist(tmp_path, "MNIST", gz=True)
+    for ds in (datasets.MNIST(str(tmp_path), train=False, download=False),
+               datasets.MNIST(root=tmp_path, train=True, transform=None, target_transform=None,
+                              download=False),
+               datasets.MNIST(tmp_path, True, None, None, False)):
+        assert len(ds) in (3, 5)
+    fake = datasets.FakeData(size=4, image_size=(3, 6, 5), num_classes=10, transform=None,
+                             target_transform=None, random_offset=0)
+    positional = datasets.FakeData(4, (3, 6, 5), 10, None, None, 0)
+    assert len(fake) == 4
+    np.testing.assert_array_equal(np.asarray(fake[1][0]), np.asarray(positional[1][0]))
+
+
+def test_samples_are_pil_images_as_in_torchvision(tmp_path):
+    pytest.importorskip("PIL.Image")
+    made = make_mnist(tmp_path, "MNIST", gz=False)
+    img, label = datasets.MNIST(tmp_path, train=False)[0]
+    assert img.size == (28, 28) and img.mode == "L"          # PIL's (width, height)
+    assert tuple(transforms.PILToTensor()(img).shape) == (1, 28, 28)
+    np.testing.assert_array_equal(np.asarray(img.convert("RGB"))[:, :, 1], made["t10k"][0][0])
+    fake, _ = datasets.FakeData(size=2, image_size=(3, 7, 9))[0]
+    assert fake.size == (9, 7) and fake.mode == "RGB"
+    loader = DataLoader(datasets.FakeData(size=8, image_size=(3, 4, 4),
+                                          transform=transforms.ToTensor()), batch_size=4)
+    images, targets = next(iter(loader))
+    assert tuple(images.shape) == (4, 3, 4, 4) and targets.dtype is ember.int64
+
+
+def test_without_pillow_samples_are_arrays(tmp_path, monkeypatch):
+    import sys
+
+    make_mnist(tmp_path, "MNIST", gz=False)
+    monkeypatch.setitem(sys.modules, "PIL", None)  # `from PIL import Image` fails
+    img, _ = datasets.MNIST(tmp_path, train=False)[0]
+    assert isinstance(img, np.ndarray) and img.shape == (28, 28) and img.flags.writeable
+    fake, _ = datasets.FakeData(size=1, image_size=(3, 2, 2))[0]
+    assert isinstance(fake, np.ndarray) and fake.shape == (2, 2, 3)

@@ -7,10 +7,10 @@
 - the **binary version** (``cifar-10-batches-bin/``, ``cifar-100-binary/``): fixed-size
   records of label byte(s) then 3,072 pixel bytes (the red plane, green, blue).
 
-Both are looked for under `root`, the python version first.  Images come out as NumPy
-uint8 arrays of shape (32, 32, 3); ``data`` holds all of them as (N, 32, 32, 3) and
-``targets`` is a list of ints, as in torchvision.  No checksum is asked of files the user
-placed.
+Both are looked for under `root`, the python version first.  Images come out as 32x32 RGB
+PIL images, as torchvision's (uint8 NumPy arrays (32, 32, 3) without Pillow); ``data``
+holds all of them as (N, 32, 32, 3) and ``targets`` is a list of ints, as in torchvision.
+No checksum is asked of files the user placed.
 """
 
 from __future__ import annotations
@@ -23,7 +23,8 @@ import pickle
 import numpy as np
 
 from ...serialization._restricted_pickle import AllowListUnpickler, latin1_encode
-from .vision import VisionDataset
+from .._pil import image_or_array
+from .vision import DatasetNotFoundError, VisionDataset
 
 # ---------------------------------------------------------------------------------------
 # a pickle loader for plain containers and NumPy arrays
@@ -113,7 +114,7 @@ class CIFAR10(VisionDataset):
     Args:
         root: the folder holding ``cifar-10-batches-py/`` or ``cifar-10-batches-bin/``.
         train: the five training batches if True, else the test batch.
-        transform, target_transform: applied to the image (uint8 array 32x32x3) and label.
+        transform, target_transform: applied to the image (a PIL image) and to the label.
         download: accepted; ember never downloads, it only checks the files are there.
     """
 
@@ -139,9 +140,9 @@ class CIFAR10(VisionDataset):
         elif os.path.isdir(bin_folder):
             images, labels = self._load_binary(bin_folder)
         else:
-            raise FileNotFoundError(
-                f"{type(self).__name__}: neither {self.base_folder}/ (python version) nor "
-                f"{self.binary_folder}/ (binary version) found in "
+            raise DatasetNotFoundError(
+                f"Dataset not found: {type(self).__name__}: neither {self.base_folder}/ "
+                f"(python version) nor {self.binary_folder}/ (binary version) found in "
                 f"{os.path.abspath(self.root)}. Unpack the archive from {self.source} "
                 "there. ember never downloads data sets; download=True only checks that the "
                 "files are there.")
@@ -153,8 +154,8 @@ class CIFAR10(VisionDataset):
     def _require(self, folder: str, name: str) -> str:
         path = os.path.join(folder, name)
         if not os.path.isfile(path):
-            raise FileNotFoundError(
-                f"{type(self).__name__}: file {name!r} not found. Put it in "
+            raise DatasetNotFoundError(
+                f"Dataset not found: {type(self).__name__}: file {name!r} not found. Put it in "
                 f"{os.path.abspath(folder)} (from {self.source}). ember never downloads "
                 "data sets.")
         return path
@@ -216,7 +217,7 @@ class CIFAR10(VisionDataset):
         return len(self.data)
 
     def __getitem__(self, index: int):
-        return self._apply(self.data[index].copy(), self.targets[index])
+        return self._apply(image_or_array(self.data[index]), self.targets[index])
 
     def extra_repr(self) -> str:
         return f"Split: {'Train' if self.train else 'Test'}"

@@ -12,7 +12,7 @@ import os
 import numpy as np
 
 from ..._core.tensor import _make
-from .vision import VisionDataset, missing_file_error
+from .vision import ArrayImages, missing_file_error
 
 BUNDLED = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "digits.npz")
 
@@ -28,7 +28,7 @@ def split_mask(labels: np.ndarray) -> np.ndarray:
     return mask
 
 
-class Digits(VisionDataset):
+class Digits(ArrayImages):
     """The bundled 8x8 digits.
 
     Args:
@@ -40,8 +40,9 @@ class Digits(VisionDataset):
         split: ``"train"``, ``"test"`` or ``"all"`` (all 1,797 images); overrides `train`.
 
     The files store pixel counts 0..16 (set pixels in each 4x4 block of a 32x32 bitmap);
-    images come out scaled to 0..255 (uint8 NumPy arrays of shape (8, 8)) like the other
-    grayscale data sets, so ``transforms.ToTensor()`` gives values in [0, 1].  ``data``
+    images come out scaled to 0..255, 8x8 PIL images of mode "L" like the other grayscale
+    data sets (uint8 NumPy arrays without Pillow), so ``transforms.ToTensor()`` gives
+    values in [0, 1].  ``data``
     (uint8 tensor) and ``targets`` (int64 tensor) hold the selected part.
     """
 
@@ -68,17 +69,6 @@ class Digits(VisionDataset):
         pixels = (counts.astype(np.uint16) * 255 + 8) // 16
         self.data = _make(pixels.astype(np.uint8))
         self.targets = _make(labels)
-
-    @property
-    def class_to_idx(self) -> dict:
-        return {name: i for i, name in enumerate(self.classes)}
-
-    def __len__(self) -> int:
-        return self.data.shape[0]
-
-    def __getitem__(self, index: int):
-        image = self.data.cpu_array()[index].copy()  # a transform may write into it
-        return self._apply(image, int(self.targets.cpu_array()[index]))
 
     def extra_repr(self) -> str:
         return f"Split: {self.split}"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._pil import image_or_array
 from .vision import VisionDataset
 
 
@@ -11,10 +12,11 @@ class FakeData(VisionDataset):
     """`size` random images of shape `image_size` (C, H, W) with labels in
     ``[0, num_classes)``.
 
-    Sample ``i`` is drawn from its own generator seeded with ``i + random_offset``, so it
-    is the same on every access, in every worker, and does not touch the global random
-    state.  Images are uint8 NumPy arrays laid out like the other data sets' images:
-    (H, W) for one channel, (H, W, C) otherwise; labels are ints.
+    The arguments are torchvision's, in its order.  Sample ``i`` is drawn from its own
+    generator seeded with ``i + random_offset``, so it is the same on every access, in
+    every worker, and does not touch the global random state.  Images are PIL images, as
+    torchvision's (mode "L" for one channel, "RGB" for three; uint8 NumPy arrays (H, W)
+    or (H, W, C) without Pillow); labels are ints.
     """
 
     def __init__(self, size: int = 1000, image_size=(3, 224, 224), num_classes: int = 10,
@@ -42,7 +44,7 @@ class FakeData(VisionDataset):
         if channels == 1:
             image = image[:, :, 0]
         target = int(rng.integers(0, self.num_classes))
-        return self._apply(image, target)
+        return self._apply(image_or_array(image), target)
 
     def __len__(self) -> int:
         return self.size

@@ -1,9 +1,11 @@
 """MNIST and the data sets stored in its IDX format: FashionMNIST, KMNIST and EMNIST.
 
 The files are looked up where torchvision keeps them, ``root/<ClassName>/raw/``, and then
-in `root` itself; each may be gzipped (``name.gz``) or not.  Images come out as NumPy
-uint8 arrays of shape (28, 28) (what ``numpy.asarray`` gives for torchvision's PIL
-images); ``transforms.ToTensor()`` turns them into float tensors in [0, 1].
+in `root` itself; each may be gzipped (``name.gz``) or not.  Images come out as
+torchvision's do, 28x28 PIL images of mode "L" (uint8 NumPy arrays when Pillow is not
+installed); ``transforms.ToTensor()`` turns them into float tensors in [0, 1].  Missing
+files raise a RuntimeError ("Dataset not found", as torchvision's), which is also a
+FileNotFoundError.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import string
 import numpy as np
 
 from ..._core.tensor import _make
-from .vision import VisionDataset, missing_file_error
+from .vision import ArrayImages, missing_file_error
 
 # IDX type codes -> big-endian NumPy dtypes
 _IDX_TYPES = {0x08: ">u1", 0x09: ">i1", 0x0B: ">i2", 0x0C: ">i4", 0x0D: ">f4", 0x0E: ">f8"}
@@ -46,14 +48,14 @@ def read_idx(path: str) -> np.ndarray:
     return values.astype(dtype.newbyteorder("="))
 
 
-class MNIST(VisionDataset):
+class MNIST(ArrayImages):
     """The MNIST handwritten digits (60,000 training and 10,000 test images, 28x28).
 
     Args:
         root: the folder holding ``MNIST/raw/`` (or the IDX files themselves).
         train: the training files (``train-*``) if True, else the test files (``t10k-*``).
-        transform, target_transform: applied to the image (a uint8 NumPy array) and to the
-            label (an int).
+        transform, target_transform: applied to the image (a PIL image) and to the label
+            (an int).
         download: accepted for compatibility; ember never downloads, so this only checks
             that the files are there (as it always does).
 
@@ -93,18 +95,6 @@ class MNIST(VisionDataset):
                     return path
         raise missing_file_error(name + "[.gz]", self.raw_folder, type(self).__name__,
                                  f"from {self.source}")
-
-    @property
-    def class_to_idx(self) -> dict:
-        return {name: i for i, name in enumerate(self.classes)}
-
-    def __len__(self) -> int:
-        return self.data.shape[0]
-
-    def __getitem__(self, index: int):
-        image = self.data.cpu_array()[index].copy()  # a transform may write into it
-        target = int(self.targets.cpu_array()[index])
-        return self._apply(image, target)
 
     def extra_repr(self) -> str:
         return f"Split: {'Train' if self.train else 'Test'}"

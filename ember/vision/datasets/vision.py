@@ -1,11 +1,13 @@
-"""What every vision data set shares: a root folder, the transforms, a readable repr, and
-the one error raised when a file is missing (ember never downloads)."""
+"""What every vision data set shares: a root folder, the transforms, a readable repr, the
+one error raised when a file is missing (ember never downloads), and the in-memory base of
+the MNIST family and the bundled digits."""
 
 from __future__ import annotations
 
 import os
 
 from ...utils.data import Dataset
+from .._pil import image_or_array
 
 
 class VisionDataset(Dataset):
@@ -55,11 +57,35 @@ class VisionDataset(Dataset):
         return f"Dataset {type(self).__name__}\n{body}"
 
 
-def missing_file_error(name: str, folder: str, what: str, source: str = "") -> FileNotFoundError:
+class DatasetNotFoundError(FileNotFoundError, RuntimeError):
+    """A data set's files are not on disk.  A RuntimeError, as torchvision raises
+    ("Dataset not found"), and a FileNotFoundError."""
+
+
+def missing_file_error(name: str, folder: str, what: str,
+                       source: str = "") -> DatasetNotFoundError:
     """The error for a data file that is not on disk: which file, and where to put it."""
     hint = f" ({source})" if source else ""
-    return FileNotFoundError(
-        f"{what}: file {name!r} not found. Put it in {os.path.abspath(folder)}{hint}. "
-        "ember never downloads data sets; download=True only checks that the files are "
-        "there.")
+    return DatasetNotFoundError(
+        f"Dataset not found: {what} file {name!r} is not there. Put it in "
+        f"{os.path.abspath(folder)}{hint}. ember never downloads data sets; download=True "
+        "only checks that the files are there.")
 
+
+class ArrayImages(VisionDataset):
+    """A data set held in memory as tensors: `data` (uint8, N x H x W) and `targets`
+    (int64); samples are ``(image, int label)``, the image as `image_or_array` gives it.
+    Subclasses load the two tensors and name their `classes`."""
+
+    classes: list = []
+
+    @property
+    def class_to_idx(self) -> dict:
+        return {name: i for i, name in enumerate(self.classes)}
+
+    def __len__(self) -> int:
+        return self.data.shape[0]
+
+    def __getitem__(self, index: int):
+        image = image_or_array(self.data.cpu_array()[index])
+        return self._apply(image, int(self.targets.cpu_array()[index]))

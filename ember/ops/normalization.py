@@ -20,8 +20,9 @@ from .._core.function import Function
 from .._core.grad_mode import is_grad_enabled
 from .._core.tensor import Tensor, _make
 from . import _kernels
-from . import _native_rows
+from . import _native_batchnorm, _native_rows
 from ._util import wrap_dim, xp_of
+from .joining import cat
 
 
 def _prod(shape) -> int:
@@ -50,6 +51,8 @@ class Normalize(Function):
         ctx.rows = running is None and _rows_fast(x, weight, bias, dims, bshape)
         if ctx.rows:
             return _layer_norm_rows(ctx, x, weight, bias, dims, eps, bshape)
+        if _native_batchnorm.supports(x, dims, weight, bias):
+            return _batch_norm_native(ctx, x, weight, bias, dims, eps, bshape, running, momentum)
         xp = xp_of(x)
         work = x if x.dtype in (np.float32, np.float64) else x.astype(np.float32)
         mean = _mean(work, dims)
@@ -215,6 +218,13 @@ def _backward_per_group(ctx, grad_out, y, rstd, weight):
     (batch and instance norm): the sums that give the parameter gradients are the means
     the input gradient needs, and the weight folds into a per-group factor."""
     dims, n, needs = ctx.dims, ctx.n, ctx.needs_input_grad
+    w = None if weight is None else weight._data
+    if not is_grad_enabled() and _native_batchnorm.supports(grad_out._data, dims, w):
+        gx, gw, gb = _native_batchnorm.backward(grad_out._data, y._data, rstd._data, w,
+                                                needs[0])
+        return (None if gx is None else _make(gx),
+                _make(gw.reshape(weight.shape)) if needs[1] else None,
+                _make(gb.reshape(ctx.bias_shape)) if needs[2] else None)
     mean_g = grad_out.mean(dims, keepdim=True)
     mean_gy = (grad_out * y).mean(dims, keepdim=True)
     gw = gb = gx = None
@@ -281,6 +291,18 @@ def _check_channels(name: str, t, channels: int) -> None:
 
 def _channel_view(t: Tensor, ndim: int) -> Tensor:
     return t.reshape((-1,) + (1,) * (ndim - 2))
+
+
+def _batch_norm_native(ctx, x, weight, bias, dims, eps, bshape, running, momentum):
+    """`Normalize.forward` of training-mode batch norm through the numba kernels."""
+    out, mean, var, rstd, y = _native_batchnorm.forward(x, weight, bias, eps)
+    ctx.dims, ctx.n, ctx.bshape = dims, x.size // x.shape[1], bshape
+    ctx.affine = weight is not None or bias is not None
+    ctx.per_group_affine = True
+    if running is not None:
+        _update_running(np, running, mean, var, ctx.n, momentum)
+    ctx.save_for_backward(y, rstd, weight)
+    return (out, mean, rstd, y) if ctx.affine else (y, mean, rstd)
 
 
 def _affine_running(input: Tensor, mean, var, weight, bias, eps) -> Tensor:
@@ -463,7 +485,6 @@ def local_response_norm(input: Tensor, size: int, alpha: float = 1e-4, beta: flo
                          f"input (got {input.dim()} dimensions)")
     if input.numel() == 0:
         return input
-    from .joining import cat
 
     channels = input.shape[1]
     sq = input * input

@@ -1,0 +1,132 @@
+"""numba kernels of training-mode batch norm: per-channel statistics, normalization and
+the affine map forward, and the first-order gradient backward, each channel one task of
+a `native.prange` loop.
+
+The input is seen as (N, C, S) with S the spatial size; a channel is N contiguous runs
+of S values.  Sums are taken in float64 whatever the dtype (reordered for vectorizing:
+``fastmath`` reassoc only), so a float32 batch gets statistics at least as exact as the
+NumPy path's.  normalization.py calls `supports` first and keeps its NumPy code (and the
+differentiable backward, for double backward) as the fallback.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import _native as native
+
+# Fewer elements than this stay on the NumPy path (a parallel call costs ~5-10 us).
+MIN_SIZE = 1 << 13
+_REORDER = {"reassoc", "contract"}
+
+
+def supports(x, dims: tuple, *params) -> bool:
+    """True when the kernels can normalize `x` over `dims` (batch norm's: all but dim 1)
+    with the per-channel `params` (weight, bias; None when absent)."""
+    if not (native.enabled() and native.is_cpu_array(x) and x.ndim >= 2
+            and x.dtype in (np.float32, np.float64) and x.size >= MIN_SIZE
+            and x.flags.c_contiguous and dims == (0,) + tuple(range(2, x.ndim))):
+        return False
+    return all(p is None or (native.is_cpu_array(p) and p.dtype == x.dtype
+                             and p.size == x.shape[1] and p.flags.c_contiguous)
+               for p in params)
+
+
+def _as_nc_s(x):
+    return x.reshape(x.shape[0], x.shape[1], -1)
+
+
+@native.kernel(parallel=True, fastmath=_REORDER)
+def _forward_kernel(x, weight, bias, eps, y, out, mean, var, rstd, affine):
+    # mean and rstd have the data's dtype: read back from them, the normalization runs in
+    # that dtype (float32 arithmetic for float32 data)
+    n, channels, size = x.shape
+    count = n * size
+    for c in native.prange(channels):
+        total = 0.0
+        for i in range(n):
+            for j in range(size):
+                total += x[i, c, j]
+        m = total / count
+        squares = 0.0
+        for i in range(n):
+            for j in range(size):
+                d = x[i, c, j] - m
+                squares += d * d
+        v = squares / count
+        r = 1.0 / np.sqrt(v + eps)
+        mean[c], var[c], rstd[c] = m, v, r
+        mc, rc = mean[c], rstd[c]
+        w = weight[c] if affine else rc
+        b = bias[c] if affine else rc
+        for i in range(n):
+            src, dst, res = x[i, c], y[i, c], out[i, c]
+            for j in range(size):
+                value = (src[j] - mc) * rc
+                dst[j] = value
+                if affine:
+                    res[j] = value * w + b
+
+
+def forward(x, weight, bias, eps: float):
+    """(out, mean, var, rstd, y) of batch norm in training mode.
+
+    mean, var and rstd have the keepdims shape (1, C, 1, ...); var is float64 (for the
+    running statistics), the others take x's dtype.  Without weight and bias, out is y.
+    """
+    channels = x.shape[1]
+    dtype = x.dtype
+    affine = weight is not None or bias is not None
+    one = np.ones(channels, dtype)
+    weight = one if weight is None else weight.reshape(-1)
+    bias = np.zeros(channels, dtype) if bias is None else bias.reshape(-1)
+    y = np.empty_like(x)
+    out = np.empty_like(x) if affine else y
+    mean, var, rstd = np.empty(channels, dtype), np.empty(channels), np.empty(channels, dtype)
+    _forward_kernel(_as_nc_s(x), weight, bias, float(eps), _as_nc_s(y), _as_nc_s(out), mean,
+                    var, rstd, affine)
+    shape = (1, channels) + (1,) * (x.ndim - 2)
+    return out, mean.reshape(shape), var.reshape(shape), rstd.reshape(shape), y
+
+
+@native.kernel(parallel=True, fastmath=_REORDER)
+def _backward_kernel(g, y, scale, gx, sums, sums_gy, means, want_gx):
+    # `means` (C, 2) has the data's dtype, so that the last pass runs in that dtype
+    n, channels, size = g.shape
+    count = n * size
+    for c in native.prange(channels):
+        total = 0.0
+        total_gy = 0.0
+        for i in range(n):
+            gi, yi = g[i, c], y[i, c]
+            for j in range(size):
+                total += gi[j]
+                total_gy += gi[j] * yi[j]
+        sums[c], sums_gy[c] = total, total_gy
+        if want_gx:
+            means[c, 0], means[c, 1] = total / count, total_gy / count
+            mean_g, mean_gy, s = means[c, 0], means[c, 1], scale[c]
+            for i in range(n):
+                gi, yi, dst = g[i, c], y[i, c], gx[i, c]
+                for j in range(size):
+                    dst[j] = (gi[j] - mean_g - yi[j] * mean_gy) * s
+
+
+def backward(g, y, rstd, weight, want_gx: bool):
+    """(gx or None, sum of g * y, sum of g) per channel: batch norm's first-order gradient.
+
+    ``gx = (g - mean(g) - y * mean(g * y)) * rstd * weight`` over each channel; the two
+    sums are the gradients of weight and bias.
+    """
+    g = np.ascontiguousarray(g)
+    channels = g.shape[1]
+    scale = rstd.reshape(-1)
+    if weight is not None:
+        scale = scale * weight.reshape(-1)
+    scale = np.ascontiguousarray(scale, dtype=g.dtype)
+    gx = np.empty_like(g) if want_gx else np.empty((1, 1, 1), g.dtype)
+    sums, sums_gy = np.empty(channels), np.empty(channels)
+    _backward_kernel(_as_nc_s(g), _as_nc_s(np.ascontiguousarray(y)), scale,
+                     _as_nc_s(gx) if want_gx else gx, sums, sums_gy,
+                     np.empty((channels, 2), g.dtype), want_gx)
+    return (gx if want_gx else None), sums_gy.astype(g.dtype), sums.astype(g.dtype)

@@ -15,6 +15,7 @@ default (PyTorch raises ``ValueError``).
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -71,6 +72,31 @@ def assert_close(actual, expected, *, allow_subclasses: bool = True, rtol: float
         elif msg is not None:
             text = msg
         raise AssertionError(text)
+
+
+# the tolerances of the deprecated assert_allclose
+_LEGACY_TOLERANCES = {"float16": (1e-3, 1e-3), "float32": (1e-4, 1e-5), "float64": (1e-5, 1e-8)}
+
+
+def assert_allclose(actual, expected, rtol: float | None = None, atol: float | None = None,
+                    equal_nan: bool = True, msg: str = "") -> None:
+    """Deprecated in PyTorch (a FutureWarning says so): ``assert_close`` without the dtype
+    check, NaNs equal by default, non-tensors made tensors, and the older tolerances
+    (float32: rtol 1e-4, atol 1e-5; float64: 1e-5, 1e-8; float16: 1e-3, 1e-3)."""
+    from ..ops.creation import tensor
+
+    warnings.warn("`torch.testing.assert_allclose()` is deprecated since 1.12 and will be "
+                  "removed in a future release. Please use `torch.testing.assert_close()` "
+                  "instead.", FutureWarning, stacklevel=2)
+    if not isinstance(actual, Tensor):
+        actual = tensor(actual)
+    if not isinstance(expected, Tensor):
+        expected = tensor(expected, dtype=actual.dtype)
+    if rtol is None and atol is None:
+        pairs = [_LEGACY_TOLERANCES.get(t.dtype.name, (0.0, 0.0)) for t in (actual, expected)]
+        rtol, atol = max(p[0] for p in pairs), max(p[1] for p in pairs)
+    assert_close(actual, expected, rtol=rtol, atol=atol, equal_nan=equal_nan,
+                 check_dtype=False, msg=msg or None)
 
 
 def _compare(actual, expected, options: dict, path: str):

@@ -148,3 +148,10 @@ def test_messages_match_pytorch(actual, expected, kwargs):
         return str(info.value)
 
     assert run(ember) == run(torch)
+
+
+def test_deprecated_assert_allclose():
+    with pytest.warns(FutureWarning, match="assert_allclose"):
+        ember.testing.assert_allclose(ember.tensor([1.0, float("nan")]), [1.00005, float("nan")])
+    with pytest.warns(FutureWarning), pytest.raises(AssertionError, match=r"up to 0.0001 allowed"):
+        ember.testing.assert_allclose(ember.tensor([1.0, 2.0]), [1.0, 2.5])

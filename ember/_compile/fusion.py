@@ -10,7 +10,8 @@ becomes one `FusedElementwise` call at the place of its last op.
 kernel, it saves only the chain's leaves, and its backward runs the generated backward
 kernel (recomputing the intermediates) -- or, when the backward itself is recorded
 (``create_graph=True``), replays the member ops with ember ops so that the result can
-be differentiated again.
+be differentiated again.  With numba off (or on another device) it runs the member ops'
+own forwards and backwards.
 """
 
 from __future__ import annotations
@@ -22,11 +23,12 @@ import numpy as np
 from .._core.function import Function
 from .._core.grad_mode import STATE, enable_grad
 from .._core.tensor import _make
+from ..autograd import grad as autograd_grad
 from ..jit._graph import Literal
 from ..onnx._trace import Source
+from ..ops import _native as native
 from .codegen import ELEMENTWISE, ChainKernel, Member, fusable_params
 from .memory import BufferPool
-from ..autograd import grad as autograd_grad
 
 FLOAT_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 
@@ -120,6 +122,8 @@ class FusedElementwise(Function):
     def forward(ctx, *leaves, chain):
         ctx.chain = chain
         ctx.save_for_backward(*leaves)
+        if not (native.enabled() and native.is_cpu_array(*leaves)):
+            return _member_forwards(chain.kernel.members, leaves)
         flat = [np.ascontiguousarray(x).reshape(-1) for x in leaves]
         first = leaves[0]
         out = chain.pool.take(first.shape, first.dtype)
@@ -130,14 +134,29 @@ class FusedElementwise(Function):
     def backward(ctx, grad):
         leaves = ctx.saved_tensors
         chain = ctx.chain
-        if STATE.enabled:  # create_graph: a backward that can be differentiated again
-            return _recorded_backward(chain, leaves, grad)
-        flat = [np.ascontiguousarray(x._data).reshape(-1) for x in leaves]
-        grads = [chain.pool.take(x.shape, x._data.dtype) for x in leaves]
+        arrays = [x._data for x in leaves]
+        if STATE.enabled or not (native.enabled() and native.is_cpu_array(grad._data, *arrays)):
+            # create_graph (a backward that can be differentiated again), numba off or
+            # another device: the member ops' own backwards
+            return _recorded_backward(chain, leaves, grad, create_graph=STATE.enabled)
+        flat = [np.ascontiguousarray(x).reshape(-1) for x in arrays]
+        grads = [chain.pool.take(x.shape, x.dtype) for x in arrays]
         chain.kernel.backward(np.ascontiguousarray(grad._data).reshape(-1), flat,
                               [g.reshape(-1) for g in grads])
         return tuple(_make(g) if edge[0] is not None else None
                      for g, edge in zip(grads, ctx._edges))
+
+
+def _member_forwards(members, leaves):
+    """The chain on backend arrays through each member's own forward (no numba)."""
+    values = []
+    for member in members:
+        args = [leaves[ref] if kind == "leaf" else values[ref] if kind == "member" else ref
+                for kind, ref in member.args]
+        ctx = member.fn.__new__(member.fn)
+        ctx._to_save = None
+        values.append(member.fn.forward(ctx, *args))
+    return values[-1]
 
 
 def run_members(members, leaves: list):
@@ -150,9 +169,10 @@ def run_members(members, leaves: list):
     return values[-1]
 
 
-def _recorded_backward(chain: Chain, leaves: tuple, grad):
+def _recorded_backward(chain: Chain, leaves: tuple, grad, create_graph: bool):
     with enable_grad():
         out = run_members(chain.kernel.members, list(leaves))
         wanted = [x for x in leaves if x.requires_grad]
-        got = iter(autograd_grad(out, wanted, grad, create_graph=True, allow_unused=True))
+        got = iter(autograd_grad(out, wanted, grad, create_graph=create_graph,
+                                 allow_unused=True))
     return tuple(next(got) if x.requires_grad else None for x in leaves)

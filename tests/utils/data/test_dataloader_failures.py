@@ -7,7 +7,9 @@ import errno
 import gc
 import multiprocessing
 import os
+import select
 import signal
+import sys
 import threading
 import time
 
@@ -175,16 +177,68 @@ def test_cleanup_after_deleting_an_iterator_mid_epoch():
     assert clean()
 
 
+class Gated(Dataset):
+    """Each fetch announces itself on a pipe, then blocks until the gate pipe is closed, so
+    the main process is left waiting for a batch that cannot come.  (Plain pipes rather than
+    multiprocessing Events: a worker terminated while waiting on an Event's condition would
+    leave a later ``set()`` waiting for it forever.)"""
+
+    def __init__(self):
+        self.started_r, self.started_w = os.pipe()
+        self.gate_r, self.gate_w = os.pipe()
+
+    def __len__(self):
+        return 64
+
+    def __getitem__(self, i):
+        os.write(self.started_w, b"s")
+        select.select([self.gate_r], [], [], 30)  # bounded, should the test fail to interrupt
+        return np.full((128, 128), i, dtype=np.float32)
+
+    def close(self):
+        for fd in (self.started_r, self.started_w, self.gate_r, self.gate_w):
+            os.close(fd)
+
+
+def main_thread_is_collecting() -> bool:
+    """Whether the main thread is inside the loader's wait for worker results."""
+    frame = sys._current_frames().get(threading.main_thread().ident)
+    while frame is not None:
+        if frame.f_code.co_name == "_collect":
+            return True
+        frame = frame.f_back
+    return False
+
+
+def interrupt_when_waiting(dataset: Gated, outcome: dict) -> None:
+    """Deliver SIGINT to the main thread once it is known to wait on the workers."""
+    if not select.select([dataset.started_r], [], [], 30)[0]:
+        return
+    deadline = time.monotonic() + 30
+    while not main_thread_is_collecting():
+        if time.monotonic() > deadline:
+            return
+        time.sleep(0.005)
+    outcome["sent"] = True
+    signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
+
+
+@pytest.mark.skipif("fork" not in multiprocessing.get_all_start_methods(),
+                    reason="the gate's pipes reach the workers by fork")
 def test_cleanup_after_keyboard_interrupt_while_waiting():
-    loader = DataLoader(Slow(), batch_size=8, num_workers=2)
-    timer = threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT))
-    timer.start()
+    dataset = Gated()
+    loader = DataLoader(dataset, batch_size=8, num_workers=2)
+    outcome = {"sent": False}
+    helper = threading.Thread(target=interrupt_when_waiting, args=(dataset, outcome))
+    helper.start()
     try:
         with pytest.raises(KeyboardInterrupt):
             for _ in loader:
                 pass
     finally:
-        timer.cancel()
+        helper.join()
+        dataset.close()
+    assert outcome["sent"]
     assert clean()
 
 

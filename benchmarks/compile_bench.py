@@ -1,7 +1,8 @@
 """ember.compile on the suite's training steps: compiled ember against PyTorch eager and
 against ember eager, in one process.
 
-For each of the MLP, MNIST CNN and char-GPT steps of ``benchmarks/run.py`` three
+For each of the MLP, MNIST CNN and char-GPT steps of ``benchmarks/run.py`` (and, with
+``--only latency``, the CNN's batch-1 inference under no_grad) three
 closures are built from the same code and weights: ember eager, ember compiled
 (``ember.compile(model)``; the first call captures, it runs in the warm-up) and
 PyTorch eager.  Each pair is timed with `run.alternate` (turns, warm-ups, medians), so
@@ -25,7 +26,21 @@ pin_threads_from_argv(default=None)
 from benchmarks import run  # noqa: E402
 
 TARGETS = {"mlp": 0.8, "gpt": 0.85, "cnn": 0.9}  # compiled / PyTorch eager (issue 15)
-BUILDERS = {"mlp": run.mlp_step, "cnn": run.cnn_step, "gpt": run.gpt_step}
+
+
+def cnn_latency(lib):
+    """The suite's batch-1 CNN inference under no_grad, the model through `run._compiled`."""
+    model = run._compiled(lib, run.mnist_cnn(lib).eval())
+    x, _ = run._cnn_batch(lib, 1)
+
+    def infer():
+        with lib.no_grad():
+            return model(x)
+    return infer
+
+
+BUILDERS = {"mlp": run.mlp_step, "cnn": run.cnn_step, "gpt": run.gpt_step,
+            "latency": cnn_latency}
 
 
 def build(key: str, lib, compiled: bool):
@@ -61,11 +76,12 @@ def main() -> None:
         compiled()  # the capture (and the kernels' compilation) before any timing
         eager = build(key, ember, False)
         theirs = build(key, torch, False) if torch is not None else None
-        c1, t = run.alternate(compiled, theirs, args.repeats, rounds=args.rounds)
-        c2, e = run.alternate(compiled, eager, args.repeats, rounds=args.rounds)
+        inner = 20 if key == "latency" else 1
+        c1, t = run.alternate(compiled, theirs, args.repeats, inner, rounds=args.rounds)
+        c2, e = run.alternate(compiled, eager, args.repeats, inner, rounds=args.rounds)
         ratio = f"{c1 / t:.2f}" if t else "-"
         print(f"| {key} | {c1 * 1e3:.2f} | {e * 1e3:.2f} | "
-              f"{(f'{t * 1e3:.2f}' if t else '-')} | {ratio} | {TARGETS[key]} | "
+              f"{(f'{t * 1e3:.2f}' if t else '-')} | {ratio} | {TARGETS.get(key, '-')} | "
               f"{c2 / e:.2f} |")
 
 

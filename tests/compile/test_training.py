@@ -138,3 +138,36 @@ def test_the_mlp_and_block_graphs_hold_fused_chains():
 def test_compiled_training_matches_eager_without_numba(kind):
     with native.use_numba(False):
         test_compiled_training_matches_eager(kind, np.float32)
+
+
+def test_a_compiled_step_is_freed_by_reference_counting_alone():
+    import gc
+    import weakref
+
+    model = MLP()
+    compiled = ember.compile(model)
+    opt = ember.optim.SGD(model.parameters(), lr=0.1)
+    x, y = next(_batches("mlp", 1, np.float32))
+    gc.collect()
+    gc.disable()  # (a reference cycle would keep a step's graph and buffers alive)
+    try:
+        refs = []
+        for _ in range(6):
+            opt.zero_grad()
+            out = compiled(x)
+            loss = F.cross_entropy(out, y)
+            refs.append((weakref.ref(out), weakref.ref(loss.grad_fn)))
+            loss.backward()
+            opt.step()
+            del out, loss
+        assert all(r() is None for pair in refs for r in pair)
+        objects = len(gc.get_objects())
+        for _ in range(20):
+            opt.zero_grad()
+            F.cross_entropy(compiled(x), y).backward()
+            opt.step()
+        assert len(gc.get_objects()) - objects < 50
+    finally:
+        gc.enable()
+    (graph,) = compiled._compiled.graphs.values()
+    assert all(chain.pool.allocated <= 4 for chain in graph.chains)  # buffers reused

@@ -14,6 +14,8 @@ from __future__ import annotations
 from ._core import dtype as dtypes
 from ._core.tensor import _LEGACY_NAMES, Size, Tensor
 from .ops.creation import empty, tensor
+from ._core.device import device as Device
+from ._core.device import set_default_device
 
 _SIZE_TYPES = (int, Size)
 
@@ -62,8 +64,6 @@ class TensorType(type):
 
 
 def _device_of(cls):
-    from ._core.device import device as Device
-
     return Device(cls.device_type)
 
 
@@ -93,8 +93,6 @@ ComplexDoubleTensor = CPU_TYPES["ComplexDoubleTensor"]
 def set_default_tensor_type(t) -> None:
     """Deprecated in PyTorch: set the default floating dtype (and device, for a cuda type)
     from a legacy class or its name (``'torch.cuda.FloatTensor'``)."""
-    from ._core.device import set_default_device
-
     if isinstance(t, str):
         name = t.rsplit(".", 1)[-1]
         table = CUDA_TYPES if ".cuda." in t else CPU_TYPES

@@ -22,6 +22,7 @@ from .ops import activation, sampling, sparse_coo
 from .ops import bessel
 from . import _interop
 from .ops._util import SCALAR_TYPES
+from ._legacy_types import legacy_new
 
 _OPERAND_TYPES = (Tensor,) + SCALAR_TYPES
 
@@ -45,8 +46,6 @@ def _to_dense(self, dtype=None, *, masked_grad=None):
 
 def _new(self, *args, device=None):
     """The legacy constructor: sizes, data or a tensor, with this tensor's dtype and device."""
-    from ._legacy_types import legacy_new
-
     return legacy_new(self.dtype, self.device if device is None else device, args, "new")
 
 

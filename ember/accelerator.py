@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ._core.backend import cuda_available
 from ._core.device import device
+from .cuda import device_count as cuda_count
 
 
 def is_available() -> bool:
@@ -18,6 +19,4 @@ def current_accelerator(check_available: bool = False):
 
 def device_count() -> int:
     """The number of accelerator devices."""
-    from .cuda import device_count as cuda_count
-
     return cuda_count()

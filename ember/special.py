@@ -26,6 +26,7 @@ from .ops.shape import broadcast_tensors
 from .ops.gamma import lgamma as gammaln
 from .ops.gamma import mvlgamma as multigammaln
 from .ops.reduction_stats import logsumexp
+from ._core import dtype as dtypes
 
 __all__ = ["digamma", "entr", "erf", "erfc", "erfinv", "exp2", "expit", "expm1", "gammaln", "i0",
            "i1", "log1p", "log_softmax", "logit", "logsumexp", "multigammaln", "ndtr", "ndtri",
@@ -81,8 +82,6 @@ def xlog1py(input, other) -> Tensor:
 
 
 def _floating(input: Tensor) -> Tensor:
-    from ._core import dtype as dtypes
-
     if not isinstance(input, Tensor):
         raise TypeError(f"argument 'input' must be Tensor, not {type(input).__name__}")
     if input.is_floating_point() or input.is_complex():

@@ -37,6 +37,7 @@ from .._core.engine import grad as _grad
 from .._core.grad_mode import enable_grad
 from .._core.tensor import Tensor
 from .function import once_differentiable
+from ..ops.creation import zeros_like
 
 __all__ = ["UnpackedDualTensor", "dual_level", "enter_dual_level", "exit_dual_level",
            "make_dual", "unpack_dual"]
@@ -151,8 +152,6 @@ def unpack_dual(tensor: Tensor, *, level: int | None = None) -> UnpackedDualTens
 def _tangent_of(output: Tensor, current: _Level) -> Tensor | None:
     """J @ tangents by the double-vjp trick: u -> J^T u is linear; its vjp with the
     tangents is J @ tangents."""
-    from ..ops.creation import zeros_like
-
     duals = [d for d, _, _ in current.duals.values()]
     tangents = [t for _, t, _ in current.duals.values()]
     try:

@@ -13,6 +13,9 @@ from __future__ import annotations
 from .._core.engine import grad as _grad
 from .._core.grad_mode import enable_grad, set_grad_enabled, is_grad_enabled
 from .._core.tensor import Tensor
+from ..ops.creation import ones_like
+from ..ops.creation import zeros_like
+from ..ops.joining import stack
 
 __all__ = ["hessian", "hvp", "jacobian", "jvp", "vhp", "vjp"]
 
@@ -166,20 +169,14 @@ def _zeros_for_missing(grads: tuple, refs: tuple, strict: bool, create_graph: bo
 
 
 def _zeros_like(t: Tensor, requires_grad: bool = False) -> Tensor:
-    from ..ops.creation import zeros_like
-
     return zeros_like(t, requires_grad=requires_grad)
 
 
 def _ones_like(t: Tensor) -> Tensor:
-    from ..ops.creation import ones_like
-
     return ones_like(t)
 
 
 def _stack(tensors: list) -> Tensor:
-    from ..ops.joining import stack
-
     return stack(tensors, 0)
 
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 from .._core.accumulate import AccumulateGrad
 from .._core.node import Node
 from .._core.grad_mode import STATE
+from ..profiler._table import format_memory
 
 __all__ = ["Node", "SavedTensorReport", "disable_saved_tensors_hooks", "save_on_cpu",
            "saved_tensor_report", "saved_tensors_hooks"]
@@ -141,8 +142,6 @@ class SavedTensorReport(list):
         self.packed = packed
 
     def table(self, row_limit: int = 50) -> str:
-        from ..profiler._table import format_memory
-
         rows = self[:row_limit] if row_limit else list(self)
         width = max([len(r.name) for r in rows] + [4])
         lines = [f"{'Node':<{width}}  {'Saved':>5}  {'Bytes':>10}  Shapes",

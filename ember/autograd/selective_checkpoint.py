@@ -36,6 +36,7 @@ from .._core.grad_mode import enable_grad
 from .._core.tensor import Tensor, _make
 from ..ops._observer import Observer, run_op
 from .graph import saved_tensors_hooks
+from ..profiler._table import format_memory
 
 __all__ = ["BudgetPlan", "CheckpointPolicy", "MemoryBudget", "SelectiveCheckpointContext",
            "create_selective_checkpoint_contexts", "plan_memory_budget"]
@@ -265,8 +266,6 @@ class BudgetPlan:
     __call__ = run
 
     def summary(self) -> str:
-        from ..profiler._table import format_memory
-
         lines = [f"memory budget {format_memory(self.budget_bytes)}: "
                  f"{len(self.dropped)} of {len(self._saved)} saved activations dropped",
                  f"  saved activations: plain {format_memory(self.plain_bytes)}, kept "

@@ -7,6 +7,8 @@ needs a GPU raises a RuntimeError naming the ``cuda`` extra.
 from __future__ import annotations
 
 from .._core.backend import cuda_available, cupy_module
+from .._core.device import device as Device
+from ..random import default_cuda_generator
 
 
 def is_available() -> bool:
@@ -28,8 +30,6 @@ def current_device() -> int:
 
 def set_device(device) -> None:
     """Make `device` (an index, 'cuda:N' or a device) the current GPU."""
-    from .._core.device import device as Device
-
     index = device if isinstance(device, int) else (Device(device).index or 0)
     cupy_module().cuda.runtime.setDevice(index)
 
@@ -68,15 +68,11 @@ def max_memory_allocated(device=None) -> int:
 
 def manual_seed(seed: int) -> None:
     """Seed the random generator of the current GPU (ember's CUDA generator)."""
-    from ..random import default_cuda_generator
-
     default_cuda_generator(current_device() if cuda_available() else 0).manual_seed(seed)
 
 
 def manual_seed_all(seed: int) -> None:
     """Seed the random generators of all GPUs."""
-    from ..random import default_cuda_generator
-
     for index in range(max(device_count(), 1)):
         default_cuda_generator(index).manual_seed(seed)
 

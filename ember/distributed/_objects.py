@@ -20,6 +20,10 @@ from __future__ import annotations
 import json
 
 import numpy as np
+from .._core.device import device as device_type
+from .._core.dtype import dtype as dtype_type
+from .._core.tensor import Tensor
+from .._core.tensor import _make
 
 MAGIC = b"EMBROBJ1"
 _ARRAY_KINDS = "biufc"
@@ -62,10 +66,6 @@ def _array_meta(array: np.ndarray, blobs: list) -> dict:
 
 
 def _encode(obj, blobs: list, active: set):
-    from .._core.device import device as device_type
-    from .._core.dtype import dtype as dtype_type
-    from .._core.tensor import Tensor
-
     if obj is None or isinstance(obj, (bool, str)):
         return obj
     if type(obj) in (int, float):
@@ -179,8 +179,6 @@ def _hashable(value):
 
 
 def _tensor(meta: dict, blobs: list):
-    from .._core.tensor import _make
-
     t = _make(_array(meta, blobs))
     device = meta.get("device", "cpu")
     if device != "cpu":

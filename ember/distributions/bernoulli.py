@@ -11,6 +11,7 @@ from ..ops.sampling import bernoulli
 from ..ops.loss import binary_cross_entropy_with_logits
 from . import constraints
 from .distribution import Distribution, broadcast_all
+from ..ops.creation import arange
 
 
 class Bernoulli(Distribution):
@@ -77,8 +78,6 @@ class Bernoulli(Distribution):
         return binary_cross_entropy_with_logits(self.logits, self.probs, reduction="none")
 
     def enumerate_support(self, expand: bool = True) -> Tensor:
-        from ..ops.creation import arange
-
         values = arange(2, dtype=self.probs.dtype, device=self.probs.device)
         values = values.reshape((-1,) + (1,) * len(self.batch_shape))
         return values.expand((-1,) + tuple(self.batch_shape)) if expand else values

@@ -14,6 +14,7 @@ from ..ops.activation import softmax_fn
 from ..ops.reduction_stats import logsumexp
 from . import constraints
 from .distribution import Distribution
+from ..ops.creation import arange
 
 
 class Categorical(Distribution):
@@ -98,8 +99,6 @@ class Categorical(Distribution):
         return -(logits * self.probs).sum(-1)
 
     def enumerate_support(self, expand: bool = True) -> Tensor:
-        from ..ops.creation import arange
-
         values = arange(self._num_events, device=self._param.device)
         values = values.reshape((-1,) + (1,) * len(self.batch_shape))
         return values.expand((-1,) + tuple(self.batch_shape)) if expand else values

@@ -6,6 +6,7 @@ from .bernoulli import Bernoulli
 from .categorical import Categorical
 from .normal import Normal
 from .uniform import Uniform
+from ..ops.activation import softplus
 
 _KL = {}  # (type of p, type of q) -> function
 
@@ -47,8 +48,6 @@ def _kl_categorical_categorical(p: Categorical, q: Categorical):
 
 @register_kl(Bernoulli, Bernoulli)
 def _kl_bernoulli_bernoulli(p: Bernoulli, q: Bernoulli):
-    from ..ops.activation import softplus
-
     t1 = p.probs * (softplus(-q.logits) - softplus(-p.logits))
     t1 = t1.masked_fill(p.probs == 0, 0.0)
     t2 = (1 - p.probs) * (softplus(q.logits) - softplus(p.logits))

@@ -9,6 +9,7 @@ trained, like BatchNorm's running mean) on assignment.
 from __future__ import annotations
 
 from .._core.tensor import Tensor, _make
+from ..ops.creation import empty
 
 
 class Parameter(Tensor):
@@ -94,8 +95,6 @@ class UninitializedParameter(Parameter):
     cls_to_become = Parameter
 
     def __new__(cls, requires_grad: bool = True, device=None, dtype=None):
-        from ..ops.creation import empty
-
         return super().__new__(cls, empty(0, device=device, dtype=dtype), requires_grad)
 
     def __init__(self, requires_grad: bool = True, device=None, dtype=None):
@@ -103,8 +102,6 @@ class UninitializedParameter(Parameter):
 
     def materialize(self, shape, device=None, dtype=None) -> None:
         """Take `shape` (memory uninitialized; the module initializes it next)."""
-        from ..ops.creation import empty
-
         data = empty(tuple(shape), device=device or self.device, dtype=dtype or self.dtype)
         self._data = data._data
         self.__class__ = self.cls_to_become
@@ -117,8 +114,6 @@ class UninitializedBuffer(Tensor):
     """A buffer of a lazy module before its first call (see `UninitializedParameter`)."""
 
     def __new__(cls, requires_grad: bool = False, device=None, dtype=None):
-        from ..ops.creation import empty
-
         return _make(empty(0, device=device, dtype=dtype)._data, cls=cls)
 
     def __init__(self, requires_grad: bool = False, device=None, dtype=None):
@@ -126,8 +121,6 @@ class UninitializedBuffer(Tensor):
 
     def materialize(self, shape, device=None, dtype=None) -> None:
         """Take `shape` (memory uninitialized) and become a plain Tensor."""
-        from ..ops.creation import empty
-
         data = empty(tuple(shape), device=device or self.device, dtype=dtype or self.dtype)
         self._data = data._data
         self.__class__ = Tensor

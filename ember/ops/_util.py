@@ -10,6 +10,9 @@ import numpy as np
 
 from .._core import dtype as dtypes
 from .._core.tensor import Tensor, _make
+from .._core.backend import module_of
+from .._core.grad_mode import is_grad_enabled
+from .._core.tensor import _wrap_dim
 
 SCALAR_TYPES = (bool, int, float, complex, np.number, np.bool_)
 
@@ -169,8 +172,6 @@ def to_tensor(value, like: Tensor | None = None) -> Tensor:
 
 
 def _xp(t: Tensor):
-    from .._core.backend import module_of
-
     return module_of(t._data)
 
 
@@ -178,15 +179,12 @@ def xp_of(array):
     """numpy, or cupy for a GPU array."""
     if type(array) is np.ndarray:
         return np
-    from .._core.backend import module_of
 
     return module_of(array)
 
 
 def normalize_dims(dim, ndim: int, op: str) -> tuple:
     """A dim argument (None, int, or a sequence) as a sorted tuple of non-negative ints."""
-    from .._core.tensor import _wrap_dim
-
     if dim is None:
         return tuple(range(ndim))
     if isinstance(dim, (int, np.integer)):
@@ -199,8 +197,6 @@ def normalize_dims(dim, ndim: int, op: str) -> tuple:
 
 def wrap_dim(dim: int, ndim: int, op: str = "") -> int:
     """A possibly negative dim as an index (IndexError when out of range)."""
-    from .._core.tensor import _wrap_dim
-
     return _wrap_dim(dim, ndim, op)
 
 
@@ -247,7 +243,6 @@ def write_out(op: str, result, out):
         return type(result)(*written) if hasattr(result, "_fields") else tuple(written)
     if not isinstance(out, Tensor):
         raise TypeError(f"{op}(): argument 'out' must be Tensor, not {type(out).__name__}")
-    from .._core.grad_mode import is_grad_enabled
 
     if is_grad_enabled() and (result.requires_grad or out.requires_grad):
         raise RuntimeError(f"{op}(): functions with out=... arguments don't support automatic "

@@ -30,6 +30,7 @@ from .elementwise import relu_ as _relu_
 from .elementwise import tanh as _tanh
 from .elementwise_special import _erf64, sigmoid
 from .elementwise_special import where as _where
+from ..random import _generator_for
 
 SELU_ALPHA = 1.6732632423543772848170429916717
 SELU_SCALE = 1.0507009873554804934193349852946
@@ -753,7 +754,6 @@ def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, trainin
     _require_float("rrelu_with_noise", input)
     if not training:
         return leaky_relu(input, (lower + upper) / 2, inplace)
-    from ..random import _generator_for
 
     xp, src = _generator_for(input.device, None)._source()
     work = np.float64 if input.dtype is dtypes.float64 else np.float32

@@ -14,6 +14,9 @@ from ._util import result_type, wrap_dim
 from .creation import zeros
 from .creation import tensor as make_tensor
 from .joining import cat
+from .._core.memory_format import contiguous_format
+from .joining import diag
+from .linalg_norms import vector_norm
 
 
 def diff(input: Tensor, n: int = 1, dim: int = -1, prepend=None, append=None) -> Tensor:
@@ -115,22 +118,16 @@ def dsplit(input: Tensor, indices_or_sections):
 
 def diagflat(input: Tensor, offset: int = 0) -> Tensor:
     """A 2-D matrix with the flattened input on diagonal `offset`."""
-    from .joining import diag
-
     return diag(input.reshape(-1), offset)
 
 
 def dist(input: Tensor, other: Tensor, p: float = 2) -> Tensor:
     """The p-norm of ``input - other`` (broadcast), over all elements."""
-    from .linalg_norms import vector_norm
-
     return vector_norm(input - other, p)
 
 
 def renorm(input: Tensor, p: float, dim: int, maxnorm: float) -> Tensor:
     """Each slice along `dim` scaled down to p-norm `maxnorm` where its norm exceeds it."""
-    from .linalg_norms import vector_norm
-
     if input.dim() <= 1:
         raise RuntimeError(f"renorm: input needs at least 2 dimensions, got {input.dim()} "
                            "dimensions")
@@ -152,8 +149,6 @@ def renorm_(input: Tensor, p: float, dim: int, maxnorm: float) -> Tensor:
 
 def narrow_copy(input: Tensor, dim: int, start: int, length: int) -> Tensor:
     """A contiguous copy of ``input.narrow(dim, start, length)``."""
-    from .._core.memory_format import contiguous_format
-
     return input.narrow(dim, start, length).clone(memory_format=contiguous_format)
 
 

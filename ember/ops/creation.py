@@ -17,6 +17,7 @@ from .._core.function import Function
 from .._core.memory_format import like_format
 from .._core.tensor import Tensor, _make
 from ._util import check_layout, out_dtype, size_args, write_out, xp_of
+from .joining import stack
 
 
 def _infer_dtype(data) -> dtypes.dtype:
@@ -613,8 +614,6 @@ def meshgrid(*tensors, indexing: str | None = None) -> tuple:
 
 def cartesian_prod(*tensors) -> Tensor:
     """All combinations of the elements of 1-D tensors, one per row (like itertools.product)."""
-    from .joining import stack
-
     if len(tensors) == 1:
         return tensors[0]
     grids = meshgrid(*tensors, indexing="ij")

@@ -18,6 +18,7 @@ from .._core.function import Function
 from .._core.grad_mode import is_grad_enabled
 from .._core.tensor import Tensor, _make
 from . import _native_dropout
+from ..random import _generator_for
 
 # Alpha dropout sets dropped units to the SELU's negative saturation value -scale*alpha.
 _ALPHA_PRIME = 1.7580993408473766
@@ -77,8 +78,6 @@ def _check_p(p) -> None:
 
 def _keep_mask(input: Tensor, p: float, shape: tuple):
     """A bool array of `shape`: True with probability ``1 - p``."""
-    from ..random import _generator_for
-
     if not (input.dtype.is_floating_point or input.dtype.is_complex):
         names = {"int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char",
                  "uint8": "Byte", "bool": "Bool"}

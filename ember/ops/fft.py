@@ -19,6 +19,7 @@ from .._core.tensor import Tensor, _make
 from .complex import Conj, Real
 from .padding import pad as pad_fn
 from ._util import normalize_dims, wrap_dim, xp_of
+from .creation import arange
 
 _DUAL = {"backward": "forward", "forward": "backward", "ortho": "ortho"}
 
@@ -290,8 +291,6 @@ def ihfft2(input: Tensor, s=None, dim=(-2, -1), norm: str | None = None) -> Tens
 def fftfreq(n: int, d: float = 1.0, *, dtype=None, device=None, layout=None,
             requires_grad: bool = False) -> Tensor:
     """The sample frequencies of an `n`-point FFT with sample spacing `d`."""
-    from .creation import arange
-
     k = arange(n, dtype=dtype, device=device)
     k = k - n * (k >= (n + 1) // 2).to(k.dtype)
     return (k / (d * n)).requires_grad_(requires_grad)
@@ -300,8 +299,6 @@ def fftfreq(n: int, d: float = 1.0, *, dtype=None, device=None, layout=None,
 def rfftfreq(n: int, d: float = 1.0, *, dtype=None, device=None, layout=None,
              requires_grad: bool = False) -> Tensor:
     """The sample frequencies of an `n`-point `rfft` (the non-negative ones)."""
-    from .creation import arange
-
     return (arange(n // 2 + 1, dtype=dtype, device=device) / (d * n)).requires_grad_(
         requires_grad)
 

@@ -18,6 +18,8 @@ from .._core.function import Function
 from .._core.tensor import Tensor, _make
 from ._util import check_same_device, is_scalar, xp_of
 from .slicing import subview
+from .arithmetic import _short
+from .slicing import SubviewBackward
 
 _INTS = (int, np.integer)
 _INDEX_KINDS = "iub"  # integer, unsigned (uint8: a mask), bool
@@ -74,8 +76,6 @@ def output_array(ctx, x):
 
 
 def dtype_short(d) -> str:
-    from .arithmetic import _short
-
     return _short(d)
 
 
@@ -614,7 +614,6 @@ def pad_to(t: Tensor, shape: tuple) -> Tensor:
     """`t` placed at the start of zeros of the (larger) `shape`; differentiable."""
     if tuple(t.shape) == tuple(shape):
         return t
-    from .slicing import SubviewBackward
 
     key = tuple(slice(0, n) for n in t.shape) + (Ellipsis,)
     return SubviewBackward.apply(t, tuple(shape), key)

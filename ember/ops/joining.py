@@ -13,6 +13,7 @@ from .._core.tensor import Tensor, _make
 from ._util import check_same_device, result_type, cast, wrap_dim, xp_of
 from .shape import _INTS, _int_tuple, atleast_1d, atleast_2d, atleast_3d
 from .slicing import diag_embed, diagonal
+from .index_dim import index_select
 
 
 def _tensor_list(tensors, op: str) -> list:
@@ -196,8 +197,6 @@ def repeat_interleave(input: Tensor, repeats=None, dim: int | None = None, *,
 
     With only a tensor of counts, returns the indices ``0, 1, ...`` each repeated.
     """
-    from .index_dim import index_select
-
     if repeats is None:  # repeat_interleave(counts)
         return _repeated_indices(input, None)
     if dim is None:

@@ -21,6 +21,7 @@ from ._broadcast import broadcast_shapes
 from ._autocast import casts_together
 from ._util import check_same_device, promote, with_out, wrap_dim, xp_of
 from .sparse_matmul import matmul_with_sparse
+from .complex import conj as complex_conj
 
 # C++ names PyTorch prints in dtype-mismatch messages of the matrix products.
 _CPP_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half",
@@ -57,8 +58,6 @@ def mT(t: Tensor) -> Tensor:  # noqa: N802 - PyTorch's name
 
 def conj(t: Tensor) -> Tensor:
     """The complex conjugate (`t` itself when real)."""
-    from .complex import conj as complex_conj
-
     return complex_conj(t)
 
 

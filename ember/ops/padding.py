@@ -15,6 +15,7 @@ import numpy as np
 from .._core.function import Function
 from .._core.tensor import Tensor
 from ._util import xp_of
+from .resample import axis_map
 
 _INTS = (int, np.integer)
 _MODES = ("constant", "reflect", "replicate", "circular")
@@ -89,8 +90,6 @@ def _unsupported(k: int, ndim: int) -> NotImplementedError:
 
 
 def _mode_pad(input: Tensor, pairs: list, mode: str) -> Tensor:
-    from .resample import axis_map
-
     k, ndim = len(pairs), input.dim()
     if k > ndim:
         raise RuntimeError(

@@ -16,6 +16,7 @@ import numpy as np
 from .._core.tensor import Tensor, _make
 from ._util import xp_of
 from .pooling import _INTS, FlatGather, FlatScatter, _tuple_arg
+from .resample import axis_map
 
 
 # ----------------------------------------------------------------------
@@ -59,8 +60,6 @@ def _adaptive_batched(op: str, input, nd: int):
 
 
 def _adaptive_avg(op: str, nd: int, input, output_size) -> Tensor:
-    from .resample import axis_map
-
     x, unbatched = _adaptive_batched(op, input, nd)
     out_size = _adaptive_output(op, nd, x, output_size)
     y = x

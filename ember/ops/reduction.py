@@ -24,6 +24,7 @@ from . import _kernels
 from ._broadcast import sum_to_shape
 from .complex import times_conj
 from ._util import normalize_dims, wrap_dim, xp_of
+from .arithmetic import _short
 
 # ---------------------------------------------------------------------------
 # named-tuple results, like torch.return_types
@@ -55,8 +56,6 @@ def _is_float(array) -> bool:
 
 
 def _short_name(array) -> str:
-    from .arithmetic import _short
-
     return _short(dtypes.from_numpy_dtype(array.dtype))
 
 

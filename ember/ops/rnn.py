@@ -26,6 +26,9 @@ from .._core.function import Function
 from .._core.grad_mode import STATE
 from .._core.tensor import Tensor, _make
 from ._util import xp_of
+from .._core.engine import grad as autograd_grad
+from .joining import cat
+from .linalg import matmul
 
 __all__ = ["lstm_cell", "gru_cell", "rnn_tanh_cell", "rnn_relu_cell"]
 
@@ -71,8 +74,6 @@ def _recurrent(xp, w_hh, h):
 
 def _grads_by_recompute(ctx, composite, inputs, grads, **params):
     """Gradients for double backward: differentiate the ember-op composite (recorded)."""
-    from .._core.engine import grad as autograd_grad
-
     wanted = [i for i, x in enumerate(inputs) if x is not None and ctx.needs_input_grad[i]]
     outputs = composite(*inputs, **params)
     pairs = [(o, g) for o, g in zip(outputs, grads) if g is not None and o.requires_grad]
@@ -211,16 +212,12 @@ def _time_indices(batch_sizes, reverse: bool):
 
 def _merge(new: Tensor, state: Tensor) -> Tensor:
     """The state after a step that updated only its first rows."""
-    from .joining import cat
-
     if new.shape[0] == state.shape[0]:
         return new
     return cat([new, state[new.shape[0]:]])
 
 
 def _join(outs: dict) -> Tensor:
-    from .joining import cat
-
     return cat([outs[t] for t in range(len(outs))])
 
 
@@ -313,8 +310,6 @@ class GRUSequence(_SequenceFunction):
 
 def gru_composite(xw, h0, w_hh, b_hh=None, batch_sizes=(), reverse=False):
     """GRUSequence written with ember ops, step by step (differentiable to any order)."""
-    from .linalg import matmul
-
     h = h0
     outs = {}
     for t_index, (s, bs) in zip(_time_indices(batch_sizes, reverse),

@@ -18,6 +18,7 @@ from .._core.function import Function
 from .._core.tensor import Size, Tensor
 from ._broadcast import broadcast_shapes as _broadcast_shapes
 from ._util import wrap_dim, xp_of
+from .._core import dtype as dtypes
 
 _INTS = (int, np.integer)
 
@@ -99,8 +100,6 @@ class ViewDtype(Function):
 
 
 def _view_dtype(input: Tensor, dtype) -> Tensor:
-    from .._core import dtype as dtypes
-
     target = dtypes.to_dtype(dtype)
     data = input._data
     old, new = data.dtype.itemsize, target.np_dtype.itemsize

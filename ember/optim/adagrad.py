@@ -9,6 +9,7 @@ from .adam import decayed_grad
 from .optimizer import (
     Optimizer, check_hyper, check_lr, scalar, sparse_grad_parts, step_tensor,
 )
+from ..ops._util import xp_of
 
 __all__ = ["Adagrad"]
 
@@ -55,7 +56,6 @@ class Adagrad(Optimizer):
     def _init_state(self, param, state, group) -> None:
         state["step"] = step_tensor()
         data = param._data
-        from ..ops._util import xp_of
 
         value = group["initial_accumulator_value"]
         if data.dtype.kind == "c":

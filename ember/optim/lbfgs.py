@@ -13,6 +13,7 @@ import numpy as np
 from .._core.grad_mode import enable_grad, no_grad
 from .._core.tensor import Tensor, _make
 from .optimizer import Optimizer, check_lr, scalar
+from ..ops._util import xp_of
 
 __all__ = ["LBFGS"]
 
@@ -178,8 +179,6 @@ class LBFGS(Optimizer):
         return self._numel_cache
 
     def _xp(self):
-        from ..ops._util import xp_of
-
         return xp_of(self._params[0]._data)
 
     def _gather_flat_grad(self):

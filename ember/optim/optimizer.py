@@ -35,6 +35,9 @@ import numpy as np
 from ..autograd._graph_leak import mark_optimizer_step
 from .._core.grad_mode import enable_grad, no_grad
 from .._core.tensor import HookDict, RemovableHandle, Tensor, _make
+from .._core import dtype as dtypes
+from ..ops._util import xp_of
+from ..sparse import SparseTensor
 
 __all__ = ["Optimizer", "required", "register_optimizer_step_pre_hook",
            "register_optimizer_step_post_hook"]
@@ -487,8 +490,6 @@ def scalar(value) -> float:
 
 def step_tensor(value: float = 0.0) -> Tensor:
     """A 0-dim float step counter on the CPU (float64 when that is the default dtype)."""
-    from .._core import dtype as dtypes
-
     np_dtype = np.float64 if dtypes.get_default_dtype() is dtypes.float64 else np.float32
     return _make(np.array(value, dtype=np_dtype))
 
@@ -496,7 +497,6 @@ def step_tensor(value: float = 0.0) -> Tensor:
 def zeros_state(param: Tensor) -> Tensor:
     """A zero tensor shaped like `param` (same dtype and device)."""
     data = param._data
-    from ..ops._util import xp_of
 
     return _make(xp_of(data).zeros_like(data))
 
@@ -531,8 +531,6 @@ def sparse_grad_parts(grad: Tensor, optimizer: str):
     array of shape (sparse_dim, nnz) without repeats, `values` has shape
     ``(nnz,) + grad.shape[sparse_dim:]``.
     """
-    from ..sparse import SparseTensor
-
     if not isinstance(grad, SparseTensor):
         raise NotImplementedError(f"{optimizer}: sparse gradients of type "
                                   f"{type(grad).__name__} are not supported (only ember's sparse "

@@ -6,6 +6,7 @@ import numpy as np
 
 from .._core.tensor import _make
 from .optimizer import Optimizer, check_lr, scalar, step_tensor, zeros_state
+from ..ops._util import xp_of
 
 __all__ = ["Rprop"]
 
@@ -44,15 +45,12 @@ class Rprop(Optimizer):
         state["step"] = step_tensor()
         state["prev"] = zeros_state(param)
         data = param._data
-        from ..ops._util import xp_of
 
         lr = scalar(group["lr"])
         value = complex(lr, lr) if data.dtype.kind == "c" else lr
         state["step_size"] = _make(xp_of(data).full_like(data, value))
 
     def _update(self, param, grad, state, group) -> None:
-        from ..ops._util import xp_of
-
         xp = xp_of(param)
         etaminus, etaplus = group["etas"]
         step_min, step_max = group["step_sizes"]

@@ -22,6 +22,7 @@ from .._core.tensor import Tensor
 from ..nn import Module
 from .adam import lerp_
 from .lr_scheduler import LRScheduler, _format_param
+from ..ops.creation import tensor
 
 __all__ = ["AveragedModel", "update_bn", "SWALR", "get_ema_multi_avg_fn",
            "get_swa_multi_avg_fn", "get_ema_avg_fn", "get_swa_avg_fn"]
@@ -115,7 +116,6 @@ class AveragedModel(Module):
         self.module = deepcopy(model)
         if device is not None:
             self.module = self.module.to(device)
-        from ..ops.creation import tensor
 
         self.register_buffer("n_averaged", tensor(0, dtype=dtypes.int64, device=device))
         self.avg_fn = avg_fn

@@ -64,6 +64,7 @@ from ._restricted_pickle import (
     UnpicklingError, add_safe_globals, clear_safe_globals, get_safe_globals, safe_globals,
     unpickle,
 )
+from .._core import dtype as dtypes
 
 __all__ = ["save", "load", "add_safe_globals", "get_safe_globals", "clear_safe_globals",
            "safe_globals", "UnpicklingError", "FormatError", "DEFAULT_PROTOCOL"]
@@ -243,8 +244,6 @@ def _load_ember(container, place, weights_only: bool):
 
 def _foreign(container, place) -> dict:
     """A safetensors file from another tool: a dict of tensors by name, in file order."""
-    from .._core import dtype as dtypes
-
     out = {}
     for name in container.table:
         array = container.entry(name)

@@ -34,6 +34,7 @@ from .._core.device import device as Device
 from .._core.tensor import Size, Tensor, _make
 from . import _format
 from ._format import FormatError
+from ..nn.parameter import Parameter
 
 
 class _CyclicError(Exception):
@@ -58,8 +59,6 @@ class _Item:
 
 
 def _parameter_class():
-    from ..nn.parameter import Parameter
-
     return Parameter
 
 

@@ -18,6 +18,7 @@ from .._core import dtype as dtypes
 from .._core.device import device as Device
 from .._core.tensor import Size, Tensor, _make
 from ._restricted_pickle import UnpicklingError, unpickle
+from ..nn.parameter import Parameter
 
 ZIP_MAGIC = b"PK\x03\x04"
 _MAX_DIMS = 64
@@ -215,8 +216,6 @@ class TorchZipReader:
 
 
 def _rebuild_parameter(data, requires_grad, backward_hooks=None):
-    from ..nn.parameter import Parameter
-
     if not isinstance(data, Tensor):
         raise UnpicklingError("PyTorch checkpoint: a Parameter without tensor data")
     return Parameter(data, requires_grad=requires_grad is True)

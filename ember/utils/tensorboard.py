@@ -24,6 +24,8 @@ import numpy as np
 
 from .._core.tensor import Tensor
 from ..ops._observer import Observer, run_module, run_op
+from .._core.accumulate import AccumulateGrad
+from .._core.grad_mode import enable_grad
 
 __all__ = ["SummaryWriter"]
 
@@ -209,8 +211,6 @@ def _param_scope(model, name: str) -> str:
 
 def _graph_def(model, outputs, tracer, pb):
     """The GraphDef of the autograd graph behind `outputs`."""
-    from .._core.accumulate import AccumulateGrad
-
     params = {id(p): name for name, p in model.named_parameters()}
     top = type(model).__name__
     names, nodes, counts = {}, [], {}
@@ -411,8 +411,6 @@ class SummaryWriter:
     def add_graph(self, model, input_to_model=None, verbose: bool = False,
                   use_strict_trace: bool = True) -> None:
         """Run ``model(input_to_model)`` once and log its autograd graph."""
-        from .._core.grad_mode import enable_grad
-
         inputs = input_to_model
         if inputs is None:
             inputs = ()

@@ -11,6 +11,7 @@ from .observer import (
     MinMaxObserver, MovingAverageMinMaxObserver, MovingAveragePerChannelMinMaxObserver,
     PerChannelMinMaxObserver, PlaceholderObserver,
 )
+from ...nn.modules.module import Module
 
 __all__ = ["QConfig", "get_default_qconfig", "get_default_qat_qconfig", "default_qconfig",
            "default_dynamic_qconfig", "default_observer", "default_weight_observer",
@@ -25,8 +26,6 @@ class QConfig(namedtuple("QConfig", ["activation", "weight"])):
     __slots__ = ()
 
     def __new__(cls, activation, weight):
-        from ...nn.modules.module import Module
-
         if isinstance(activation, Module) or isinstance(weight, Module):
             raise ValueError("QConfig received observer instance, please pass observer class "
                              "instead. Use MyObserver.with_args(x=1) to override arguments to "

@@ -15,6 +15,8 @@ from ..._core.tensor import Tensor, _make
 from ._qtypes import (
     QuantizedDtype, per_channel_affine, per_tensor_affine, qint32, qscheme,
 )
+from ..._core.device import device
+from ..._core.tensor import Size
 
 __all__ = ["QuantizedTensor", "quantize_per_tensor", "quantize_per_channel", "dequantize"]
 
@@ -109,14 +111,10 @@ class QuantizedTensor:
 
     @property
     def shape(self):
-        from ..._core.tensor import Size
-
         return Size(self._int.shape)
 
     @property
     def device(self):
-        from ..._core.device import device
-
         return device("cpu")
 
     @property

@@ -26,6 +26,8 @@ from ..parameter import Buffer, Parameter
 from . import _hooks, _state_dict
 from ._hooks import RemovableHandle, new_hook_dict
 from ._state_dict import _IncompatibleKeys  # noqa: F401 - PyTorch's import location
+from ...ops.conversion import _parse_to_args
+from ...ops.creation import empty_like
 
 __all__ = [
     "Module", "register_module_forward_pre_hook", "register_module_forward_hook",
@@ -466,8 +468,6 @@ class Module:
 
     def to_empty(self, *, device=None, recurse: bool = True) -> Module:
         """Replace every parameter and buffer by uninitialized memory on `device`."""
-        from ...ops.creation import empty_like
-
         return self._apply(lambda t: empty_like(t, device=device), recurse=recurse)
 
     def share_memory(self) -> Module:
@@ -520,8 +520,6 @@ class Module:
         ``ember.channels_last``).  A dtype applies to floating-point and complex tensors
         only; integer buffers keep theirs.
         """
-        from ...ops.conversion import _parse_to_args
-
         kwargs.pop("non_blocking", None)
         fmt = kwargs.pop("memory_format", None)
         args = tuple(a for a in args if not isinstance(a, bool))  # non_blocking positionally

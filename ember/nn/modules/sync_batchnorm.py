@@ -18,14 +18,13 @@ from ..._core.grad_mode import STATE, no_grad
 from ..._core.tensor import _make
 from ...ops._util import xp_of
 from .batchnorm import _BatchNorm
+from ... import distributed as dist
 
 __all__ = ["SyncBatchNorm"]
 
 
 def _all_reduce(array, group):
     """The elementwise sum of `array` over the ranks of `group` (a new array)."""
-    from ... import distributed as dist
-
     t = _make(array.copy())
     dist.all_reduce(t, group=group)
     return t._data
@@ -114,8 +113,6 @@ class SyncBatchNorm(_BatchNorm):
             raise ValueError(f"expected at least 2D input (got {input.dim()}D input)")
 
     def _synchronized(self) -> bool:
-        from ... import distributed as dist
-
         return (self.training and dist.is_initialized()
                 and dist.get_world_size(self.process_group) > 1)
 

@@ -10,6 +10,9 @@ import numpy as np
 
 from ..._core.grad_mode import no_grad
 from ..._core.tensor import Tensor, _make
+from ...ops.creation import tensor as make_tensor
+from ...ops.joining import stack
+from ...ops.linalg_norms import vector_norm
 
 __all__ = ["clip_grad_norm_", "clip_grad_norm", "clip_grad_value_", "get_total_norm",
            "clip_grads_with_norm_"]
@@ -32,10 +35,6 @@ def get_total_norm(tensors: Tensor | Iterable[Tensor], norm_type: float = 2.0,
     `error_if_nonfinite`, a nan or inf total raises RuntimeError.  `foreach` is
     accepted for compatibility (ember has a single implementation).
     """
-    from ...ops.joining import stack
-    from ...ops.linalg_norms import vector_norm
-    from ...ops.creation import tensor as make_tensor
-
     tensors = _as_list(tensors)
     norm_type = float(norm_type)
     if not tensors:

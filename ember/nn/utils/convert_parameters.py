@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from ..._core.tensor import Tensor
+from ...ops.joining import cat
 
 __all__ = ["parameters_to_vector", "vector_to_parameters"]
 
@@ -18,8 +19,6 @@ def _check_same_device(param: Tensor, device):
 
 def parameters_to_vector(parameters: Iterable[Tensor]) -> Tensor:
     """All `parameters` flattened and concatenated into one 1-D tensor (a copy)."""
-    from ...ops.joining import cat
-
     device = None
     pieces = []
     for param in parameters:

@@ -22,6 +22,7 @@ from ...ops._util import xp_of
 from ...ops.creation import full
 from ...ops.index_dim import index_select
 from ...ops.joining import cat, stack
+from ..._core import dtype
 
 __all__ = ["PackedSequence", "invert_permutation", "pack_padded_sequence",
            "pad_packed_sequence", "pad_sequence", "unpad_sequence", "pack_sequence",
@@ -102,8 +103,6 @@ class PackedSequence(_PackedSequenceBase):
 
 
 def _dtypes():
-    from ..._core import dtype
-
     return dtype
 
 

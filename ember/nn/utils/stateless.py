@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import warnings
+from ...func import functional_call as call
 
 __all__ = ["functional_call"]
 
@@ -11,8 +12,6 @@ __all__ = ["functional_call"]
 def functional_call(module, parameters_and_buffers, args=None, kwargs=None, *,
                     tie_weights: bool = True, strict: bool = False):
     """``ember.func.functional_call``, with PyTorch's deprecation warning."""
-    from ...func import functional_call as call
-
     warnings.warn("This API is deprecated as of PyTorch 2.0 and will be removed in a future "
                   "version of PyTorch. Please use torch.func.functional_call instead which "
                   "is a drop-in replacement for this API.", FutureWarning, stacklevel=2)

@@ -18,6 +18,7 @@ from ...ops import rnn as rnn_ops
 from .._convert import Call
 from .._trace import Source, flatten_tensors
 from .functions import PACKED_DATA, packed_note
+from ..._core.tensor import Tensor
 
 # ONNX gate k is PyTorch gate ORDER[kind][k]
 ORDER = {"LSTM": (0, 3, 1, 2), "GRU": (1, 0, 2), "RNN": (0,)}
@@ -56,8 +57,6 @@ def _trim(inputs: list) -> list:
 
 
 def _accepts_rnn(module, args, kwargs) -> bool:
-    from ..._core.tensor import Tensor
-
     if not args or set(kwargs) - {"hx"} or len(args) + len(kwargs) > 2:
         return False
     packed = isinstance(args[0], PackedSequence)

@@ -17,6 +17,7 @@ import numpy as np
 
 from ..._core.tensor import Tensor
 from ...ops.creation import as_tensor, from_numpy, tensor
+from ...ops.joining import stack
 
 _COLLATE_ERROR = ("default_collate: batch must contain tensors, numpy arrays, numbers, "
                   "dicts or lists; found {}")
@@ -33,7 +34,6 @@ def _stack_tensors(batch, *, collate_fn_map=None) -> Tensor:
     arrays = [t._data for t in batch]
     if all(type(a) is np.ndarray for a in arrays) and not any(t._requires_grad for t in batch):
         return from_numpy(np.stack(arrays))
-    from ...ops.joining import stack
 
     return stack(list(batch), 0)
 

@@ -32,6 +32,7 @@ from ._worker import (
 from .collate import default_collate, default_convert
 from .dataset import IterableDataset
 from .sampler import BatchSampler, RandomSampler, Sampler, SequentialSampler, draw_seed
+from ... import cuda
 
 _FROZEN = ("dataset", "batch_size", "batch_sampler", "sampler", "drop_last",
            "persistent_workers")
@@ -46,8 +47,6 @@ class _InfiniteConstantSampler(Sampler):
 
 
 def _cuda_available() -> bool:
-    from ... import cuda
-
     return cuda.is_available()
 
 

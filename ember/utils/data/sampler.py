@@ -16,6 +16,7 @@ import numpy as np
 
 from ..._core.tensor import Tensor
 from ...ops.sampling import randint
+from ...ops.creation import as_tensor
 
 
 def draw_seed(generator=None) -> int:
@@ -191,7 +192,6 @@ class WeightedRandomSampler(_ResumableSampler):
         if not replacement and num_samples > np.count_nonzero(array):
             raise RuntimeError("cannot sample n_sample > prob_dist.size(-1) samples without "
                                "replacement")
-        from ...ops.creation import as_tensor
 
         self.weights = as_tensor(array)
         self._p = array / array.sum()

@@ -356,8 +356,8 @@ def gather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False)
     """Values of `input` at `index` along `dim`: ``out[i][j] = input[index[i][j]][j]`` for
     dim 0; the result has `index`'s shape."""
     d, data = _scatter_args("gather", input, dim, index)
-    if input.ndim == 0:
-        return Gather.apply(input.reshape(1), dim=0, index=data.reshape(1)).reshape(data.shape)
+    if input.ndim == 0 or data.ndim == 0:  # 0-d input or index: one element along dim 0
+        return Gather.apply(input.reshape(-1), dim=0, index=data.reshape(1)).reshape(data.shape)
     return Gather.apply(input, dim=d, index=data)
 
 
@@ -373,10 +373,10 @@ def _scatter(cls, op, input, dim, index, src, value, reduce):
     if reduce is not None and reduce not in ("add", "multiply"):
         raise RuntimeError("reduce argument must be either add or multiply.")
     d, data = _scatter_args(op.rstrip("_"), input, dim, index, src)
-    if input.ndim == 0:
+    if input.ndim == 0 or data.ndim == 0:  # 0-d input or index: one element along dim 0
         target, src, data = *_as_1d(input, src), data.reshape(1)
         out = cls.apply(target, src, dim=0, index=data, reduce=reduce)
-        return input if cls._inplace else out.reshape(())
+        return input if cls._inplace else out.reshape(input.shape)
     return cls.apply(input, src, dim=d, index=data, reduce=reduce)
 
 
@@ -396,10 +396,10 @@ def scatter_(input: Tensor, dim: int, index: Tensor, src=None, value=None, *,
 def _scatter_add_call(cls, op, input, dim, index, src):
     _same_dtype("scatter", input, src)
     d, data = _scatter_args("scatter", input, dim, index, src)
-    if input.ndim == 0:
+    if input.ndim == 0 or data.ndim == 0:
         target, src = _as_1d(input, src)
         out = cls.apply(target, src, dim=0, index=data.reshape(1))
-        return input if cls._inplace else out.reshape(())
+        return input if cls._inplace else out.reshape(input.shape)
     return cls.apply(input, src, dim=d, index=data)
 
 
@@ -419,11 +419,11 @@ def _scatter_reduce_call(cls, input, dim, index, src, reduce, include_self):
                            f"{reduce}")
     _same_dtype("scatter_reduce", input, src)
     d, data = _scatter_args("scatter_reduce", input, dim, index, src)
-    if input.ndim == 0:
+    if input.ndim == 0 or data.ndim == 0:
         target, src = _as_1d(input, src)
         out = cls.apply(target, src, dim=0, index=data.reshape(1), reduce=reduce,
                         include_self=bool(include_self))
-        return input if cls._inplace else out.reshape(())
+        return input if cls._inplace else out.reshape(input.shape)
     return cls.apply(input, src, dim=d, index=data, reduce=reduce,
                      include_self=bool(include_self))
 

@@ -64,484 +64,190 @@ def _not_implemented_for_others(fn):
     return method
 
 
-METHODS = {
-    # conversion ------------------------------------------------------------
-    "to": conversion.to,
-    "to_sparse": sparse_coo.to_sparse,
-    "to_sparse_coo": _to_sparse_coo,
-    "to_dense": _to_dense,
-    "dequantize": _dequantize,
-    "new": _new,
-    "float": conversion.float_,
-    "double": conversion.double,
-    "half": conversion.half,
-    "bfloat16": conversion.bfloat16,
-    "long": conversion.long,
-    "int": conversion.int_,
-    "short": conversion.short,
-    "char": conversion.char,
-    "byte": conversion.byte,
-    "bool": conversion.bool_,
-    "cfloat": conversion.cfloat,
-    "cdouble": conversion.cdouble,
-    "cpu": conversion.cpu,
-    "cuda": conversion.cuda,
-    "clone": conversion.clone,
-    "contiguous": conversion.contiguous,
-    "copy_": conversion.copy_,
-    # creation ----------------------------------------------------------------
-    "new_zeros": creation.new_zeros,
-    "new_ones": creation.new_ones,
-    "new_empty": creation.new_empty,
-    "new_full": creation.new_full,
-    "new_tensor": creation.new_tensor,
-    "fill_": creation.fill_,
-    "zero_": creation.zero_,
-    # arithmetic --------------------------------------------------------------
-    "add": arithmetic.add,
-    "sub": arithmetic.sub,
-    "subtract": arithmetic.sub,
-    "mul": arithmetic.mul,
-    "multiply": arithmetic.mul,
-    "div": arithmetic.div,
-    "divide": arithmetic.div,
-    "true_divide": arithmetic.true_divide,
-    "subtract_": arithmetic.sub_,
-    "multiply_": arithmetic.mul_,
-    "divide_": arithmetic.div_,
-    "true_divide_": arithmetic.div_,
-    "positive": arithmetic.positive,
-    "type_as": conversion.type_as,
-    "share_memory_": shared_memory.share_memory_,
-    "conj": complex_ops.conj,
-    "conj_physical": complex_ops.conj_physical,
-    "resolve_conj": complex_ops.resolve_conj,
-    "resolve_neg": complex_ops.resolve_neg,
-    "is_conj": complex_ops.is_conj,
-    "is_neg": complex_ops.is_neg,
-    "angle": complex_ops.angle,
-    "matrix_exp": linalg_composite.matrix_exp,
-    "stft": stft_ops.stft,
-    "istft": stft_ops.istft,
-    "cholesky_solve": linalg_composite.cholesky_solve,
-    "cholesky_inverse": linalg_composite.cholesky_inverse,
-    "triangular_solve": linalg_composite.triangular_solve,
-    "isreal": complex_ops.isreal,
-    "sinc": elementwise_binary.sinc,
-    "sinc_": elementwise_binary.sinc_,
-    "ldexp": elementwise_binary.ldexp,
-    "ldexp_": elementwise_binary.ldexp_,
-    "frexp": elementwise_binary.frexp,
-    "nextafter": elementwise_binary.nextafter,
-    "nextafter_": elementwise_binary.nextafter_,
-    "gcd": elementwise_binary.gcd,
-    "gcd_": elementwise_binary.gcd_,
-    "lcm": elementwise_binary.lcm,
-    "lcm_": elementwise_binary.lcm_,
-    "heaviside_": lambda self, values: self.copy_(elementwise_binary.heaviside(self, values)),
-    "hsplit": combining.hsplit,
-    "vsplit": combining.vsplit,
-    "dsplit": combining.dsplit,
-    "diagflat": combining.diagflat,
-    "dist": combining.dist,
-    "renorm": combining.renorm,
-    "renorm_": combining.renorm_,
-    "narrow_copy": combining.narrow_copy,
-    "select_scatter": combining.select_scatter,
-    "slice_scatter": combining.slice_scatter,
-    "diagonal_scatter": combining.diagonal_scatter,
-    "histogram": signal.histogram,
-    "unsqueeze_": shape_inplace.unsqueeze_,
-    "squeeze_": shape_inplace.squeeze_,
-    "t_": shape_inplace.t_,
-    "transpose_": shape_inplace.transpose_,
-    "swapdims_": shape_inplace.swapdims_,
-    "swapaxes_": shape_inplace.swapaxes_,
-    "resize_": shape_inplace.resize_,
-    "resize_as_": shape_inplace.resize_as_,
-    "is_shared": shared_memory.is_shared,
-    "logaddexp": elementwise_binary.logaddexp,
-    "logaddexp2": elementwise_binary.logaddexp2,
-    "copysign": elementwise_binary.copysign,
-    "copysign_": elementwise_binary.copysign_,
-    "heaviside": elementwise_binary.heaviside,
-    "deg2rad": elementwise_binary.deg2rad,
-    "deg2rad_": elementwise_binary.deg2rad_,
-    "rad2deg": elementwise_binary.rad2deg,
-    "rad2deg_": elementwise_binary.rad2deg_,
-    "diff": combining.diff,
-    "isin": comparison.isin,
-    "lgamma": gamma.lgamma,
-    "lgamma_": gamma.lgamma_,
-    "digamma": gamma.digamma,
-    "digamma_": gamma.digamma_,
-    "polygamma": lambda self, n: gamma.polygamma(n, self),
-    "polygamma_": gamma.polygamma_,
-    "mvlgamma": gamma.mvlgamma,
-    "mvlgamma_": gamma.mvlgamma_,
-    "quantile": statistics.quantile,
-    "nanquantile": statistics.nanquantile,
-    "cov": statistics.cov,
-    "corrcoef": statistics.corrcoef,
-    "fill_diagonal_": joining.fill_diagonal_,
-    "neg": arithmetic.neg,
-    "negative": arithmetic.neg,
-    "add_": arithmetic.add_,
-    "sub_": arithmetic.sub_,
-    "mul_": arithmetic.mul_,
-    "div_": arithmetic.div_,
-    "neg_": arithmetic.neg_,
-    "negative_": arithmetic.neg_,
-    # reduction ---------------------------------------------------------------
-    "sum": reduction.sum,
-    "sum_to_size": reduction.sum_to_size,
-    "nansum": reduction.nansum,
-    "mean": reduction.mean,
-    "nanmean": reduction.nanmean,
-    "prod": reduction.prod,
-    "max": reduction.max,
-    "min": reduction.min,
-    "amax": reduction.amax,
-    "amin": reduction.amin,
-    "aminmax": reduction.aminmax,
-    "argmax": reduction.argmax,
-    "argmin": reduction.argmin,
-    "all": reduction.all,
-    "any": reduction.any,
-    "count_nonzero": reduction.count_nonzero,
-    "var": reduction_stats.var,
-    "std": reduction_stats.std,
-    "logsumexp": reduction_stats.logsumexp,
-    "norm": linalg_norms.legacy_norm,
-    "cumsum": sorting.cumsum,
-    "cumprod": sorting.cumprod,
-    "cumsum_": sorting.cumsum_,
-    "cumprod_": sorting.cumprod_,
-    "cummax": sorting.cummax,
-    "cummin": sorting.cummin,
-    "logcumsumexp": sorting.logcumsumexp,
-    "sort": sorting.sort,
-    "argsort": sorting.argsort,
-    "msort": sorting.msort,
-    "topk": sorting.topk,
-    "kthvalue": sorting.kthvalue,
-    "median": sorting.median,
-    "nanmedian": sorting.nanmedian,
-    "mode": sorting.mode,
-    "unique": sorting.unique,
-    "unique_consecutive": sorting.unique_consecutive,
-    "bincount": sorting.bincount,
-    "histc": sorting.histc,
-    # shape -------------------------------------------------------------------
-    "view": shape.view,
-    "view_as": shape.view_as,
-    "reshape": shape.reshape,
-    "reshape_as": shape.reshape_as,
-    "permute": shape.permute,
-    "transpose": shape.transpose,
-    "expand": shape.expand,
-    "expand_as": shape.expand_as,
-    "flatten": shape.flatten,
-    "unflatten": shape.unflatten,
-    "ravel": shape.ravel,
-    "squeeze": shape.squeeze,
-    "unsqueeze": shape.unsqueeze,
-    "swapaxes": shape.swapaxes,
-    "swapdims": shape.swapdims,
-    "t": shape.t,
-    "adjoint": shape.adjoint,
-    "movedim": shape.movedim,
-    "moveaxis": shape.moveaxis,
-    "broadcast_to": shape.broadcast_to,
-    "narrow": slicing.narrow,
-    "select": slicing.select,
-    "split": slicing.split,
-    "split_with_sizes": slicing.split_with_sizes,
-    "tensor_split": slicing.tensor_split,
-    "chunk": slicing.chunk,
-    "unbind": slicing.unbind,
-    "diagonal": slicing.diagonal,
-    "diag_embed": slicing.diag_embed,
-    "unfold": slicing.unfold,
-    "as_strided": slicing.as_strided,
-    "repeat": joining.repeat,
-    "repeat_interleave": joining.repeat_interleave,
-    "tile": joining.tile,
-    "flip": joining.flip,
-    "fliplr": joining.fliplr,
-    "flipud": joining.flipud,
-    "roll": joining.roll,
-    "rot90": joining.rot90,
-    "tril": joining.tril,
-    "triu": joining.triu,
-    "tril_": joining.tril_,
-    "triu_": joining.triu_,
-    "diag": joining.diag,
-    # elementwise (ops/elementwise.py) ----------------------------------------
-    "exp": elementwise.exp,
-    "exp_": elementwise.exp_,
-    "exp2": elementwise.exp2,
-    "exp2_": elementwise.exp2_,
-    "expm1": elementwise.expm1,
-    "expm1_": elementwise.expm1_,
-    "log": elementwise.log,
-    "log_": elementwise.log_,
-    "log2": elementwise.log2,
-    "log2_": elementwise.log2_,
-    "log10": elementwise.log10,
-    "log10_": elementwise.log10_,
-    "log1p": elementwise.log1p,
-    "log1p_": elementwise.log1p_,
-    "sqrt": elementwise.sqrt,
-    "sqrt_": elementwise.sqrt_,
-    "rsqrt": elementwise.rsqrt,
-    "rsqrt_": elementwise.rsqrt_,
-    "sin": elementwise.sin,
-    "sin_": elementwise.sin_,
-    "cos": elementwise.cos,
-    "cos_": elementwise.cos_,
-    "tan": elementwise.tan,
-    "tan_": elementwise.tan_,
-    "asin": elementwise.asin,
-    "asin_": elementwise.asin_,
-    "acos": elementwise.acos,
-    "acos_": elementwise.acos_,
-    "atan": elementwise.atan,
-    "atan_": elementwise.atan_,
-    "sinh": elementwise.sinh,
-    "sinh_": elementwise.sinh_,
-    "cosh": elementwise.cosh,
-    "cosh_": elementwise.cosh_,
-    "tanh": elementwise.tanh,
-    "tanh_": elementwise.tanh_,
-    "asinh": elementwise.asinh,
-    "asinh_": elementwise.asinh_,
-    "acosh": elementwise.acosh,
-    "acosh_": elementwise.acosh_,
-    "atanh": elementwise.atanh,
-    "atanh_": elementwise.atanh_,
-    "arcsin": elementwise.arcsin,
-    "arcsin_": elementwise.arcsin_,
-    "arccos": elementwise.arccos,
-    "arccos_": elementwise.arccos_,
-    "arctan": elementwise.arctan,
-    "arctan_": elementwise.arctan_,
-    "arcsinh": elementwise.arcsinh,
-    "arcsinh_": elementwise.arcsinh_,
-    "arccosh": elementwise.arccosh,
-    "arccosh_": elementwise.arccosh_,
-    "arctanh": elementwise.arctanh,
-    "arctanh_": elementwise.arctanh_,
-    "sign": elementwise.sign,
-    "sign_": elementwise.sign_,
-    "sgn": elementwise.sgn,
-    "sgn_": elementwise.sgn_,
-    "floor": elementwise.floor,
-    "floor_": elementwise.floor_,
-    "ceil": elementwise.ceil,
-    "ceil_": elementwise.ceil_,
-    "round": elementwise.round,
-    "round_": elementwise.round_,
-    "trunc": elementwise.trunc,
-    "trunc_": elementwise.trunc_,
-    "fix": elementwise.fix,
-    "fix_": elementwise.fix_,
-    "frac": elementwise.frac,
-    "frac_": elementwise.frac_,
-    "relu": elementwise.relu,
-    "relu_": elementwise.relu_,
-    "sigmoid": elementwise_special.sigmoid,
-    "sigmoid_": elementwise_special.sigmoid_,
-    "logit": elementwise_special.logit,
-    "logit_": elementwise_special.logit_,
-    "erf": elementwise_special.erf,
-    "erf_": elementwise_special.erf_,
-    "erfc": elementwise_special.erfc,
-    "erfc_": elementwise_special.erfc_,
-    "erfinv": elementwise_special.erfinv,
-    "erfinv_": elementwise_special.erfinv_,
-    "i0": bessel.i0,
-    "i0_": bessel.i0_,
-    "atan2": elementwise_special.atan2,
-    "atan2_": elementwise_special.atan2_,
-    "arctan2": elementwise_special.arctan2,
-    "arctan2_": elementwise_special.arctan2_,
-    "hypot": elementwise_special.hypot,
-    "hypot_": elementwise_special.hypot_,
-    "xlogy": elementwise_special.xlogy,
-    "xlogy_": elementwise_special.xlogy_,
-    "clamp": elementwise_special.clamp,
-    "clamp_": elementwise_special.clamp_,
-    "clip": elementwise_special.clip,
-    "clip_": elementwise_special.clip_,
-    "clamp_min": elementwise_special.clamp_min,
-    "clamp_min_": elementwise_special.clamp_min_,
-    "clamp_max": elementwise_special.clamp_max,
-    "clamp_max_": elementwise_special.clamp_max_,
-    "nan_to_num": elementwise_special.nan_to_num,
-    "nan_to_num_": elementwise_special.nan_to_num_,
-    "maximum": elementwise_special.maximum,
-    "minimum": elementwise_special.minimum,
-    "fmax": elementwise_special.fmax,
-    "fmin": elementwise_special.fmin,
-    "where": elementwise_special.tensor_where,
-    "pow": arithmetic.pow,
-    "pow_": arithmetic.pow_,
-    "float_power": arithmetic.float_power,
-    "float_power_": arithmetic.float_power_,
-    "square": arithmetic.square,
-    "square_": arithmetic.square_,
-    "abs": arithmetic.abs,
-    "abs_": arithmetic.abs_,
-    "absolute": arithmetic.absolute,
-    "absolute_": arithmetic.absolute_,
-    "reciprocal": arithmetic.reciprocal,
-    "reciprocal_": arithmetic.reciprocal_,
-    "addcmul": arithmetic_fused.addcmul,
-    "addcmul_": arithmetic_fused.addcmul_,
-    "addcdiv": arithmetic_fused.addcdiv,
-    "addcdiv_": arithmetic_fused.addcdiv_,
-    "lerp": arithmetic_fused.lerp,
-    "lerp_": arithmetic_fused.lerp_,
-    "floor_divide": arithmetic.floor_divide,
-    "floor_divide_": arithmetic.floor_divide_,
-    "remainder": arithmetic.remainder,
-    "remainder_": arithmetic.remainder_,
-    "fmod": arithmetic.fmod,
-    "fmod_": arithmetic.fmod_,
-    # comparison (ops/comparison.py) ------------------------------------------
-    "eq": comparison.eq,
-    "eq_": comparison.eq_,
-    "ne": comparison.ne,
-    "ne_": comparison.ne_,
-    "lt": comparison.lt,
-    "lt_": comparison.lt_,
-    "le": comparison.le,
-    "le_": comparison.le_,
-    "gt": comparison.gt,
-    "gt_": comparison.gt_,
-    "ge": comparison.ge,
-    "ge_": comparison.ge_,
-    "greater": comparison.greater,
-    "greater_": comparison.greater_,
-    "greater_equal": comparison.greater_equal,
-    "greater_equal_": comparison.greater_equal_,
-    "less": comparison.less,
-    "less_": comparison.less_,
-    "less_equal": comparison.less_equal,
-    "less_equal_": comparison.less_equal_,
-    "not_equal": comparison.not_equal,
-    "not_equal_": comparison.not_equal_,
-    "logical_and": comparison.logical_and,
-    "logical_and_": comparison.logical_and_,
-    "logical_or": comparison.logical_or,
-    "logical_or_": comparison.logical_or_,
-    "logical_xor": comparison.logical_xor,
-    "logical_xor_": comparison.logical_xor_,
-    "logical_not": comparison.logical_not,
-    "logical_not_": comparison.logical_not_,
-    "bitwise_and": comparison.bitwise_and,
-    "bitwise_and_": comparison.bitwise_and_,
-    "bitwise_or": comparison.bitwise_or,
-    "bitwise_or_": comparison.bitwise_or_,
-    "bitwise_xor": comparison.bitwise_xor,
-    "bitwise_xor_": comparison.bitwise_xor_,
-    "bitwise_not": comparison.bitwise_not,
-    "bitwise_not_": comparison.bitwise_not_,
-    "bitwise_left_shift": comparison.bitwise_left_shift,
-    "bitwise_left_shift_": comparison.bitwise_left_shift_,
-    "bitwise_right_shift": comparison.bitwise_right_shift,
-    "bitwise_right_shift_": comparison.bitwise_right_shift_,
-    "equal": comparison.equal,
-    "allclose": comparison.allclose,
-    "isclose": comparison.isclose,
-    "isnan": comparison.isnan,
-    "isinf": comparison.isinf,
-    "isfinite": comparison.isfinite,
-    "isposinf": comparison.isposinf,
-    "isneginf": comparison.isneginf,
-    "signbit": comparison.signbit,
-    # indexing (ops/indexing.py) ----------------------------------------------
-    "index_put": indexing.index_put,
-    "index_put_": indexing.index_put_,
-    "masked_fill": indexing.masked_fill,
-    "masked_fill_": indexing.masked_fill_,
-    "masked_select": indexing.masked_select,
-    "masked_scatter": indexing.masked_scatter,
-    "masked_scatter_": indexing.masked_scatter_,
-    "take": indexing.take,
-    "put": indexing.put,
-    "put_": indexing.put_,
-    "nonzero": indexing.nonzero,
-    "argwhere": indexing.argwhere,
-    "gather": scatter.gather,
-    "scatter": scatter.scatter,
-    "scatter_": scatter.scatter_,
-    "scatter_add": scatter.scatter_add,
-    "scatter_add_": scatter.scatter_add_,
-    "scatter_reduce": scatter.scatter_reduce,
-    "scatter_reduce_": scatter.scatter_reduce_,
-    "take_along_dim": scatter.take_along_dim,
-    "index_select": index_dim.index_select,
-    "index_add": index_dim.index_add,
-    "index_add_": index_dim.index_add_,
-    "index_copy": index_dim.index_copy,
-    "index_copy_": index_dim.index_copy_,
-    "index_fill": index_dim.index_fill,
-    "index_fill_": index_dim.index_fill_,
-    "index_reduce": index_dim.index_reduce,
-    "index_reduce_": index_dim.index_reduce_,
-    # linalg (ops/linalg.py) --------------------------------------------------
-    "matmul": linalg.matmul,
-    "mm": linalg.mm,
-    "bmm": linalg.bmm,
-    "mv": linalg.mv,
-    "dot": linalg.dot,
-    "vdot": linalg.vdot,
-    "inner": linalg.inner,
-    "outer": linalg.outer,
-    "ger": linalg.ger,
-    "kron": linalg.kron,
-    "addmm": linalg.addmm,
-    "addmm_": linalg.addmm_,
-    "addmv": linalg.addmv,
-    "addmv_": linalg.addmv_,
-    "addr": linalg.addr,
-    "addr_": linalg.addr_,
-    "baddbmm": linalg.baddbmm,
-    "baddbmm_": linalg.baddbmm_,
-    "addbmm": linalg.addbmm,
-    "addbmm_": linalg.addbmm_,
-    "trace": linalg.trace,
-    "cross": linalg.cross,
-    "det": linalg_decomp.det,
-    "logdet": linalg_decomp.logdet,
-    "slogdet": linalg_decomp.legacy_slogdet,
-    "inverse": linalg_decomp.inv,
-    "cholesky": linalg_decomp.legacy_cholesky,
-    "qr": linalg_decomp.legacy_qr,
-    "matrix_power": linalg_decomp.matrix_power,
-    "svd": linalg_svd.legacy_svd,
-    "pinverse": linalg_svd.pinverse,
-    # random (ops/sampling.py) ----------------------------------------------------
-    "uniform_": sampling.uniform_,
-    "normal_": sampling.normal_,
-    "random_": sampling.random_,
-    "bernoulli": sampling.bernoulli,
-    "bernoulli_": sampling.bernoulli_,
-    "exponential_": sampling.exponential_,
-    "geometric_": sampling.geometric_,
-    "cauchy_": sampling.cauchy_,
-    "log_normal_": sampling.log_normal_,
-    "multinomial": sampling.multinomial,
-    # activation (ops/activation.py) --------------------------------------------
-    "softmax": activation.softmax_fn,
-    "log_softmax": activation.log_softmax_fn,
-    "hardshrink": activation.hardshrink,
-    "prelu": activation.prelu,
-    # interop (_interop.py: __array_ufunc__, __array_function__, __dlpack__) ---------
-    **_interop.TENSOR_METHODS,
-}
+# The ops that also have an in-place method ``name_`` (the same op, its result written
+# into self): `_ops` adds the row ``name_ -> module.name_`` for each of them.
+INPLACE = frozenset("""
+    sinc ldexp nextafter gcd lcm renorm copysign deg2rad rad2deg lgamma digamma mvlgamma add
+    sub mul div neg cumsum cumprod tril triu exp exp2 expm1 log log2 log10 log1p sqrt rsqrt
+    sin cos tan asin acos atan sinh cosh tanh asinh acosh atanh arcsin arccos arctan arcsinh
+    arccosh arctanh sign sgn floor ceil round trunc fix frac relu sigmoid logit erf erfc
+    erfinv i0 atan2 arctan2 hypot xlogy clamp clip clamp_min clamp_max nan_to_num pow
+    float_power square abs absolute reciprocal addcmul addcdiv lerp floor_divide remainder
+    fmod eq ne lt le gt ge greater greater_equal less less_equal not_equal logical_and
+    logical_or logical_xor logical_not bitwise_and bitwise_or bitwise_xor bitwise_not
+    bitwise_left_shift bitwise_right_shift index_put masked_fill masked_scatter put scatter
+    scatter_add scatter_reduce index_add index_copy index_fill index_reduce addmm addmv addr
+    baddbmm addbmm bernoulli
+""".split())
+
+
+def _ops(module, names: str) -> dict:
+    """The rows of one op family: ``name -> module.name`` for each of `names`, and
+    ``name_ -> module.name_`` for those in INPLACE."""
+    rows = {}
+    for name in names.split():
+        rows[name] = getattr(module, name)
+        if name in INPLACE:
+            rows[name + "_"] = getattr(module, name + "_")
+    return rows
+
+
+def _table(*sections: dict) -> dict:
+    """The sections merged into one table; a name given twice is an error."""
+    table = {}
+    for section in sections:
+        for name, fn in section.items():
+            if name in table:
+                raise ValueError(f"the method table gives {name!r} twice")
+            table[name] = fn
+    return table
+
+
+METHODS = _table(
+    # conversion (ops/conversion.py) --------------------------------------------------------
+    _ops(conversion, """
+        to double half bfloat16 long short char byte cfloat cdouble cpu cuda clone
+        contiguous copy_ type_as
+    """),
+    # sparse_coo (ops/sparse_coo.py) --------------------------------------------------------
+    _ops(sparse_coo, "to_sparse"),
+    # creation (ops/creation.py) ------------------------------------------------------------
+    _ops(creation, "new_zeros new_ones new_empty new_full new_tensor fill_ zero_"),
+    # arithmetic (ops/arithmetic.py) --------------------------------------------------------
+    _ops(arithmetic, """
+        add sub mul div true_divide positive neg pow float_power square abs absolute
+        reciprocal floor_divide remainder fmod
+    """),
+    # shared_memory (_core/shared_memory.py) ------------------------------------------------
+    _ops(shared_memory, "share_memory_ is_shared"),
+    # complex_ops (ops/complex.py) ----------------------------------------------------------
+    _ops(complex_ops, "conj conj_physical resolve_conj resolve_neg is_conj is_neg angle isreal"),
+    # linalg_composite (ops/linalg_composite.py) --------------------------------------------
+    _ops(linalg_composite, "matrix_exp cholesky_solve cholesky_inverse triangular_solve"),
+    # stft_ops (ops/stft.py) ----------------------------------------------------------------
+    _ops(stft_ops, "stft istft"),
+    # elementwise_binary (ops/elementwise_binary.py) ----------------------------------------
+    _ops(elementwise_binary, """
+        sinc ldexp frexp nextafter gcd lcm logaddexp logaddexp2 copysign heaviside deg2rad
+        rad2deg
+    """),
+    # combining (ops/combining.py) ----------------------------------------------------------
+    _ops(combining, """
+        hsplit vsplit dsplit diagflat dist renorm narrow_copy select_scatter slice_scatter
+        diagonal_scatter diff
+    """),
+    # signal (ops/signal.py) ----------------------------------------------------------------
+    _ops(signal, "histogram"),
+    # shape_inplace (ops/shape_inplace.py) --------------------------------------------------
+    _ops(shape_inplace, "unsqueeze_ squeeze_ t_ transpose_ swapdims_ swapaxes_ resize_ resize_as_"),
+    # comparison (ops/comparison.py) --------------------------------------------------------
+    _ops(comparison, """
+        isin eq ne lt le gt ge greater greater_equal less less_equal not_equal logical_and
+        logical_or logical_xor logical_not bitwise_and bitwise_or bitwise_xor bitwise_not
+        bitwise_left_shift bitwise_right_shift equal allclose isclose isnan isinf isfinite
+        isposinf isneginf signbit
+    """),
+    # gamma (ops/gamma.py) ------------------------------------------------------------------
+    _ops(gamma, "lgamma digamma polygamma_ mvlgamma"),
+    # statistics (ops/statistics.py) --------------------------------------------------------
+    _ops(statistics, "quantile nanquantile cov corrcoef"),
+    # joining (ops/joining.py) --------------------------------------------------------------
+    _ops(joining, """
+        fill_diagonal_ repeat repeat_interleave tile flip fliplr flipud roll rot90 tril triu
+        diag
+    """),
+    # reduction (ops/reduction.py) ----------------------------------------------------------
+    _ops(reduction, """
+        sum sum_to_size nansum mean nanmean prod max min amax amin aminmax argmax argmin all
+        any count_nonzero
+    """),
+    # reduction_stats (ops/reduction_stats.py) ----------------------------------------------
+    _ops(reduction_stats, "var std logsumexp"),
+    # sorting (ops/sorting.py) --------------------------------------------------------------
+    _ops(sorting, """
+        cumsum cumprod cummax cummin logcumsumexp sort argsort msort topk kthvalue median
+        nanmedian mode unique unique_consecutive bincount histc
+    """),
+    # shape (ops/shape.py) ------------------------------------------------------------------
+    _ops(shape, """
+        view view_as reshape reshape_as permute transpose expand expand_as flatten unflatten
+        ravel squeeze unsqueeze swapaxes swapdims t adjoint movedim moveaxis broadcast_to
+    """),
+    # slicing (ops/slicing.py) --------------------------------------------------------------
+    _ops(slicing, """
+        narrow select split split_with_sizes tensor_split chunk unbind diagonal diag_embed
+        unfold as_strided
+    """),
+    # elementwise (ops/elementwise.py) ------------------------------------------------------
+    _ops(elementwise, """
+        exp exp2 expm1 log log2 log10 log1p sqrt rsqrt sin cos tan asin acos atan sinh cosh
+        tanh asinh acosh atanh arcsin arccos arctan arcsinh arccosh arctanh sign sgn floor
+        ceil round trunc fix frac relu
+    """),
+    # elementwise_special (ops/elementwise_special.py) --------------------------------------
+    _ops(elementwise_special, """
+        sigmoid logit erf erfc erfinv atan2 arctan2 hypot xlogy clamp clip clamp_min
+        clamp_max nan_to_num maximum minimum fmax fmin
+    """),
+    # bessel (ops/bessel.py) ----------------------------------------------------------------
+    _ops(bessel, "i0"),
+    # arithmetic_fused (ops/arithmetic_fused.py) --------------------------------------------
+    _ops(arithmetic_fused, "addcmul addcdiv lerp"),
+    # indexing (ops/indexing.py) ------------------------------------------------------------
+    _ops(indexing, "index_put masked_fill masked_select masked_scatter take put nonzero argwhere"),
+    # scatter (ops/scatter.py) --------------------------------------------------------------
+    _ops(scatter, "gather scatter scatter_add scatter_reduce take_along_dim"),
+    # index_dim (ops/index_dim.py) ----------------------------------------------------------
+    _ops(index_dim, "index_select index_add index_copy index_fill index_reduce"),
+    # linalg (ops/linalg.py) ----------------------------------------------------------------
+    _ops(linalg, """
+        matmul mm bmm mv dot vdot inner outer ger kron addmm addmv addr baddbmm addbmm trace
+        cross
+    """),
+    # linalg_decomp (ops/linalg_decomp.py) --------------------------------------------------
+    _ops(linalg_decomp, "det logdet matrix_power"),
+    # linalg_svd (ops/linalg_svd.py) --------------------------------------------------------
+    _ops(linalg_svd, "pinverse"),
+    # sampling (ops/sampling.py) ------------------------------------------------------------
+    _ops(sampling, """
+        uniform_ normal_ random_ bernoulli exponential_ geometric_ cauchy_ log_normal_
+        multinomial
+    """),
+    # activation (ops/activation.py) --------------------------------------------------------
+    _ops(activation, "hardshrink prelu"),
+    # aliases, other modules' in-place forms and irregular signatures ---------------
+    {
+        "to_sparse_coo": _to_sparse_coo,
+        "to_dense": _to_dense,
+        "dequantize": _dequantize,
+        "new": _new,
+        "float": conversion.float_,
+        "int": conversion.int_,
+        "bool": conversion.bool_,
+        "subtract": arithmetic.sub,
+        "multiply": arithmetic.mul,
+        "divide": arithmetic.div,
+        "subtract_": arithmetic.sub_,
+        "multiply_": arithmetic.mul_,
+        "divide_": arithmetic.div_,
+        "true_divide_": arithmetic.div_,
+        "heaviside_": lambda self, values: self.copy_(elementwise_binary.heaviside(self, values)),
+        "polygamma": lambda self, n: gamma.polygamma(n, self),
+        "negative": arithmetic.neg,
+        "negative_": arithmetic.neg_,
+        "norm": linalg_norms.legacy_norm,
+        "where": elementwise_special.tensor_where,
+        "slogdet": linalg_decomp.legacy_slogdet,
+        "inverse": linalg_decomp.inv,
+        "cholesky": linalg_decomp.legacy_cholesky,
+        "qr": linalg_decomp.legacy_qr,
+        "svd": linalg_svd.legacy_svd,
+        "softmax": activation.softmax_fn,
+        "log_softmax": activation.log_softmax_fn,
+    },
+    # interop (_interop.py: __array_ufunc__, __array_function__, __dlpack__) ---
+    _interop.TENSOR_METHODS,
+)
 
 OPERATORS = {
     "__add__": _not_implemented_for_others(arithmetic.add),

@@ -16,6 +16,7 @@ from .._core.function import Function, check_graph_leak
 from .._core.grad_mode import STATE
 from .._core.tensor import Tensor, _make
 from ._broadcast import broadcast_shapes
+from ._inplace import inplace_form
 from .complex import times_conj
 from ._util import (
     cast, cpp_name, float_input, is_scalar, promote, result_type, write_out, xp_of,
@@ -367,14 +368,6 @@ def check_inplace_shape(target: Tensor, *others) -> None:
 def unsupported(kernel: str, d) -> NotImplementedError:
     """PyTorch's error for a dtype an op's kernel does not take (a RuntimeError subclass)."""
     return NotImplementedError(f'"{kernel}" not implemented for \'{_short(d)}\'')
-
-
-def inplace_form(cls):
-    """The in-place variant of an op class: the same kernel and gradient, with the result
-    written into the first argument; its node keeps the op's name, as in PyTorch."""
-    name = cls._name or cls.__name__ + "Backward0"
-    return type(cls.__name__ + "Inplace", (cls,), {"_inplace": True, "_name": name,
-                                                   "__module__": cls.__module__})
 
 
 def _xp(*values):

@@ -23,8 +23,10 @@ from .._core.grad_mode import is_grad_enabled
 from .._core.tensor import Tensor, _make
 from . import _kernels
 from . import _native_activation as _native_act
+from ._inplace import op_pair
 from ._util import float_input, xp_of
-from .arithmetic import inplace_form, require_float_target, unsupported
+from .arithmetic import require_float_target, unsupported
+from ._inplace import inplace_form
 from .complex import times_conj
 
 LN2 = math.log(2.0)
@@ -77,6 +79,13 @@ def _float_op(cls, input: Tensor) -> Tensor:
 def _float_op_(cls, op: str, input: Tensor) -> Tensor:
     require_float_target(op, input)
     return cls.apply(input)
+
+
+def _float_pair(cls, name: str, doc: str, inplace_name: str | None = None):
+    """``name`` (integer inputs give the default float dtype) and ``name_`` (float tensors
+    only) of a float function."""
+    return op_pair(cls, name, doc, prepare=float_input, check_=require_float_target,
+                   inplace_name=inplace_name)
 
 
 # ---------------------------------------------------------------------------
@@ -212,249 +221,34 @@ class Atanh(_Unary):
     derivative = staticmethod(lambda x, y: (1 - x * x).reciprocal())
 
 
-# In-place forms: the same kernel and gradient, written into the input.
-ExpInplace = inplace_form(Exp)
-Exp2Inplace = inplace_form(Exp2)
-Expm1Inplace = inplace_form(Expm1)
-LogInplace = inplace_form(Log)
-Log2Inplace = inplace_form(Log2)
-Log10Inplace = inplace_form(Log10)
-Log1pInplace = inplace_form(Log1p)
-SqrtInplace = inplace_form(Sqrt)
-RsqrtInplace = inplace_form(Rsqrt)
-SinInplace = inplace_form(Sin)
-CosInplace = inplace_form(Cos)
-TanInplace = inplace_form(Tan)
-AsinInplace = inplace_form(Asin)
-AcosInplace = inplace_form(Acos)
-AtanInplace = inplace_form(Atan)
-SinhInplace = inplace_form(Sinh)
-CoshInplace = inplace_form(Cosh)
-TanhInplace = inplace_form(Tanh)
-
-
-# PyTorch names the nodes of the in-place inverse hyperbolic functions ...Backward1.
-class AsinhInplace(inplace_form(Asinh)):
-    _name = "AsinhBackward1"
-
-
-class AcoshInplace(inplace_form(Acosh)):
-    _name = "AcoshBackward1"
-
-
-class AtanhInplace(inplace_form(Atanh)):
-    _name = "AtanhBackward1"
-
-
-def exp(input: Tensor) -> Tensor:
-    """``e ** input``, elementwise."""
-    return _float_op(Exp, input)
-
-
-def exp2(input: Tensor) -> Tensor:
-    """``2 ** input``, elementwise."""
-    return _float_op(Exp2, input)
-
-
-def expm1(input: Tensor) -> Tensor:
-    """``exp(input) - 1``, accurate for small inputs."""
-    return _float_op(Expm1, input)
-
-
-def log(input: Tensor) -> Tensor:
-    """The natural logarithm (nan below 0, -inf at 0)."""
-    return _float_op(Log, input)
-
-
-def log2(input: Tensor) -> Tensor:
-    """The base-2 logarithm."""
-    return _float_op(Log2, input)
-
-
-def log10(input: Tensor) -> Tensor:
-    """The base-10 logarithm."""
-    return _float_op(Log10, input)
-
-
-def log1p(input: Tensor) -> Tensor:
-    """``log(1 + input)``, accurate for small inputs."""
-    return _float_op(Log1p, input)
-
-
-def sqrt(input: Tensor) -> Tensor:
-    """The square root (nan below 0; the gradient at 0 is inf)."""
-    return _float_op(Sqrt, input)
-
-
-def rsqrt(input: Tensor) -> Tensor:
-    """``1 / sqrt(input)``."""
-    return _float_op(Rsqrt, input)
-
-
-def sin(input: Tensor) -> Tensor:
-    """The sine (radians)."""
-    return _float_op(Sin, input)
-
-
-def cos(input: Tensor) -> Tensor:
-    """The cosine (radians)."""
-    return _float_op(Cos, input)
-
-
-def tan(input: Tensor) -> Tensor:
-    """The tangent (radians)."""
-    return _float_op(Tan, input)
-
-
-def asin(input: Tensor) -> Tensor:
-    """The inverse sine, in [-pi/2, pi/2] (nan outside [-1, 1])."""
-    return _float_op(Asin, input)
-
-
-def acos(input: Tensor) -> Tensor:
-    """The inverse cosine, in [0, pi] (nan outside [-1, 1])."""
-    return _float_op(Acos, input)
-
-
-def atan(input: Tensor) -> Tensor:
-    """The inverse tangent, in (-pi/2, pi/2)."""
-    return _float_op(Atan, input)
-
-
-def sinh(input: Tensor) -> Tensor:
-    """The hyperbolic sine."""
-    return _float_op(Sinh, input)
-
-
-def cosh(input: Tensor) -> Tensor:
-    """The hyperbolic cosine."""
-    return _float_op(Cosh, input)
-
-
-def tanh(input: Tensor) -> Tensor:
-    """The hyperbolic tangent."""
-    return _float_op(Tanh, input)
-
-
-def asinh(input: Tensor) -> Tensor:
-    """The inverse hyperbolic sine."""
-    return _float_op(Asinh, input)
-
-
-def acosh(input: Tensor) -> Tensor:
-    """The inverse hyperbolic cosine (nan below 1)."""
-    return _float_op(Acosh, input)
-
-
-def atanh(input: Tensor) -> Tensor:
-    """The inverse hyperbolic tangent (nan outside [-1, 1], inf at the ends)."""
-    return _float_op(Atanh, input)
-
-
-def exp_(input: Tensor) -> Tensor:
-    """In-place ``exp``."""
-    return _float_op_(ExpInplace, "exp_", input)
-
-
-def exp2_(input: Tensor) -> Tensor:
-    """In-place ``exp2``."""
-    return _float_op_(Exp2Inplace, "exp2_", input)
-
-
-def expm1_(input: Tensor) -> Tensor:
-    """In-place ``expm1``."""
-    return _float_op_(Expm1Inplace, "expm1_", input)
-
-
-def log_(input: Tensor) -> Tensor:
-    """In-place ``log``."""
-    return _float_op_(LogInplace, "log_", input)
-
-
-def log2_(input: Tensor) -> Tensor:
-    """In-place ``log2``."""
-    return _float_op_(Log2Inplace, "log2_", input)
-
-
-def log10_(input: Tensor) -> Tensor:
-    """In-place ``log10``."""
-    return _float_op_(Log10Inplace, "log10_", input)
-
-
-def log1p_(input: Tensor) -> Tensor:
-    """In-place ``log1p``."""
-    return _float_op_(Log1pInplace, "log1p_", input)
-
-
-def sqrt_(input: Tensor) -> Tensor:
-    """In-place ``sqrt``."""
-    return _float_op_(SqrtInplace, "sqrt_", input)
-
-
-def rsqrt_(input: Tensor) -> Tensor:
-    """In-place ``rsqrt``."""
-    return _float_op_(RsqrtInplace, "rsqrt_", input)
-
-
-def sin_(input: Tensor) -> Tensor:
-    """In-place ``sin``."""
-    return _float_op_(SinInplace, "sin_", input)
-
-
-def cos_(input: Tensor) -> Tensor:
-    """In-place ``cos``."""
-    return _float_op_(CosInplace, "cos_", input)
-
-
-def tan_(input: Tensor) -> Tensor:
-    """In-place ``tan``."""
-    return _float_op_(TanInplace, "tan_", input)
-
-
-def asin_(input: Tensor) -> Tensor:
-    """In-place ``asin``."""
-    return _float_op_(AsinInplace, "asin_", input)
-
-
-def acos_(input: Tensor) -> Tensor:
-    """In-place ``acos``."""
-    return _float_op_(AcosInplace, "acos_", input)
-
-
-def atan_(input: Tensor) -> Tensor:
-    """In-place ``atan``."""
-    return _float_op_(AtanInplace, "atan_", input)
-
-
-def sinh_(input: Tensor) -> Tensor:
-    """In-place ``sinh``."""
-    return _float_op_(SinhInplace, "sinh_", input)
-
-
-def cosh_(input: Tensor) -> Tensor:
-    """In-place ``cosh``."""
-    return _float_op_(CoshInplace, "cosh_", input)
-
-
-def tanh_(input: Tensor) -> Tensor:
-    """In-place ``tanh``."""
-    return _float_op_(TanhInplace, "tanh_", input)
-
-
-def asinh_(input: Tensor) -> Tensor:
-    """In-place ``asinh``."""
-    return _float_op_(AsinhInplace, "asinh_", input)
-
-
-def acosh_(input: Tensor) -> Tensor:
-    """In-place ``acosh``."""
-    return _float_op_(AcoshInplace, "acosh_", input)
-
-
-def atanh_(input: Tensor) -> Tensor:
-    """In-place ``atanh``."""
-    return _float_op_(AtanhInplace, "atanh_", input)
-
+# The public functions, out-of-place and in-place, of each class above.  PyTorch names
+# the nodes of the in-place inverse hyperbolic functions ...Backward1.
+
+exp, exp_ = _float_pair(Exp, "exp", "``e ** input``, elementwise.")
+exp2, exp2_ = _float_pair(Exp2, "exp2", "``2 ** input``, elementwise.")
+expm1, expm1_ = _float_pair(Expm1, "expm1", "``exp(input) - 1``, accurate for small inputs.")
+log, log_ = _float_pair(Log, "log", "The natural logarithm (nan below 0, -inf at 0).")
+log2, log2_ = _float_pair(Log2, "log2", "The base-2 logarithm.")
+log10, log10_ = _float_pair(Log10, "log10", "The base-10 logarithm.")
+log1p, log1p_ = _float_pair(Log1p, "log1p", "``log(1 + input)``, accurate for small inputs.")
+sqrt, sqrt_ = _float_pair(Sqrt, "sqrt", "The square root (nan below 0; the gradient at 0 is inf).")
+rsqrt, rsqrt_ = _float_pair(Rsqrt, "rsqrt", "``1 / sqrt(input)``.")
+sin, sin_ = _float_pair(Sin, "sin", "The sine (radians).")
+cos, cos_ = _float_pair(Cos, "cos", "The cosine (radians).")
+tan, tan_ = _float_pair(Tan, "tan", "The tangent (radians).")
+asin, asin_ = _float_pair(Asin, "asin", "The inverse sine, in [-pi/2, pi/2] (nan outside [-1, 1]).")
+acos, acos_ = _float_pair(Acos, "acos", "The inverse cosine, in [0, pi] (nan outside [-1, 1]).")
+atan, atan_ = _float_pair(Atan, "atan", "The inverse tangent, in (-pi/2, pi/2).")
+sinh, sinh_ = _float_pair(Sinh, "sinh", "The hyperbolic sine.")
+cosh, cosh_ = _float_pair(Cosh, "cosh", "The hyperbolic cosine.")
+tanh, tanh_ = _float_pair(Tanh, "tanh", "The hyperbolic tangent.")
+asinh, asinh_ = _float_pair(Asinh, "asinh", "The inverse hyperbolic sine.",
+                            inplace_name="AsinhBackward1")
+acosh, acosh_ = _float_pair(Acosh, "acosh", "The inverse hyperbolic cosine (nan below 1).",
+                            inplace_name="AcoshBackward1")
+atanh, atanh_ = _float_pair(Atanh, "atanh",
+                            "The inverse hyperbolic tangent (nan beyond [-1, 1], inf at the ends).",
+                            inplace_name="AtanhBackward1")
 
 arcsin, arccos, arctan = asin, acos, atan
 arcsinh, arccosh, arctanh = asinh, acosh, atanh
@@ -554,122 +348,55 @@ class ReluBackward(Function):
         return ReluBackward.apply(gg, y), None
 
 
-SignInplace = inplace_form(Sign)
-SgnInplace = inplace_form(Sgn)
-FloorInplace = inplace_form(Floor)
-CeilInplace = inplace_form(Ceil)
-TruncInplace = inplace_form(Trunc)
 RoundInplace = inplace_form(Round)
-FracInplace = inplace_form(Frac)
-ReluInplace = inplace_form(Relu)
 
 
-def _check_rounding(kernel: str, input: Tensor) -> None:
+def _check_rounding(kernel: str):
+    """A check refusing bool tensors, naming PyTorch's `kernel`."""
+    def check(input: Tensor) -> None:
+        if input.dtype is dtypes.bool:
+            raise unsupported(kernel, input.dtype)
+    return check
+
+
+def _check_frac(input: Tensor) -> None:
+    if not input.dtype.is_floating_point:
+        raise unsupported("frac_cpu", input.dtype)
+
+
+def _check_relu(input: Tensor) -> None:
     if input.dtype is dtypes.bool:
-        raise unsupported(kernel, input.dtype)
+        raise RuntimeError("Boolean inputs not supported for relu")
 
 
-def sign(input: Tensor) -> Tensor:
-    """-1, 0 or 1 by the sign of each element (0 for nan); the gradient is zero."""
-    return Sign.apply(input)
-
-
-def sgn(input: Tensor) -> Tensor:
-    """The sign; for real tensors the same as ``sign``."""
-    return Sgn.apply(input)
-
-
-def floor(input: Tensor) -> Tensor:
-    """The largest integer <= each element (integer tensors are returned as a copy)."""
-    _check_rounding("floor_vml_cpu", input)
-    return Floor.apply(input)
-
-
-def ceil(input: Tensor) -> Tensor:
-    """The smallest integer >= each element."""
-    _check_rounding("ceil_vml_cpu", input)
-    return Ceil.apply(input)
-
-
-def trunc(input: Tensor) -> Tensor:
-    """Each element rounded toward zero."""
-    _check_rounding("trunc_vml_cpu", input)
-    return Trunc.apply(input)
-
-
-fix = trunc
+sign, sign_ = op_pair(Sign, "sign", "-1, 0 or 1 by the sign of each element (0 for nan); the "
+                      "gradient is zero.")
+sgn, sgn_ = op_pair(Sgn, "sgn", "The sign; for real tensors the same as ``sign``.")
+floor, floor_ = op_pair(Floor, "floor", "The largest integer <= each element (integer tensors "
+                        "are returned as a copy).", check=_check_rounding("floor_vml_cpu"))
+ceil, ceil_ = op_pair(Ceil, "ceil", "The smallest integer >= each element.",
+                      check=_check_rounding("ceil_vml_cpu"))
+trunc, trunc_ = op_pair(Trunc, "trunc", "Each element rounded toward zero.",
+                        check=_check_rounding("trunc_vml_cpu"))
+fix, fix_ = trunc, trunc_
+frac, frac_ = op_pair(Frac, "frac", "The fractional part, ``input - trunc(input)`` (floating "
+                      "point only).", check=_check_frac)
+relu, relu_ = op_pair(Relu, "relu", "``max(input, 0)`` elementwise (the gradient at 0 is 0).",
+                      check=_check_relu)
+_check_round = _check_rounding("round_vml_cpu")
 
 
 def round(input: Tensor, *, decimals: int = 0) -> Tensor:  # noqa: A001 - PyTorch's name
     """Round half to even; with `decimals`, to that many decimal places (may be negative)."""
-    _check_rounding("round_vml_cpu", input)
+    _check_round(input)
     if decimals and not input.dtype.is_floating_point:
         raise unsupported("round_cpu", input.dtype)
     return Round.apply(input, int(decimals))
 
 
-def frac(input: Tensor) -> Tensor:
-    """The fractional part, ``input - trunc(input)`` (floating point only)."""
-    if not input.dtype.is_floating_point:
-        raise unsupported("frac_cpu", input.dtype)
-    return Frac.apply(input)
-
-
-def relu(input: Tensor) -> Tensor:
-    """``max(input, 0)`` elementwise (the gradient at 0 is 0)."""
-    if input.dtype is dtypes.bool:
-        raise RuntimeError("Boolean inputs not supported for relu")
-    return Relu.apply(input)
-
-
-def sign_(input: Tensor) -> Tensor:
-    """In-place ``sign``."""
-    return SignInplace.apply(input)
-
-
-def sgn_(input: Tensor) -> Tensor:
-    """In-place ``sgn``."""
-    return SgnInplace.apply(input)
-
-
-def floor_(input: Tensor) -> Tensor:
-    """In-place ``floor``."""
-    _check_rounding("floor_vml_cpu", input)
-    return FloorInplace.apply(input)
-
-
-def ceil_(input: Tensor) -> Tensor:
-    """In-place ``ceil``."""
-    _check_rounding("ceil_vml_cpu", input)
-    return CeilInplace.apply(input)
-
-
-def trunc_(input: Tensor) -> Tensor:
-    """In-place ``trunc``."""
-    _check_rounding("trunc_vml_cpu", input)
-    return TruncInplace.apply(input)
-
-
-fix_ = trunc_
-
-
 def round_(input: Tensor, *, decimals: int = 0) -> Tensor:
     """In-place ``round``."""
-    _check_rounding("round_vml_cpu", input)
+    _check_round(input)
     if decimals and not input.dtype.is_floating_point:
         raise unsupported("round_cpu", input.dtype)
     return RoundInplace.apply(input, int(decimals))
-
-
-def frac_(input: Tensor) -> Tensor:
-    """In-place ``frac``."""
-    if not input.dtype.is_floating_point:
-        raise unsupported("frac_cpu", input.dtype)
-    return FracInplace.apply(input)
-
-
-def relu_(input: Tensor) -> Tensor:
-    """In-place ``relu``."""
-    if input.dtype is dtypes.bool:
-        raise RuntimeError("Boolean inputs not supported for relu")
-    return ReluInplace.apply(input)

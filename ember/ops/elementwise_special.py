@@ -23,7 +23,7 @@ from .arithmetic import (
     _is_integral, _xp, cast, check_broadcast, check_inplace_shape, inplace_form, inplace_operand,
     require_float_target, unsupported,
 )
-from .elementwise import _float_op, _float_op_, _Unary
+from .elementwise import _float_pair, _Unary
 
 _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
 
@@ -218,56 +218,21 @@ class Logit(Function):
         return g.where((x >= ctx.eps) & (x <= 1 - ctx.eps), 0.0)
 
 
-SigmoidInplace = inplace_form(Sigmoid)
-ErfInplace = inplace_form(Erf)
-ErfcInplace = inplace_form(Erfc)
-ErfinvInplace = inplace_form(Erfinv)
 LogitInplace = inplace_form(Logit)
 
-
-def sigmoid(input: Tensor) -> Tensor:
-    """``1 / (1 + exp(-input))``, computed without overflow."""
-    return _float_op(Sigmoid, input)
-
-
-def erf(input: Tensor) -> Tensor:
-    """The error function ``2/sqrt(pi) * integral_0^x exp(-t*t) dt``."""
-    return _float_op(Erf, input)
-
-
-def erfc(input: Tensor) -> Tensor:
-    """The complementary error function ``1 - erf(input)``, accurate in the tails."""
-    return _float_op(Erfc, input)
-
-
-def erfinv(input: Tensor) -> Tensor:
-    """The inverse of erf on [-1, 1] (+-inf at +-1, nan outside)."""
-    return _float_op(Erfinv, input)
+sigmoid, sigmoid_ = _float_pair(Sigmoid, "sigmoid",
+                                "``1 / (1 + exp(-input))``, computed without overflow.")
+erf, erf_ = _float_pair(Erf, "erf",
+                        "The error function ``2/sqrt(pi) * integral_0^x exp(-t*t) dt``.")
+erfc, erfc_ = _float_pair(Erfc, "erfc", "The complementary error function ``1 - erf(input)``, "
+                          "accurate in the tails.")
+erfinv, erfinv_ = _float_pair(Erfinv, "erfinv",
+                              "The inverse of erf on [-1, 1] (+-inf at +-1, nan outside).")
 
 
 def logit(input: Tensor, eps: float | None = None) -> Tensor:
     """``log(p / (1 - p))``; with `eps`, p is first clamped to [eps, 1 - eps]."""
     return Logit.apply(float_input(input), None if eps is None else float(eps))
-
-
-def sigmoid_(input: Tensor) -> Tensor:
-    """In-place ``sigmoid``."""
-    return _float_op_(SigmoidInplace, "sigmoid_", input)
-
-
-def erf_(input: Tensor) -> Tensor:
-    """In-place ``erf``."""
-    return _float_op_(ErfInplace, "erf_", input)
-
-
-def erfc_(input: Tensor) -> Tensor:
-    """In-place ``erfc``."""
-    return _float_op_(ErfcInplace, "erfc_", input)
-
-
-def erfinv_(input: Tensor) -> Tensor:
-    """In-place ``erfinv``."""
-    return _float_op_(ErfinvInplace, "erfinv_", input)
 
 
 def logit_(input: Tensor, eps: float | None = None) -> Tensor:

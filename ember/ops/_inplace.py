@@ -1,0 +1,61 @@
+"""One op, one definition: the in-place variant of a Function class and the pair of public
+functions (``name`` and ``name_``) built from it.
+
+An in-place op runs the same kernel and gradient as its out-of-place op, with the result
+written into the first argument (``Function.apply`` does the writing when the class says
+``_inplace = True``); its backward node keeps the out-of-place op's name, as in PyTorch.
+So a family file defines the Function once and writes one line::
+
+    exp, exp_ = op_pair(Exp, "exp", "``e ** input``, elementwise.", prepare=float_input,
+                        check_=float_target)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from .._core.tensor import Tensor
+
+__all__ = ["inplace_form", "op_pair"]
+
+
+def inplace_form(cls, name: str | None = None):
+    """The in-place variant of an op class: the same kernel and gradient, with the result
+    written into the first argument; its node is named `name` (by default the op's own
+    node name, as PyTorch names most in-place nodes)."""
+    node = name or cls._name or cls.__name__ + "Backward0"
+    return type(cls.__name__ + "Inplace", (cls,), {"_inplace": True, "_name": node,
+                                                   "__module__": cls.__module__})
+
+
+def op_pair(cls, name: str, doc: str, *, prepare: Callable | None = None,
+            check: Callable | None = None, check_: Callable | None = None,
+            inplace_name: str | None = None):
+    """The public functions ``name(input)`` and ``name_(input)`` of a one-tensor op class.
+
+    `check(input)` runs first in both (argument checks that raise PyTorch's errors);
+    `check_(op_name, input)` runs in the in-place one only (a float op can't write into an
+    integer tensor); `prepare(input)` turns the input of the out-of-place one into what
+    the class takes (an integer tensor into the default float dtype).  `inplace_name` is
+    the in-place node's name where PyTorch gives it another.
+    """
+    inplace = inplace_form(cls, inplace_name)
+
+    def op(input: Tensor) -> Tensor:
+        if check is not None:
+            check(input)
+        return cls.apply(input if prepare is None else prepare(input))
+
+    def op_(input: Tensor) -> Tensor:
+        if check is not None:
+            check(input)
+        if check_ is not None:
+            check_(name + "_", input)
+        return inplace.apply(input)
+
+    op.__name__, op.__qualname__, op.__doc__ = name, name, doc
+    op_.__name__ = op_.__qualname__ = name + "_"
+    op_.__doc__ = f"In-place ``{name}``."
+    op.__module__ = op_.__module__ = cls.__module__
+    op_.Function = inplace  # the in-place class, for the tools that map ops to classes
+    return op, op_

@@ -25,7 +25,7 @@ import numpy as np
 from .backend import module_of
 from .accumulate import AccumulateGrad, edge_of
 from .node import Node
-from .grad_mode import STATE
+from .grad_mode import MODES, STATE
 from .tensor import Tensor, _make
 
 
@@ -159,8 +159,8 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
         needed = _nodes_needed(roots, {node for node, _ in captures})
 
     captured = [None] * (len(inputs) if inputs is not None else 0)
-    prev_enabled = STATE.enabled
-    STATE.enabled = create_graph
+    prev_enabled = MODES.enabled
+    MODES.enabled = create_graph
     try:
         ready = [(-n._sequence_nr, id(n), n) for n in roots if deps.get(n, 0) == 0]
         heapq.heapify(ready)
@@ -206,7 +206,7 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
                 if left == 0:
                     heappush(ready, (-child._sequence_nr, id(child), child))
     finally:
-        STATE.enabled = prev_enabled
+        MODES.enabled = prev_enabled
 
     if captures is not None and not accumulate:
         for i, g in enumerate(captured):
@@ -247,7 +247,7 @@ def _add_to_buffer(buffers: dict, owned: set, node: Node, nr: int, g: Tensor,
         slots[nr] = g
         if made_here:
             owned.add((node, nr))
-    elif STATE.enabled or old.is_sparse or g.is_sparse:  # create_graph, or sparse gradients
+    elif MODES.enabled or old.is_sparse or g.is_sparse:  # create_graph, or sparse gradients
         slots[nr] = g + old if old.is_sparse and not g.is_sparse else old + g
         if not (old.is_sparse or g.is_sparse):
             owned.add((node, nr))
@@ -278,7 +278,7 @@ def _run_tensor_hooks(node: Node, grads: list) -> list:
             t = ref()
             if t is not None and grads[nr] is not None:
                 g = grads[nr]
-                if STATE.enabled:
+                if MODES.enabled:
                     t._grad = g if t._grad is None else t._grad + g
                 else:
                     t._grad = _make(g._data.copy()) if t._grad is None else _make(

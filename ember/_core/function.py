@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from .accumulate import edge_of
-from .grad_mode import STATE
+from .grad_mode import MODES, STATE
 from .node import Node, next_sequence_nr, saved_entry
 from .tensor import Tensor, _make
 from .views_inplace import check_inplace, finish_inplace, mark_views, write_inplace
@@ -68,9 +68,9 @@ class Function(Node):
     def apply(cls, *args, **params):
         """Run forward on the arguments' arrays and record a node when grad is needed."""
         # NOTE: this is the hot path of every op; keep it short.
-        state = STATE
-        if state.observer is not None:  # profiling or selective checkpointing
-            return state.observer.op(cls, args, params)
+        observer = STATE.observer
+        if observer is not None:  # profiling or selective checkpointing
+            return observer.op(cls, args, params)
         arrays = []
         record = False
         for a in args:
@@ -80,7 +80,7 @@ class Function(Node):
                     record = True
             else:
                 arrays.append(a)
-        if record and not state.enabled:
+        if record and not MODES.enabled:  # (this thread's grad mode)
             record = False
         ctx = _new_object(cls)
         ctx._to_save = None
@@ -239,7 +239,7 @@ def record_node(ctx: Node, args, arrays, results) -> None:
                         entry = (a, item, counter, counter.value, -1)
                         break
         saved.append(entry if entry is not None else _pack(item, args, arrays, results))
-    if STATE.saved_hooks is not None:  # saved_tensors_hooks: pass them through pack
+    if MODES.saved_hooks is not None:  # saved_tensors_hooks: pass them through pack
         saved = pack_hooked(ctx, saved)
     ctx._saved = saved
 
@@ -269,20 +269,26 @@ def pack_hooked(ctx: Node, saved: list) -> list:
     the version snapshot stays, so in-place checks still work; `edge` is where the
     gradient of a saved input flows, so that the unpacked tensor can be re-attached.
     """
-    pack, unpack = STATE.saved_hooks
+    pack, unpack = MODES.saved_hooks
     ctx._unpack_hook = unpack
     out = []
-    for e in saved:
-        if e is None or e[1] is None:  # a Python scalar argument
-            out.append(e)
-            continue
-        tensor, data, counter, version, nr = e
-        if tensor is None:  # the node's own output: hand the hook an alias, not the output
-            tensor, edge = _make(data), None  # (holding the output would make a cycle)
-            tensor._version = counter
-        else:
-            edge = edge_of(tensor) if tensor._requires_grad else None
-        out.append((pack(tensor), edge, counter, version, nr, (data.shape, data.dtype)))
+    # NOTE: as in PyTorch, pack runs with grad mode off: an op inside it (``t * 2``) must not
+    # record a node, which would save its inputs through pack again, without end.
+    enabled, MODES.enabled = MODES.enabled, False
+    try:
+        for e in saved:
+            if e is None or e[1] is None:  # a Python scalar argument
+                out.append(e)
+                continue
+            tensor, data, counter, version, nr = e
+            if tensor is None:  # the node's own output: hand the hook an alias, not the output
+                tensor, edge = _make(data), None  # (holding the output would make a cycle)
+                tensor._version = counter
+            else:
+                edge = edge_of(tensor) if tensor._requires_grad else None
+            out.append((pack(tensor), edge, counter, version, nr, (data.shape, data.dtype)))
+    finally:
+        MODES.enabled = enabled
     return out
 
 

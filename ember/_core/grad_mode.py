@@ -1,29 +1,59 @@
 """Grad modes: no_grad, enable_grad, set_grad_enabled, inference_mode.
 
-Each is a context manager and a decorator.  The state is process-wide (one flag
-that every op reads), which keeps the per-op cost to one attribute lookup.
+Each is a context manager and a decorator.  As in PyTorch, the mode belongs to the
+thread: a thread running inference under ``no_grad`` does not stop another thread from
+recording, and a new thread starts with recording on.  The modes live in `MODES`, a
+``threading.local`` whose class attributes are the defaults a new thread sees; the core
+reads ``MODES.enabled`` directly, which costs an op one attribute lookup.
+
+`STATE` holds what is process-wide (anomaly mode, the op observer) and, for code outside
+the core, the current thread's modes under the same names (``MODES.enabled``).
 """
 
 from __future__ import annotations
 
 import functools
 import inspect
+import threading
+
+
+class _ThreadModes(threading.local):
+    """The modes of one thread (class attributes: the defaults of a new thread)."""
+
+    enabled = True  # grad mode: ops record the graph
+    inference = False  # inside inference_mode()
+    # The innermost saved_tensors_hooks (a (pack, unpack) pair), or None; and the message
+    # of an enclosing disable_saved_tensors_hooks, or None.
+    saved_hooks = None
+    saved_hooks_disabled = None
+
+
+MODES = _ThreadModes()
+
+
+def _thread_mode(name: str) -> property:
+    def get(self):
+        return getattr(MODES, name)
+
+    def set(self, value):  # noqa: A001 - the property's setter
+        setattr(MODES, name, value)
+
+    return property(get, set, doc=f"The current thread's ``{name}`` (see `MODES`).")
 
 
 class _GradState:
-    __slots__ = ("enabled", "inference", "anomaly", "anomaly_check_nan", "observer",
-                 "saved_hooks")
+    __slots__ = ("anomaly", "anomaly_check_nan", "observer")
+
+    enabled = _thread_mode("enabled")
+    inference = _thread_mode("inference")
+    saved_hooks = _thread_mode("saved_hooks")
 
     def __init__(self):
-        self.enabled = True
-        self.inference = False
         self.anomaly = False
         self.anomaly_check_nan = True
         # An object that sees every op call, backward node and module call (the profiler,
         # selective checkpointing); None, the usual case, costs each op one branch.
         self.observer = None
-        # The innermost saved_tensors_hooks (a (pack, unpack) pair), or None.
-        self.saved_hooks = None
 
 
 STATE = _GradState()
@@ -31,12 +61,12 @@ STATE = _GradState()
 
 def is_grad_enabled() -> bool:
     """True when ops record the autograd graph."""
-    return STATE.enabled
+    return MODES.enabled
 
 
 def is_inference_mode_enabled() -> bool:
     """True inside ``inference_mode()``."""
-    return STATE.inference
+    return MODES.inference
 
 
 class _GradModeContext:
@@ -92,11 +122,11 @@ class no_grad(_NoParamContext):  # noqa: N801 - PyTorch's name
     """Context manager / decorator: ops inside record no graph."""
 
     def __enter__(self):
-        self._prev = STATE.enabled
-        STATE.enabled = False
+        self._prev = MODES.enabled
+        MODES.enabled = False
 
     def __exit__(self, *exc):
-        STATE.enabled = self._prev
+        MODES.enabled = self._prev
         return False
 
 
@@ -104,11 +134,11 @@ class enable_grad(_NoParamContext):  # noqa: N801 - PyTorch's name
     """Context manager / decorator: re-enable recording inside ``no_grad``."""
 
     def __enter__(self):
-        self._prev = STATE.enabled
-        STATE.enabled = True
+        self._prev = MODES.enabled
+        MODES.enabled = True
 
     def __exit__(self, *exc):
-        STATE.enabled = self._prev
+        MODES.enabled = self._prev
         return False
 
 
@@ -116,20 +146,20 @@ class set_grad_enabled(_GradModeContext):  # noqa: N801 - PyTorch's name
     """Turn recording on or off; acts at once as a function, and as a context manager."""
 
     def __init__(self, mode: bool):
-        self._prev = STATE.enabled
+        self._prev = MODES.enabled
         self.mode = bool(mode)
-        STATE.enabled = self.mode
+        MODES.enabled = self.mode
 
     def __call__(self, func):
         # As a decorator it must leave the mode as it was at decoration time.
-        STATE.enabled = self._prev
+        MODES.enabled = self._prev
         return super().__call__(func)
 
     def __enter__(self):
-        STATE.enabled = self.mode
+        MODES.enabled = self.mode
 
     def __exit__(self, *exc):
-        STATE.enabled = self._prev
+        MODES.enabled = self._prev
         return False
 
     def clone(self):
@@ -152,14 +182,14 @@ class inference_mode(_GradModeContext):  # noqa: N801 - PyTorch's name
         self.mode = mode
 
     def __enter__(self):
-        self._prev = (STATE.enabled, STATE.inference)
+        self._prev = (MODES.enabled, MODES.inference)
         if self.mode:
-            STATE.enabled, STATE.inference = False, True
+            MODES.enabled, MODES.inference = False, True
         else:
-            STATE.enabled, STATE.inference = True, False
+            MODES.enabled, MODES.inference = True, False
 
     def __exit__(self, *exc):
-        STATE.enabled, STATE.inference = self._prev
+        MODES.enabled, MODES.inference = self._prev
         return False
 
     def clone(self):

@@ -18,7 +18,7 @@ import numpy as np
 
 from . import dtype as dtypes
 from .backend import device_of
-from .grad_mode import STATE
+from .grad_mode import MODES
 
 
 class VersionCounter:
@@ -291,7 +291,7 @@ class Tensor:
 
     @property
     def grad(self):
-        if self._grad_fn is not None and not self.retains_grad and STATE.enabled:
+        if self._grad_fn is not None and not self.retains_grad and MODES.enabled:
             import warnings
 
             warnings.warn(

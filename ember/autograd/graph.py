@@ -20,14 +20,12 @@ hooked tensors).
 from __future__ import annotations
 
 from .._core.accumulate import AccumulateGrad
+from .._core.grad_mode import MODES
 from .._core.node import Node
-from .._core.grad_mode import STATE
 from ..profiler._table import format_memory
 
 __all__ = ["Node", "SavedTensorReport", "disable_saved_tensors_hooks", "save_on_cpu",
            "saved_tensor_report", "saved_tensors_hooks"]
-
-_disabled_message = None  # set inside disable_saved_tensors_hooks
 
 
 class saved_tensors_hooks:  # noqa: N801 - PyTorch's name
@@ -49,14 +47,14 @@ class saved_tensors_hooks:  # noqa: N801 - PyTorch's name
         self._prev = []
 
     def __enter__(self):
-        if _disabled_message is not None:
-            raise RuntimeError(_disabled_message)
-        self._prev.append(STATE.saved_hooks)
-        STATE.saved_hooks = (self.pack_hook, self.unpack_hook)
+        if MODES.saved_hooks_disabled is not None:
+            raise RuntimeError(MODES.saved_hooks_disabled)
+        self._prev.append(MODES.saved_hooks)
+        MODES.saved_hooks = (self.pack_hook, self.unpack_hook)
         return self
 
     def __exit__(self, *exc):
-        STATE.saved_hooks = self._prev.pop()
+        MODES.saved_hooks = self._prev.pop()
         return False
 
 
@@ -88,16 +86,14 @@ class disable_saved_tensors_hooks:  # noqa: N801 - PyTorch's name
         self._prev = []
 
     def __enter__(self):
-        global _disabled_message
-        if STATE.saved_hooks is not None:
+        if MODES.saved_hooks is not None:
             raise RuntimeError(self.error_message)
-        self._prev.append(_disabled_message)
-        _disabled_message = self.error_message
+        self._prev.append(MODES.saved_hooks_disabled)
+        MODES.saved_hooks_disabled = self.error_message
         return self
 
     def __exit__(self, *exc):
-        global _disabled_message
-        _disabled_message = self._prev.pop()
+        MODES.saved_hooks_disabled = self._prev.pop()
         return False
 
     def __call__(self, fn):

@@ -1,5 +1,8 @@
 """Grad modes: no_grad, enable_grad, set_grad_enabled, inference_mode — as context managers,
-decorators (with and without parentheses, on generators) and plain calls."""
+decorators (with and without parentheses, on generators) and plain calls; and, as in
+PyTorch, one mode per thread."""
+
+import threading
 
 import pytest
 
@@ -201,3 +204,133 @@ def test_modes_match_torch():
         return log
 
     assert trace(ember) == trace(torch)
+
+
+# ---------------------------------------------------------------------------
+# one mode per thread
+
+_LIBS = ["ember", "torch"]
+
+
+def _lib(name):
+    return ember if name == "ember" else pytest.importorskip("torch")
+
+
+def _run_threads(*targets):
+    """Run each target in its own thread; re-raise the first error of any."""
+    errors = []
+
+    def guarded(fn):
+        def run():
+            try:
+                fn()
+            except BaseException as exc:  # noqa: BLE001 - handed to the test thread
+                errors.append(exc)
+        return run
+
+    threads = [threading.Thread(target=guarded(fn)) for fn in targets]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert not any(t.is_alive() for t in threads), "a thread hung"
+    if errors:
+        raise errors[0]
+
+
+_OFF_MODES = {
+    "no_grad": lambda lib: lib.no_grad(),
+    "inference_mode": lambda lib: lib.inference_mode(),
+    "set_grad_enabled": lambda lib: lib.set_grad_enabled(False),
+}
+
+
+@pytest.mark.parametrize("lib_name", _LIBS)
+@pytest.mark.parametrize("mode", sorted(_OFF_MODES))
+def test_a_thread_without_grad_does_not_stop_recording_in_another(lib_name, mode):
+    lib = _lib(lib_name)
+    barrier = threading.Barrier(2, timeout=20)
+    seen = {}
+
+    def inference():
+        with _OFF_MODES[mode](lib):
+            barrier.wait()  # 1: the other thread records while this one is in the mode
+            barrier.wait()  # 2: it is done
+            y = lib.ones(2, requires_grad=True) * 2
+            seen["inference"] = (lib.is_grad_enabled(), y.requires_grad,
+                                 lib.is_inference_mode_enabled())
+        seen["inference after"] = lib.is_grad_enabled()
+
+    def training():
+        barrier.wait()
+        w = lib.ones(2, requires_grad=True)
+        loss = (w * 3).sum()
+        loss.backward()
+        seen["training"] = (lib.is_grad_enabled(), loss.requires_grad,
+                            lib.is_inference_mode_enabled(), w.grad.tolist())
+        barrier.wait()
+
+    _run_threads(inference, training)
+    assert seen["training"] == (True, True, False, [3.0, 3.0])
+    assert seen["inference"] == (False, False, mode == "inference_mode")
+    assert seen["inference after"] is True
+
+
+@pytest.mark.parametrize("lib_name", _LIBS)
+def test_a_new_thread_starts_with_recording_on(lib_name):
+    lib = _lib(lib_name)
+    seen = []
+
+    def child():
+        seen.append((lib.is_grad_enabled(), lib.is_inference_mode_enabled(),
+                     (lib.ones(1, requires_grad=True) * 2).requires_grad))
+
+    with lib.no_grad():
+        _run_threads(child)
+    with lib.inference_mode():
+        _run_threads(child)
+    assert seen == [(True, False, True)] * 2
+
+
+@pytest.mark.parametrize("lib_name", _LIBS)
+def test_set_grad_enabled_as_a_call_stays_in_its_thread(lib_name):
+    lib = _lib(lib_name)
+    barrier = threading.Barrier(2, timeout=20)
+    seen = {}
+
+    def switches_off():
+        lib.set_grad_enabled(False)
+        barrier.wait()
+        barrier.wait()
+        seen["off"] = lib.is_grad_enabled()
+        lib.set_grad_enabled(True)
+
+    def reads():
+        barrier.wait()
+        seen["other"] = lib.is_grad_enabled()
+        barrier.wait()
+
+    _run_threads(switches_off, reads)
+    assert seen == {"off": False, "other": True}
+
+
+@pytest.mark.parametrize("lib_name", _LIBS)
+def test_saved_tensors_hooks_stay_in_their_thread(lib_name):
+    lib = _lib(lib_name)
+    barrier = threading.Barrier(2, timeout=20)
+    packed = []
+
+    def hooked():
+        with lib.autograd.graph.saved_tensors_hooks(lambda t: packed.append(1) or t,
+                                                    lambda t: t):
+            barrier.wait()
+            barrier.wait()
+
+    def plain():
+        barrier.wait()
+        x = lib.ones(2, requires_grad=True)
+        (x * x).sum().backward()
+        barrier.wait()
+
+    _run_threads(hooked, plain)
+    assert packed == []

@@ -115,6 +115,84 @@ def test_custom_function_and_module_under_hooks():
     assert ember.allclose(x.grad, 2 * x.detach())
 
 
+def test_pack_that_computes_runs_without_recording():
+    # pack runs with grad mode off (as in PyTorch): `t * 2` inside it records nothing, so it
+    # does not save its own inputs through pack again (this recursed without end).
+    x = ember.tensor([1.0, 2.0, 3.0], dtype=ember.float64, requires_grad=True)
+    modes = []
+
+    def pack(t):
+        modes.append(ember.is_grad_enabled())
+        return t * 2
+
+    with saved_tensors_hooks(pack, lambda t: t):
+        y = (x * x).sum()
+        z = x.exp().sum()
+    assert modes == [False, False, False]
+    # both saved factors of x * x come back doubled: d/dx = 2 * (2x)
+    assert ember.autograd.grad(y, x)[0].tolist() == [4.0, 8.0, 12.0]
+    # exp saves its output: 2 exp(x)
+    np.testing.assert_allclose(ember.autograd.grad(z, x)[0].numpy(), 2 * np.exp([1.0, 2.0, 3.0]))
+
+
+def test_unpack_that_changes_the_value():
+    x = ember.tensor([1.0, 2.0, 3.0], dtype=ember.float64, requires_grad=True)
+    with saved_tensors_hooks(lambda t: t, lambda t: t * 2):
+        y = (x * x).sum()
+        y.backward()  # (unpack runs inside the hooks' block too)
+    assert x.grad.tolist() == [4.0, 8.0, 12.0]
+    with saved_tensors_hooks(lambda t: t * 2, lambda t: t * 3):
+        z = x.exp().sum()
+    np.testing.assert_allclose(ember.autograd.grad(z, x)[0].numpy(), 6 * np.exp([1.0, 2.0, 3.0]))
+
+
+def _changing_hooks_trace(lib):
+    """Gradients under hooks that change the saved values (first and second order, ops and
+    a custom Function), for comparison with PyTorch."""
+    x = lib.tensor([1.0, 2.0, 3.0], dtype=lib.float64, requires_grad=True)
+    graph = lib.autograd.graph
+    with graph.saved_tensors_hooks(lambda t: t, lambda t: t * 2):
+        y = (x * x * x).sum()
+    (g,) = lib.autograd.grad(y, x, create_graph=True)
+    (gg,) = lib.autograd.grad(g.sum(), x)
+    with graph.saved_tensors_hooks(lambda t: t * 2, lambda t: t * 3):
+        s = lib.sigmoid(x).sum()
+    (gs,) = lib.autograd.grad(s, x)
+
+    class Sin(lib.autograd.Function):
+        @staticmethod
+        def forward(ctx, a):
+            ctx.save_for_backward(a)
+            return a.sin()
+
+        @staticmethod
+        def backward(ctx, grad):
+            (a,) = ctx.saved_tensors
+            return grad * a.cos()
+
+    with graph.saved_tensors_hooks(lambda t: t + 1, lambda t: t * 2):
+        f = Sin.apply(x).sum()
+    (gf,) = lib.autograd.grad(f, x)
+    return [t.detach().numpy() for t in (g, gg, gs, gf)]
+
+
+def test_hooks_that_change_values_by_hand():
+    g, gg, _, gf = _changing_hooks_trace(ember)
+    x = np.array([1.0, 2.0, 3.0])
+    # (x*x)*x with every saved factor doubled: 2x^2 from the outer product, 8x^2 from x*x
+    np.testing.assert_allclose(g, 10 * x ** 2)
+    # An unpacked factor is re-attached where the saved tensor was (a doubled x counts as x):
+    # 8x from the two products in x*x's backward, 4x through x*x's node again.
+    np.testing.assert_allclose(gg, 12 * x)
+    np.testing.assert_allclose(gf, np.cos(2 * (x + 1)))
+
+
+def test_hooks_that_change_values_match_pytorch():
+    torch = pytest.importorskip("torch")
+    for ours, theirs in zip(_changing_hooks_trace(ember), _changing_hooks_trace(torch)):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-12)
+
+
 def test_save_on_cpu():
     ember.manual_seed(0)
     model = nn.Sequential(nn.Linear(4, 5), nn.Tanh(), nn.Linear(5, 1)).double()

@@ -68,6 +68,7 @@ def float32_inputs(fn):
 
 def policy_tables() -> tuple:
     """({device: lower-precision Function classes}, {device: float32 Function classes})."""
+    # (lazy: these op modules import this one for float32_inputs)
     from . import activation, conv, einsum, elementwise, linalg, loss, rnn
 
     lower = {linalg.MatMul, linalg.AddProduct, conv.Convolution, einsum.Einsum,

@@ -242,7 +242,7 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
             + ", ".join(f"{k}: {n}" for k, n in zip(names, input.shape[2:])) + ") output ("
             + ", ".join(f"{k}: {n}" for k, n in zip(names, out_size)) + ")")
     if mode == "area":
-        from .pooling_adaptive import _adaptive_avg
+        from .pooling_adaptive import _adaptive_avg  # (lazy: it imports this module)
 
         return _adaptive_avg(f"adaptive_avg_pool{nd}d", nd, input, out_size)
     if not input.is_floating_point():

@@ -128,7 +128,7 @@ class Split(Function):
 
     @staticmethod
     def backward(ctx, *grads):
-        from .joining import cat
+        from .joining import cat  # (lazy: joining imports this module)
 
         return cat(grads, ctx.dim)
 
@@ -146,7 +146,7 @@ class Unbind(Function):
 
     @staticmethod
     def backward(ctx, *grads):
-        from .joining import stack
+        from .joining import stack  # (lazy: joining imports this module)
 
         return stack(grads, ctx.dim)
 
@@ -402,7 +402,7 @@ class AsStrided(Function):
         for s in ctx.in_shape:
             n *= s
         where = as_strided_array(xp.arange(n), size, stride, offset).reshape(-1)
-        from .indexing import index_put
+        from .indexing import index_put  # (lazy: indexing imports this module)
 
         flat = grad.new_zeros((n,))
         return index_put(flat, (where,), grad.reshape(-1), accumulate=True).reshape(ctx.in_shape)

@@ -84,18 +84,20 @@ class ChainKernel:
 
     PARALLEL_FROM = 1 << 16  # elements; below it a thread pool costs more than it saves
 
-    def __init__(self, members: tuple, n_leaves: int):
+    def __init__(self, members: tuple, n_leaves: int, ndim: int | None = None):
         self.members = members
         self.n_leaves = n_leaves
-        self.source = _source(members, n_leaves)
+        self.ndim = ndim  # None: flat arrays; else arrays of this rank >= 1 (broadcast leaves)
+        self.source = _source(members, n_leaves, ndim)
         self._compiled: dict = {}
 
     def forward(self, out: np.ndarray, leaves: list) -> None:
-        """Write the chain's value for the flat `leaves` into the flat `out`."""
+        """Write the chain's value for `leaves` into `out` (all flat, or all of `ndim`
+        dimensions and `out`'s shape, leaves possibly broadcast views)."""
         self._kernel("forward", out.size)(out, *leaves)
 
     def backward(self, grad: np.ndarray, leaves: list, grads: list) -> None:
-        """Write d(out)/d(leaf) * `grad` into each flat array of `grads`."""
+        """Write d(out)/d(leaf) * `grad` into each array of `grads` (`grad`'s shape)."""
         self._kernel("backward", grad.size)(grad, *leaves, *grads)
 
     def _kernel(self, which: str, size: int):
@@ -160,24 +162,35 @@ def _load(source: str, which: str):
         return scope[which], False
 
 
-def _source(members: tuple, n_leaves: int) -> str:
-    """Python source of ``forward(out, x0, ..)`` and ``backward(g, x0, .., gx0, ..)``."""
+def _source(members: tuple, n_leaves: int, ndim: int | None) -> str:
+    """Python source of ``forward(out, x0, ..)`` and ``backward(g, x0, .., gx0, ..)``:
+    a loop over the elements (one loop over flat arrays, or one per dimension, the
+    first parallel) whose body computes the chain in registers."""
     leaves = [f"x{k}" for k in range(n_leaves)]
-    load = [f"        l{k} = x{k}[i]" for k in range(n_leaves)]
+    dims = 1 if ndim is None else ndim
+    at = "[i]" if ndim is None else "[" + ", ".join(f"i{d}" for d in range(dims)) + "]"
+    pad = "    " * (1 + dims)
+
+    def loops(first: str) -> list:
+        if ndim is None:
+            return [f"    for i in prange({first}.shape[0]):"]
+        return [f"{'    ' * (d + 1)}for i{d} in {'prange' if d == 0 else 'range'}"
+                f"({first}.shape[{d}]):" for d in range(dims)]
+
+    load = [f"{pad}l{k} = x{k}{at}" for k in range(n_leaves)]
     compute = []
     for m, member in enumerate(members):
         expr, _ = ELEMENTWISE[member.fn]
-        compute.append(f"        v{m} = {expr.format(**_names(member.args))}")
+        compute.append(f"{pad}v{m} = {expr.format(**_names(member.args))}")
     last = len(members) - 1
-    forward = (["def forward(out, " + ", ".join(leaves) + "):",
-                "    for i in prange(out.shape[0]):"] + load + compute
-               + [f"        out[i] = v{last}"])
-    # reverse accumulation: d{m} is d(out)/d(member m) times g[i]
-    backward = ["def backward(g, " + ", ".join(leaves + [f"g{x}" for x in leaves]) + "):",
-                "    for i in prange(g.shape[0]):"] + load + compute
-    backward += [f"        d{m} = 0.0" for m in range(last)]
-    backward += [f"        gl{k} = 0.0" for k in range(n_leaves)]
-    backward.append(f"        d{last} = g[i]")
+    forward = (["def forward(out, " + ", ".join(leaves) + "):"] + loops("out") + load
+               + compute + [f"{pad}out{at} = v{last}"])
+    # reverse accumulation: d{m} is d(out)/d(member m) times the incoming gradient
+    backward = (["def backward(g, " + ", ".join(leaves + [f"g{x}" for x in leaves]) + "):"]
+                + loops("g") + load + compute)
+    backward += [f"{pad}d{m} = 0.0" for m in range(last)]
+    backward += [f"{pad}gl{k} = 0.0" for k in range(n_leaves)]
+    backward.append(f"{pad}d{last} = g{at}")
     for m in range(last, -1, -1):
         member = members[m]
         _, derivatives = ELEMENTWISE[member.fn]
@@ -186,8 +199,8 @@ def _source(members: tuple, n_leaves: int) -> str:
             if kind == "number":
                 continue
             target = f"d{ref}" if kind == "member" else f"gl{ref}"
-            backward.append(f"        {target} += d{m} * ({derivative.format(**names)})")
-    backward += [f"        gx{k}[i] = gl{k}" for k in range(n_leaves)]
+            backward.append(f"{pad}{target} += d{m} * ({derivative.format(**names)})")
+    backward += [f"{pad}gx{k}{at} = gl{k}" for k in range(n_leaves)]
     return "\n".join(forward + [""] + backward) + "\n"
 
 

@@ -42,6 +42,7 @@ class Chain:
     leaves: list
     kernel: ChainKernel
     pool: BufferPool
+    shape: tuple  # the output's (every member's); leaves may broadcast to it
 
     def __repr__(self) -> str:
         return "chain[" + ", ".join(m.fn.__name__ for m in self.kernel.members) + "]"
@@ -60,9 +61,10 @@ def find_chains(nodes: list, meta, uses: dict) -> list:
         if not _elementwise(node, i, meta):
             continue
         group = [i]
+        shape = meta(Source("op", (i, 0)))[0]
         for arg in node.args:
             if (isinstance(arg, Source) and arg.kind == "op" and arg.ref[0] in group_of
-                    and uses.get(arg.ref, 0) == 1
+                    and uses.get(arg.ref, 0) == 1 and meta(arg)[0] == shape
                     and group_of[arg.ref[0]] is not group):
                 old = group_of[arg.ref[0]]
                 group = old + [j for j in group if j not in old]
@@ -73,7 +75,7 @@ def find_chains(nodes: list, meta, uses: dict) -> list:
     for group in group_of.values():
         if len(group) > 1 and id(group) not in seen:
             seen.add(id(group))
-            groups.append(_chain(group, nodes))
+            groups.append(_chain(group, nodes, meta))
     return groups
 
 
@@ -89,12 +91,20 @@ def _elementwise(node, index: int, meta) -> bool:
         if isinstance(arg, Literal):
             if not isinstance(arg.value, (int, float)) or isinstance(arg.value, bool):
                 return False
-        elif not isinstance(arg, Source) or meta(arg) != (shape, dtype):
+        elif not isinstance(arg, Source) or meta(arg)[1] != dtype or not _broadcasts(
+                meta(arg)[0], shape):
             return False
     return True
 
 
-def _chain(group: list, nodes: list) -> Chain:
+def _broadcasts(shape: tuple, to: tuple) -> bool:
+    """Whether an operand of `shape` broadcasts to `to` (the op's output shape)."""
+    if len(shape) > len(to):
+        return False
+    return all(a in (1, b) for a, b in zip(shape[::-1], to[::-1]))
+
+
+def _chain(group: list, nodes: list, meta) -> Chain:
     position = {j: m for m, j in enumerate(group)}
     leaves: list = []
     members = []
@@ -110,7 +120,10 @@ def _chain(group: list, nodes: list) -> Chain:
                     leaves.append(arg)
                 args.append(("leaf", leaves.index(arg)))
         members.append(Member(nodes[j].fn, tuple(args)))
-    return Chain(group, leaves, ChainKernel(tuple(members), len(leaves)), BufferPool())
+    shape = meta(Source("op", (group[-1], 0)))[0]
+    flat = all(meta(leaf)[0] == shape for leaf in leaves)
+    kernel = ChainKernel(tuple(members), len(leaves), None if flat else len(shape))
+    return Chain(group, leaves, kernel, BufferPool(), shape)
 
 
 class FusedElementwise(Function):
@@ -124,10 +137,11 @@ class FusedElementwise(Function):
         ctx.save_for_backward(*leaves)
         if not (native.enabled() and native.is_cpu_array(*leaves)):
             return _member_forwards(chain.kernel.members, leaves)
-        flat = [np.ascontiguousarray(x).reshape(-1) for x in leaves]
-        first = leaves[0]
-        out = chain.pool.take(first.shape, first.dtype)
-        chain.kernel.forward(out.reshape(-1), flat)
+        out = chain.pool.take(chain.shape, leaves[0].dtype)
+        if chain.kernel.ndim is None:
+            chain.kernel.forward(out.reshape(-1), [_flat(x) for x in leaves])
+        else:
+            chain.kernel.forward(out, [np.broadcast_to(x, chain.shape) for x in leaves])
         return out
 
     @staticmethod
@@ -135,16 +149,36 @@ class FusedElementwise(Function):
         leaves = ctx.saved_tensors
         chain = ctx.chain
         arrays = [x._data for x in leaves]
-        if STATE.enabled or not (native.enabled() and native.is_cpu_array(grad._data, *arrays)):
+        g = grad._data
+        if STATE.enabled or not (native.enabled() and native.is_cpu_array(g, *arrays)):
             # create_graph (a backward that can be differentiated again), numba off or
             # another device: the member ops' own backwards
             return _recorded_backward(chain, leaves, grad, create_graph=STATE.enabled)
-        flat = [np.ascontiguousarray(x).reshape(-1) for x in arrays]
-        grads = [chain.pool.take(x.shape, x.dtype) for x in arrays]
-        chain.kernel.backward(np.ascontiguousarray(grad._data).reshape(-1), flat,
-                              [g.reshape(-1) for g in grads])
+        full = [chain.pool.take(chain.shape, g.dtype) for _ in arrays]
+        if chain.kernel.ndim is None:
+            chain.kernel.backward(_flat(g), [_flat(x) for x in arrays],
+                                  [f.reshape(-1) for f in full])
+            grads = full
+        else:
+            chain.kernel.backward(np.broadcast_to(g, chain.shape),
+                                  [np.broadcast_to(x, chain.shape) for x in arrays], full)
+            grads = [_sum_to(f, x.shape) for f, x in zip(full, arrays)]
         return tuple(_make(g) if edge[0] is not None else None
                      for g, edge in zip(grads, ctx._edges))
+
+
+def _flat(x: np.ndarray) -> np.ndarray:
+    return np.ascontiguousarray(x).reshape(-1)
+
+
+def _sum_to(full: np.ndarray, shape: tuple) -> np.ndarray:
+    """The gradient of a broadcast operand: `full` summed over the broadcast dims."""
+    if full.shape == shape:
+        return full
+    lead = full.ndim - len(shape)
+    axes = tuple(range(lead)) + tuple(lead + d for d, n in enumerate(shape)
+                                      if n == 1 and full.shape[lead + d] != 1)
+    return full.sum(axis=axes, keepdims=True).reshape(shape)
 
 
 def _member_forwards(members, leaves):

@@ -130,11 +130,64 @@ def test_chains_stop_at_shared_intermediates_broadcasts_and_non_elementwise_ops(
     chains, _ = _chains_of(shared, a, b)
     assert [len(c.nodes) for c in chains] == [4]  # (t + 1).exp() + t.tanh(); t is a leaf
     chains, _ = _chains_of(lambda x, y: (x + bias).relu() * y, a, b)
-    assert [len(c.nodes) for c in chains] == [2]  # relu * y: the broadcast add is not fused
+    assert [len(c.nodes) for c in chains] == [3]  # bias is a broadcast leaf
+    assert chains[0].kernel.ndim == 2
+    chains, _ = _chains_of(lambda x, y: (x.sum(0) + 1.0).exp() * y, a, b)
+    assert [len(c.nodes) for c in chains] == [2]  # the (5,) add and exp; the mul apart
+    chains, _ = _chains_of(lambda x, y: ((x.sum(0) + 1.0).exp() + 2.0) * y, a, b)
+    assert [len(c.nodes) for c in chains] == [3]  # a (5,) member cannot join a (4, 5) one
     chains, _ = _chains_of(lambda x, y: (x @ y.T).tanh().exp(), a, b)
     assert [len(c.nodes) for c in chains] == [2]
     chains, _ = _chains_of(lambda x, y: x.tanh() + y, a.long().float(), b.double())
     assert chains == []  # mixed dtypes
+
+
+BROADCASTS = {
+    "bias": (lambda x, w, b: (x * w + b).tanh() * x, [(6, 5), (5,), (5,)]),
+    "scalar_tensor": (lambda x, w, b: (x - w).sigmoid() * b + x, [(3, 4), (), (1, 4)]),
+    "row_stats": (lambda x, m, s: ((x - m) * s).relu() + x * 0.5, [(2, 3, 4), (2, 3, 1),
+                                                                     (2, 1, 1)]),
+    "leading": (lambda x, w, b: (w * x).exp() / (b + 3.0), [(2, 3, 4), (3, 4), (4,)]),
+}
+
+
+@needs_numba
+@pytest.mark.parametrize("name", sorted(BROADCASTS))
+def test_chains_with_broadcast_operands_match_eager_and_gradcheck(name):
+    fn, shapes = BROADCASTS[name]
+    rng = np.random.default_rng(3)
+    args = [ember.tensor(rng.uniform(0.5, 1.5, s), requires_grad=True) for s in shapes]
+    compiled = ember.compile(fn)
+    compiled(*args)
+    (graph,) = compiled._compiled.graphs.values()
+    assert graph.chains and graph.chains[0].kernel.ndim is not None
+    expected = fn(*args)
+    got = compiled(*args)
+    np.testing.assert_allclose(got.detach().numpy(), expected.detach().numpy(), rtol=1e-13)
+    grads = ember.autograd.grad(expected.sum(), args)
+    got_grads = ember.autograd.grad(got.sum(), args)
+    for g, e in zip(got_grads, grads):
+        assert g.shape == e.shape
+        np.testing.assert_allclose(g.numpy(), e.numpy(), rtol=1e-12)
+    assert ember.autograd.gradcheck(compiled, tuple(args))
+
+
+@needs_numba
+def test_a_large_broadcast_chain_runs_in_parallel_in_float32():
+    fn, _ = BROADCASTS["bias"]
+    rng = np.random.default_rng(4)
+    args = [ember.tensor(rng.standard_normal(s).astype(np.float32), requires_grad=True)
+            for s in [(512, 256), (256,), (256,)]]
+    compiled = ember.compile(fn)
+    compiled(*args)
+    got, expected = compiled(*args), fn(*args)
+    np.testing.assert_allclose(got.detach().numpy(), expected.detach().numpy(), rtol=1e-5,
+                               atol=1e-6)
+    for g, e in zip(ember.autograd.grad(got.sum(), args),
+                    ember.autograd.grad(expected.sum(), args)):
+        np.testing.assert_allclose(g.numpy(), e.numpy(), rtol=1e-4, atol=1e-4)
+    (graph,) = compiled._compiled.graphs.values()
+    assert ("backward", True) in graph.chains[0].kernel._compiled
 
 
 def test_chain_source_is_built_from_the_table():

@@ -205,6 +205,72 @@ def test_grayscale_of_pil_images_is_pillows():
     assert three.mode == "RGB" and np.asarray(three)[0, 1].tolist() == [150] * 3
 
 
+# -- colour adjustments ------------------------------------------------------------------
+
+def torchvision_blend(torch, image, other, ratio):
+    """torchvision's tensor blend, written with PyTorch ops from its documented behaviour:
+    ``ratio * image + (1 - ratio) * other`` in float, clamped, truncated for integers."""
+    out = image.mul(ratio).add_(other, alpha=1.0 - ratio).clamp_(0, 255)
+    return out if image.is_floating_point() else out.to(image.dtype)
+
+
+def torchvision_gray(image):
+    r, g, b = image.unbind(dim=-3)
+    return r.mul(0.2989).add_(g, alpha=0.587).add_(b, alpha=0.114).unsqueeze(dim=-3)
+
+
+def test_color_adjustments_of_uint8_tensors_match_torchvision_arithmetic():
+    torch = pytest.importorskip("torch")
+    img = np.random.default_rng(10).integers(0, 256, (3, 32, 48), dtype=np.uint8)
+    theirs = torch.from_numpy(img)
+    ours = ember.from_numpy(img)
+    for factor in (0.0, 0.3, 0.5, 1.0, 1.7):
+        expected = theirs.mul(factor).clamp_(0, 255).to(torch.uint8)
+        np.testing.assert_array_equal(F.adjust_brightness(ours, factor).numpy(),
+                                      expected.numpy())
+        gray = torchvision_gray(theirs).floor_()
+        expected = torchvision_blend(torch, theirs, gray, factor)
+        np.testing.assert_array_equal(F.adjust_saturation(ours, factor).numpy(),
+                                      expected.numpy())
+        mean = torch.mean(gray, dim=(-3, -2, -1), keepdim=True)
+        expected = torchvision_blend(torch, theirs, mean, factor).numpy()
+        out = F.adjust_contrast(ours, factor).numpy()
+        # the mean is summed in another order: a level apart at most, rarely
+        assert np.abs(out.astype(int) - expected).max() <= 1
+        assert (out != expected).mean() < 0.01
+
+
+def test_color_adjustments_of_pil_images_are_pillows():
+    image_module = pil()
+    from PIL import ImageEnhance
+
+    arr = np.random.default_rng(11).integers(0, 256, (6, 7, 3), dtype=np.uint8)
+    img = image_module.fromarray(arr)
+    for fn, kind in ((F.adjust_brightness, "Brightness"), (F.adjust_contrast, "Contrast"),
+                     (F.adjust_saturation, "Color")):
+        out = fn(img, 0.6)
+        assert out.mode == "RGB"
+        np.testing.assert_array_equal(np.asarray(out),
+                                      np.asarray(getattr(ImageEnhance, kind)(img).enhance(0.6)))
+    shifted = F.adjust_hue(img, 0.25)
+    h, s, v = img.convert("HSV").split()
+    expected_h = (np.asarray(h).astype(int) + 63) % 256               # int(0.25 * 255) = 63
+    got_h, got_s, _ = (np.asarray(c) for c in shifted.convert("HSV").split())
+    assert shifted.mode == "RGB" and shifted.size == img.size
+    # back through RGB: the hue plane comes back within a few levels
+    assert np.abs(((got_h.astype(int) - expected_h + 128) % 256) - 128)[got_s > 64].max() <= 3
+    gray = image_module.fromarray(arr[:, :, 0])
+    assert F.adjust_hue(gray, 0.25) is gray
+
+
+def test_hue_of_uint8_tensors_scales_back_like_torchvision():
+    red = ember.from_numpy(np.array([[[255]], [[0]], [[0]]], np.uint8))
+    assert F.adjust_hue(red, 1 / 3).flatten().tolist() == [0, 255, 0]
+    half = ember.from_numpy(np.array([[[128]], [[0]], [[0]]], np.uint8))
+    # 128 / 255 * 255.999 = 128.5: truncated to 128 (rounding would give 129)
+    assert F.adjust_hue(half, 1 / 3).flatten().tolist() == [0, 128, 0]
+
+
 # -- FiveCrop and TenCrop ----------------------------------------------------------------
 
 A5 = np.arange(25, dtype=np.uint8).reshape(5, 5)

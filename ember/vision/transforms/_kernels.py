@@ -22,6 +22,11 @@ def max_value(dtype: np.dtype) -> float:
     return 1.0
 
 
+def is_float(dtype: np.dtype) -> bool:
+    """Whether images of this dtype hold floats (in [0, 1])."""
+    return np.issubdtype(dtype, np.floating)
+
+
 def cast_like(values: np.ndarray, dtype: np.dtype) -> np.ndarray:
     """`values` (float) back in `dtype`: rounded and clipped for integer types."""
     if dtype == np.bool_:
@@ -302,10 +307,19 @@ def grayscale(arr: np.ndarray) -> np.ndarray:
 
 
 def blend(arr: np.ndarray, other, factor: float) -> np.ndarray:
-    """``factor * arr + (1 - factor) * other``, clipped to the image's value range."""
-    values = working(arr)
-    out = factor * values + (1.0 - factor) * other
-    return cast_like(np.clip(out, 0, max_value(arr.dtype)), arr.dtype)
+    """``factor * arr + (1 - factor) * other``, clipped to the image's value range, as
+    torchvision computes it: float64 images in float64, others in float32 (the second
+    term added by a multiply-add rounded once, as PyTorch's fused kernel does), integer
+    images truncated back."""
+    bound = max_value(arr.dtype)
+    if arr.dtype == np.float64 or arr.dtype == np.bool_:
+        out = np.clip(factor * arr + (1.0 - factor) * np.asarray(other), 0, bound)
+        return cast_like(out, arr.dtype)
+    f32 = np.float32
+    out = arr.astype(f32) * f32(factor)
+    out = (out.astype(np.float64) + np.asarray(other, f32).astype(np.float64)
+           * float(f32(1.0 - factor))).astype(f32)
+    return np.clip(out, 0, bound).astype(arr.dtype)
 
 
 def rgb_to_hsv(rgb: np.ndarray) -> np.ndarray:

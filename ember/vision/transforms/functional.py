@@ -6,8 +6,10 @@ data sets' images and of ``numpy.asarray(pil_image)``) or a tensor ((..., C, H, 
 (B, C, H, W), in ``_kernels.py``; tensors on a GPU go through the host.  Transforms do not
 record gradients.
 
-Where torchvision hands PIL images to Pillow (resizing, grayscale) so does ember, so
-those numbers are Pillow's; elsewhere PIL images are processed by the same code as arrays.
+Where torchvision hands PIL images to Pillow (resizing, grayscale, colour adjustments)
+so does ember, so those numbers are Pillow's; elsewhere PIL images are processed by the
+same code as arrays.  Tensors and arrays follow torchvision's arithmetic (see
+docs/vision.md).
 Interpolation: nearest, nearest-exact, bilinear and (for resizing) bicubic; PIL images
 also resize with box, hamming and lanczos.
 """
@@ -491,21 +493,42 @@ def rgb_to_grayscale(img, num_output_channels: int = 1):
 to_grayscale = rgb_to_grayscale
 
 
+def _enhance(img, kind: str, factor: float):
+    """A PIL image through Pillow's ``ImageEnhance`` (what torchvision does with them)."""
+    from PIL import ImageEnhance
+
+    return getattr(ImageEnhance, kind)(img).enhance(factor)
+
+
 def adjust_brightness(img, brightness_factor: float):
     """Scale the intensities by `brightness_factor` (0 gives black, 1 the original)."""
     if brightness_factor < 0:
         raise ValueError(f"brightness_factor ({brightness_factor}) is not non-negative.")
+    if is_pil_image(img):
+        return _enhance(img, "Brightness", brightness_factor)
     arr, restore = _unpack(img)
     return restore(K.blend(arr, 0.0, brightness_factor))
+
+
+def _gray_for_blending(arr: np.ndarray) -> np.ndarray:
+    """The grayscale image contrast and saturation blend with (floored for integer
+    images, as torchvision does)."""
+    gray = K.grayscale(arr)
+    return gray if K.is_float(arr.dtype) else np.floor(gray)
 
 
 def adjust_contrast(img, contrast_factor: float):
     """Blend with the mean gray level: 0 gives a flat gray image, 1 the original."""
     if contrast_factor < 0:
         raise ValueError(f"contrast_factor ({contrast_factor}) is not non-negative.")
+    if is_pil_image(img):
+        return _enhance(img, "Contrast", contrast_factor)
     arr, restore = _unpack(img)
-    gray = K.grayscale(arr) if arr.shape[1] == 3 else K.working(arr)
-    mean = gray.mean(axis=(-3, -2, -1), keepdims=True)
+    if arr.shape[1] == 3:
+        gray = _gray_for_blending(arr)
+    else:
+        gray = arr if K.is_float(arr.dtype) else arr.astype(np.float32)
+    mean = gray.mean(axis=(-3, -2, -1), keepdims=True, dtype=gray.dtype)
     return restore(K.blend(arr, mean, contrast_factor))
 
 
@@ -513,17 +536,23 @@ def adjust_saturation(img, saturation_factor: float):
     """Blend with the grayscale image: 0 gives gray, 1 the original, 2 doubles saturation."""
     if saturation_factor < 0:
         raise ValueError(f"saturation_factor ({saturation_factor}) is not non-negative.")
+    if is_pil_image(img):
+        return _enhance(img, "Color", saturation_factor)
     arr, restore = _unpack(img)
     if arr.shape[1] == 1:
         return restore(arr.copy())
     _rgb(arr, "adjust_saturation")
-    return restore(K.blend(arr, K.grayscale(arr), saturation_factor))
+    return restore(K.blend(arr, _gray_for_blending(arr), saturation_factor))
 
 
 def adjust_hue(img, hue_factor: float):
-    """Shift the hue by `hue_factor` turns (in [-0.5, 0.5]) in HSV space."""
+    """Shift the hue by `hue_factor` turns (in [-0.5, 0.5]) in HSV space.  As in
+    torchvision: PIL images in Pillow's HSV (8-bit hue, wrapping around); others in
+    float, integer images scaled back by ``x * (max + 1 - 1e-3)`` truncated."""
     if not -0.5 <= hue_factor <= 0.5:
         raise ValueError(f"hue_factor ({hue_factor}) is not in [-0.5, 0.5].")
+    if is_pil_image(img):
+        return _pil_hue(img, hue_factor)
     arr, restore = _unpack(img)
     if arr.shape[1] == 1:
         return restore(arr.copy())
@@ -531,7 +560,22 @@ def adjust_hue(img, hue_factor: float):
     bound = K.max_value(arr.dtype)
     hsv = K.rgb_to_hsv(K.working(arr) / bound)
     hsv[:, 0] = (hsv[:, 0] + hue_factor) % 1.0
-    return restore(K.cast_like(K.hsv_to_rgb(hsv) * bound, arr.dtype))
+    rgb = K.hsv_to_rgb(hsv)
+    if K.is_float(arr.dtype):
+        return restore((rgb * bound).astype(arr.dtype))
+    # NOTE: max + 1 - 1e-3, truncated: 1.0 maps to max, and the levels spread evenly
+    return restore(np.clip(rgb * (bound + 1.0 - 1e-3), 0, bound).astype(arr.dtype))
+
+
+def _pil_hue(img, hue_factor: float):
+    if img.mode in ("L", "1", "I", "F"):
+        return img
+    image_module = pil_image("adjust_hue")
+    h, s, v = img.convert("HSV").split()
+    shift = int(hue_factor * 255) % 256  # the 8-bit hue wraps around
+    h = image_module.fromarray((np.asarray(h, dtype=np.uint8) + np.uint8(shift)).astype(
+        np.uint8), "L")
+    return image_module.merge("HSV", (h, s, v)).convert(img.mode)
 
 
 # -- filters --------------------------------------------------------------------------

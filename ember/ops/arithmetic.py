@@ -16,7 +16,7 @@ from .._core.function import Function, check_graph_leak
 from .._core.grad_mode import STATE
 from .._core.tensor import Tensor, _make
 from ._broadcast import broadcast_shapes
-from ._inplace import inplace_form
+from ._inplace import inplace_form, op_pair
 from .complex import times_conj
 from ._util import (
     cast, cpp_name, float_input, is_scalar, promote, result_type, write_out, xp_of,
@@ -566,23 +566,13 @@ class Abs(Function):
         return grad * x.sign()  # NOTE: sign(0) = 0, so abs'(0) = 0 as in PyTorch
 
 
-AbsInplace = inplace_form(Abs)
-
-
-def abs(input: Tensor) -> Tensor:  # noqa: A001 - PyTorch's name
-    """``|input|`` elementwise (the gradient at 0 is 0)."""
+def _check_abs(input: Tensor) -> None:
     if input.dtype is dtypes.bool:
         raise unsupported("abs_cpu", input.dtype)
-    return Abs.apply(input)
 
 
-def abs_(input: Tensor) -> Tensor:
-    """In-place ``abs``."""
-    if input.dtype is dtypes.bool:
-        raise unsupported("abs_cpu", input.dtype)
-    return AbsInplace.apply(input)
-
-
+abs, abs_ = op_pair(Abs, "abs", "``|input|`` elementwise (the gradient at 0 is 0).",  # noqa: A001
+                    check=_check_abs)
 absolute = abs
 absolute_ = abs_
 
@@ -601,25 +591,16 @@ class Reciprocal(Function):
         return times_conj(-grad, y * y)
 
 
-ReciprocalInplace = inplace_form(Reciprocal)
-
-
-def reciprocal(input: Tensor) -> Tensor:
-    """``1 / input`` elementwise (integer tensors give the default float dtype)."""
-    return Reciprocal.apply(float_input(input))
-
-
-def reciprocal_(input: Tensor) -> Tensor:
-    """In-place ``reciprocal`` (`input` must be floating point)."""
-    require_float_target("reciprocal_", input)
-    return ReciprocalInplace.apply(input)
-
-
 def require_float_target(op: str, target: Tensor) -> None:
     """In-place float functions can't write into integer tensors."""
     if _is_integral(target.dtype):
         raise RuntimeError(f"result type Float can't be cast to the desired output type "
                            f"{_short(target.dtype)}")
+
+
+reciprocal, reciprocal_ = op_pair(
+    Reciprocal, "reciprocal", "``1 / input`` elementwise (integer tensors give the default "
+    "float dtype).", prepare=float_input, check_=require_float_target)
 
 
 def _check_divisor(kernel: str, a, b) -> None:

@@ -31,7 +31,8 @@ def _masked_softmax(dense, present, axis, log=False):
 
 def test_t_and_transpose_swap_the_indices():
     s = _example()
-    for out in (s.t(), s.transpose(0, 1), s.transpose(-1, -2), s.swapaxes(0, 1)):
+    for out in (s.t(), s.transpose(0, 1), s.transpose(-1, -2), s.swapaxes(0, 1), ember.t(s),
+                ember.transpose(s, 0, 1)):
         assert out.is_sparse and out.shape == (3, 2)
         assert_close(out.to_dense(), DENSE.T)
     assert not s.coalesce().t().is_coalesced()  # swapped indices are no longer sorted

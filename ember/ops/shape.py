@@ -322,6 +322,8 @@ def permute(input: Tensor, *dims) -> Tensor:
 
 def transpose(input: Tensor, dim0: int, dim1: int) -> Tensor:
     """Swap two dimensions (a view)."""
+    if input.is_sparse:  # swaps two rows of the indices (ops/sparse_coo.py)
+        return input.transpose(dim0, dim1)
     ndim = input._data.ndim
     return Transpose.apply(input, wrap_dim(dim0, ndim, "transpose"),
                            wrap_dim(dim1, ndim, "transpose"))
@@ -332,6 +334,8 @@ swapaxes = swapdims = transpose
 
 def t(input: Tensor) -> Tensor:
     """Transpose a tensor of at most 2 dims (a 0-d or 1-d tensor is returned as it is)."""
+    if input.is_sparse:
+        return input.t()
     if input._data.ndim > 2:
         raise RuntimeError(
             f"t() expects a tensor with <= 2 dimensions, but self is {input._data.ndim}D")

@@ -274,8 +274,9 @@ def supports(*arrays) -> bool:
     """True when the kernels should take these arrays now: numba on, NumPy float32 or
     float64 arrays of one dtype and shape, large enough to gain (see `MIN_SIZE`)."""
     first = arrays[0]
-    return (native.enabled() and native.is_cpu_array(*arrays)
-            and first.dtype in (np.float32, np.float64) and first.size >= MIN_SIZE
+    # (cheapest tests first: every call of the ops asks, tiny tensors included)
+    return (type(first) is np.ndarray and first.size >= MIN_SIZE and first.dtype.char in "fd"
+            and native.is_cpu_array(*arrays) and native.enabled()
             and all(a.dtype == first.dtype and a.shape == first.shape for a in arrays))
 
 

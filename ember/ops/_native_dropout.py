@@ -20,8 +20,8 @@ from ._native_activation import MIN_SIZE
 def supports(x) -> bool:
     """True when the kernels should take `x` now: numba on, a C-contiguous NumPy float32
     or float64 array of at least `MIN_SIZE` elements."""
-    return (native.enabled() and native.is_cpu_array(x) and x.dtype in (np.float32, np.float64)
-            and x.size >= MIN_SIZE and x.flags.c_contiguous)
+    return (type(x) is np.ndarray and x.size >= MIN_SIZE and x.dtype.char in "fd"
+            and x.flags.c_contiguous and native.enabled())
 
 
 @native.kernel(parallel=True)

@@ -36,8 +36,8 @@ def supports(*arrays) -> bool:
     NumPy float32/float64 arrays of one dtype, the first with at least `MIN_SIZE`
     elements."""
     first = arrays[0]
-    return (native.enabled() and native.is_cpu_array(*arrays) and first.ndim == 2
-            and first.dtype in (np.float32, np.float64) and first.size >= MIN_SIZE
+    return (type(first) is np.ndarray and first.size >= MIN_SIZE and first.ndim == 2
+            and first.dtype.char in "fd" and native.is_cpu_array(*arrays) and native.enabled()
             and all(a.dtype == first.dtype and a.flags.c_contiguous for a in arrays))
 
 

@@ -72,15 +72,26 @@ class Function(Node, FunctionCtx):
     backward returns one gradient per forward argument (None for non-tensors or
     where none is needed; ``ctx.needs_input_grad`` tells which are).  Write it with
     ember ops and it can itself be differentiated (double backward).
+
+    As in PyTorch, the node (and ctx) of ``Square`` is an instance of a class named
+    ``SquareBackward``, made with the subclass (a subclass of it, with ``_forward_cls``
+    pointing back).
     """
 
     _pad_grads = False
     _needs_input_grad = ()
     _non_tensor_outputs = None
     _legacy_instance = False
+    _forward_cls = None  # on a node class: the Function it was made for
+    _node_cls = None  # on a Function: the class of its nodes
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
+        if "_forward_cls" in cls.__dict__:  # the node class made below
+            return
+        cls._node_cls = type(cls.__name__ + "Backward", (cls,), {
+            "_forward_cls": cls, "__module__": __name__,
+            "__qualname__": cls.__name__ + "Backward", "__slots__": ()})
         own = cls.__dict__.get("backward")
         if own is None:
             own = cls.__dict__.get("vjp")  # PyTorch accepts `vjp` as the name of backward
@@ -108,6 +119,8 @@ class Function(Node, FunctionCtx):
         return super().__call__(*args, **kwargs)
 
     def name(self) -> str:
+        if self._forward_cls is not None:
+            return type(self).__name__
         return type(self).__name__ + "Backward"
 
     # ctx API (beyond what Node provides) ---------------------------------
@@ -162,7 +175,7 @@ class Function(Node, FunctionCtx):
         uses_setup = cls.setup_context is not Function.setup_context
         if uses_setup:
             args, kwargs = _bind_defaults(cls.forward, args, kwargs)
-        ctx = object.__new__(cls)
+        ctx = object.__new__(cls._node_cls or cls)
         ctx._to_save = None
         needs = tuple(isinstance(a, Tensor) and a._requires_grad for a in args)
         ctx._needs_input_grad = needs

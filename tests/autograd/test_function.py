@@ -732,3 +732,75 @@ def test_custom_function_matches_torch():
         results.append([t.detach().numpy().copy() for t in (a, b, gx, gw, ggx)])
     for mine, theirs in zip(*results):
         np.testing.assert_allclose(mine, theirs, rtol=1e-12)
+
+
+# ---------------------------------------------------------------------------
+# the node class: <Name>Backward, as in PyTorch, also for views of the input
+
+def _node_names(lib):
+    class ViewOfInput(lib.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.kind = type(ctx).__name__
+            return x.view(-1)
+
+        @staticmethod
+        def backward(ctx, grad):
+            return grad.view(2, 2)
+
+    class Rows(lib.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x[0], x[1]
+
+        @staticmethod
+        def backward(ctx, g0, g1):
+            return lib.stack([g0, g1])
+
+    class Same(lib.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x
+
+        @staticmethod
+        def backward(ctx, grad):
+            return grad
+
+    class Double(lib.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, grad):
+            return grad * 2
+
+    class Sub(Double):
+        pass
+
+    x = lib.ones(2, 2, requires_grad=True)
+    names = []
+    for fn in (ViewOfInput, Rows, Same, Double, Sub):
+        out = fn.apply(x)
+        node = (out[1] if isinstance(out, tuple) else out).grad_fn
+        names.append((type(node).__name__, node.name(), node._forward_cls is fn))
+    v = ViewOfInput.apply(x)
+    v.sum().backward()
+    names.append((v.grad_fn.kind, x.grad.tolist()))
+    return names
+
+
+def test_custom_function_nodes_are_named_like_pytorch():
+    assert _node_names(ember) == [
+        ("ViewOfInputBackward", "ViewOfInputBackward", True),
+        ("RowsBackward", "RowsBackward", True),
+        ("SameBackward", "SameBackward", True),
+        ("DoubleBackward", "DoubleBackward", True),
+        ("SubBackward", "SubBackward", True),
+        ("ViewOfInputBackward", [[1.0, 1.0], [1.0, 1.0]]),
+    ]
+
+
+def test_custom_function_node_names_match_pytorch():
+    torch = pytest.importorskip("torch")
+    assert _node_names(ember) == _node_names(torch)

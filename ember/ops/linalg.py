@@ -251,6 +251,7 @@ def _matmul_name(na: int, nb: int) -> str:
     return "UnsafeViewBackward0"
 
 
+@with_out("matmul")
 def matmul(input: Tensor, other: Tensor) -> Tensor:
     """Matrix product with NumPy's rules: 1-D operands are vectors, leading dims broadcast.
 

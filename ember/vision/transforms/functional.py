@@ -493,8 +493,13 @@ def rgb_to_grayscale(img, num_output_channels: int = 1):
 to_grayscale = rgb_to_grayscale
 
 
-def _enhance(img, kind: str, factor: float):
-    """A PIL image through Pillow's ``ImageEnhance`` (what torchvision does with them)."""
+def _pil_enhanced(img, factor: float, name: str, kind: str):
+    """Check `factor` (named `name`); a PIL image enhanced by Pillow's ``ImageEnhance``
+    `kind` (what torchvision does with them), None for other images."""
+    if factor < 0:
+        raise ValueError(f"{name} ({factor}) is not non-negative.")
+    if not is_pil_image(img):
+        return None
     from PIL import ImageEnhance
 
     return getattr(ImageEnhance, kind)(img).enhance(factor)
@@ -502,10 +507,9 @@ def _enhance(img, kind: str, factor: float):
 
 def adjust_brightness(img, brightness_factor: float):
     """Scale the intensities by `brightness_factor` (0 gives black, 1 the original)."""
-    if brightness_factor < 0:
-        raise ValueError(f"brightness_factor ({brightness_factor}) is not non-negative.")
-    if is_pil_image(img):
-        return _enhance(img, "Brightness", brightness_factor)
+    enhanced = _pil_enhanced(img, brightness_factor, "brightness_factor", "Brightness")
+    if enhanced is not None:
+        return enhanced
     arr, restore = _unpack(img)
     return restore(K.blend(arr, 0.0, brightness_factor))
 
@@ -519,10 +523,9 @@ def _gray_for_blending(arr: np.ndarray) -> np.ndarray:
 
 def adjust_contrast(img, contrast_factor: float):
     """Blend with the mean gray level: 0 gives a flat gray image, 1 the original."""
-    if contrast_factor < 0:
-        raise ValueError(f"contrast_factor ({contrast_factor}) is not non-negative.")
-    if is_pil_image(img):
-        return _enhance(img, "Contrast", contrast_factor)
+    enhanced = _pil_enhanced(img, contrast_factor, "contrast_factor", "Contrast")
+    if enhanced is not None:
+        return enhanced
     arr, restore = _unpack(img)
     if arr.shape[1] == 3:
         gray = _gray_for_blending(arr)
@@ -534,10 +537,9 @@ def adjust_contrast(img, contrast_factor: float):
 
 def adjust_saturation(img, saturation_factor: float):
     """Blend with the grayscale image: 0 gives gray, 1 the original, 2 doubles saturation."""
-    if saturation_factor < 0:
-        raise ValueError(f"saturation_factor ({saturation_factor}) is not non-negative.")
-    if is_pil_image(img):
-        return _enhance(img, "Color", saturation_factor)
+    enhanced = _pil_enhanced(img, saturation_factor, "saturation_factor", "Color")
+    if enhanced is not None:
+        return enhanced
     arr, restore = _unpack(img)
     if arr.shape[1] == 1:
         return restore(arr.copy())

@@ -11,7 +11,8 @@ chains' generated backward kernels.  Later calls with the same signature replay 
 graph without running the Python code of ``forward``.
 
 Where a graph cannot stand for the code, the signature is marked eager and the model
-runs as written: keyword or non-tensor arguments that are not plain numbers, a
+runs as written: keyword or non-tensor arguments that are not plain numbers, module
+hooks, a
 tensor's values read on the host while tracing (``item()``, ``if t.sum() > 0``:
 control flow that a graph would freeze), an active profiler or autocast region, or a
 graph that fails to build.
@@ -25,6 +26,7 @@ from .._core.grad_mode import STATE
 from .._core.tensor import Tensor
 from ..jit._graph import ArrayOf, Graph, Literal, Node, Sequence
 from ..jit._script_module import _JitTracer, _record
+from ..nn.modules._hooks import any_hooks
 from ..onnx._trace import Source, flatten_tensors
 from ..ops import _native as native
 from .fusion import FusedElementwise, find_chains
@@ -142,6 +144,7 @@ def module_state(root) -> tuple:
     """(tensors, state) of a module: its parameters and buffers in a fixed order (what a
     replay reads), and what a graph depends on: which modules, in which order, their
     ``training`` flags, and each tensor's array type, shape, dtype and requires_grad.
+    (None, None) when a module has hooks (or global module hooks are set).
 
     A plain walk of the ``_modules`` dicts: ``named_parameters()`` builds every name
     anew, which costs more than a small model's replay.
@@ -149,6 +152,8 @@ def module_state(root) -> tuple:
     modules = [root]
     for m in modules:  # (the list grows as it is walked: breadth first)
         modules.extend(c for c in m._modules.values() if c is not None)
+    if any(any_hooks(m) for m in modules):
+        return None, None  # (hooks are Python code that a replay would skip)
     tensors = [t for m in modules for t in m._parameters.values() if t is not None]
     tensors += [t for m in modules for t in m._buffers.values() if t is not None]
     state = (tuple((id(m), m.training) for m in modules),

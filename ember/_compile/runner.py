@@ -37,6 +37,8 @@ class CompiledFunction:
         if reason is not None:
             return self._eager(reason, args, kwargs)
         tensors, state = ([], ()) if self.module is None else program.module_state(self.module)
+        if tensors is None:
+            return self._eager("a module has hooks", args, kwargs)
         key = program.signature(args, state)
         if key is None:
             return self._eager("an argument is neither a tensor nor a number", args, kwargs)

@@ -123,6 +123,21 @@ def test_keyword_arguments_objects_and_observers_run_eagerly():
                for e in prof.key_averages())
 
 
+def test_module_hooks_run_eagerly():
+    model = nn.Sequential(nn.Linear(3, 3), nn.ReLU())
+    compiled = ember.compile(model)
+    x = ember.randn(2, 3)
+    compiled(x)
+    compiled(x)
+    calls = []
+    handle = model[1].register_forward_hook(lambda m, i, o: calls.append(o.shape))
+    compiled(x)
+    assert calls == [(2, 3)]
+    handle.remove()
+    compiled(x)
+    assert calls == [(2, 3)] and len(_graphs(compiled)) == 1
+
+
 def test_in_place_writes_into_a_tensor_made_inside_the_call_run_eagerly():
     def fn(x):
         buf = ember.zeros(3)

@@ -22,9 +22,12 @@ are the one-step case.
 
 from __future__ import annotations
 
+import numpy as np
+
 from .._core.function import Function
 from .._core.grad_mode import STATE
 from .._core.tensor import Tensor, _make
+from . import _native_rnn
 from ._util import xp_of
 from .._core.engine import grad as autograd_grad
 from .joining import cat
@@ -112,9 +115,15 @@ class LSTMSequence(_SequenceFunction):
         w_rec = xp.ascontiguousarray(w_hh)
         w_hr_t = None if w_hr is None else xp.ascontiguousarray(w_hr.T)
         two, three = 2 * hidden, 3 * hidden
+        fused = w_hr is None and _native_rnn.supports(xw, h, c, w_rec)
         for s, bs in _steps(batch_sizes, reverse):
             e = s + bs
             hp, cp, tmp = h[:bs], c[:bs], scratch[:bs]
+            if fused:  # the gate math of the lines below, in one native pass
+                _native_rnn.lstm_forward_step(xw[s:e], xp.matmul(w_rec, hp.T), hp, cp,
+                                              gates[s:e], h_prev[s:e], c_prev[s:e],
+                                              tanh_c[s:e], out[s:e])
+                continue
             h_prev[s:e] = hp
             c_prev[s:e] = cp
             g = gates[s:e]
@@ -149,6 +158,8 @@ class LSTMSequence(_SequenceFunction):
                                        (gout, ghn, gcn), batch_sizes=ctx.batch_sizes,
                                        reverse=ctx.reverse)
         gates, tanh_c, c_prev, h_prev, h_raw = ctx.arrays
+        if w_hr is None and _native_rnn.supports(gates, gout._data, ghn._data, gcn._data):
+            return _lstm_backward_fused(ctx, gout._data, ghn._data, gcn._data, w_hh._data)
         xp = xp_of(gates)
         n, hidden = c_prev.shape
         two, three = 2 * hidden, 3 * hidden
@@ -186,6 +197,22 @@ class LSTMSequence(_SequenceFunction):
         gw_hr = _make(dh_out.T @ h_raw) if whr is not None and need[4] else None
         return (_make(dgates), _make(dh_next) if need[1] else None,
                 _make(dc_next) if need[2] else None, gw_hh, gw_hr)
+
+
+def _lstm_backward_fused(ctx, gout, ghn, gcn, whh):
+    """`LSTMSequence.backward` without projection, each step's gate math one native pass."""
+    gates, tanh_c, c_prev, h_prev, _ = ctx.arrays
+    dgates = np.empty_like(gates)
+    dh_next, dc_next = ghn.copy(), gcn.copy()
+    for s, bs in reversed(_steps(ctx.batch_sizes, ctx.reverse)):
+        e = s + bs
+        _native_rnn.lstm_backward_step(gout[s:e], dh_next[:bs], dc_next[:bs], gates[s:e],
+                                       tanh_c[s:e], c_prev[s:e], dgates[s:e])
+        np.matmul(dgates[s:e], whh, out=dh_next[:bs])
+    need = ctx.needs_input_grad
+    return (_make(dgates), _make(dh_next) if need[1] else None,
+            _make(dc_next) if need[2] else None, _make(dgates.T @ h_prev) if need[3] else None,
+            None)
 
 
 def lstm_composite(xw, h0, c0, w_hh, w_hr=None, batch_sizes=(), reverse=False):

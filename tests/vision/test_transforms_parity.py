@@ -271,6 +271,66 @@ def test_hue_of_uint8_tensors_scales_back_like_torchvision():
     assert F.adjust_hue(half, 1 / 3).flatten().tolist() == [0, 128, 0]
 
 
+# -- rotate and affine of PIL images ---------------------------------------------------
+
+def torchvision_inverse_affine(center, angle, translate, scale, shear):
+    """The inverse map torchvision hands to Pillow, from its documented formula: rotation
+    R(angle), shears (sx, sy) and scale about `center`, then the translation."""
+    rot, sx, sy = (math.radians(v) for v in (angle, *shear))
+    cx, cy = center
+    tx, ty = translate
+    a = math.cos(rot - sy) / math.cos(sy)
+    b = -math.cos(rot - sy) * math.tan(sx) / math.cos(sy) - math.sin(rot)
+    c = math.sin(rot - sy) / math.cos(sy)
+    d = -math.sin(rot - sy) * math.tan(sx) / math.cos(sy) + math.cos(rot)
+    m = [v / scale for v in (d, -b, 0.0, -c, a, 0.0)]
+    m[2] += m[0] * (-cx - tx) + m[1] * (-cy - ty) + cx
+    m[5] += m[3] * (-cx - tx) + m[4] * (-cy - ty) + cy
+    return m
+
+
+def test_pil_affine_is_pillows_transform_with_torchvisions_matrix():
+    image_module = pil()
+    arr = np.random.default_rng(12).integers(0, 256, (21, 30, 3), dtype=np.uint8)
+    img = image_module.fromarray(arr)
+    method = getattr(image_module, "Transform", image_module).AFFINE
+    for angle, translate, scale, shear, center in ((30, [3, -2], 1.1, [10, 5], None),
+                                                   (-45, [0, 0], 0.8, [0, 0], [10, 15]),
+                                                   (12, [1, 4], 1.0, [-7, 0], None)):
+        ours = F.affine(img, angle, translate, scale, shear, interpolation="bilinear",
+                        fill=[1, 2, 3], center=center)
+        matrix = torchvision_inverse_affine(center or (15.0, 10.5), angle, translate, scale,
+                                            shear)
+        theirs = img.transform(img.size, method, matrix, 2, fillcolor=(1, 2, 3))
+        assert np.abs(np.asarray(ours).astype(int) - np.asarray(theirs)).max() <= 1
+
+
+def test_pil_rotate_is_pillows_and_agrees_with_the_tensor_path():
+    image_module = pil()
+    img = np.zeros((40, 50), np.uint8)
+    img[5, 8] = img[30, 40] = 255
+    pim = image_module.fromarray(img)
+    for kwargs in ({"angle": 90, "center": [20, 12]}, {"angle": 180, "center": [20, 12]},
+                   {"angle": 20, "expand": True}, {"angle": 135, "expand": True},
+                   {"angle": 33, "fill": 7}):
+        ours = F.rotate(pim, **kwargs)
+        pil_kwargs = {k: tuple(v) if k == "center" else v for k, v in kwargs.items()
+                      if k != "fill"}
+        theirs = pim.rotate(resample=0, fillcolor=kwargs.get("fill", 0), **pil_kwargs)
+        np.testing.assert_array_equal(np.asarray(ours), np.asarray(theirs))
+        # the same conventions (centre, direction, expansion) as the array path
+        tensor_path = F.rotate(img, **kwargs)
+        assert tensor_path.shape == np.asarray(ours).shape
+        assert (np.argwhere(tensor_path == 255).tolist()
+                == np.argwhere(np.asarray(ours) == 255).tolist())
+    rgb = image_module.fromarray(np.zeros((4, 4, 3), np.uint8))
+    assert np.asarray(F.rotate(rgb, 45, fill=[9]))[0, 0].tolist() == [9, 9, 9]
+    with pytest.raises(ValueError, match="number of elements in 'fill'"):
+        F.rotate(rgb, 45, fill=[1, 2])
+    with pytest.raises(ValueError, match="nearest, bilinear and bicubic"):
+        F.rotate(rgb, 45, interpolation=T.InterpolationMode.LANCZOS)
+
+
 # -- FiveCrop and TenCrop ----------------------------------------------------------------
 
 A5 = np.arange(25, dtype=np.uint8).reshape(5, 5)

@@ -6,9 +6,9 @@ data sets' images and of ``numpy.asarray(pil_image)``) or a tensor ((..., C, H, 
 (B, C, H, W), in ``_kernels.py``; tensors on a GPU go through the host.  Transforms do not
 record gradients.
 
-Where torchvision hands PIL images to Pillow (resizing, grayscale, colour adjustments)
-so does ember, so those numbers are Pillow's; elsewhere PIL images are processed by the
-same code as arrays.  Tensors and arrays follow torchvision's arithmetic (see
+Where torchvision hands PIL images to Pillow (resizing, grayscale, colour adjustments,
+rotate, affine) so does ember, so those numbers are Pillow's; elsewhere PIL images are
+processed by the same code as arrays.  Tensors and arrays follow torchvision's arithmetic (see
 docs/vision.md).
 Interpolation: nearest, nearest-exact, bilinear and (for resizing) bicubic; PIL images
 also resize with box, hamming and lanczos.
@@ -433,7 +433,8 @@ def affine(img, angle: float, translate, scale: float, shear,
            interpolation=InterpolationMode.NEAREST, fill=None, center=None):
     """Rotate by `angle` degrees clockwise, scale, shear (degrees, clockwise; one number
     or (x, y)) and then translate (pixels), keeping `center` (default: the image centre)
-    fixed.  Uncovered pixels get `fill` (default 0)."""
+    fixed.  Uncovered pixels get `fill` (default 0).  PIL images go through Pillow
+    (``Image.transform``), as in torchvision."""
     if not isinstance(translate, (list, tuple)) or len(translate) != 2:
         raise ValueError("Argument translate should be a sequence of length 2")
     if scale <= 0.0:
@@ -441,6 +442,9 @@ def affine(img, angle: float, translate, scale: float, shear,
     if isinstance(shear, numbers.Number):
         shear = [shear, 0.0]
     shear = list(shear) + [0.0] * (2 - len(shear))
+    if is_pil_image(img):
+        return _pil_affine(img, float(angle), translate, float(scale), shear,
+                           interpolation, fill, center)
     arr, restore = _unpack(img)
     h, w = arr.shape[-2:]
     matrix = K.affine_matrix(float(angle), [float(t) for t in translate], float(scale),
@@ -448,11 +452,56 @@ def affine(img, angle: float, translate, scale: float, shear,
     return restore(K.warp(arr, matrix, (h, w), _mode(interpolation), _check_fill(fill)))
 
 
+def _pil_affine(img, angle, translate, scale, shear, interpolation, fill, center):
+    """Pillow's ``Image.transform`` with the inverse of the same map, in Pillow's pixel
+    coordinates (what torchvision does with PIL images)."""
+    image_module = pil_image("affine")
+    w, h = img.size
+    forward = K.affine_matrix(angle, [float(t) for t in translate], scale,
+                              [float(s) for s in shear], _center_offset(center, h, w))
+    to_corner = np.array([[1.0, 0.0, w * 0.5], [0.0, 1.0, h * 0.5], [0.0, 0.0, 1.0]])
+    absolute = to_corner @ forward @ np.linalg.inv(to_corner)
+    inverse = np.linalg.inv(absolute)[:2].ravel().tolist()
+    method = getattr(image_module, "Transform", image_module).AFFINE
+    return img.transform(img.size, method, inverse, _pil_resample(interpolation),
+                         fillcolor=_pil_fill(fill, img))
+
+
+def _pil_resample(interpolation) -> int:
+    mode = _interpolation(interpolation)
+    if mode not in (InterpolationMode.NEAREST, InterpolationMode.BILINEAR,
+                    InterpolationMode.BICUBIC):
+        raise ValueError(f"rotation and affine transforms of PIL images support nearest, "
+                         f"bilinear and bicubic interpolation, got {mode.value!r}")
+    return _PIL_RESAMPLE[mode]
+
+
+def _pil_fill(fill, img):
+    """`fill` as Pillow's fillcolor for `img`: one value per band, ints unless mode F."""
+    bands = len(img.getbands())
+    fill = 0 if _check_fill(fill) is None else fill
+    if isinstance(fill, (list, tuple)):
+        if len(fill) == 1:
+            fill = list(fill) * bands
+        elif len(fill) != bands:
+            raise ValueError(f"The number of elements in 'fill' ({len(fill)}) does not match "
+                             f"the number of bands of the image ({bands})")
+    elif bands > 1:
+        fill = [fill] * bands
+    convert = float if img.mode == "F" else int
+    return tuple(convert(v) for v in fill) if isinstance(fill, list | tuple) else convert(fill)
+
+
 def rotate(img, angle: float, interpolation=InterpolationMode.NEAREST, expand: bool = False,
            center=None, fill=None):
     """Rotate by `angle` degrees counter-clockwise about `center` (default: the image
     centre).  `expand` enlarges the output to hold the whole rotated image (about the
-    image centre).  Uncovered pixels get `fill` (default 0)."""
+    image centre).  Uncovered pixels get `fill` (default 0).  PIL images are rotated by
+    Pillow (``Image.rotate``), as torchvision does."""
+    if is_pil_image(img):
+        return img.rotate(float(angle), _pil_resample(interpolation), expand,
+                          None if center is None else tuple(center),
+                          fillcolor=_pil_fill(fill, img))
     arr, restore = _unpack(img)
     h, w = arr.shape[-2:]
     offset = (0.0, 0.0) if expand else _center_offset(center, h, w)

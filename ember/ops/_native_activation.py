@@ -89,8 +89,7 @@ def _exp32(v):
     inf where float32 underflows and overflows, nan for nan.
     """
     v = min(max(v, _EXP_LO), _EXP_HI)
-    n = math.floor(v * _LOG2E + _HALF)
-    fn = _f32(n)
+    fn = np.floor(v * _LOG2E + _HALF)  # (np.floor stays float32; math.floor gives int64)
     r = v - fn * _LN2_HI - fn * _LN2_LO
     p = _E7 * r + _E6
     p = p * r + _E5
@@ -101,9 +100,10 @@ def _exp32(v):
     p = p * r + _ONE
     # 2**n from its exponent bits, in two halves: n runs from -150 to 129, beyond the
     # exponents of normal float32s
-    half = np.int32(n) >> 1
+    n = np.int32(fn)
+    half = n >> 1
     scale = _float32_from_bits((half + np.int32(127)) << np.int32(23))
-    rest = _float32_from_bits((np.int32(n) - half + np.int32(127)) << np.int32(23))
+    rest = _float32_from_bits((n - half + np.int32(127)) << np.int32(23))
     return p * scale * rest
 
 

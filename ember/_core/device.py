@@ -41,11 +41,8 @@ class device:  # noqa: N801 - PyTorch's name
         return self.type if self.index is None else f"{self.type}:{self.index}"
 
     def __eq__(self, other) -> bool:
-        if isinstance(other, str):
-            try:
-                other = device(other)
-            except (RuntimeError, ValueError):
-                return False
+        # NOTE: a device equals only a device, as in PyTorch: ``device("cpu") == "cpu"`` is
+        # False (compare ``dev.type == "cpu"`` instead).
         if not isinstance(other, device):
             return NotImplemented
         return self.type == other.type and self.index == other.index

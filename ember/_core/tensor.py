@@ -18,6 +18,7 @@ import numpy as np
 
 from . import dtype as dtypes
 from .backend import device_of
+from .device import to_device
 from .grad_mode import MODES
 
 
@@ -95,7 +96,10 @@ class Tensor:
 
     def __init__(self, *args, device=None, dtype=None):
         # Legacy constructor: Tensor(2, 3) is uninitialized, Tensor([1, 2]) copies data.
-        # Both give the default float dtype, as in PyTorch.
+        # Both give the default float dtype, as in PyTorch, on the CPU only.
+        if device is not None and to_device(device).type != "cpu":
+            raise RuntimeError("legacy constructor expects device type: cpu but device type: "
+                               f"{to_device(device).type} was passed")
         default = dtypes.get_default_dtype() if dtype is None else dtypes.to_dtype(dtype)
         if len(args) == 1 and not isinstance(args[0], int):
             data = np.array(args[0].numpy() if isinstance(args[0], Tensor) else args[0],

@@ -25,6 +25,7 @@ from ..._core import dtype as dtypes
 from ..._core.tensor import Tensor, _make
 from .._pil import is_pil_image, pil_image
 from . import _kernels as K
+from . import _pil_ops as P
 
 
 class InterpolationMode(Enum):
@@ -442,29 +443,13 @@ def affine(img, angle: float, translate, scale: float, shear,
     if isinstance(shear, numbers.Number):
         shear = [shear, 0.0]
     shear = list(shear) + [0.0] * (2 - len(shear))
-    if is_pil_image(img):
-        return _pil_affine(img, float(angle), translate, float(scale), shear,
-                           interpolation, fill, center)
-    arr, restore = _unpack(img)
-    h, w = arr.shape[-2:]
+    w, h = img.size if is_pil_image(img) else get_image_size(img)
     matrix = K.affine_matrix(float(angle), [float(t) for t in translate], float(scale),
                              [float(s) for s in shear], _center_offset(center, h, w))
+    if is_pil_image(img):
+        return P.affine(img, matrix, _pil_resample(interpolation), _check_fill(fill))
+    arr, restore = _unpack(img)
     return restore(K.warp(arr, matrix, (h, w), _mode(interpolation), _check_fill(fill)))
-
-
-def _pil_affine(img, angle, translate, scale, shear, interpolation, fill, center):
-    """Pillow's ``Image.transform`` with the inverse of the same map, in Pillow's pixel
-    coordinates (what torchvision does with PIL images)."""
-    image_module = pil_image("affine")
-    w, h = img.size
-    forward = K.affine_matrix(angle, [float(t) for t in translate], scale,
-                              [float(s) for s in shear], _center_offset(center, h, w))
-    to_corner = np.array([[1.0, 0.0, w * 0.5], [0.0, 1.0, h * 0.5], [0.0, 0.0, 1.0]])
-    absolute = to_corner @ forward @ np.linalg.inv(to_corner)
-    inverse = np.linalg.inv(absolute)[:2].ravel().tolist()
-    method = getattr(image_module, "Transform", image_module).AFFINE
-    return img.transform(img.size, method, inverse, _pil_resample(interpolation),
-                         fillcolor=_pil_fill(fill, img))
 
 
 def _pil_resample(interpolation) -> int:
@@ -476,22 +461,6 @@ def _pil_resample(interpolation) -> int:
     return _PIL_RESAMPLE[mode]
 
 
-def _pil_fill(fill, img):
-    """`fill` as Pillow's fillcolor for `img`: one value per band, ints unless mode F."""
-    bands = len(img.getbands())
-    fill = 0 if _check_fill(fill) is None else fill
-    if isinstance(fill, (list, tuple)):
-        if len(fill) == 1:
-            fill = list(fill) * bands
-        elif len(fill) != bands:
-            raise ValueError(f"The number of elements in 'fill' ({len(fill)}) does not match "
-                             f"the number of bands of the image ({bands})")
-    elif bands > 1:
-        fill = [fill] * bands
-    convert = float if img.mode == "F" else int
-    return tuple(convert(v) for v in fill) if isinstance(fill, list | tuple) else convert(fill)
-
-
 def rotate(img, angle: float, interpolation=InterpolationMode.NEAREST, expand: bool = False,
            center=None, fill=None):
     """Rotate by `angle` degrees counter-clockwise about `center` (default: the image
@@ -499,9 +468,8 @@ def rotate(img, angle: float, interpolation=InterpolationMode.NEAREST, expand: b
     image centre).  Uncovered pixels get `fill` (default 0).  PIL images are rotated by
     Pillow (``Image.rotate``), as torchvision does."""
     if is_pil_image(img):
-        return img.rotate(float(angle), _pil_resample(interpolation), expand,
-                          None if center is None else tuple(center),
-                          fillcolor=_pil_fill(fill, img))
+        return P.rotate(img, float(angle), _pil_resample(interpolation), expand, center,
+                        _check_fill(fill))
     arr, restore = _unpack(img)
     h, w = arr.shape[-2:]
     offset = (0.0, 0.0) if expand else _center_offset(center, h, w)
@@ -543,15 +511,10 @@ to_grayscale = rgb_to_grayscale
 
 
 def _pil_enhanced(img, factor: float, name: str, kind: str):
-    """Check `factor` (named `name`); a PIL image enhanced by Pillow's ``ImageEnhance``
-    `kind` (what torchvision does with them), None for other images."""
+    """Check `factor` (named `name`); a PIL image enhanced by Pillow, None for others."""
     if factor < 0:
         raise ValueError(f"{name} ({factor}) is not non-negative.")
-    if not is_pil_image(img):
-        return None
-    from PIL import ImageEnhance
-
-    return getattr(ImageEnhance, kind)(img).enhance(factor)
+    return P.enhance(img, kind, factor) if is_pil_image(img) else None
 
 
 def adjust_brightness(img, brightness_factor: float):
@@ -603,7 +566,7 @@ def adjust_hue(img, hue_factor: float):
     if not -0.5 <= hue_factor <= 0.5:
         raise ValueError(f"hue_factor ({hue_factor}) is not in [-0.5, 0.5].")
     if is_pil_image(img):
-        return _pil_hue(img, hue_factor)
+        return P.adjust_hue(img, hue_factor)
     arr, restore = _unpack(img)
     if arr.shape[1] == 1:
         return restore(arr.copy())
@@ -616,17 +579,6 @@ def adjust_hue(img, hue_factor: float):
         return restore((rgb * bound).astype(arr.dtype))
     # NOTE: max + 1 - 1e-3, truncated: 1.0 maps to max, and the levels spread evenly
     return restore(np.clip(rgb * (bound + 1.0 - 1e-3), 0, bound).astype(arr.dtype))
-
-
-def _pil_hue(img, hue_factor: float):
-    if img.mode in ("L", "1", "I", "F"):
-        return img
-    image_module = pil_image("adjust_hue")
-    h, s, v = img.convert("HSV").split()
-    shift = int(hue_factor * 255) % 256  # the 8-bit hue wraps around
-    h = image_module.fromarray((np.asarray(h, dtype=np.uint8) + np.uint8(shift)).astype(
-        np.uint8), "L")
-    return image_module.merge("HSV", (h, s, v)).convert(img.mode)
 
 
 # -- filters --------------------------------------------------------------------------

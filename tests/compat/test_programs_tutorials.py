@@ -240,8 +240,9 @@ def test_basics_optimization_loop_learns():
 
 
 def test_basics_optimization_loop_matches_pytorch():
+    torch = pytorch()
     ours = optimization_loop(ember)
-    theirs = optimization_loop(pytorch(), ours["state"])
+    theirs = optimization_loop(torch, ours["state"])
     assert_same_run(ours, theirs, rtol=1e-4)
 
 
@@ -410,8 +411,9 @@ def test_nn_really_learns():
 
 
 def test_nn_really_matches_pytorch():
+    torch = pytorch()
     ours = nn_really(ember)
-    theirs = nn_really(pytorch(), ours["state"])
+    theirs = nn_really(torch, ours["state"])
     assert_same_run(ours, theirs, rtol=2e-4, atol=1e-5)
 
 
@@ -564,8 +566,9 @@ def test_fit_sin_every_variant_learns():
 
 
 def test_fit_sin_matches_pytorch():
+    torch = pytorch()
     ours = fit_sin(ember)
-    theirs = fit_sin(pytorch(), ours["state"])
+    theirs = fit_sin(torch, ours["state"])
     assert_same_run(ours, theirs, rtol=1e-3, atol=1e-5)
 
 

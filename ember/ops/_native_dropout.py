@@ -14,7 +14,10 @@ from __future__ import annotations
 import numpy as np
 
 from . import _native as native
-from ._native_activation import MIN_SIZE
+from ._native_activation import run
+
+# Below this many elements the NumPy path is as fast: drawing the words dominates both.
+MIN_SIZE = 1 << 14
 
 
 def supports(x) -> bool:
@@ -49,7 +52,8 @@ def dropout(x: np.ndarray, words: np.ndarray, keep_probability: float) -> tuple:
     out = np.empty_like(flat)
     keep = np.empty(flat.size, np.bool_)
     scale = x.dtype.type(1.0) / x.dtype.type(keep_probability)
-    _dropout_kernel(flat, words, np.int64(keep_probability * 2.0 ** 32), scale, out, keep)
+    run(_dropout_kernel, flat.size, flat, words, np.int64(keep_probability * 2.0 ** 32), scale,
+        out, keep)
     return out.reshape(x.shape), keep.reshape(x.shape)
 
 
@@ -57,5 +61,5 @@ def dropout_backward(grad: np.ndarray, keep: np.ndarray, scale) -> np.ndarray:
     """``grad * scale`` where `keep`, else 0 (C-contiguous arrays of one shape)."""
     flat = np.ascontiguousarray(grad).reshape(-1)
     out = np.empty_like(flat)
-    _dropout_backward_kernel(flat, keep.reshape(-1), flat.dtype.type(scale), out)
+    run(_dropout_backward_kernel, flat.size, flat, keep.reshape(-1), flat.dtype.type(scale), out)
     return out.reshape(grad.shape)

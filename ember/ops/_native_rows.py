@@ -19,7 +19,7 @@ import math
 import numpy as np
 
 from . import _native as native
-from ._native_activation import _exp32
+from ._native_activation import _exp32, run
 
 # Fewer elements than this stay on the NumPy path (a parallel call costs ~5-10 us).
 MIN_SIZE = 1 << 13
@@ -107,7 +107,7 @@ def softmax(x: np.ndarray, log: bool) -> np.ndarray:
     holding nan or +inf comes out nan, as with NumPy.
     """
     out = np.empty_like(x)
-    _softmax_kernel(x, out, log)
+    run(_softmax_kernel, x.size, x, out, log)
     return out
 
 
@@ -115,7 +115,7 @@ def softmax_backward(g: np.ndarray, y: np.ndarray, log: bool) -> np.ndarray:
     """The first-order gradient of `softmax` from its output `y` (log-probabilities when
     `log`) and the incoming gradient `g` (both `supports` arrays of one shape)."""
     out = np.empty_like(y)
-    _softmax_backward_kernel(g, y, out, log)
+    run(_softmax_backward_kernel, y.size, g, y, out, log)
     return out
 
 
@@ -184,8 +184,8 @@ def layer_norm(x: np.ndarray, eps: float, weight, bias) -> tuple:
     out = np.empty_like(x) if affine else y
     mean = np.empty((rows, 1), x.dtype)
     rstd = np.empty((rows, 1), x.dtype)
-    _layer_norm_kernel(x, x.dtype.type(1.0 / n), x.dtype.type(eps), w, b, affine, y, out,
-                       mean.reshape(-1), rstd.reshape(-1))
+    run(_layer_norm_kernel, x.size, x, x.dtype.type(1.0 / n), x.dtype.type(eps), w, b, affine,
+        y, out, mean.reshape(-1), rstd.reshape(-1))
     return y, (out if affine else None), mean, rstd
 
 
@@ -200,8 +200,8 @@ def layer_norm_backward(g, y, rstd, weight, need_x: bool, need_w: bool,
     gw_parts = np.zeros((blocks, n), y.dtype)
     gb_parts = np.zeros((blocks, n), y.dtype)
     gx = np.empty_like(y) if need_x else y[:1]  # (unused when not needed)
-    _layer_norm_backward_kernel(g, y, y.dtype.type(1.0 / n), rstd.reshape(-1), w, need_x, gx,
-                                gw_parts, gb_parts)
+    run(_layer_norm_backward_kernel, y.size, g, y, y.dtype.type(1.0 / n), rstd.reshape(-1), w,
+        need_x, gx, gw_parts, gb_parts)
     return (gx if need_x else None, gw_parts.sum(axis=0) if need_w else None,
             gb_parts.sum(axis=0) if need_b else None)
 
@@ -253,7 +253,7 @@ def cross_entropy(x, target, coef_t, coef_u, weight) -> tuple:
     weights; all of x's dtype."""
     loss = np.empty(x.shape[0], x.dtype)
     logz = np.empty(x.shape[0], x.dtype)
-    _cross_entropy_kernel(x, target, coef_t, coef_u, weight, loss, logz)
+    run(_cross_entropy_kernel, x.size, x, target, coef_t, coef_u, weight, loss, logz)
     return loss, logz
 
 
@@ -261,6 +261,6 @@ def cross_entropy_backward(g, x, logz, target, coef_t, coef_u, weight) -> np.nda
     """``g * (a * softmax(x) - q)`` per row: the gradient of `cross_entropy` for the
     per-sample gradient `g` (N,), with q the weighted target distribution and a its sum."""
     out = np.empty_like(x)
-    _cross_entropy_backward_kernel(g, x, logz, target, coef_t, coef_u, weight,
-                                   x.dtype.type(weight.sum()), out)
+    run(_cross_entropy_backward_kernel, x.size, g, x, logz, target, coef_t, coef_u, weight,
+        x.dtype.type(weight.sum()), out)
     return out

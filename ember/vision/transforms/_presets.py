@@ -16,7 +16,7 @@ class ImageClassification(Module):
     floats in [0, 1] and normalize with `mean` and `std` (ImageNet's by default).
 
     Takes a PIL image, a uint8 NumPy (H, W, C) image or a (..., C, H, W) tensor and returns
-    a float tensor.  Resizing does not antialias (see ``transforms.functional``).
+    a float tensor.  Resizing antialiases unless `antialias` is False, as torchvision's.
     """
 
     def __init__(self, *, crop_size: int, resize_size: int = 256,
@@ -34,7 +34,7 @@ class ImageClassification(Module):
                                              else img[None]))
         elif not isinstance(img, Tensor):
             img = F.pil_to_tensor(img)
-        img = F.resize(img, self.resize_size, self.interpolation)
+        img = F.resize(img, self.resize_size, self.interpolation, antialias=self.antialias)
         img = F.center_crop(img, self.crop_size)
         if not img.is_floating_point():
             img = F.convert_image_dtype(img)

@@ -199,8 +199,14 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
             for (child, nr), g in zip(node._edges, in_grads):
                 if child is None:
                     continue
-                if g is not None:
-                    _add_to_buffer(buffers, owned, child, nr, g)
+                if g is not None:  # _add_to_buffer, with the usual case (a first gradient) inline
+                    slots = buffers.get(child)
+                    if slots is None:
+                        slots = buffers[child] = _new_slots(child, nr)
+                    if slots[nr] is None:
+                        slots[nr] = g
+                    else:
+                        _sum_into(slots, owned, child, nr, g)
                 left = deps[child] - 1
                 deps[child] = left
                 if left == 0:
@@ -241,13 +247,24 @@ def _add_to_buffer(buffers: dict, owned: set, node: Node, nr: int, g: Tensor,
     """
     slots = buffers.get(node)
     if slots is None:
-        slots = buffers[node] = [None] * max(len(node._out_meta), nr + 1)
-    old = slots[nr]
-    if old is None:
+        slots = buffers[node] = _new_slots(node, nr)
+    if slots[nr] is None:
         slots[nr] = g
         if made_here:
             owned.add((node, nr))
-    elif MODES.enabled or old.is_sparse or g.is_sparse:  # create_graph, or sparse gradients
+    else:
+        _sum_into(slots, owned, node, nr, g)
+
+
+def _new_slots(node: Node, nr: int) -> list:
+    """An empty gradient buffer for `node`: one slot per output."""
+    return [None] * max(len(node._out_meta), nr + 1)
+
+
+def _sum_into(slots: list, owned: set, node: Node, nr: int, g: Tensor) -> None:
+    """Add `g` to the gradient in slot `nr` (see `_add_to_buffer`)."""
+    old = slots[nr]
+    if MODES.enabled or old.is_sparse or g.is_sparse:  # create_graph, or sparse gradients
         slots[nr] = g + old if old.is_sparse and not g.is_sparse else old + g
         if not (old.is_sparse or g.is_sparse):
             owned.add((node, nr))

@@ -70,7 +70,10 @@ __all__ = ["save", "load", "add_safe_globals", "get_safe_globals", "clear_safe_g
            "safe_globals", "UnpicklingError", "FormatError", "DEFAULT_PROTOCOL"]
 
 DEFAULT_PROTOCOL = 4
-FORMAT_VERSION = "1"
+# "2": laid out by the safetensors library, checksums per entry; "1": earlier embers
+# (same structure JSON).  An older ember then says a newer one wrote the file.
+FORMAT_VERSION = "2"
+READABLE_FORMATS = ("1", "2")
 _LEGACY_TORCH_MAGIC = b"\x80\x02\x8a\x0a"
 
 
@@ -218,9 +221,9 @@ def _map(source, start: int, total: int) -> np.ndarray:
 
 def _load_ember(container, place, weights_only: bool):
     version = container.metadata.get("ember.format")
-    if version != FORMAT_VERSION:
+    if version not in READABLE_FORMATS:
         raise FormatError(f"this file has ember format {version!r:.20}; this ember reads "
-                          f"format {FORMAT_VERSION!r} (a newer ember wrote it?)")
+                          f"formats {', '.join(READABLE_FORMATS)} (a newer ember wrote it?)")
     container.verify()
     try:
         node = json.loads(container.metadata["ember.structure"])

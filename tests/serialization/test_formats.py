@@ -57,7 +57,7 @@ def test_metadata_marks_the_file_as_pytorch_weights(tmp_path):
     ember.save({"w": ember.ones(2)}, path)
     with safe_open(str(path), framework="numpy") as f:
         meta = f.metadata()
-    assert meta["format"] == "pt" and meta["ember.format"] == "1"
+    assert meta["format"] == "pt" and meta["ember.format"] == "2"
     assert "ember.checksum" in meta and "ember.structure" in meta
 
 

@@ -32,7 +32,7 @@ def load_bytes(data: bytes, **kwargs):
 def craft(structure, entries=(), metadata=None) -> bytes:
     """An ember file with the given structure and entries and *valid* checksums."""
     buf = io.BytesIO()
-    meta = {"format": "pt", "ember.format": "1"} if metadata is None else metadata
+    meta = {"format": "pt", "ember.format": "2"} if metadata is None else metadata
     _format.write(buf, list(entries), meta, json.dumps(structure))
     return buf.getvalue()
 
@@ -132,6 +132,12 @@ def test_flipped_data_byte_fails_the_checksum():
         load_bytes(bytes(data))
 
 
+def test_a_format_from_a_newer_ember_is_named():
+    data = craft({"dict": {}}, metadata={"format": "pt", "ember.format": "3"})
+    with pytest.raises(ValueError, match="ember format '3'; this ember reads formats 1, 2"):
+        load_bytes(data)
+
+
 def test_edited_structure_fails_the_header_checksum():
     data = saved({"w": ember.arange(4.0), "n": 12345})
     edited = data.replace(b"12345", b"54321")
@@ -206,7 +212,7 @@ def test_lying_structures(structure):
 def test_deeply_nested_structure():
     deep = "[" * 100_000 + "]" * 100_000
     buf = io.BytesIO()
-    _format.write(buf, [], {"format": "pt", "ember.format": "1"}, deep)
+    _format.write(buf, [], {"format": "pt", "ember.format": "2"}, deep)
     with pytest.raises(ValueError, match="JSON|deeply"):
         load_bytes(buf.getvalue())
 

@@ -12,8 +12,10 @@ downloaded).
 
 Each epoch shows a progress bar (tqdm, from the ``data`` extra; plain lines without it),
 then evaluates on the test set.  In ``--out`` (default ``runs/classifier``) it writes
-``best.pt`` (the state dict of the best epoch, ``ember.save``), ``metrics.json`` and
-``curves.png`` (loss and accuracy per epoch; needs matplotlib, the ``viz`` extra).
+``best.safetensors`` (the state dict of the best epoch, ``ember.save``: a safetensors file
+that ``ember.load`` reads, and PyTorch reads with ``safetensors.torch.load_file``),
+``metrics.json`` and ``curves.png`` (loss and accuracy per epoch; needs matplotlib, the
+``viz`` extra).
 """
 
 from __future__ import annotations
@@ -36,6 +38,8 @@ import ember.nn as nn  # noqa: E402
 import ember.nn.functional as F  # noqa: E402
 from ember.utils.data import DataLoader  # noqa: E402
 from ember.vision import datasets, transforms  # noqa: E402
+
+CHECKPOINT = "best.safetensors"  # ember.save writes safetensors: the name says so
 
 # name -> (channels, image size, classes, mean, std)
 DATASETS = {
@@ -208,8 +212,8 @@ def main(argv=None) -> dict:
         note = ""
         if record["test_acc"] > best["test_acc"]:
             best = record
-            torch.save(model.state_dict(), out / "best.pt")
-            note = "  (best so far: saved best.pt)"
+            torch.save(model.state_dict(), out / CHECKPOINT)
+            note = f"  (best so far: saved {CHECKPOINT})"
         print(f"epoch {epoch}/{args.epochs}  test loss {record['test_loss']:.4f}  "
               f"test acc {record['test_acc']:.4f}{note}", flush=True)
     elapsed = time.perf_counter() - start
@@ -220,6 +224,8 @@ def main(argv=None) -> dict:
     plot_curves(history, out / "curves.png")
     print(f"best test accuracy {best['test_acc']:.4f} at epoch {best['epoch']}; "
           f"{elapsed:.1f} s of training; outputs in {out}/")
+    print(f"{out / CHECKPOINT} is a safetensors file: ember.load() reads it, and so does "
+          "safetensors.torch.load_file() with PyTorch")
     return summary
 
 

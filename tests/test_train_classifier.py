@@ -35,7 +35,11 @@ def test_train_classifier_learns_digits_in_one_epoch(tmp_path):
     # the checkpoint is a state dict that loads into the example's network
     example = load_example("train_classifier")
     model = example.Net(1, 8, 10)
-    model.load_state_dict(ember.load(out / "best.pt"))
+    model.load_state_dict(ember.load(out / "best.safetensors"))
+    assert "is a safetensors file" in result.stdout
+    assert not (out / "best.pt").exists()
+    safetensors = pytest.importorskip("safetensors.numpy")  # what PyTorch users read it with
+    assert set(safetensors.load_file(out / "best.safetensors")) == set(model.state_dict())
     try:
         import matplotlib  # noqa: F401
     except ImportError:

@@ -1,6 +1,13 @@
 """Write docs/compat.md: which names of PyTorch's public API exist in ember today.
 
-    python tools/compat_report.py        (needs PyTorch installed to list its names)
+    python tools/compat_report.py
+
+It needs PyTorch: the reference list of names comes from PyTorch itself.  Install the
+version the parity tests pin (CPU wheel; PyTorch is never a dependency of ember):
+
+    pip install "torch==2.13.*" --index-url https://download.pytorch.org/whl/cpu
+
+Without PyTorch it says so and exits with status 2, writing nothing.
 
 For each PyTorch namespace, the public names are listed from PyTorch itself and
 looked up in the matching ember namespace.  A name that exists in ember is either
@@ -73,8 +80,30 @@ def public_names(obj) -> list:
     return sorted(n for n in set(names) if not n.startswith(SKIP_PREFIXES))
 
 
+PINNED = "2.13"  # the PyTorch the parity tests and this report are checked against
+NEEDS_TORCH = (
+    "tools/compat_report.py needs PyTorch: it lists PyTorch's public names to look them up "
+    "in ember, and PyTorch is not installed ({error}).\nInstall the pinned CPU wheel with\n"
+    "    pip install \"torch=={pinned}.*\" --index-url https://download.pytorch.org/whl/cpu\n"
+    "and run it again. Nothing was written.")
+
+
+def import_torch():
+    """PyTorch, or exit with status 2 and a message saying how to install it."""
+    try:
+        import torch
+    except ImportError as error:
+        print(NEEDS_TORCH.format(error=error, pinned=PINNED), file=sys.stderr)
+        raise SystemExit(2) from None
+    if not torch.__version__.startswith(PINNED + "."):
+        print(f"note: PyTorch {torch.__version__} is installed; docs/compat.md is kept for "
+              f"{PINNED}.*, so names may differ from the committed report.", file=sys.stderr)
+    return torch
+
+
 def main() -> None:
-    import torch  # noqa: F401 - the reference list comes from PyTorch itself
+    """Write docs/compat.md and print its summary table."""
+    torch = import_torch()
 
     lines = [
         "# PyTorch API coverage",

@@ -54,10 +54,13 @@ def find_chains(nodes: list, meta, uses: dict) -> list:
     `meta(spec)` gives the (shape, dtype) a Source stands for; `uses` counts how many
     times each op output ``(record, output)`` is read (graph outputs included).
     """
-    if any(node.fn._inplace for node in nodes):
-        return []  # (moving ops past an in-place write could change what they read)
     group_of: dict[int, list] = {}
+    # A chain runs where its last member was: members never move past an in-place op,
+    # which could change what they read.  (Ops between two in-place ones share a segment.)
+    segment, segment_of = 0, []
     for i, node in enumerate(nodes):
+        segment += node.fn._inplace
+        segment_of.append(segment)
         if not _elementwise(node, i, meta):
             continue
         group = [i]
@@ -65,6 +68,7 @@ def find_chains(nodes: list, meta, uses: dict) -> list:
         for arg in node.args:
             if (isinstance(arg, Source) and arg.kind == "op" and arg.ref[0] in group_of
                     and uses.get(arg.ref, 0) == 1 and meta(arg)[0] == shape
+                    and segment_of[arg.ref[0]] == segment
                     and group_of[arg.ref[0]] is not group):
                 old = group_of[arg.ref[0]]
                 group = old + [j for j in group if j not in old]

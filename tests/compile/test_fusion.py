@@ -141,6 +141,15 @@ def test_chains_stop_at_shared_intermediates_broadcasts_and_non_elementwise_ops(
     chains, _ = _chains_of(lambda x, y: x.tanh() + y, a.long().float(), b.double())
     assert chains == []  # mixed dtypes
 
+    def with_inplace(x, y):
+        t = (x * 2.0).exp()
+        y = y.clone()
+        y.mul_(3.0)          # an in-place write between the ops: chains stop at it
+        return (t + y).tanh().sin()
+
+    chains, graph = _chains_of(with_inplace, a, b)
+    assert sorted(len(c.nodes) for c in chains) == [2, 3]
+
 
 BROADCASTS = {
     "bias": (lambda x, w, b: (x * w + b).tanh() * x, [(6, 5), (5,), (5,)]),

@@ -13,7 +13,8 @@ downloaded).
 Each epoch shows a progress bar (tqdm, from the ``data`` extra; plain lines without it),
 then evaluates on the test set.  In ``--out`` (default ``runs/classifier``) it writes
 ``best.safetensors`` (the state dict of the best epoch, ``ember.save``: a safetensors file
-that ``ember.load`` reads, and PyTorch reads with ``safetensors.torch.load_file``),
+that ``ember.load`` reads, and PyTorch reads with ``torch.load`` (2.13 knows the suffix) or
+``safetensors.torch.load_file``),
 ``metrics.json`` and ``curves.png`` (loss and accuracy per epoch; needs matplotlib, the
 ``viz`` extra).
 """
@@ -224,8 +225,8 @@ def main(argv=None) -> dict:
     plot_curves(history, out / "curves.png")
     print(f"best test accuracy {best['test_acc']:.4f} at epoch {best['epoch']}; "
           f"{elapsed:.1f} s of training; outputs in {out}/")
-    print(f"{out / CHECKPOINT} is a safetensors file: ember.load() reads it, and so does "
-          "safetensors.torch.load_file() with PyTorch")
+    print(f"{out / CHECKPOINT} is a safetensors file: ember.load() reads it; with PyTorch, "
+          "torch.load() or safetensors.torch.load_file()")
     return summary
 
 

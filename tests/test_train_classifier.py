@@ -41,6 +41,12 @@ def test_train_classifier_learns_digits_in_one_epoch(tmp_path):
     safetensors = pytest.importorskip("safetensors.numpy")  # what PyTorch users read it with
     assert set(safetensors.load_file(out / "best.safetensors")) == set(model.state_dict())
     try:
+        import torch
+    except ImportError:
+        pass
+    else:  # PyTorch's own torch.load reads it too (it knows the .safetensors suffix)
+        assert set(torch.load(out / "best.safetensors")) == set(model.state_dict())
+    try:
         import matplotlib  # noqa: F401
     except ImportError:
         assert "no curves.png" in result.stdout

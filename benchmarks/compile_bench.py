@@ -2,20 +2,27 @@
 against ember eager, in one process.
 
 For each of the MLP, MNIST CNN and char-GPT steps of ``benchmarks/run.py`` (and, with
-``--only latency``, the CNN's batch-1 inference under no_grad) three
-closures are built from the same code and weights: ember eager, ember compiled
-(``ember.compile(model)``; the first call captures, it runs in the warm-up) and
-PyTorch eager.  Each pair is timed with `run.alternate` (turns, warm-ups, medians), so
-the two ratios come from separate alternations.  Usage:
-    python benchmarks/compile_bench.py [--only mlp,gpt] [--repeats 15] [--rounds 3]
-                                       [--threads 2]
+``--only latency``, the CNN's batch-1 inference under no_grad) three closures are built
+from the same code and weights: ember compiled (``ember.compile(model)``; the first call
+captures, before any timing), ember eager and PyTorch eager.  The three take turns
+(`rounds` of them), each turn a warm-up and then `repeats` timed calls, as in
+`run.alternate`; the table shows medians and ratios.
+
+``--clock cpu`` times CPU seconds of the process instead of wall seconds: on a machine
+that other jobs load, a single-threaded run (``--threads 1``) then still measures the
+work each library does (with several threads it adds up every thread's time, so use
+the wall clock there).  Usage:
+    python benchmarks/compile_bench.py [--only mlp,gpt,cnn,latency] [--repeats 15]
+                                       [--rounds 3] [--threads 2] [--clock wall|cpu]
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import statistics
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -52,13 +59,34 @@ def build(key: str, lib, compiled: bool):
         run.COMPILE["ember"] = False
 
 
+def turns(fns: list, repeats: int, rounds: int, clock, inner: int = 1) -> list:
+    """Median seconds per call of each closure, the closures taking turns `rounds` times
+    (each turn: run.WARM seconds untimed, then its share of `repeats` timed calls)."""
+    times = [[] for _ in fns]
+    per_round = -(-repeats // rounds)
+    for _ in range(rounds):
+        for fn, acc in zip(fns, times):
+            end = time.perf_counter() + run.WARM
+            fn()
+            while time.perf_counter() < end:
+                fn()
+            for _ in range(per_round):
+                start = clock()
+                for _ in range(inner):
+                    fn()
+                acc.append((clock() - start) / inner)
+    return [statistics.median(acc) for acc in times]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", default="mlp,gpt,cnn")
     parser.add_argument("--repeats", type=int, default=15)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--threads", type=int, default=None)
+    parser.add_argument("--clock", choices=("wall", "cpu"), default="wall")
     args = parser.parse_args()
+    clock = time.perf_counter if args.clock == "wall" else time.process_time
 
     import ember
     from benchmarks._harness import try_import_torch
@@ -67,7 +95,9 @@ def main() -> None:
     threads = args.threads or os.cpu_count()
     if torch is not None:
         torch.set_num_threads(threads)
-    print(f"ember.compile, {threads} threads, median of {args.repeats} alternated runs")
+    ember.set_num_threads(threads)
+    print(f"ember.compile, {threads} threads, {args.clock} clock, median of {args.repeats} "
+          f"alternated runs")
     print("| workload | compiled (ms) | ember eager (ms) | PyTorch (ms) | compiled/PyTorch "
           "| target | compiled/eager |")
     print("|---|---:|---:|---:|---:|---:|---:|")
@@ -77,12 +107,13 @@ def main() -> None:
         eager = build(key, ember, False)
         theirs = build(key, torch, False) if torch is not None else None
         inner = 20 if key == "latency" else 1
-        c1, t = run.alternate(compiled, theirs, args.repeats, inner, rounds=args.rounds)
-        c2, e = run.alternate(compiled, eager, args.repeats, inner, rounds=args.rounds)
-        ratio = f"{c1 / t:.2f}" if t else "-"
-        print(f"| {key} | {c1 * 1e3:.2f} | {e * 1e3:.2f} | "
+        fns = [compiled, eager] + ([theirs] if theirs is not None else [])
+        c, e, *t = turns(fns, args.repeats, args.rounds, clock, inner)
+        t = t[0] if t else None
+        ratio = f"{c / t:.2f}" if t else "-"
+        print(f"| {key} | {c * 1e3:.2f} | {e * 1e3:.2f} | "
               f"{(f'{t * 1e3:.2f}' if t else '-')} | {ratio} | {TARGETS.get(key, '-')} | "
-              f"{c2 / e:.2f} |")
+              f"{c / e:.2f} |")
 
 
 if __name__ == "__main__":

@@ -118,6 +118,46 @@ def adam_step(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, *, lr: float, be
 
 
 # ----------------------------------------------------------------------
+# Adadelta
+
+
+@native.kernel
+def _adadelta_range(p, g, v, u, start, stop, sign, weight_decay, rho, one_minus_rho, eps,
+                    neg_lr):
+    p, g, v, u = p[start:stop], g[start:stop], v[start:stop], u[start:stop]
+    for i in range(p.shape[0]):
+        d = g[i] * sign
+        if weight_decay != 0:
+            d = p[i] * weight_decay + d
+        vi = v[i] * rho + d * d * one_minus_rho
+        v[i] = vi
+        delta = np.sqrt(u[i] + eps) / np.sqrt(vi + eps) * d
+        u[i] = u[i] * rho + delta * delta * one_minus_rho
+        p[i] = p[i] + delta * neg_lr
+
+
+@native.kernel(parallel=True)
+def _adadelta_blocks(p, g, v, u, sign, weight_decay, rho, one_minus_rho, eps, neg_lr):
+    n = p.shape[0]
+    for b in native.prange((n + BLOCK - 1) // BLOCK):
+        _adadelta_range(p, g, v, u, b * BLOCK, min(n, (b + 1) * BLOCK), sign, weight_decay,
+                        rho, one_minus_rho, eps, neg_lr)
+
+
+def adadelta_step(param, grad, square_avg, acc_delta, *, lr: float, rho: float, eps: float,
+                  weight_decay: float, maximize: bool) -> None:
+    """One Adadelta step in place, the rule of ``Adadelta._update`` in one pass."""
+    real = param.dtype.type
+    arrays = [flat(a) for a in (param, grad, square_avg, acc_delta)]
+    scalars = (real(-1.0 if maximize else 1.0), real(weight_decay), real(rho), real(1 - rho),
+               real(eps), real(-lr))
+    if param.size >= PARALLEL_MIN:
+        _adadelta_blocks(*arrays, *scalars)
+    else:
+        _adadelta_range(*arrays, 0, param.size, *scalars)
+
+
+# ----------------------------------------------------------------------
 # SGD
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import _fused
 from .adam import decayed_grad, update_second_moment
 from .optimizer import Optimizer, check_hyper, check_lr, scalar, step_tensor, zeros_state
 
@@ -48,6 +49,14 @@ class Adadelta(Optimizer):
         state["acc_delta"] = zeros_state(param)
 
     def _update(self, param, grad, state, group) -> None:
+        square_avg, acc_delta = state["square_avg"]._data, state["acc_delta"]._data
+        if _fused.usable(group, param, grad, square_avg, acc_delta):
+            state["step"]._data += 1
+            _fused.adadelta_step(param, grad, square_avg, acc_delta, lr=scalar(group["lr"]),
+                                 rho=group["rho"], eps=group["eps"],
+                                 weight_decay=group["weight_decay"],
+                                 maximize=group["maximize"])
+            return
         lr = scalar(group["lr"])
         rho, eps = group["rho"], group["eps"]
         state["step"]._data += 1

@@ -16,7 +16,8 @@ from ember.optim import _fused
 from ember.ops import _native as native
 from tests.optim.test_optimizers import CASES, IDS, run_framework, run_reference
 
-FUSED = [(case, i) for case, i in zip(CASES, IDS) if case[0] in ("SGD", "Adam", "AdamW")]
+FUSED_NAMES = ("SGD", "Adam", "AdamW", "Adadelta")
+FUSED = [(case, i) for case, i in zip(CASES, IDS) if case[0] in FUSED_NAMES]
 FUSED_CASES = [case for case, _ in FUSED]
 FUSED_IDS = [i for _, i in FUSED]
 
@@ -40,7 +41,6 @@ def _large_run(name, options, steps=4, size=(520, 512)):
     grads = [[rng.standard_normal(v.shape).astype(np.float32) for v in values]
              for _ in range(steps)]
     params = [ember.tensor(v, requires_grad=True) for v in values]
-    options = {k: v for k, v in options.items() if k != "lr"}
     opt = getattr(ember.optim, name)(params, lr=0.03, **options)
     for step_grads in grads:
         for p, g in zip(params, step_grads):
@@ -53,9 +53,11 @@ def _large_run(name, options, steps=4, size=(520, 512)):
 @pytest.mark.parametrize("name,options", FUSED_CASES, ids=FUSED_IDS)
 def test_fused_equals_numpy_rule_in_float32(name, options):
     assert _large_run(name, {})[0][0].size >= _fused.PARALLEL_MIN
+    options = {k: v for k, v in options.items() if k != "lr"}
     fused, opt = _large_run(name, options)
     with native.use_numba(False):
         plain, plain_opt = _large_run(name, options)
+    assert not np.allclose(fused[0], _large_run(name, options, steps=0)[0][0])
     for a, b in zip(fused, plain):
         # same operations in the same order: at most a rounding apart
         np.testing.assert_allclose(a, b, rtol=2e-6, atol=1e-7)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import weakref
 
-from .grad_mode import MODES
+from .grad_mode import STATE
 from .node import Node
 from .tensor import Tensor, _make
 
@@ -66,7 +66,7 @@ class AccumulateGrad(Node):
                 var._grad = grad.clone()  # (recorded: the copy stays differentiable)
             else:
                 var._grad = _make(grad._data.copy())
-        elif create_graph or MODES.enabled or old.is_sparse or grad.is_sparse:
+        elif create_graph or STATE.enabled or old.is_sparse or grad.is_sparse:
             # NOTE: only dense + sparse is defined (sparse + dense raises, as in PyTorch)
             var._grad = grad + old if old.is_sparse and not grad.is_sparse else old + grad
         else:

@@ -25,7 +25,7 @@ import numpy as np
 from .backend import module_of
 from .accumulate import AccumulateGrad, edge_of
 from .node import Node
-from .grad_mode import MODES, STATE
+from .grad_mode import PROCESS, STATE
 from .tensor import Tensor, _make
 
 
@@ -159,8 +159,8 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
         needed = _nodes_needed(roots, {node for node, _ in captures})
 
     captured = [None] * (len(inputs) if inputs is not None else 0)
-    prev_enabled = MODES.enabled
-    MODES.enabled = create_graph
+    prev_enabled = STATE.enabled
+    STATE.enabled = create_graph
     try:
         ready = [(-n._sequence_nr, id(n), n) for n in roots if deps.get(n, 0) == 0]
         heapq.heapify(ready)
@@ -212,7 +212,7 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
                 if left == 0:
                     heappush(ready, (-child._sequence_nr, id(child), child))
     finally:
-        MODES.enabled = prev_enabled
+        STATE.enabled = prev_enabled
 
     if captures is not None and not accumulate:
         for i, g in enumerate(captured):
@@ -264,7 +264,7 @@ def _new_slots(node: Node, nr: int) -> list:
 def _sum_into(slots: list, owned: set, node: Node, nr: int, g: Tensor) -> None:
     """Add `g` to the gradient in slot `nr` (see `_add_to_buffer`)."""
     old = slots[nr]
-    if MODES.enabled or old.is_sparse or g.is_sparse:  # create_graph, or sparse gradients
+    if STATE.enabled or old.is_sparse or g.is_sparse:  # create_graph, or sparse gradients
         slots[nr] = g + old if old.is_sparse and not g.is_sparse else old + g
         if not (old.is_sparse or g.is_sparse):
             owned.add((node, nr))
@@ -295,7 +295,7 @@ def _run_tensor_hooks(node: Node, grads: list) -> list:
             t = ref()
             if t is not None and grads[nr] is not None:
                 g = grads[nr]
-                if MODES.enabled:
+                if STATE.enabled:
                     t._grad = g if t._grad is None else t._grad + g
                 else:
                     t._grad = _make(g._data.copy()) if t._grad is None else _make(
@@ -323,8 +323,8 @@ def _call_node(node: Node, grads: list, retain_graph: bool) -> tuple:
             grads = [_zeros_for(meta, like) if g is None else g
                      for g, meta in zip(grads, node._out_meta)]
         try:
-            if STATE.observer is not None:  # the profiler records the backward as one event
-                result = STATE.observer.node(node, grads)
+            if PROCESS.observer is not None:  # the profiler records the backward as one event
+                result = PROCESS.observer.node(node, grads)
             elif len(grads) == 1:  # (spelled out, the call is cheaper than with *grads)
                 result = type(node).backward(node, grads[0])
             else:
@@ -332,10 +332,10 @@ def _call_node(node: Node, grads: list, retain_graph: bool) -> tuple:
             if not isinstance(result, tuple):
                 result = (result,) if not isinstance(result, list) else tuple(result)
             result = _validate(node, result)
-            if STATE.anomaly and STATE.anomaly_check_nan:
+            if PROCESS.anomaly and PROCESS.anomaly_check_nan:
                 _check_nan(node, result)
         except Exception:
-            if STATE.anomaly:  # as PyTorch: point at the forward call behind the failing node
+            if PROCESS.anomaly:  # as PyTorch: point at the forward call behind the failing node
                 import warnings
 
                 warnings.warn(f"Error detected in {node.name()}. Traceback of forward call that "

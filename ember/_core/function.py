@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from .accumulate import edge_of
-from .grad_mode import MODES, STATE
+from .grad_mode import PROCESS, STATE
 from .node import Node, next_sequence_nr, saved_entry
 from .tensor import Tensor, _make
 from .views_inplace import check_inplace, finish_inplace, mark_views, write_inplace
@@ -68,7 +68,7 @@ class Function(Node):
     def apply(cls, *args, **params):
         """Run forward on the arguments' arrays and record a node when grad is needed."""
         # NOTE: this is the hot path of every op; keep it short.
-        observer = STATE.observer
+        observer = PROCESS.observer
         if observer is not None:  # profiling or selective checkpointing
             return observer.op(cls, args, params)
         arrays = []
@@ -80,7 +80,7 @@ class Function(Node):
                     record = True
             else:
                 arrays.append(a)
-        if record and not MODES.enabled:  # (this thread's grad mode)
+        if record and not STATE.enabled:  # (this thread's grad mode)
             record = False
         ctx = _new_object(cls)
         ctx._to_save = None
@@ -197,7 +197,7 @@ def record_node(ctx: Node, args, arrays, results) -> None:
             edges.append(_NO_EDGE)
     ctx._edges = tuple(edges)
     ctx._sequence_nr = next_sequence_nr()
-    if STATE.anomaly:
+    if PROCESS.anomaly:
         import traceback
 
         ctx._anomaly_trace = "".join(traceback.format_stack()[:-3])
@@ -251,7 +251,7 @@ def record_node(ctx: Node, args, arrays, results) -> None:
             i += 1
         else:
             saved.append(_pack(item, args, arrays, results))
-    if MODES.saved_hooks is not None:  # saved_tensors_hooks: pass them through pack
+    if STATE.saved_hooks is not None:  # saved_tensors_hooks: pass them through pack
         saved = pack_hooked(ctx, saved)
     ctx._saved = saved
 
@@ -281,12 +281,12 @@ def pack_hooked(ctx: Node, saved: list) -> list:
     the version snapshot stays, so in-place checks still work; `edge` is where the
     gradient of a saved input flows, so that the unpacked tensor can be re-attached.
     """
-    pack, unpack = MODES.saved_hooks
+    pack, unpack = STATE.saved_hooks
     ctx._unpack_hook = unpack
     out = []
     # NOTE: as in PyTorch, pack runs with grad mode off: an op inside it (``t * 2``) must not
     # record a node, which would save its inputs through pack again, without end.
-    enabled, MODES.enabled = MODES.enabled, False
+    enabled, STATE.enabled = STATE.enabled, False
     try:
         for e in saved:
             if e is None or e[1] is None:  # a Python scalar argument
@@ -300,7 +300,7 @@ def pack_hooked(ctx: Node, saved: list) -> list:
                 edge = edge_of(tensor) if tensor._requires_grad else None
             out.append((pack(tensor), edge, counter, version, nr, (data.shape, data.dtype)))
     finally:
-        MODES.enabled = enabled
+        STATE.enabled = enabled
     return out
 
 

@@ -2,12 +2,13 @@
 
 Each is a context manager and a decorator.  As in PyTorch, the mode belongs to the
 thread: a thread running inference under ``no_grad`` does not stop another thread from
-recording, and a new thread starts with recording on.  The modes live in `MODES`, a
-``threading.local`` whose class attributes are the defaults a new thread sees; the core
-reads ``MODES.enabled`` directly, which costs an op one attribute lookup.
+recording, and a new thread starts with recording on.
 
-`STATE` holds what is process-wide (anomaly mode, the op observer) and, for code outside
-the core, the current thread's modes under the same names (``MODES.enabled``).
+`STATE` is a ``threading.local``: ``STATE.enabled``, ``STATE.inference`` and the
+saved-tensor hooks are the current thread's (class attributes give a new thread its
+defaults), which costs an op one attribute lookup.  What is process-wide (anomaly mode,
+the op observer) lives in `PROCESS`; ``STATE.observer`` and ``STATE.anomaly`` forward
+to it, and the per-op paths of the core read `PROCESS` directly.
 """
 
 from __future__ import annotations
@@ -17,36 +18,10 @@ import inspect
 import threading
 
 
-class _ThreadModes(threading.local):
-    """The modes of one thread (class attributes: the defaults of a new thread)."""
+class _Process:
+    """The process-wide modes."""
 
-    enabled = True  # grad mode: ops record the graph
-    inference = False  # inside inference_mode()
-    # The innermost saved_tensors_hooks (a (pack, unpack) pair), or None; and the message
-    # of an enclosing disable_saved_tensors_hooks, or None.
-    saved_hooks = None
-    saved_hooks_disabled = None
-
-
-MODES = _ThreadModes()
-
-
-def _thread_mode(name: str) -> property:
-    def get(self):
-        return getattr(MODES, name)
-
-    def set(self, value):  # noqa: A001 - the property's setter
-        setattr(MODES, name, value)
-
-    return property(get, set, doc=f"The current thread's ``{name}`` (see `MODES`).")
-
-
-class _GradState:
     __slots__ = ("anomaly", "anomaly_check_nan", "observer")
-
-    enabled = _thread_mode("enabled")
-    inference = _thread_mode("inference")
-    saved_hooks = _thread_mode("saved_hooks")
 
     def __init__(self):
         self.anomaly = False
@@ -56,17 +31,45 @@ class _GradState:
         self.observer = None
 
 
+PROCESS = _Process()
+
+
+def _process_wide(name: str) -> property:
+    def get(self):
+        return getattr(PROCESS, name)
+
+    def set(self, value):  # noqa: A001 - the property's setter
+        setattr(PROCESS, name, value)
+
+    return property(get, set, doc=f"``PROCESS.{name}`` (the same in every thread).")
+
+
+class _GradState(threading.local):
+    """The modes of the current thread (class attributes: a new thread's defaults)."""
+
+    enabled = True  # grad mode: ops record the graph
+    inference = False  # inside inference_mode()
+    # The innermost saved_tensors_hooks (a (pack, unpack) pair), or None; and the message
+    # of an enclosing disable_saved_tensors_hooks, or None.
+    saved_hooks = None
+    saved_hooks_disabled = None
+
+    anomaly = _process_wide("anomaly")
+    anomaly_check_nan = _process_wide("anomaly_check_nan")
+    observer = _process_wide("observer")
+
+
 STATE = _GradState()
 
 
 def is_grad_enabled() -> bool:
     """True when ops record the autograd graph."""
-    return MODES.enabled
+    return STATE.enabled
 
 
 def is_inference_mode_enabled() -> bool:
     """True inside ``inference_mode()``."""
-    return MODES.inference
+    return STATE.inference
 
 
 class _GradModeContext:
@@ -122,11 +125,11 @@ class no_grad(_NoParamContext):  # noqa: N801 - PyTorch's name
     """Context manager / decorator: ops inside record no graph."""
 
     def __enter__(self):
-        self._prev = MODES.enabled
-        MODES.enabled = False
+        self._prev = STATE.enabled
+        STATE.enabled = False
 
     def __exit__(self, *exc):
-        MODES.enabled = self._prev
+        STATE.enabled = self._prev
         return False
 
 
@@ -134,11 +137,11 @@ class enable_grad(_NoParamContext):  # noqa: N801 - PyTorch's name
     """Context manager / decorator: re-enable recording inside ``no_grad``."""
 
     def __enter__(self):
-        self._prev = MODES.enabled
-        MODES.enabled = True
+        self._prev = STATE.enabled
+        STATE.enabled = True
 
     def __exit__(self, *exc):
-        MODES.enabled = self._prev
+        STATE.enabled = self._prev
         return False
 
 
@@ -146,20 +149,20 @@ class set_grad_enabled(_GradModeContext):  # noqa: N801 - PyTorch's name
     """Turn recording on or off; acts at once as a function, and as a context manager."""
 
     def __init__(self, mode: bool):
-        self._prev = MODES.enabled
+        self._prev = STATE.enabled
         self.mode = bool(mode)
-        MODES.enabled = self.mode
+        STATE.enabled = self.mode
 
     def __call__(self, func):
         # As a decorator it must leave the mode as it was at decoration time.
-        MODES.enabled = self._prev
+        STATE.enabled = self._prev
         return super().__call__(func)
 
     def __enter__(self):
-        MODES.enabled = self.mode
+        STATE.enabled = self.mode
 
     def __exit__(self, *exc):
-        MODES.enabled = self._prev
+        STATE.enabled = self._prev
         return False
 
     def clone(self):
@@ -182,14 +185,14 @@ class inference_mode(_GradModeContext):  # noqa: N801 - PyTorch's name
         self.mode = mode
 
     def __enter__(self):
-        self._prev = (MODES.enabled, MODES.inference)
+        self._prev = (STATE.enabled, STATE.inference)
         if self.mode:
-            MODES.enabled, MODES.inference = False, True
+            STATE.enabled, STATE.inference = False, True
         else:
-            MODES.enabled, MODES.inference = True, False
+            STATE.enabled, STATE.inference = True, False
 
     def __exit__(self, *exc):
-        MODES.enabled, MODES.inference = self._prev
+        STATE.enabled, STATE.inference = self._prev
         return False
 
     def clone(self):

@@ -19,7 +19,7 @@ import numpy as np
 from . import dtype as dtypes
 from .backend import device_of
 from .device import to_device
-from .grad_mode import MODES
+from .grad_mode import STATE
 
 
 class VersionCounter:
@@ -295,7 +295,7 @@ class Tensor:
 
     @property
     def grad(self):
-        if self._grad_fn is not None and not self.retains_grad and MODES.enabled:
+        if self._grad_fn is not None and not self.retains_grad and STATE.enabled:
             import warnings
 
             warnings.warn(

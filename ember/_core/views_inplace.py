@@ -14,7 +14,7 @@ PyTorch's view tracking does.
 from __future__ import annotations
 
 from .accumulate import edge_of
-from .grad_mode import MODES
+from .grad_mode import STATE
 from .node import Node, next_sequence_nr
 from .tensor import Tensor, ViewInfo, _make, _refresh_view
 
@@ -26,7 +26,7 @@ def mark_views(cls, args, params, results, multi: bool) -> None:
     """Outputs of a view op share the input's memory and version counter."""
     src = args[0]
     counter = src._version
-    record_view = MODES.enabled
+    record_view = STATE.enabled
     info = src._view_info
     base = src if info is None else info.base
     parent_fn = None if info is None else info.view_fn
@@ -55,7 +55,7 @@ def check_inplace(target) -> None:
     """Refuse an in-place write into a leaf that requires grad (or a view of one)."""
     if not isinstance(target, Tensor):
         raise TypeError("in-place ops need a tensor as their first argument")
-    if not MODES.enabled:
+    if not STATE.enabled:
         return
     if target._requires_grad and target._grad_fn is None and target._view_info is None:
         raise RuntimeError(

@@ -23,7 +23,7 @@ from .._core.function import Function as _OpFunction
 from .._core.function import record_node
 from .._core.node import Node
 from .._core.views_inplace import rebase_inplace
-from .._core.grad_mode import MODES, STATE, no_grad
+from .._core.grad_mode import PROCESS, STATE, no_grad
 from .._core.tensor import Tensor, _make
 
 __all__ = ["Function", "FunctionCtx", "InplaceFunction", "NestedIOFunction",
@@ -179,7 +179,7 @@ class Function(Node, FunctionCtx):
         ctx._to_save = None
         needs = tuple(isinstance(a, Tensor) and a._requires_grad for a in args)
         ctx._needs_input_grad = needs
-        record = MODES.enabled and any(needs)
+        record = STATE.enabled and any(needs)
         with no_grad():
             if uses_setup:
                 output = cls.forward(*args, **kwargs)
@@ -204,7 +204,7 @@ class Function(Node, FunctionCtx):
             d._version.value += 1
         if record:
             _connect(ctx, args, results, dirty)
-            if STATE.anomaly:
+            if PROCESS.anomaly:
                 import traceback
 
                 ctx._anomaly_trace = "".join(traceback.format_stack()[:-1])
@@ -319,7 +319,7 @@ def once_differentiable(fn):
     def wrapper(ctx, *args):
         with no_grad():
             outputs = fn(ctx, *args)
-        if not MODES.enabled:
+        if not STATE.enabled:
             return outputs
         needing = [a for a in args if isinstance(a, Tensor) and a._requires_grad]
         if not needing:

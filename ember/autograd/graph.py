@@ -20,7 +20,7 @@ hooked tensors).
 from __future__ import annotations
 
 from .._core.accumulate import AccumulateGrad
-from .._core.grad_mode import MODES
+from .._core.grad_mode import STATE
 from .._core.node import Node
 from ..profiler._table import format_memory
 
@@ -47,14 +47,14 @@ class saved_tensors_hooks:  # noqa: N801 - PyTorch's name
         self._prev = []
 
     def __enter__(self):
-        if MODES.saved_hooks_disabled is not None:
-            raise RuntimeError(MODES.saved_hooks_disabled)
-        self._prev.append(MODES.saved_hooks)
-        MODES.saved_hooks = (self.pack_hook, self.unpack_hook)
+        if STATE.saved_hooks_disabled is not None:
+            raise RuntimeError(STATE.saved_hooks_disabled)
+        self._prev.append(STATE.saved_hooks)
+        STATE.saved_hooks = (self.pack_hook, self.unpack_hook)
         return self
 
     def __exit__(self, *exc):
-        MODES.saved_hooks = self._prev.pop()
+        STATE.saved_hooks = self._prev.pop()
         return False
 
 
@@ -86,14 +86,14 @@ class disable_saved_tensors_hooks:  # noqa: N801 - PyTorch's name
         self._prev = []
 
     def __enter__(self):
-        if MODES.saved_hooks is not None:
+        if STATE.saved_hooks is not None:
             raise RuntimeError(self.error_message)
-        self._prev.append(MODES.saved_hooks_disabled)
-        MODES.saved_hooks_disabled = self.error_message
+        self._prev.append(STATE.saved_hooks_disabled)
+        STATE.saved_hooks_disabled = self.error_message
         return self
 
     def __exit__(self, *exc):
-        MODES.saved_hooks_disabled = self._prev.pop()
+        STATE.saved_hooks_disabled = self._prev.pop()
         return False
 
     def __call__(self, fn):

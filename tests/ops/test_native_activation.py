@@ -138,3 +138,29 @@ def test_gradcheck_and_double_backward_with_numba_on(name, monkeypatch):
         (g1,) = ember.autograd.grad(fn(x).sum(), x, create_graph=True)
         (g0,) = ember.autograd.grad(fn(x).sum(), x)
     np.testing.assert_allclose(g1.detach().numpy(), g0.numpy(), rtol=1e-12, atol=1e-14)
+
+
+def test_parallel_and_single_thread_runs_agree(monkeypatch):
+    """Every kernel, forced onto all threads and forced onto one, gives the same numbers
+    (the tests above may run on one thread on a busy machine)."""
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((512, 64)).astype(np.float32)
+    t = rng.integers(0, 64, 512)
+    ops = [F.gelu, lambda a: F.gelu(a, approximate="tanh"), F.silu, ember.tanh,
+           lambda a: F.softmax(a, -1), lambda a: F.log_softmax(a, -1),
+           lambda a: F.layer_norm(a, (64,), ember.ones(64), ember.zeros(64)),
+           lambda a: F.cross_entropy(a, ember.tensor(t), label_smoothing=0.1)]
+    runs = []
+    for busy in (False, True):
+        monkeypatch.setattr(nact, "PARALLEL_MIN", 1)
+        monkeypatch.setattr(nact, "_busy", [math.inf, busy])  # no look at the load
+        results = []
+        for fn in ops:
+            a = ember.tensor(x, requires_grad=True)
+            y = fn(a)
+            (y.sum() if y.dim() else y).backward()
+            results.append((y.detach().numpy(), a.grad.numpy()))
+        runs.append(results)
+    for (y1, g1), (y2, g2) in zip(*runs):
+        np.testing.assert_allclose(y1, y2, rtol=1e-6, atol=1e-7)
+        np.testing.assert_allclose(g1, g2, rtol=1e-6, atol=1e-7)

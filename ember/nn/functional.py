@@ -36,6 +36,7 @@ from ..ops.loss_margin import (  # noqa: E402
     multi_margin_loss, multilabel_margin_loss, multilabel_soft_margin_loss, pairwise_distance,
     soft_margin_loss, triplet_margin_loss, triplet_margin_with_distance_loss,
 )
+from ..ops.loss_linear import linear_cross_entropy  # noqa: E402
 
 __all__ += [
     "celu", "celu_", "elu", "elu_", "gelu", "glu", "hardshrink", "hardsigmoid", "hardswish",
@@ -51,7 +52,7 @@ __all__ += [
     "kl_div", "l1_loss", "margin_ranking_loss", "multi_margin_loss", "multilabel_margin_loss",
     "multilabel_soft_margin_loss", "nll_loss", "pairwise_distance", "poisson_nll_loss",
     "smooth_l1_loss", "soft_margin_loss", "triplet_margin_loss",
-    "triplet_margin_with_distance_loss",
+    "triplet_margin_with_distance_loss", "linear_cross_entropy",
 ]
 
 # --- convolution, pooling, padding, resampling (ops/conv.py, pooling.py, pooling_adaptive.py,
@@ -69,6 +70,10 @@ from ..ops.pooling_adaptive import (  # noqa: E402
     adaptive_max_pool1d_with_indices, adaptive_max_pool2d, adaptive_max_pool2d_with_indices,
     adaptive_max_pool3d, adaptive_max_pool3d_with_indices, max_unpool1d, max_unpool2d,
     max_unpool3d,
+)
+from ..ops.pooling_fractional import (  # noqa: E402
+    fractional_max_pool2d, fractional_max_pool2d_with_indices, fractional_max_pool3d,
+    fractional_max_pool3d_with_indices,
 )
 from ..ops.padding import pad  # noqa: E402
 from ..ops.resample import (  # noqa: E402
@@ -89,6 +94,8 @@ __all__ += [
     "pixel_unshuffle", "channel_shuffle", "native_channel_shuffle", "unfold", "upsample",
     "upsample_bilinear", "upsample_nearest",
     "affine_grid", "grid_sample", "cosine_similarity", "one_hot", "pdist",
+    "fractional_max_pool2d", "fractional_max_pool2d_with_indices", "fractional_max_pool3d",
+    "fractional_max_pool3d_with_indices",
 ]
 
 # --- embeddings and attention (ops/embedding.py, ops/attention.py) ---

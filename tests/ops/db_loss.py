@@ -232,6 +232,30 @@ OPS = [
 ]
 
 
+def _linear_ce(x, w, t, **kw):
+    bias = kw.pop("bias", None)
+    return F.linear_cross_entropy(x, w, ember.tensor(t), linear_bias=bias, **kw)
+
+
+def _linear_ce_ref(x, w, t, bias=None, **kw):
+    logits = np.tensordot(x, w, axes=([x.ndim - 1], [w.ndim - 1]))
+    return _ce_ref(logits if bias is None else logits + bias.numpy(), np.asarray(t), **kw)
+
+
+def _linear_ce_samples(rng):
+    x = lambda *s: rng.uniform(-2, 2, s)  # noqa: E731
+    return [
+        Sample((x(3, 4), x(5, 4), [0, 4, 1]), {}),
+        Sample((x(3, 4), x(5, 4), [0, 4, 1]), {"reduction": "none", "label_smoothing": 0.2,
+                                               "bias": ember.tensor(x(5))}),
+        Sample((x(3, 4), x(5, 2, 4), [[0, 1], [4, 4], [2, 3]]), {"reduction": "sum"}),
+        Sample((x(4), x(5, 4), 2), {}),
+    ]
+
+
+OPS.append(OpInfo("linear_cross_entropy", _linear_ce, _linear_ce_ref, _linear_ce_samples))
+
+
 # --- margin, triplet, ctc ------------------------------------------------------------------
 
 def _signs(n, rng):

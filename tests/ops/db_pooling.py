@@ -188,3 +188,36 @@ for _nd in (1, 2, 3):
         OpInfo(f"lp_pool{_nd}d", getattr(F, f"lp_pool{_nd}d"), ref_lp_pool, _lp_samples(_nd)),
     ]
 OPS.append(OpInfo("max_unpool2d", F.max_unpool2d, _ref_unpool, _unpool_samples))
+
+
+def _fractional_samples(nd):
+    def samples(rng):
+        size = {2: (6, 7), 3: (5, 5, 6)}[nd]
+        u = ember.tensor(rng.uniform(0, 1, (2, 2, nd)))
+        return [Sample((_ramp(rng, 2, 2, *size), 2), {"output_size": (3,) * nd,
+                                                      "_random_samples": u})]
+    return samples
+
+
+def _ref_fractional(x, kernel_size, output_size, _random_samples):
+    """Window starts floor((i + u) alpha) - floor(u alpha), the last at size - k; u's last
+    axis lists (W, H) for 2-D and (T, H, W) for 3-D."""
+    nd = x.ndim - 2
+    u = _random_samples.numpy()
+    axis_of = [1, 0] if nd == 2 else [0, 1, 2]  # spatial dim -> sample axis
+    out = np.empty(x.shape[:2] + tuple(output_size))
+    for n, c in itertools.product(range(x.shape[0]), range(x.shape[1])):
+        starts = []
+        for dim in range(nd):
+            size, o, s = x.shape[2 + dim], output_size[dim], u[n, c, axis_of[dim]]
+            alpha = (size - kernel_size) / (o - 1)
+            starts.append([math.floor((i + s) * alpha) - math.floor(s * alpha)
+                           for i in range(o - 1)] + [size - kernel_size])
+        for o in itertools.product(*(range(m) for m in output_size)):
+            window = tuple(slice(st[i], st[i] + kernel_size) for st, i in zip(starts, o))
+            out[(n, c) + o] = x[(n, c) + window].max()
+    return out
+
+
+OPS += [OpInfo(f"fractional_max_pool{_nd}d", getattr(F, f"fractional_max_pool{_nd}d"),
+               _ref_fractional, _fractional_samples(_nd)) for _nd in (2, 3)]

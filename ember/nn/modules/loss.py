@@ -8,7 +8,6 @@ import math
 import warnings
 
 from ...ops.loss import legacy_reduction
-from ...ops.loss_linear import linear_cross_entropy
 from .. import functional as F
 from .distance import PairwiseDistance
 from .linear import Linear
@@ -331,7 +330,7 @@ class LinearCrossEntropyLoss(_WeightedLoss):
     def forward(self, input, target):
         shape = (self.num_classes, *self.out_features)
         bias = None if self.linear.bias is None else self.linear.bias.reshape(shape)
-        return linear_cross_entropy(
+        return F.linear_cross_entropy(
             input, self.linear.weight.reshape(shape + (self.linear.in_features,)), target,
             linear_bias=bias, weight=self.weight, reduction=self.reduction,
             ignore_index=self.ignore_index, label_smoothing=self.label_smoothing,

@@ -6,7 +6,6 @@ they have no parameters.
 
 from __future__ import annotations
 
-from ...ops.pooling_fractional import fractional_max_pool2d, fractional_max_pool3d
 from .. import functional as F
 from .module import Module
 
@@ -296,7 +295,7 @@ class _FractionalMaxPoolNd(Module):
             raise ValueError(f"output_ratio must be between 0 and 1 (got {output_ratio})")
 
     def forward(self, input):
-        pool = fractional_max_pool2d if self._nd == 2 else fractional_max_pool3d
+        pool = F.fractional_max_pool2d if self._nd == 2 else F.fractional_max_pool3d
         return pool(input, self.kernel_size, self.output_size, self.output_ratio,
                     self.return_indices, _random_samples=self._random_samples)
 

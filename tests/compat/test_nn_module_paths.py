@@ -128,9 +128,75 @@ def test_every_pytorch_nn_modules_class_is_at_the_same_path():
     assert not missing, "missing in ember: " + ", ".join(missing)
 
 
+# PyTorch names ember leaves out on purpose (docs/differences.md)
+NOT_IN_EMBER = {"module": {"register_module_backward_hook"}}
+
+
+def test_every_name_in_pytorch_submodule_all_exists():
+    torch = pytest.importorskip("torch")
+    missing = []
+    for info in pkgutil.iter_modules(torch.nn.modules.__path__):
+        theirs = importlib.import_module(f"torch.nn.modules.{info.name}")
+        names = set(getattr(theirs, "__all__", ())) - NOT_IN_EMBER.get(info.name, set())
+        if not names:
+            continue
+        ours = importlib.import_module(f"ember.nn.modules.{info.name}")
+        missing += [f"{info.name}.{n}" for n in sorted(names) if not hasattr(ours, n)]
+    assert not missing, missing
+
+
 def test_every_nn_modules_export_of_pytorch_exists():
     torch = pytest.importorskip("torch")
     import ember.nn.modules as ours
 
     missing = [name for name in torch.nn.modules.__all__ if not hasattr(ours, name)]
     assert not missing, missing
+
+
+def _registrations(m) -> list:
+    """What the global registration hooks of library m see while a small net is built;
+    the parameter hook also swaps in a replacement for Linear's bias."""
+    module = importlib.import_module(f"{m.__name__}.nn.modules.module")
+    seen, replacements = [], []
+
+    def on_parameter(owner, name, param):
+        seen.append(("parameter", type(owner).__name__, name))
+        if name == "bias" and isinstance(owner, m.nn.Linear):
+            replacements.append(m.nn.Parameter(m.zeros(tuple(param.shape))))
+            return replacements[-1]
+        return None
+
+    handles = [
+        module.register_module_parameter_registration_hook(on_parameter),
+        module.register_module_buffer_registration_hook(
+            lambda owner, name, buf: seen.append(("buffer", type(owner).__name__, name))),
+        module.register_module_module_registration_hook(
+            lambda owner, name, sub: seen.append(("module", type(owner).__name__, name))),
+    ]
+    try:
+        net = m.nn.Sequential(m.nn.Linear(2, 2), m.nn.BatchNorm1d(2))
+        net.extra = m.nn.ReLU()
+        net.register_buffer("z", m.zeros(1))
+    finally:
+        for handle in handles:
+            handle.remove()
+    m.nn.Linear(1, 1)  # after remove(): not seen
+    assert net[0].bias is replacements[0]  # (then reset_parameters fills it)
+    return seen
+
+
+def test_registration_hooks():
+    seen = _registrations(importlib.import_module("ember"))
+    assert seen == [
+        ("parameter", "Linear", "weight"), ("parameter", "Linear", "bias"),
+        ("parameter", "BatchNorm1d", "weight"), ("parameter", "BatchNorm1d", "bias"),
+        ("buffer", "BatchNorm1d", "running_mean"), ("buffer", "BatchNorm1d", "running_var"),
+        ("buffer", "BatchNorm1d", "num_batches_tracked"),
+        ("module", "Sequential", "0"), ("module", "Sequential", "1"),
+        ("module", "Sequential", "extra"), ("buffer", "Sequential", "z"),
+    ]
+
+
+def test_registration_hooks_match_pytorch():
+    torch = pytest.importorskip("torch")
+    assert _registrations(importlib.import_module("ember")) == _registrations(torch)

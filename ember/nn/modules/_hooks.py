@@ -187,6 +187,19 @@ global_forward_hooks_with_kwargs: dict = {}
 global_forward_hooks_always_called: dict = {}
 global_backward_hooks = new_hook_dict()
 global_backward_pre_hooks = new_hook_dict()
+# called when a parameter, buffer or child module is registered on any module
+global_parameter_registration_hooks = new_hook_dict()
+global_buffer_registration_hooks = new_hook_dict()
+global_module_registration_hooks = new_hook_dict()
+
+
+def registered(hooks: dict, module, name: str, value):
+    """`value` after the registration hooks: each may return a replacement (or None)."""
+    for hook in hooks.values():
+        output = hook(module, name, value)
+        if output is not None:
+            value = output
+    return value
 
 
 def any_hooks(module) -> bool:

@@ -32,6 +32,8 @@ from ...ops.creation import empty_like
 __all__ = [
     "Module", "register_module_forward_pre_hook", "register_module_forward_hook",
     "register_module_full_backward_hook", "register_module_full_backward_pre_hook",
+    "register_module_buffer_registration_hook", "register_module_module_registration_hook",
+    "register_module_parameter_registration_hook",
 ]
 
 
@@ -60,6 +62,24 @@ def register_module_full_backward_hook(hook) -> RemovableHandle:
 def register_module_full_backward_pre_hook(hook) -> RemovableHandle:
     """Call ``hook(module, grad_output)`` in the backward of every module, before its hooks."""
     return RemovableHandle(_hooks.global_backward_pre_hooks, hook)
+
+
+def register_module_parameter_registration_hook(hook) -> RemovableHandle:
+    """Call ``hook(module, name, param)`` whenever any module registers a parameter; a
+    non-None return value is registered instead."""
+    return RemovableHandle(_hooks.global_parameter_registration_hooks, hook)
+
+
+def register_module_buffer_registration_hook(hook) -> RemovableHandle:
+    """Call ``hook(module, name, buffer)`` whenever any module registers a buffer; a
+    non-None return value is registered instead."""
+    return RemovableHandle(_hooks.global_buffer_registration_hooks, hook)
+
+
+def register_module_module_registration_hook(hook) -> RemovableHandle:
+    """Call ``hook(module, name, submodule)`` whenever any module registers a child; a
+    non-None return value is registered instead."""
+    return RemovableHandle(_hooks.global_module_registration_hooks, hook)
 
 
 def _typename(obj) -> str:
@@ -152,6 +172,9 @@ class Module:
         if tensor is not None and not isinstance(tensor, Tensor):
             raise TypeError(f"cannot assign '{_typename(tensor)}' object to buffer '{name}' "
                             "(torch Tensor or None required)")
+        if _hooks.global_buffer_registration_hooks:
+            tensor = _hooks.registered(_hooks.global_buffer_registration_hooks, self, name,
+                                       tensor)
         self._buffers[name] = tensor
         if persistent:
             self._non_persistent_buffers_set.discard(name)
@@ -173,6 +196,9 @@ class Module:
                     f"must be created explicitly. To express '{name}' as a function of "
                     "another Tensor, compute the value in the forward() method."
                 )
+        if _hooks.global_parameter_registration_hooks:
+            param = _hooks.registered(_hooks.global_parameter_registration_hooks, self, name,
+                                      param)
         self._parameters[name] = param
 
     def add_module(self, name: str, module: Module | None) -> None:
@@ -187,7 +213,7 @@ class Module:
             raise KeyError(f'module name can\'t contain ".", got: {name}')
         if name == "":
             raise KeyError('module name can\'t be empty string ""')
-        self._modules[name] = module
+        self._modules[name] = self._registered_module(name, module)
 
     register_module = add_module
 
@@ -233,12 +259,12 @@ class Module:
             if modules is None:
                 raise AttributeError("cannot assign module before Module.__init__() call")
             self._unregister(name, keep=modules)
-            modules[name] = value
+            modules[name] = self._registered_module(name, value)
         elif modules is not None and name in modules:
             if value is not None:
                 raise TypeError(f"cannot assign '{_typename(value)}' as child module '{name}' "
                                 "(torch.nn.Module or None expected)")
-            modules[name] = value
+            modules[name] = self._registered_module(name, value)
         elif isinstance(value, Buffer) or (buffers is not None and name in buffers):
             if value is not None and not isinstance(value, Tensor):
                 raise TypeError(f"cannot assign '{_typename(value)}' as buffer '{name}' "
@@ -250,6 +276,11 @@ class Module:
             self.register_buffer(name, value, persistent)
         else:
             object.__setattr__(self, name, value)
+
+    def _registered_module(self, name: str, module):
+        """`module` after the global module registration hooks."""
+        hooks = _hooks.global_module_registration_hooks
+        return _hooks.registered(hooks, self, name, module) if hooks else module
 
     def _unregister(self, name: str, keep: dict) -> None:
         """Forget `name` everywhere but in `keep` (an attribute changes its kind)."""

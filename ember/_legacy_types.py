@@ -46,8 +46,6 @@ class TensorType(type):
 
     def __call__(cls, *args, device=None):
         if device is not None:
-            from ._core.device import device as Device
-
             if Device(device).type != cls.device_type:
                 raise RuntimeError(f"legacy constructor expects device type: "
                                    f"{cls.device_type} but device type: "

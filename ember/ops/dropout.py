@@ -157,7 +157,6 @@ def _dropout_impl(input: Tensor, p: float, training: bool, inplace: bool, shape:
 def _native_dropout_or_none(input: Tensor, p: float, shape: tuple, inplace: bool):
     """Elementwise dropout by the numba kernel, from the same generator words as the NumPy
     path (same seed, same mask); None where the kernel does not apply."""
-    from ..random import _generator_for
 
     data = input._data
     if shape != data.shape or not _native_dropout.supports(data):

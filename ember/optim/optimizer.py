@@ -326,8 +326,6 @@ class Optimizer:
             key = (slot, like.dtype, type(like), like.device.id)
         buf = self._workspace.get(key)
         if buf is None or buf.size < like.size:
-            from ..ops._util import xp_of
-
             buf = xp_of(like).empty(like.size, dtype=like.dtype)
             self._workspace[key] = buf
         return buf[:like.size].reshape(like.shape)

@@ -198,3 +198,14 @@ def test_value_gradients_match_pytorch():
     torch.sparse.softmax(torch.sparse_coo_tensor(INDICES, tv2, (2, 3)), 1).to_dense()[1, 2] \
         .backward()
     assert_close(v2.grad, tv2.grad.numpy())
+
+
+def test_sum_and_values_keep_the_gradient():
+    v = ember.tensor(VALUES, requires_grad=True)
+    s = ember.sparse_coo_tensor(INDICES, v, (2, 3))
+    (ember.sparse.sum(s) * 2).backward()
+    assert v.grad.tolist() == [2.0, 2.0, 2.0]
+    v.grad = None
+    (s.coalesce().values() ** 2).sum().backward()  # d/dv of v^2: 2v
+    assert v.grad.tolist() == [6.0, 8.0, 10.0]
+    assert not _example().values().requires_grad

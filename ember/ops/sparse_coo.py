@@ -229,7 +229,7 @@ class SparseTensor(Tensor):
         if not self._data.coalesced:
             raise RuntimeError("Cannot get values on an uncoalesced tensor, please call "
                                ".coalesce() first")
-        return _make(self._data.values)
+        return values_of(self)
 
     def _indices(self) -> Tensor:
         """The stored indices, coalesced or not."""
@@ -237,7 +237,7 @@ class SparseTensor(Tensor):
 
     def _values(self) -> Tensor:
         """The stored values, coalesced or not."""
-        return _make(self._data.values)
+        return values_of(self)
 
     def to_sparse(self, sparse_dim=None, *, layout=None, blocksize=None,
                   dense_dim=None) -> SparseTensor:
@@ -434,6 +434,8 @@ class SparseTensor(Tensor):
         if dtype is not None:
             values = values.astype(dtypes.to_dtype(dtype).np_dtype)
         if dim is None:
+            if self._grad_values is not None and is_grad_enabled():
+                return self._grad_values.sum(dtype=dtype)
             return _make(xp.asarray(values.sum()))
         if keepdim:
             raise NotImplementedError("sum(keepdim=True) of a sparse tensor is not supported")

@@ -208,4 +208,4 @@ def test_sum_and_values_keep_the_gradient():
     v.grad = None
     (s.coalesce().values() ** 2).sum().backward()  # d/dv of v^2: 2v
     assert v.grad.tolist() == [6.0, 8.0, 10.0]
-    assert not _example().values().requires_grad
+    assert not _example().coalesce().values().requires_grad

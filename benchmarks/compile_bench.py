@@ -2,7 +2,8 @@
 against ember eager, in one process.
 
 For each of the MLP, MNIST CNN and char-GPT steps of ``benchmarks/run.py`` (and, with
-``--only latency``, the CNN's batch-1 inference under no_grad) three closures are built
+``--only latency,chain``, the CNN's batch-1 inference under no_grad and an elementwise
+chain's forward and backward on 1M elements) three closures are built
 from the same code and weights: ember compiled (``ember.compile(model)``; the first call
 captures, before any timing), ember eager and PyTorch eager.  The three take turns
 (`rounds` of them), each turn a warm-up and then `repeats` timed calls, as in
@@ -46,8 +47,26 @@ def cnn_latency(lib):
     return infer
 
 
+def elementwise_chain(lib):
+    """Forward and backward of a float32 elementwise chain over 1M elements (what fusion
+    generates one kernel for): ``tanh(gelu(x * w) + x) * 0.5`` with a broadcast w."""
+    def chain(x, w):
+        return (lib.nn.functional.gelu(x * w) + x).tanh() * 0.5
+
+    fn = lib.compile(chain) if run.COMPILE["ember"] and lib.__name__ == "ember" else chain
+    rng = run.np.random.default_rng(6)
+    x = lib.tensor(rng.standard_normal((1024, 1024)).astype(run.np.float32),
+                   requires_grad=True)
+    w = lib.tensor(rng.standard_normal(1024).astype(run.np.float32), requires_grad=True)
+
+    def step():
+        x.grad = w.grad = None
+        fn(x, w).sum().backward()
+    return step
+
+
 BUILDERS = {"mlp": run.mlp_step, "cnn": run.cnn_step, "gpt": run.gpt_step,
-            "latency": cnn_latency}
+            "latency": cnn_latency, "chain": elementwise_chain}
 
 
 def build(key: str, lib, compiled: bool):
@@ -80,7 +99,8 @@ def turns(fns: list, repeats: int, rounds: int, clock, inner: int = 1) -> list:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--only", default="mlp,gpt,cnn")
+    parser.add_argument("--only", default="mlp,gpt,cnn",
+                        help="comma-separated subset of: mlp, gpt, cnn, latency, chain")
     parser.add_argument("--repeats", type=int, default=15)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--threads", type=int, default=None)

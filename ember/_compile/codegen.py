@@ -20,7 +20,9 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import math
 import os
+import re
 import sys
 from dataclasses import dataclass
 
@@ -32,11 +34,11 @@ from ..ops.arithmetic import Abs, Add, Div, Mul, Neg, Rsub, RsubScalar, Sub
 from ..ops.elementwise import Cos, Exp, Log, Relu, Rsqrt, Sin, Sqrt, Tanh
 from ..ops.elementwise_special import Sigmoid
 
-_SIGMOID = "(1.0 / (1.0 + math.exp(-{a})))"
-_INV_SQRT2 = 0.7071067811865476
+_SIGMOID = "sigmoid({a})"
 _INV_SQRT_2PI = 0.3989422804014327
 
-# op class -> (forward expression, derivative of the output by each argument)
+# op class -> (forward expression, derivative of the output by each argument).  The
+# functions (exp, tanh, sigmoid, ncdf: the normal CDF, ...) are those of `HEADERS`.
 # NOTE: relu'(0) = 0 and a nan input passes the gradient, as the eager ReluBackward does.
 ELEMENTWISE: dict = {
     Add: ("{a} + {b}", ("1.0", "1.0")),
@@ -48,26 +50,45 @@ ELEMENTWISE: dict = {
     Neg: ("-{a}", ("-1.0",)),
     Abs: ("abs({a})", ("(1.0 if {a} > 0 else (-1.0 if {a} < 0 else 0.0))",)),
     Relu: ("({a} if not {a} <= 0 else 0.0)", ("(0.0 if {y} <= 0 else 1.0)",)),
-    Exp: ("math.exp({a})", ("{y}",)),
-    Log: ("math.log({a})", ("1.0 / {a}",)),
-    Sqrt: ("math.sqrt({a})", ("0.5 / {y}",)),
-    Rsqrt: ("1.0 / math.sqrt({a})", ("-0.5 * {y} * {y} * {y}",)),
-    Sin: ("math.sin({a})", ("math.cos({a})",)),
-    Cos: ("math.cos({a})", ("-math.sin({a})",)),
-    Tanh: ("math.tanh({a})", ("1.0 - {y} * {y}",)),
+    Exp: ("exp({a})", ("{y}",)),
+    Log: ("log({a})", ("1.0 / {a}",)),
+    Sqrt: ("sqrt({a})", ("0.5 / {y}",)),
+    Rsqrt: ("1.0 / sqrt({a})", ("-0.5 * {y} * {y} * {y}",)),
+    Sin: ("sin({a})", ("cos({a})",)),
+    Cos: ("cos({a})", ("-sin({a})",)),
+    Tanh: ("tanh({a})", ("1.0 - {y} * {y}",)),
     Sigmoid: (_SIGMOID, ("{y} * (1.0 - {y})",)),
     Silu: ("{a} * " + _SIGMOID, (_SIGMOID + " * (1.0 + {a} * (1.0 - " + _SIGMOID + "))",)),
-    Gelu: (f"0.5 * {{a}} * (1.0 + math.erf({{a}} * {_INV_SQRT2}))",
-           (f"0.5 * (1.0 + math.erf({{a}} * {_INV_SQRT2})) "
-            f"+ {{a}} * {_INV_SQRT_2PI} * math.exp(-0.5 * {{a}} * {{a}})",)),
+    Gelu: ("{a} * ncdf({a})",
+           (f"ncdf({{a}}) + {{a}} * {_INV_SQRT_2PI} * exp(-0.5 * {{a}} * {{a}})",)),
+}
+
+# The first lines of a generated source, by dtype: where its functions come from.
+# float32 kernels compute in float32 (numbers become f32(...)), so that LLVM fills whole
+# vector registers, and take the vectorizable float32 helpers of `kernel_math`.
+HEADERS = {
+    "float64": ("import math\nfrom math import cos, exp, log, sin, sqrt, tanh\n\n"
+                "from numba import prange\n\n"
+                "from ember._compile.kernel_math import ncdf64 as ncdf\n"
+                "from ember._compile.kernel_math import sigmoid64 as sigmoid\n"),
+    "float32": ("import math\nfrom math import cos, log, sin, sqrt\n\n"
+                "from numba import prange\nfrom numpy import float32 as f32\n\n"
+                "from ember._compile.kernel_math import exp32 as exp\n"
+                "from ember._compile.kernel_math import ncdf32 as ncdf\n"
+                "from ember._compile.kernel_math import sigmoid32 as sigmoid\n"
+                "from ember._compile.kernel_math import tanh32 as tanh\n"),
 }
 
 
-def fusable_params(fn: type, params: dict) -> bool:
-    """Whether an op's keyword parameters keep it within its table entry."""
-    if fn is Gelu:
-        return params.get("approximate", "none") == "none"
-    return not params
+def operands(fn: type, args: tuple, params: dict) -> tuple | None:
+    """The value arguments of an op call that `ELEMENTWISE` can stand for (the rest are
+    options its entry assumes), or None when the options take it elsewhere."""
+    arity = len(ELEMENTWISE[fn][1])
+    options = {**dict(enumerate(args[arity:], arity)), **params}
+    if fn is Gelu:  # Gelu(x, approximate, keep_cdf): the exact form only
+        approximate = options.get(1, options.get("approximate", "none"))
+        return args[:1] if getattr(approximate, "value", approximate) == "none" else None
+    return args if not options else None
 
 
 @dataclass(frozen=True)
@@ -84,16 +105,20 @@ class ChainKernel:
 
     PARALLEL_FROM = 1 << 16  # elements; below it a thread pool costs more than it saves
 
-    def __init__(self, members: tuple, n_leaves: int, ndim: int | None = None):
+    def __init__(self, members: tuple, n_leaves: int, shapes: list | None = None,
+                 dtype: str = "float64"):
+        """`shapes`: None when every leaf has the output's shape (the kernels then run
+        over flat arrays); else the output's shape followed by each leaf's."""
         self.members = members
         self.n_leaves = n_leaves
-        self.ndim = ndim  # None: flat arrays; else arrays of this rank >= 1 (broadcast leaves)
-        self.source = _source(members, n_leaves, ndim)
+        self.ndim = None if shapes is None else len(shapes[0])
+        self.dtype = dtype
+        self.source = _source(members, n_leaves, shapes, dtype)
         self._compiled: dict = {}
 
     def forward(self, out: np.ndarray, leaves: list) -> None:
-        """Write the chain's value for `leaves` into `out` (all flat, or all of `ndim`
-        dimensions and `out`'s shape, leaves possibly broadcast views)."""
+        """Write the chain's value for `leaves` into `out` (all flat, or `out` of the
+        output's shape and each leaf C-contiguous of its own shape)."""
         self._kernel("forward", out.size)(out, *leaves)
 
     def backward(self, grad: np.ndarray, leaves: list, grads: list) -> None:
@@ -138,7 +163,7 @@ def _load(source: str, which: str):
     a hash of the source.  Where the cache folder cannot be written, the source is run
     in memory and compiled in every process.
     """
-    text = "import math\n\nfrom numba import prange\n\n\n" + source
+    text = source
     name = "chain_" + hashlib.sha256(text.encode()).hexdigest()[:24]
     path = os.path.join(cache_dir(), name + ".py")
     try:
@@ -162,13 +187,22 @@ def _load(source: str, which: str):
         return scope[which], False
 
 
-def _source(members: tuple, n_leaves: int, ndim: int | None) -> str:
+def _source(members: tuple, n_leaves: int, shapes: list | None, dtype: str) -> str:
     """Python source of ``forward(out, x0, ..)`` and ``backward(g, x0, .., gx0, ..)``:
     a loop over the elements (one loop over flat arrays, or one per dimension, the
-    first parallel) whose body computes the chain in registers."""
+    first parallel) whose body computes the chain in registers.
+
+    A leaf of another shape than the output's is indexed by the output's indices of its
+    own dimensions, and 0 where it has size 1 (``x1[i1]`` for a bias, ``x2[i0, 0]`` for
+    a keepdim statistic): every array stays contiguous, which LLVM can vectorize.
+    """
+    typed = _float32_numbers if dtype == "float32" else (lambda text: text)
     leaves = [f"x{k}" for k in range(n_leaves)]
+    ndim = None if shapes is None else len(shapes[0])
     dims = 1 if ndim is None else ndim
     at = "[i]" if ndim is None else "[" + ", ".join(f"i{d}" for d in range(dims)) + "]"
+    leaf_at = [at] * n_leaves if shapes is None else [
+        _index(shape, shapes[0]) for shape in shapes[1:]]
     pad = "    " * (1 + dims)
 
     def loops(first: str) -> list:
@@ -177,37 +211,61 @@ def _source(members: tuple, n_leaves: int, ndim: int | None) -> str:
         return [f"{'    ' * (d + 1)}for i{d} in {'prange' if d == 0 else 'range'}"
                 f"({first}.shape[{d}]):" for d in range(dims)]
 
-    load = [f"{pad}l{k} = x{k}{at}" for k in range(n_leaves)]
+    load = [f"{pad}l{k} = x{k}{leaf_at[k]}" for k in range(n_leaves)]
     compute = []
     for m, member in enumerate(members):
         expr, _ = ELEMENTWISE[member.fn]
-        compute.append(f"{pad}v{m} = {expr.format(**_names(member.args))}")
+        compute.append(f"{pad}v{m} = {typed(expr).format(**_names(member.args, dtype))}")
     last = len(members) - 1
     forward = (["def forward(out, " + ", ".join(leaves) + "):"] + loops("out") + load
                + compute + [f"{pad}out{at} = v{last}"])
     # reverse accumulation: d{m} is d(out)/d(member m) times the incoming gradient
     backward = (["def backward(g, " + ", ".join(leaves + [f"g{x}" for x in leaves]) + "):"]
                 + loops("g") + load + compute)
-    backward += [f"{pad}d{m} = 0.0" for m in range(last)]
-    backward += [f"{pad}gl{k} = 0.0" for k in range(n_leaves)]
+    backward += [f"{pad}d{m} = {typed('0.0')}" for m in range(last)]
+    backward += [f"{pad}gl{k} = {typed('0.0')}" for k in range(n_leaves)]
     backward.append(f"{pad}d{last} = g{at}")
     for m in range(last, -1, -1):
         member = members[m]
         _, derivatives = ELEMENTWISE[member.fn]
-        names = _names(member.args, y=f"v{m}")
+        names = _names(member.args, dtype, y=f"v{m}")
         for (kind, ref), derivative in zip(member.args, derivatives):
             if kind == "number":
                 continue
             target = f"d{ref}" if kind == "member" else f"gl{ref}"
-            backward.append(f"{pad}{target} += d{m} * ({derivative.format(**names)})")
+            backward.append(f"{pad}{target} += d{m} * ({typed(derivative).format(**names)})")
     backward += [f"{pad}gx{k}{at} = gl{k}" for k in range(n_leaves)]
-    return "\n".join(forward + [""] + backward) + "\n"
+    return HEADERS[dtype] + "\n\n" + "\n".join(forward + ["", ""] + backward) + "\n"
 
 
-def _names(args: tuple, y: str = "") -> dict:
+def _index(shape: tuple, out: tuple) -> str:
+    """How a leaf of `shape`, broadcast to `out`, is indexed in the output's loops."""
+    lead = len(out) - len(shape)
+    parts = ["0" if n == 1 and out[lead + d] != 1 else f"i{lead + d}"
+             for d, n in enumerate(shape)]
+    return "[" + ", ".join(parts) + "]" if parts else "[()]"
+
+
+def _names(args: tuple, dtype: str, y: str = "") -> dict:
     """``{a}``, ``{b}`` (and ``{y}``) of a member, as names or number literals."""
     out = {"y": y}
     for key, (kind, ref) in zip("ab", args):
         out[key] = (f"l{ref}" if kind == "leaf" else f"v{ref}" if kind == "member"
-                    else repr(float(ref)))
+                    else _number(float(ref), dtype))
     return out
+
+
+def _number(value: float, dtype: str) -> str:
+    text = repr(value) if math.isfinite(value) else f"math.{'-' if value < 0 else ''}inf"
+    if math.isnan(value):
+        text = "math.nan"
+    text = text.replace("math.-inf", "-math.inf")
+    return f"f32({text})" if dtype == "float32" else text
+
+
+_FLOAT_LITERAL = re.compile(r"(?<![\w.])(\d+\.\d*(?:[eE][-+]?\d+)?)")
+
+
+def _float32_numbers(expression: str) -> str:
+    """`expression` with each decimal number a float32 (``0.5`` -> ``f32(0.5)``)."""
+    return _FLOAT_LITERAL.sub(r"f32(\1)", expression)

@@ -27,7 +27,7 @@ from ..autograd import grad as autograd_grad
 from ..jit._graph import Literal
 from ..onnx._trace import Source
 from ..ops import _native as native
-from .codegen import ELEMENTWISE, ChainKernel, Member, fusable_params
+from .codegen import ELEMENTWISE, ChainKernel, Member, operands
 from .memory import BufferPool
 
 FLOAT_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
@@ -65,7 +65,7 @@ def find_chains(nodes: list, meta, uses: dict) -> list:
             continue
         group = [i]
         shape = meta(Source("op", (i, 0)))[0]
-        for arg in node.args:
+        for arg in operands(node.fn, node.args, node.params):
             if (isinstance(arg, Source) and arg.kind == "op" and arg.ref[0] in group_of
                     and uses.get(arg.ref, 0) == 1 and meta(arg)[0] == shape
                     and segment_of[arg.ref[0]] == segment
@@ -86,12 +86,13 @@ def find_chains(nodes: list, meta, uses: dict) -> list:
 def _elementwise(node, index: int, meta) -> bool:
     if node.fn not in ELEMENTWISE or node.n_outputs != 1:
         return False
-    if not fusable_params(node.fn, node.params):
+    values = operands(node.fn, node.args, node.params)
+    if values is None:
         return False
     shape, dtype = meta(Source("op", (index, 0)))
     if dtype not in FLOAT_DTYPES:
         return False
-    for arg in node.args:
+    for arg in values:
         if isinstance(arg, Literal):
             if not isinstance(arg.value, (int, float)) or isinstance(arg.value, bool):
                 return False
@@ -114,7 +115,7 @@ def _chain(group: list, nodes: list, meta) -> Chain:
     members = []
     for j in group:
         args = []
-        for arg in nodes[j].args:
+        for arg in operands(nodes[j].fn, nodes[j].args, nodes[j].params):
             if isinstance(arg, Literal):
                 args.append(("number", arg.value))
             elif arg.kind == "op" and arg.ref[0] in position:
@@ -126,7 +127,8 @@ def _chain(group: list, nodes: list, meta) -> Chain:
         members.append(Member(nodes[j].fn, tuple(args)))
     shape = meta(Source("op", (group[-1], 0)))[0]
     flat = all(meta(leaf)[0] == shape for leaf in leaves)
-    kernel = ChainKernel(tuple(members), len(leaves), None if flat else len(shape))
+    shapes = None if flat else [shape] + [meta(leaf)[0] for leaf in leaves]
+    kernel = ChainKernel(tuple(members), len(leaves), shapes, str(meta(leaves[0])[1]))
     return Chain(group, leaves, kernel, BufferPool(), shape)
 
 
@@ -145,7 +147,7 @@ class FusedElementwise(Function):
         if chain.kernel.ndim is None:
             chain.kernel.forward(out.reshape(-1), [_flat(x) for x in leaves])
         else:
-            chain.kernel.forward(out, [np.broadcast_to(x, chain.shape) for x in leaves])
+            chain.kernel.forward(out, [_contiguous(x) for x in leaves])
         return out
 
     @staticmethod
@@ -164,11 +166,15 @@ class FusedElementwise(Function):
                                   [f.reshape(-1) for f in full])
             grads = full
         else:
-            chain.kernel.backward(np.broadcast_to(g, chain.shape),
-                                  [np.broadcast_to(x, chain.shape) for x in arrays], full)
+            chain.kernel.backward(_contiguous(g), [_contiguous(x) for x in arrays], full)
             grads = [_sum_to(f, x.shape) for f, x in zip(full, arrays)]
         return tuple(_make(g) if edge[0] is not None else None
                      for g, edge in zip(grads, ctx._edges))
+
+
+def _contiguous(x: np.ndarray) -> np.ndarray:
+    # (not np.ascontiguousarray: it turns a 0-d array into a 1-d one)
+    return x if x.flags.c_contiguous else np.ascontiguousarray(x)
 
 
 def _flat(x: np.ndarray) -> np.ndarray:

@@ -203,8 +203,11 @@ def test_chain_source_is_built_from_the_table():
     members = (codegen.Member(ember.ops.arithmetic.Mul, (("leaf", 0), ("number", 2.0))),
                codegen.Member(ember.ops.elementwise.Tanh, (("member", 0),)))
     source = codegen.ChainKernel(members, 1).source
-    assert "v0 = l0 * 2.0" in source and "v1 = math.tanh(v0)" in source
+    assert "v0 = l0 * 2.0" in source and "v1 = tanh(v0)" in source
     assert "d0 += d1 * (1.0 - v1 * v1)" in source and "gl0 += d0 * (2.0)" in source
+    source = codegen.ChainKernel(members, 1, dtype="float32").source
+    assert "v0 = l0 * f32(2.0)" in source and "tanh32 as tanh" in source
+    assert "d0 += d1 * (f32(1.0) - v1 * v1)" in source
 
 
 @needs_numba

@@ -23,6 +23,16 @@ def pytorch():
     return pytest.importorskip("torch")
 
 
+def run_both(program, **kwargs) -> tuple:
+    """``program`` run on ember, then on PyTorch from ember's initial state (skips without
+    PyTorch)."""
+    import ember
+
+    torch = pytorch()
+    ours = program(ember, **kwargs)
+    return ours, program(torch, ours["state"], **kwargs)
+
+
 def assert_same_run(ours: dict, theirs: dict, rtol: float = 1e-4, atol: float = 1e-6) -> None:
     """Two runs' losses (and any other recorded arrays) agree."""
     assert ours.keys() == theirs.keys()

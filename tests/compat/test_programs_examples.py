@@ -14,7 +14,7 @@ import numpy as np
 
 import ember
 
-from ._programs import assert_same_run, decreased, load_state, pytorch, state_of
+from ._programs import assert_same_run, decreased, load_state, run_both, state_of
 
 
 # ----------------------------------------------------------------------
@@ -118,7 +118,7 @@ def language_models(torch):
     return RNNModel, TransformerModel
 
 
-def word_language_model(torch, kind: str, state=None, epochs: int = 3):
+def word_language_model(torch, state=None, kind: str = "LSTM", epochs: int = 3):
     RNNModel, TransformerModel = language_models(torch)
     ntokens, bptt, lr = 13, 5, 2.0
     corpus = torch.tensor(np.tile(np.arange(ntokens), 6))
@@ -170,19 +170,16 @@ def word_language_model(torch, kind: str, state=None, epochs: int = 3):
 
 def test_word_language_model_learns():
     for kind in ("GRU", "RNN_TANH", "Transformer"):
-        run = word_language_model(ember, kind, epochs=10)
+        run = word_language_model(ember, kind=kind, epochs=10)
         assert decreased(run["losses"], 0.8), (kind, run["losses"])
     # the 2-layer LSTM barely moves in this budget (on PyTorch too): it must run and stay finite
-    run = word_language_model(ember, "LSTM")
+    run = word_language_model(ember, kind="LSTM")
     assert np.isfinite(run["losses"]).all() and len(run["losses"]) == 12
 
 
 def test_word_language_model_matches_pytorch():
-    torch = pytorch()
     for kind in ("LSTM", "Transformer"):
-        ours = word_language_model(ember, kind)
-        assert_same_run(ours, word_language_model(torch, kind, ours["state"]), rtol=1e-3,
-                        atol=1e-5)
+        assert_same_run(*run_both(word_language_model, kind=kind), rtol=1e-3, atol=1e-5)
 
 
 # ----------------------------------------------------------------------
@@ -277,6 +274,4 @@ def test_forward_forward_trains_layer_by_layer():
 
 
 def test_forward_forward_matches_pytorch():
-    torch = pytorch()
-    ours = forward_forward(ember)
-    assert_same_run(ours, forward_forward(torch, ours["state"]), rtol=1e-3, atol=1e-5)
+    assert_same_run(*run_both(forward_forward), rtol=1e-3, atol=1e-5)

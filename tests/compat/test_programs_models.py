@@ -21,7 +21,7 @@ import pytest
 
 import ember
 
-from ._programs import assert_same_run, decreased, load_state, pytorch, state_of
+from ._programs import assert_same_run, decreased, load_state, pytorch, run_both, state_of
 
 
 def rng_data(seed: int, *shape):
@@ -306,10 +306,7 @@ def test_dcgan_steps():
 
 
 def test_dcgan_matches_pytorch():
-    torch = pytorch()
-    ours = dcgan_program(ember)
-    theirs = dcgan_program(torch, ours["state"])
-    assert_same_run(ours, theirs, rtol=1e-3, atol=1e-5)
+    assert_same_run(*run_both(dcgan_program), rtol=1e-3, atol=1e-5)
 
 
 # ----------------------------------------------------------------------
@@ -379,10 +376,7 @@ def test_super_resolution_steps():
 
 
 def test_super_resolution_matches_pytorch():
-    torch = pytorch()
-    ours = super_resolution_program(ember)
-    theirs = super_resolution_program(torch, ours["state"])
-    assert_same_run(ours, theirs, rtol=1e-3, atol=1e-5)
+    assert_same_run(*run_both(super_resolution_program), rtol=1e-3, atol=1e-5)
 
 
 # ----------------------------------------------------------------------
@@ -471,10 +465,7 @@ def test_gcn_learns_the_communities():
 
 @pytest.mark.filterwarnings("ignore:Sparse invariant checks")
 def test_gcn_matches_pytorch():
-    torch = pytorch()
-    ours = gcn_program(ember)
-    theirs = gcn_program(torch, ours["state"])
-    assert_same_run(ours, theirs, rtol=1e-3, atol=1e-5)
+    assert_same_run(*run_both(gcn_program), rtol=1e-3, atol=1e-5)
 
 
 # ----------------------------------------------------------------------
@@ -544,7 +535,4 @@ def test_vit_steps():
 
 
 def test_vit_matches_pytorch():
-    torch = pytorch()
-    ours = vit_program(ember)
-    theirs = vit_program(torch, ours["state"])
-    assert_same_run(ours, theirs, rtol=2e-3, atol=1e-5)
+    assert_same_run(*run_both(vit_program), rtol=2e-3, atol=1e-5)

@@ -20,7 +20,7 @@ import pytest
 
 import ember
 
-from ._programs import assert_same_run, decreased, load_state, pytorch, state_of
+from ._programs import assert_same_run, decreased, load_state, run_both, state_of
 
 
 def data(seed: int, *shape, kind: str = "normal"):
@@ -240,10 +240,7 @@ def test_basics_optimization_loop_learns():
 
 
 def test_basics_optimization_loop_matches_pytorch():
-    torch = pytorch()
-    ours = optimization_loop(ember)
-    theirs = optimization_loop(torch, ours["state"])
-    assert_same_run(ours, theirs, rtol=1e-4)
+    assert_same_run(*run_both(optimization_loop), rtol=1e-4)
 
 
 class SmallNet(ember.nn.Module):
@@ -411,10 +408,7 @@ def test_nn_really_learns():
 
 
 def test_nn_really_matches_pytorch():
-    torch = pytorch()
-    ours = nn_really(ember)
-    theirs = nn_really(torch, ours["state"])
-    assert_same_run(ours, theirs, rtol=2e-4, atol=1e-5)
+    assert_same_run(*run_both(nn_really), rtol=2e-4, atol=1e-5)
 
 
 # ----------------------------------------------------------------------
@@ -566,10 +560,7 @@ def test_fit_sin_every_variant_learns():
 
 
 def test_fit_sin_matches_pytorch():
-    torch = pytorch()
-    ours = fit_sin(ember)
-    theirs = fit_sin(torch, ours["state"])
-    assert_same_run(ours, theirs, rtol=1e-3, atol=1e-5)
+    assert_same_run(*run_both(fit_sin), rtol=1e-3, atol=1e-5)
 
 
 def test_dynamic_net():

@@ -31,12 +31,12 @@ _BLOCKS = 32
 _ZERO, _ONE = np.float32(0.0), np.float32(1.0)
 
 
-def supports(*arrays) -> bool:
-    """True when the row kernels should take these arrays now: numba on, 2-D C-contiguous
-    NumPy float32/float64 arrays of one dtype, the first with at least `MIN_SIZE`
-    elements."""
+def supports(*arrays, ndim: int = 2) -> bool:
+    """True when the row kernels should take these arrays now: numba on, `ndim`-D
+    C-contiguous NumPy float32/float64 arrays of one dtype, the first with at least
+    `MIN_SIZE` elements."""
     first = arrays[0]
-    return (type(first) is np.ndarray and first.size >= MIN_SIZE and first.ndim == 2
+    return (type(first) is np.ndarray and first.size >= MIN_SIZE and first.ndim == ndim
             and first.dtype.char in "fd" and native.is_cpu_array(*arrays) and native.enabled()
             and all(a.dtype == first.dtype and a.flags.c_contiguous for a in arrays))
 
@@ -98,6 +98,70 @@ def _softmax_backward_kernel(g, y, out, log):
                 total += gr[j] * yr[j]
             for j in range(gr.size):
                 dst[j] = yr[j] * (gr[j] - total)
+
+
+@native.kernel(parallel=True, fastmath=_REORDER)
+def _softmax_inner_kernel(x, out, log):
+    # x, out: (outer, C, inner), softmax over C; the loops run along inner (contiguous)
+    fast = x.itemsize == 4
+    for o in native.prange(x.shape[0]):
+        xo, oo = x[o], out[o]
+        channels, inner = xo.shape
+        m = xo[0].copy()
+        for c in range(1, channels):
+            for k in range(inner):
+                m[k] = max(m[k], xo[c, k])
+        total = np.zeros_like(m)
+        for c in range(channels):
+            for k in range(inner):
+                e = _exp_as(xo[c, k] - m[k], fast)
+                total[k] += e
+                oo[c, k] = e
+        if log:
+            for k in range(inner):
+                total[k] = m[k] + math.log(total[k])
+            for c in range(channels):
+                for k in range(inner):
+                    oo[c, k] = xo[c, k] - total[k]
+        else:
+            for k in range(inner):
+                total[k] = _ONE / total[k]
+            for c in range(channels):
+                for k in range(inner):
+                    oo[c, k] *= total[k]
+
+
+@native.kernel(parallel=True, fastmath=_REORDER)
+def _softmax_inner_backward_kernel(g, y, out, log):
+    fast = y.itemsize == 4
+    for o in native.prange(y.shape[0]):
+        go, yo, oo = g[o], y[o], out[o]
+        channels, inner = yo.shape
+        total = np.zeros(inner, y.dtype)
+        for c in range(channels):
+            for k in range(inner):
+                total[k] += go[c, k] if log else go[c, k] * yo[c, k]
+        for c in range(channels):
+            for k in range(inner):
+                if log:
+                    oo[c, k] = go[c, k] - _exp_as(yo[c, k], fast) * total[k]
+                else:
+                    oo[c, k] = yo[c, k] * (go[c, k] - total[k])
+
+
+def softmax_inner(x: np.ndarray, log: bool) -> np.ndarray:
+    """softmax (or log-softmax) over the middle dim of a `supports` 3-D array
+    (outer, C, inner): the softmax of another dim than the last, the array viewed so."""
+    out = np.empty_like(x)
+    run(_softmax_inner_kernel, x.size, x, out, log)
+    return out
+
+
+def softmax_inner_backward(g: np.ndarray, y: np.ndarray, log: bool) -> np.ndarray:
+    """The first-order gradient of `softmax_inner` (as `softmax_backward`)."""
+    out = np.empty_like(y)
+    run(_softmax_inner_backward_kernel, y.size, g, y, out, log)
+    return out
 
 
 def softmax(x: np.ndarray, log: bool) -> np.ndarray:

@@ -79,6 +79,8 @@ class Softmax(Function):
             y = _native_rows.softmax(rows, log=False)
         elif rows is not None:
             y = _kernels.softmax_rows(rows)
+        elif _inner_view(z, dim) is not None:
+            y = _native_rows.softmax_inner(_inner_view(z, dim), log=False)
         else:
             # NOTE: shifting by the max keeps exp() from overflowing (inputs of 1e4 are fine).
             y = z - z.max(axis=dim, keepdims=True)
@@ -118,6 +120,8 @@ class LogSoftmax(Function):
             y = _native_rows.softmax(rows, log=True)
         elif rows is not None:
             y = _kernels.log_softmax_rows(rows)
+        elif _inner_view(z, dim) is not None:
+            y = _native_rows.softmax_inner(_inner_view(z, dim), log=True)
         else:
             y = z - z.max(axis=dim, keepdims=True)
             y -= xp.log(_kernels.sum_last(xp.exp(y), dim))  # in place
@@ -143,15 +147,31 @@ class LogSoftmax(Function):
         return grad - y.exp() * grad.sum(ctx.dim, keepdim=True)
 
 
+def _inner_view(z, dim):
+    """`z` viewed as (outer, C, inner) for a (log-)softmax over its dim `dim` (not the
+    last), when the numba kernels take it (C-contiguous float32/float64, large); else
+    None."""
+    if (type(z) is not np.ndarray or z.size < _native_rows.MIN_SIZE
+            or not z.flags.c_contiguous or dim in (-1, z.ndim - 1)):
+        return None
+    view = z.reshape(math.prod(z.shape[:dim]), z.shape[dim], -1)
+    return view if _native_rows.supports(view, ndim=3) else None
+
+
 def _native_backward(g, y, dim, log: bool):
-    """The first-order (log-)softmax gradient by the numba row kernel, when it takes the
-    arrays (last dim, C-contiguous, one dtype); else None."""
-    if dim not in (-1, y.ndim - 1) or type(g) is not np.ndarray or g.shape != y.shape:
+    """The first-order (log-)softmax gradient by the numba kernels, when they take the
+    arrays (C-contiguous, one dtype, large); else None."""
+    if type(g) is not np.ndarray or g.shape != y.shape or y.ndim == 0:
         return None
-    rows, grows = y.reshape(-1, y.shape[-1]), g.reshape(-1, y.shape[-1])
-    if not _native_rows.supports(rows, grows):
+    if dim in (-1, y.ndim - 1):
+        rows, grows = y.reshape(-1, y.shape[-1]), g.reshape(-1, y.shape[-1])
+        if not _native_rows.supports(rows, grows):
+            return None
+        return _make(_native_rows.softmax_backward(grows, rows, log).reshape(y.shape))
+    inner, ginner = _inner_view(y, dim), _inner_view(g, dim)
+    if inner is None or ginner is None or inner.dtype != ginner.dtype:
         return None
-    return _make(_native_rows.softmax_backward(grows, rows, log).reshape(y.shape))
+    return _make(_native_rows.softmax_inner_backward(ginner, inner, log).reshape(y.shape))
 
 
 def _softmax_dim(name: str, ndim: int, stacklevel: int) -> int:

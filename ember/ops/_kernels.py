@@ -7,7 +7,9 @@ the CPU cache, with a handful of scratch buffers reused from block to block.  Ea
 plain function of NumPy arrays; the ops call them from their forward and first-order
 backward (activation.py, loss.py, normalization.py, reduction.py) and keep their own
 tensor formulas for every other dtype and device.  The row kernels (softmax,
-log-softmax, layer norm) work on blocks of whole rows.
+log-softmax, layer norm) work on blocks of whole rows.  With numba on, large float32 and
+float64 arrays take the native kernels of _native_activation.py and _native_rows.py
+instead; these stay the fallback (numba missing or off, 16-bit floats, small arrays).
 """
 
 from __future__ import annotations

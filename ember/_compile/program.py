@@ -107,9 +107,19 @@ def capture(fn, args: tuple, named: dict, module_names: dict, tensors: list,
         tracers.append(_CompileTracer(*a))
         return tracers[-1]
 
+    results = []
+
+    def run(*a):
+        results.append(fn(*a))
+        return results[-1]
+
     CAPTURING[0] += 1
     try:
-        trace, returned = _record(fn, args, named, module_names, tracer_cls=make_tracer)
+        trace, returned = _record(run, args, named, module_names, tracer_cls=make_tracer)
+    except RuntimeError:
+        if not results or flatten_tensors(results[0]):
+            raise  # (an error of the model itself, as eagerly)
+        return results[0], "it returns no tensor"
     finally:
         CAPTURING[0] -= 1
     tracer = tracers[0]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import weakref
 
+from .._core.tensor import Tensor
 from ..nn.modules.module import Module
 from . import program
 
@@ -40,8 +41,9 @@ class CompiledFunction:
         if tensors is None:
             return self._eager("a module has hooks", args, kwargs)
         key = program.signature(args, state)
-        if key is None:
-            return self._eager("an argument is neither a tensor nor a number", args, kwargs)
+        if key is None or not any(isinstance(a, Tensor) for a in args):
+            return self._eager("no tensor argument, or one that is neither a tensor nor a "
+                               "number", args, kwargs)
         graph = self.graphs.get(key)
         if graph is None:
             if len(self.graphs) >= RECOMPILE_LIMIT:

@@ -175,6 +175,21 @@ def test_recompile_limit_reset_is_compiling_and_the_eager_backends():
     np.testing.assert_allclose(plain(ember.ones(2)).numpy(), np.exp([2.0, 2.0]), rtol=1e-6)
 
 
+def test_calls_without_tensors_in_or_out_run_eagerly():
+    compiled = ember.compile(lambda n: n * 2)
+    assert compiled(3) == 6 and not compiled._compiled.graphs
+    shapes = ember.compile(lambda x: tuple(x.shape))
+    with pytest.warns(RuntimeWarning, match="returns no tensor"):
+        assert shapes(ember.ones(2, 3)) == (2, 3)
+    assert shapes(ember.ones(2, 3)) == (2, 3)
+
+    def broken(x):
+        raise RuntimeError("the model's own error")
+
+    with pytest.raises(RuntimeError, match="the model's own error"):
+        ember.compile(broken)(ember.ones(2))
+
+
 def test_a_compiled_graph_returns_the_traced_structure():
     compiled = ember.compile(lambda x: {"double": x * 2, "pair": (x + 1, 3)})
     x = ember.ones(2)

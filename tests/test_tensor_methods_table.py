@@ -10,7 +10,7 @@ import pytest
 
 import ember
 from ember import _tensor_methods as table
-from ember.ops import elementwise
+from ember.ops import comparison, elementwise
 from ember.ops._inplace import op_pair
 from ember.testing import assert_close
 
@@ -107,3 +107,13 @@ def test_op_pair_builds_named_documented_functions():
     assert op_(x) is x and abs(x[1].item() - np.e) < 1e-6
     with pytest.raises(RuntimeError, match="no scalars"):
         op_(ember.tensor(1.0))
+
+
+def test_binary_pair_builds_both_forms_of_a_comparison():
+    x = ember.tensor([1.0, 2.0, 3.0])
+    assert ember.eq.__name__ == "eq" and comparison.eq_.__name__ == "eq_"
+    assert ember.lt(x, 2.5).tolist() == [True, True, False]
+    y = x.clone()
+    assert y.lt_(2.5) is y and y.tolist() == [1.0, 1.0, 0.0]  # written in y's dtype
+    ints = ember.tensor([1, 2, 3])
+    assert ints.ge_(2.5).tolist() == [0, 0, 1]  # compared in float, written as int64

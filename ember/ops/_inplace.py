@@ -16,7 +16,7 @@ from collections.abc import Callable
 
 from .._core.tensor import Tensor
 
-__all__ = ["inplace_form", "op_pair"]
+__all__ = ["inplace_form", "op_pair", "binary_pair"]
 
 
 def inplace_form(cls, name: str | None = None):
@@ -58,4 +58,28 @@ def op_pair(cls, name: str, doc: str, *, prepare: Callable | None = None,
     op_.__doc__ = f"In-place ``{name}``."
     op.__module__ = op_.__module__ = cls.__module__
     op_.Function = inplace  # the in-place class, for the tools that map ops to classes
+    return op, op_
+
+
+def binary_pair(cls, name: str, doc: str, run: Callable, run_: Callable, inplace=None):
+    """The public functions ``name(input, other)`` and ``name_(input, other)`` of a
+    two-operand op class.
+
+    `run(name, cls, input, other)` and `run_(name_, inplace_cls, input, other)` are the
+    family's rules around ``apply`` (promotion, shape and dtype checks); `inplace` is the
+    in-place class when the family builds its own (by default ``inplace_form(cls)``).
+    """
+    inplace = inplace or inplace_form(cls)
+
+    def op(input, other) -> Tensor:
+        return run(name, cls, input, other)
+
+    def op_(input: Tensor, other) -> Tensor:
+        return run_(name + "_", inplace, input, other)
+
+    op.__name__, op.__qualname__, op.__doc__ = name, name, doc
+    op_.__name__ = op_.__qualname__ = name + "_"
+    op_.__doc__ = f"In-place ``{name}`` (the result in `input`'s dtype)."
+    op.__module__ = op_.__module__ = cls.__module__
+    op_.Function = inplace
     return op, op_

@@ -13,6 +13,7 @@ import math
 
 from .._core.function import Function
 from .._core.tensor import Tensor, _make
+from ._inplace import binary_pair
 from ._util import check_same_device, is_scalar, promote, result_type, to_tensor, xp_of
 from .arithmetic import (
     _is_integral, _short, _xp, check_broadcast, check_inplace_shape, inplace_operand,
@@ -127,12 +128,6 @@ def _inplace_form(cls):
                 {"_name": cls.__name__ + "Backward0", "__module__": cls.__module__})
 
 
-EqInplace = _inplace_form(Eq)
-NeInplace = _inplace_form(Ne)
-LtInplace = _inplace_form(Lt)
-LeInplace = _inplace_form(Le)
-GtInplace = _inplace_form(Gt)
-GeInplace = _inplace_form(Ge)
 LogicalAndInplace = _inplace_form(LogicalAnd)
 LogicalOrInplace = _inplace_form(LogicalOr)
 LogicalXorInplace = _inplace_form(LogicalXor)
@@ -190,64 +185,16 @@ def _promoted_(op: str, cls, input: Tensor, other):
     return input.copy_(cls.apply(target.detach(), other))
 
 
-def eq(input, other) -> Tensor:
-    """``input == other`` elementwise, as a bool tensor."""
-    return _promoted("eq", Eq, input, other)
+def _comparison(cls, name: str, doc: str):
+    return binary_pair(cls, name, doc, _promoted, _promoted_, inplace=_inplace_form(cls))
 
 
-def ne(input, other) -> Tensor:
-    """``input != other`` elementwise."""
-    return _promoted("ne", Ne, input, other)
-
-
-def lt(input, other) -> Tensor:
-    """``input < other`` elementwise."""
-    return _promoted("lt", Lt, input, other)
-
-
-def le(input, other) -> Tensor:
-    """``input <= other`` elementwise."""
-    return _promoted("le", Le, input, other)
-
-
-def gt(input, other) -> Tensor:
-    """``input > other`` elementwise."""
-    return _promoted("gt", Gt, input, other)
-
-
-def ge(input, other) -> Tensor:
-    """``input >= other`` elementwise."""
-    return _promoted("ge", Ge, input, other)
-
-
-def eq_(input: Tensor, other) -> Tensor:
-    """In-place ``eq``: 1 where equal, 0 elsewhere, in `input`'s dtype."""
-    return _promoted_("eq_", EqInplace, input, other)
-
-
-def ne_(input: Tensor, other) -> Tensor:
-    """In-place ``ne``."""
-    return _promoted_("ne_", NeInplace, input, other)
-
-
-def lt_(input: Tensor, other) -> Tensor:
-    """In-place ``lt``."""
-    return _promoted_("lt_", LtInplace, input, other)
-
-
-def le_(input: Tensor, other) -> Tensor:
-    """In-place ``le``."""
-    return _promoted_("le_", LeInplace, input, other)
-
-
-def gt_(input: Tensor, other) -> Tensor:
-    """In-place ``gt``."""
-    return _promoted_("gt_", GtInplace, input, other)
-
-
-def ge_(input: Tensor, other) -> Tensor:
-    """In-place ``ge``."""
-    return _promoted_("ge_", GeInplace, input, other)
+eq, eq_ = _comparison(Eq, "eq", "``input == other`` elementwise, as a bool tensor.")
+ne, ne_ = _comparison(Ne, "ne", "``input != other`` elementwise.")
+lt, lt_ = _comparison(Lt, "lt", "``input < other`` elementwise.")
+le, le_ = _comparison(Le, "le", "``input <= other`` elementwise.")
+gt, gt_ = _comparison(Gt, "gt", "``input > other`` elementwise.")
+ge, ge_ = _comparison(Ge, "ge", "``input >= other`` elementwise.")
 
 
 greater, greater_equal, less, less_equal, not_equal = gt, ge, lt, le, ne

@@ -3,7 +3,9 @@
 The import graph is read from the source with ``ast`` (every ``import``, at module level
 or inside a function, except under ``if TYPE_CHECKING:``), so a lazy import does not hide
 an upward call.  Each module belongs to the unit of the longest prefix in ``FLOORS``; a
-module may import its own floor or a lower one, and the graph between units has no cycle.
+module may import its own floor or a lower one, the graph between units has no cycle, and
+neither has the graph between top-level packages (PyTorch-path aliases such as
+``nn.quantized`` aside: they re-export a higher package).
 
 Floors (a unit sits above everything it imports):
 
@@ -189,6 +191,24 @@ def test_no_lower_floor_imports_a_higher_one():
 def test_the_graph_between_units_has_no_cycle():
     _, units = graph()
     assert cycles(units) == []
+
+
+# PyTorch's import paths that re-export a package of a higher floor (``torch.nn.quantized`` is
+# ``torch.ao.nn.quantized``): they sit inside a lower package's folder but belong above it.
+ALIASES = ("ember.nn.quantized",)
+
+
+def test_the_graph_between_top_level_packages_has_no_cycle():
+    edges, _ = graph()
+    packages = defaultdict(set)
+    for name, targets in edges.items():
+        if name.startswith(ALIASES):
+            continue
+        for target, _, _ in targets:
+            a, b = name.split(".")[:2], target.split(".")[:2]
+            if a != b:
+                packages[".".join(a)].add(".".join(b))
+    assert cycles(packages) == []
 
 
 def test_the_checker_sees_lazy_and_relative_imports(tmp_path):

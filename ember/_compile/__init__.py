@@ -2,11 +2,13 @@
 fuse elementwise chains into generated numba kernels, reuse their buffers across calls,
 and replay the graph on later calls.  docs/compile.md tells the story; the files:
 
-- ``program.py``: capture (the jit tracer), guards, the replayed graph;
+- ``runner.py``: `CompiledFunction`, the cache of graphs by signature;
+- ``program.py``: capture (the jit tracer), guards, the compiled graph;
+- ``replay.py``: the graph as one generated straight-line Python function;
 - ``fusion.py``: finding fusable chains, the `FusedElementwise` op;
 - ``codegen.py``: the op table and the generated forward/backward kernels;
-- ``memory.py``: the buffer pool (the memory plan);
-- ``runner.py``: `CompiledFunction`, the cache of graphs by signature.
+- ``kernel_math.py``: the scalar functions those kernels call, per dtype;
+- ``memory.py``: the buffer pool (the memory plan).
 """
 
 from .runner import CompiledFunction, reset_all

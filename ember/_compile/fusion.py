@@ -2,9 +2,10 @@
 
 `find_chains` walks the graph's nodes in order and grows groups: an elementwise op of
 `codegen.ELEMENTWISE` joins the group of an argument computed by another such op when
-that argument has the same shape and dtype and nothing else reads it (so the members'
-intermediate results never need to exist as arrays).  A group of two or more ops
-becomes one `FusedElementwise` call at the place of its last op.
+that argument has the same shape and dtype, nothing else reads it (so the members'
+intermediate results never need to exist as arrays) and no in-place op runs between
+them.  The group's other operands, its leaves, may broadcast to its shape.  A group of
+two or more ops becomes one `FusedElementwise` call at the place of its last op.
 
 `FusedElementwise` is an ordinary `Function`: its forward runs the chain's generated
 kernel, it saves only the chain's leaves, and its backward runs the generated backward

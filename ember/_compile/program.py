@@ -5,17 +5,18 @@ The first call with a given `signature` (the inputs' shapes, dtypes and
 parameters' shapes and dtypes) runs the model eagerly under the jit tracer
 (``ember/jit/``), so that call's result *is* the eager result, and keeps the recorded
 ops as a `CompiledGraph`: elementwise chains fused into generated kernels
-(``fusion.py``), everything else replayed through ``Function.apply``, so autograd
-records the replayed ops and ``backward()`` runs their backward formulas and the fused
-chains' generated backward kernels.  Later calls with the same signature replay the
-graph without running the Python code of ``forward``.
+(``fusion.py``), every op a line of one generated replay function (``replay.py``) that
+calls ``Function.apply``, so autograd records the replayed ops and ``backward()`` runs
+their backward formulas and the fused chains' generated backward kernels.  Later calls
+with the same signature replay the graph without running the Python code of
+``forward``.
 
-Where a graph cannot stand for the code, the signature is marked eager and the model
-runs as written: keyword or non-tensor arguments that are not plain numbers, module
-hooks, a
-tensor's values read on the host while tracing (``item()``, ``if t.sum() > 0``:
-control flow that a graph would freeze), an active profiler or autocast region, or a
-graph that fails to build.
+Where a graph cannot stand for the code, the call runs as written (``runner.py``):
+keyword arguments, arguments that are neither tensors nor plain numbers, no tensor
+argument, module hooks, an active profiler or autocast region; and, found while
+capturing, a tensor's values read into Python (``item()``, ``if t.sum() > 0``: control
+flow that a graph would freeze), a closure's tensor that requires grad, an in-place
+write into a tensor made inside the call, or no tensor returned.
 """
 
 from __future__ import annotations

@@ -5,13 +5,12 @@ A fused chain is a small expression DAG: each member is one elementwise op (``Mu
 output's shape or broadcast to it), Python numbers, or earlier members.
 `ELEMENTWISE` is the one table this module reads: op class -> the scalar expression of
 its forward and of the derivative of its output with respect to each argument, written
-with ``{a}``/``{b}``
-for the arguments and ``{y}`` for the output.
+with ``{a}``/``{b}`` for the arguments and ``{y}`` for the output.
 
 `ChainKernel` turns a chain into two kernels: a forward one that computes every member
-for element ``i`` in registers and writes the last, and a
-backward one that recomputes the members, runs the chain rule backwards through the
-derivative expressions and writes one gradient per leaf.  The source is built once per
+for element ``i`` in registers and writes the last, and a backward one that recomputes
+the members, runs the chain rule backwards through the derivative expressions and
+writes one gradient per leaf.  The source is built once per
 chain signature (`source` is the cache key) and compiled by numba on first use, in a
 serial form and a parallel (``prange``) one for large arrays; the source is kept in a
 file of `cache_dir` so that numba caches the machine code on disk for later processes.

@@ -198,3 +198,29 @@ def test_a_model_with_in_place_activations_trains_like_eager():
     for got, expected in zip(grads, eager_grads):
         for g, e in zip(got, expected):
             np.testing.assert_allclose(g, e, rtol=1e-4, atol=1e-6)
+
+
+def test_a_resnet_with_in_place_relus_and_residual_adds_trains_like_eager():
+    from ember.vision import models
+
+    ember.manual_seed(0)
+    model = models.resnet18(num_classes=10)
+    twin = copy.deepcopy(model)
+    compiled = ember.compile(twin)
+    rng = np.random.default_rng(5)
+    x = ember.tensor(rng.standard_normal((2, 3, 32, 32)).astype(np.float32))
+    y = ember.tensor([1, 3])
+    for net in (model, compiled):
+        opt = ember.optim.SGD(net.parameters(), lr=0.1, momentum=0.9)
+        net.losses = []
+        for _ in range(3):
+            opt.zero_grad()
+            loss = F.cross_entropy(net(x), y)
+            loss.backward()
+            opt.step()
+            net.losses.append(loss.item())
+    assert isinstance(next(iter(compiled._compiled.graphs.values())), CompiledGraph)
+    np.testing.assert_allclose(compiled.losses, model.losses, rtol=1e-5)
+    for p, q in zip(twin.parameters(), model.parameters()):
+        np.testing.assert_allclose(p.detach().numpy(), q.detach().numpy(), rtol=1e-4,
+                                   atol=1e-6)

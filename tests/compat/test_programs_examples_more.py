@@ -2,12 +2,15 @@
 LSTMCells in double precision, trained by LBFGS with a closure, then extrapolating), the
 VAE (reparameterization, binary cross entropy + KL), the polynomial regression example
 (features by ``cat``, smooth L1, updates through ``.data``) and REINFORCE (a softmax
-policy, ``Categorical.log_prob``, normalized returns).  Each asserts what the program
+policy, ``Categorical.log_prob``, normalized returns); fast_neural_style, the translation
+tutorial's nn.Transformer with masks, and mnist_rnn.  Each asserts what the program
 shows; with PyTorch installed, the same program from the same weights gives the same
 numbers.
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
@@ -223,4 +226,221 @@ def test_reinforce_prefers_the_rewarded_action():
 
 def test_these_programs_match_pytorch():
     for program in (time_sequence_prediction, vae, polynomial_regression, reinforce):
+        assert_same_run(*run_both(program), rtol=1e-3, atol=1e-5)
+
+
+# ----------------------------------------------------------------------
+# fast_neural_style, the translation tutorial's seq2seq Transformer, mnist_rnn
+
+
+def fast_neural_style(torch, state=None):
+    """The style-transfer network (reflection padding, affine InstanceNorm, nearest
+    upsampling) trained on content + Gram-matrix style losses."""
+    nn = torch.nn
+
+    class ConvLayer(nn.Module):
+        def __init__(self, in_channels, out_channels, kernel_size, stride, upsample=None):
+            super().__init__()
+            self.upsample = upsample
+            self.reflection_pad = nn.ReflectionPad2d(kernel_size // 2)
+            self.conv2d = nn.Conv2d(in_channels, out_channels, kernel_size, stride)
+
+        def forward(self, x):
+            if self.upsample:
+                x = torch.nn.functional.interpolate(x, mode="nearest",
+                                                    scale_factor=self.upsample)
+            return self.conv2d(self.reflection_pad(x))
+
+    class ResidualBlock(nn.Module):
+        def __init__(self, channels):
+            super().__init__()
+            self.conv1, self.in1 = ConvLayer(channels, channels, 3, 1), nn.InstanceNorm2d(
+                channels, affine=True)
+            self.conv2, self.in2 = ConvLayer(channels, channels, 3, 1), nn.InstanceNorm2d(
+                channels, affine=True)
+            self.relu = nn.ReLU()
+
+        def forward(self, x):
+            return self.in2(self.conv2(self.relu(self.in1(self.conv1(x))))) + x
+
+    class TransformerNet(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv1, self.in1 = ConvLayer(3, 8, 9, 1), nn.InstanceNorm2d(8, affine=True)
+            self.conv2, self.in2 = ConvLayer(8, 16, 3, 2), nn.InstanceNorm2d(16, affine=True)
+            self.res1 = ResidualBlock(16)
+            self.deconv1 = ConvLayer(16, 8, 3, 1, upsample=2)
+            self.in4 = nn.InstanceNorm2d(8, affine=True)
+            self.deconv3 = ConvLayer(8, 3, 9, 1)
+            self.relu = nn.ReLU()
+
+        def forward(self, x):
+            y = self.relu(self.in2(self.conv2(self.relu(self.in1(self.conv1(x))))))
+            y = self.relu(self.in4(self.deconv1(self.res1(y))))
+            return self.deconv3(y)
+
+    def gram_matrix(y):
+        b, ch, h, w = y.size()
+        features = y.view(b, ch, w * h)
+        return features.bmm(features.transpose(1, 2)) / (ch * h * w)
+
+    def normalize_batch(batch):
+        mean = batch.new_tensor([0.485, 0.456, 0.406]).view(-1, 1, 1)
+        std = batch.new_tensor([0.229, 0.224, 0.225]).view(-1, 1, 1)
+        return (batch.div_(255.0) - mean) / std
+
+    rng = np.random.default_rng(4)
+    x = torch.tensor((rng.random((2, 3, 16, 16)) * 255).astype(np.float32))
+    gram_style = gram_matrix(torch.tensor(rng.random((1, 3, 16, 16)).astype(np.float32)))
+    torch.manual_seed(0)
+    net = TransformerNet()
+    load_state(torch, net, state)
+    first = state_of(net)
+    optimizer = torch.optim.Adam(net.parameters(), 1e-3)
+    mse = nn.MSELoss()
+    losses = []
+    for _ in range(6):
+        optimizer.zero_grad()
+        y = net(x)
+        content_loss = mse(normalize_batch(y.clone()), normalize_batch(x.clone()))
+        style_loss = mse(gram_matrix(y), gram_style.expand(2, 3, 3))
+        loss = content_loss + 1e-3 * style_loss
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    return {"losses": losses, "output_shape": list(y.shape), "state": first}
+
+
+def translation(torch, state=None):
+    """The translation tutorial's Seq2SeqTransformer: nn.Transformer with a causal target
+    mask (``triu`` then ``masked_fill``), padding masks and ignore_index in the loss."""
+    nn = torch.nn
+    vocab, pad, bos, width = 11, 0, 1, 16
+
+    class PositionalEncoding(nn.Module):
+        def __init__(self, emb_size, maxlen=32):
+            super().__init__()
+            den = torch.exp(-torch.arange(0, emb_size, 2) * math.log(10000) / emb_size)
+            pos = torch.arange(0, maxlen).reshape(maxlen, 1)
+            pe = torch.zeros((maxlen, emb_size))
+            pe[:, 0::2] = torch.sin(pos * den)
+            pe[:, 1::2] = torch.cos(pos * den)
+            self.register_buffer("pos_embedding", pe.unsqueeze(-2))
+
+        def forward(self, token_embedding):
+            return token_embedding + self.pos_embedding[:token_embedding.size(0), :]
+
+    class Seq2Seq(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.transformer = nn.Transformer(d_model=width, nhead=2, num_encoder_layers=1,
+                                              num_decoder_layers=1, dim_feedforward=32,
+                                              dropout=0.0)
+            self.generator = nn.Linear(width, vocab)
+            self.src_tok_emb, self.tgt_tok_emb = nn.Embedding(vocab, width), nn.Embedding(
+                vocab, width)
+            self.positional_encoding = PositionalEncoding(width)
+
+        def forward(self, src, trg, src_mask, tgt_mask, src_padding_mask, tgt_padding_mask):
+            src_emb = self.positional_encoding(self.src_tok_emb(src) * math.sqrt(width))
+            tgt_emb = self.positional_encoding(self.tgt_tok_emb(trg) * math.sqrt(width))
+            outs = self.transformer(src_emb, tgt_emb, src_mask, tgt_mask, None,
+                                    src_padding_mask, tgt_padding_mask, src_padding_mask)
+            return self.generator(outs)
+
+    def square_subsequent_mask(size):
+        mask = (torch.triu(torch.ones((size, size))) == 1).transpose(0, 1)
+        return mask.float().masked_fill(mask == 0, float("-inf")).masked_fill(mask == 1, 0.0)
+
+    rng = np.random.default_rng(5)
+    src_np = rng.integers(2, vocab, (6, 8))
+    src_np[-2:, :3] = pad  # (S, N), the first three sentences shorter
+    tgt_np = np.concatenate([np.full((1, 8), bos), src_np[::-1] % 9 + 2], 0)
+    tgt_np[-2:, :3] = pad
+    src, tgt = torch.tensor(src_np), torch.tensor(tgt_np)
+    torch.manual_seed(0)
+    model = Seq2Seq()
+    for p in model.parameters():
+        if p.dim() > 1:
+            nn.init.xavier_uniform_(p)
+    load_state(torch, model, state)
+    first = state_of(model)
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3, betas=(0.9, 0.98), eps=1e-9)
+    loss_fn = torch.nn.CrossEntropyLoss(ignore_index=pad)
+    losses = []
+    for _ in range(8):
+        tgt_input = tgt[:-1, :]
+        src_mask = torch.zeros((src.shape[0], src.shape[0])).type(torch.bool)
+        tgt_mask = square_subsequent_mask(tgt_input.shape[0])
+        logits = model(src, tgt_input, src_mask, tgt_mask, (src == pad).transpose(0, 1),
+                       (tgt_input == pad).transpose(0, 1))
+        optimizer.zero_grad()
+        loss = loss_fn(logits.reshape(-1, logits.shape[-1]), tgt[1:, :].reshape(-1))
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    return {"losses": losses, "state": first}
+
+
+def mnist_rnn(torch, state=None):
+    """The mnist_rnn example: image rows fed to a batch-first LSTM, BatchNorm1d, Adadelta
+    with StepLR."""
+    nn = torch.nn
+    F = torch.nn.functional
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.rnn = nn.LSTM(input_size=8, hidden_size=16, batch_first=True)
+            self.batchnorm = nn.BatchNorm1d(16)
+            self.dropout = nn.Dropout(0.0)
+            self.fc1, self.fc2 = nn.Linear(16, 16), nn.Linear(16, 10)
+
+        def forward(self, input):
+            output, _ = self.rnn(input.reshape(-1, 8, 8))
+            output = self.fc1(self.batchnorm(output[:, -1, :]))
+            return F.log_softmax(self.fc2(self.dropout(F.relu(output))), dim=1)
+
+    rng = np.random.default_rng(6)
+    labels = np.arange(32) % 10
+    images = 0.2 * rng.random((32, 1, 8, 8)).astype(np.float32)
+    images[np.arange(32), 0, labels % 8, :] = 1.0
+    x, y = torch.tensor(images), torch.tensor(labels)
+    torch.manual_seed(0)
+    model = Net()
+    load_state(torch, model, state)
+    first = state_of(model)
+    optimizer = torch.optim.Adadelta(model.parameters(), lr=1.0)
+    scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=1, gamma=0.7)
+    losses = []
+    for _ in range(4):
+        model.train()
+        for b in range(2):
+            optimizer.zero_grad()
+            loss = F.nll_loss(model(x[16 * b:16 * b + 16]), y[16 * b:16 * b + 16])
+            loss.backward()
+            optimizer.step()
+        scheduler.step()
+        model.eval()
+        with torch.no_grad():
+            losses.append(F.nll_loss(model(x), y, reduction="sum").item())
+    return {"losses": losses, "lr": [optimizer.param_groups[0]["lr"]], "state": first}
+
+
+def test_fast_neural_style_steps():
+    run = fast_neural_style(ember)
+    assert run["output_shape"] == [2, 3, 16, 16] and decreased(run["losses"])
+
+
+def test_translation_transformer_learns():
+    assert decreased(translation(ember)["losses"], 0.9)
+
+
+def test_mnist_rnn_steps():
+    run = mnist_rnn(ember)
+    assert decreased(run["losses"]) and abs(run["lr"][0] - 0.7 ** 4) < 1e-12
+
+
+def test_style_translation_rnn_match_pytorch():
+    for program in (fast_neural_style, translation, mnist_rnn):
         assert_same_run(*run_both(program), rtol=1e-3, atol=1e-5)

@@ -24,6 +24,7 @@ import math
 import os
 import re
 import sys
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -116,14 +117,30 @@ class ChainKernel:
         self.source = _source(members, n_leaves, shapes, dtype)
         self._compiled: dict = {}
 
-    def forward(self, out: np.ndarray, leaves: list) -> None:
+    def forward(self, out: np.ndarray, leaves: list) -> bool:
         """Write the chain's value for `leaves` into `out` (all flat, or `out` of the
-        output's shape and each leaf C-contiguous of its own shape)."""
-        self._kernel("forward", out.size)(out, *leaves)
+        output's shape and each leaf C-contiguous of its own shape).  False when numba
+        could not compile the kernel: the caller then runs the member ops."""
+        return self._run("forward", out.size, (out, *leaves))
 
-    def backward(self, grad: np.ndarray, leaves: list, grads: list) -> None:
-        """Write d(out)/d(leaf) * `grad` into each array of `grads` (`grad`'s shape)."""
-        self._kernel("backward", grad.size)(grad, *leaves, *grads)
+    def backward(self, grad: np.ndarray, leaves: list, grads: list) -> bool:
+        """Write d(out)/d(leaf) * `grad` into each array of `grads` (`grad`'s shape);
+        False as for `forward`."""
+        return self._run("backward", grad.size, (grad, *leaves, *grads))
+
+    broken = None  # why numba could not compile this chain's kernels, once it failed
+
+    def _run(self, which: str, size: int, args: tuple) -> bool:
+        if self.broken is not None:
+            return False
+        try:
+            self._kernel(which, size)(*args)
+        except native._load_numba().core.errors.NumbaError as exc:
+            self.broken = str(exc).splitlines()[0]
+            warnings.warn(f"ember.compile: a fused chain runs op by op, numba could not "
+                          f"compile it ({self.broken})", RuntimeWarning, stacklevel=2)
+            return False
+        return True
 
     def _kernel(self, which: str, size: int):
         parallel = size >= self.PARALLEL_FROM

@@ -146,10 +146,10 @@ class FusedElementwise(Function):
             return _member_forwards(chain.kernel.members, leaves)
         out = chain.pool.take(chain.shape, leaves[0].dtype)
         if chain.kernel.ndim is None:
-            chain.kernel.forward(out.reshape(-1), [_flat(x) for x in leaves])
+            done = chain.kernel.forward(out.reshape(-1), [_flat(x) for x in leaves])
         else:
-            chain.kernel.forward(out, [_contiguous(x) for x in leaves])
-        return out
+            done = chain.kernel.forward(out, [_contiguous(x) for x in leaves])
+        return out if done else _member_forwards(chain.kernel.members, leaves)
 
     @staticmethod
     def backward(ctx, grad):
@@ -157,18 +157,22 @@ class FusedElementwise(Function):
         chain = ctx.chain
         arrays = [x._data for x in leaves]
         g = grad._data
-        if STATE.enabled or not (native.enabled() and native.is_cpu_array(g, *arrays)):
+        if (STATE.enabled or chain.kernel.broken is not None
+                or not (native.enabled() and native.is_cpu_array(g, *arrays))):
             # create_graph (a backward that can be differentiated again), numba off or
             # another device: the member ops' own backwards
             return _recorded_backward(chain, leaves, grad, create_graph=STATE.enabled)
         full = [chain.pool.take(chain.shape, g.dtype) for _ in arrays]
         if chain.kernel.ndim is None:
-            chain.kernel.backward(_flat(g), [_flat(x) for x in arrays],
-                                  [f.reshape(-1) for f in full])
+            done = chain.kernel.backward(_flat(g), [_flat(x) for x in arrays],
+                                         [f.reshape(-1) for f in full])
             grads = full
         else:
-            chain.kernel.backward(_contiguous(g), [_contiguous(x) for x in arrays], full)
+            done = chain.kernel.backward(_contiguous(g), [_contiguous(x) for x in arrays],
+                                         full)
             grads = [_sum_to(f, x.shape) for f, x in zip(full, arrays)]
+        if not done:
+            return _recorded_backward(chain, leaves, grad, create_graph=False)
         return tuple(_make(g) if edge[0] is not None else None
                      for g, edge in zip(grads, ctx._edges))
 

@@ -101,6 +101,25 @@ def test_with_numba_switched_off_a_fused_node_runs_its_member_ops():
     np.testing.assert_array_equal(got_gb.numpy(), gb.numpy())
 
 
+@needs_numba
+def test_a_chain_numba_cannot_compile_runs_its_member_ops(monkeypatch, tmp_path):
+    monkeypatch.setenv("EMBER_COMPILE_CACHE", str(tmp_path))  # (the broken source's file)
+    fn, _ = CHAINS["tanh_relu"]
+    compiled = ember.compile(fn)
+    a, b = _inputs(np.float32, -2, 2, seed=2)
+    compiled(a, b)
+    (graph,) = compiled._compiled.graphs.values()
+    kernel = graph.chains[0].kernel
+    monkeypatch.setattr(kernel, "source", kernel.source.replace("tanh(v", "tanh_missing(v"))
+    with pytest.warns(RuntimeWarning, match="numba could not compile"):
+        got = compiled(a, b)
+    expected = fn(a, b)
+    np.testing.assert_array_equal(got.detach().numpy(), expected.detach().numpy())
+    for g, e in zip(ember.autograd.grad(got.sum(), [a, b]),
+                    ember.autograd.grad(expected.sum(), [a, b])):
+        np.testing.assert_array_equal(g.numpy(), e.numpy())
+
+
 def test_without_numba_nothing_is_fused():
     fn, _ = CHAINS["arith"]
     with native.use_numba(False):

@@ -26,7 +26,7 @@ from .backend import module_of
 from .accumulate import AccumulateGrad, edge_of
 from .node import Node
 from .grad_mode import PROCESS, STATE
-from .tensor import Tensor, _make
+from .tensor import Tensor, _make, size_str
 
 
 def _root_grads(outputs, grad_outputs, create_graph):
@@ -58,18 +58,14 @@ def _root_grads(outputs, grad_outputs, create_graph):
             raise TypeError(f"gradient must be a Tensor or None, got {type(g).__name__}")
         elif g._data.shape != out._data.shape:
             raise RuntimeError(
-                f"Mismatch in shape: grad_output[{i}] has a shape of {_size(g._data.shape)} "
-                f"and output[{i}] has a shape of {_size(out._data.shape)}."
+                f"Mismatch in shape: grad_output[{i}] has a shape of {size_str(g._data.shape)} "
+                f"and output[{i}] has a shape of {size_str(out._data.shape)}."
             )
         elif not create_graph:
             g = g.detach()
         made.append(False)
         grads.append(g)
     return grads, made
-
-
-def _size(shape) -> str:
-    return f"torch.Size([{', '.join(str(d) for d in shape)}])"
 
 
 def _xp(array):

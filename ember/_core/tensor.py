@@ -82,6 +82,15 @@ class Size(tuple):
         return (Size, (tuple(self),))
 
 
+def size_str(shape) -> str:
+    """A shape as PyTorch writes it in error messages: ``torch.Size([3, 4])``.
+
+    Messages keep PyTorch's wording so that code matching on them works unchanged; ``repr``
+    of a :class:`Size` stays ``ember.Size([3, 4])``.
+    """
+    return f"torch.Size([{', '.join(str(d) for d in shape)}])"
+
+
 class Tensor:
     """A multi-dimensional array that can record the operations applied to it."""
 

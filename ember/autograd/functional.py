@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from .._core.engine import grad as _grad
 from .._core.grad_mode import enable_grad, set_grad_enabled, is_grad_enabled
-from .._core.tensor import Tensor
+from .._core.tensor import Tensor, size_str
 from ..ops.creation import ones_like
 from ..ops.creation import zeros_like
 from ..ops.joining import stack
@@ -75,13 +75,10 @@ def _check_v(v: tuple, refs: tuple, refs_is_tuple: bool) -> None:
     for i, (a, b) in enumerate(zip(v, refs)):
         if a.shape != b.shape:
             where = f"Entry {i} in " if refs_is_tuple else ""
-            raise RuntimeError(f"{where}v has invalid size: should be {_size(b.shape)} but "
-                               f"got {_size(a.shape)}.")
+            raise RuntimeError(f"{where}v has invalid size: should be {size_str(b.shape)} but "
+                               f"got {size_str(a.shape)}.")
 
 
-def _size(shape) -> str:
-    # PyTorch's wording, as the engine's shape messages use it
-    return f"torch.Size([{', '.join(str(d) for d in shape)}])"
 
 
 def _check_outputs_differentiable(outputs: tuple, strict: bool) -> None:

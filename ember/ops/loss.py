@@ -18,7 +18,7 @@ import numpy as np
 
 from .._core.function import Function
 from .._core.grad_mode import is_grad_enabled
-from .._core.tensor import Tensor, _make
+from .._core.tensor import Tensor, _make, size_str
 from . import _kernels
 from . import _native_rows
 from ._autocast import float32_inputs
@@ -59,9 +59,6 @@ def reduce_loss(loss: Tensor, reduction: str) -> Tensor:
     return loss
 
 
-def size_str(shape) -> str:
-    """A shape as PyTorch prints it in messages: ``torch.Size([3, 4])``."""
-    return f"torch.Size([{', '.join(str(s) for s in shape)}])"
 
 
 def check_tensor(op: str, name: str, value) -> None:

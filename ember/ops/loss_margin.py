@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._core.tensor import Tensor, _make
+from .._core.tensor import Tensor, _make, size_str
 from ._autocast import float32_inputs
 from ._util import xp_of
 from .activation import LogSigmoid
@@ -28,14 +28,12 @@ def margin_ranking_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: 
     reduction = resolve_reduction(size_average, reduce, reduction)
     if not input1.dim() == input2.dim() == target.dim():
         raise RuntimeError("margin_ranking_loss : All input tensors should have same dimension "
-                           f"but got sizes: input1: {_size(input1)}, input2: {_size(input2)}, "
-                           f"target: {_size(target)} ")
+                           f"but got sizes: input1: {size_str(input1.shape)}, "
+                           f"input2: {size_str(input2.shape)}, target: {size_str(target.shape)} ")
     loss = (-target * (input1 - input2) + margin).clamp_min(0)
     return reduce_loss(loss, reduction)
 
 
-def _size(t: Tensor) -> str:
-    return f"torch.Size([{', '.join(str(s) for s in t.shape)}])"
 
 
 @float32_inputs  # (autocast: losses run in float32)

@@ -18,7 +18,7 @@ import numpy as np
 from .._core import dtype as dtypes
 from .._core.function import Function
 from .._core.grad_mode import is_grad_enabled
-from .._core.tensor import Tensor, _make
+from .._core.tensor import Tensor, _make, size_str
 from . import _kernels
 from . import _native_batchnorm, _native_rows
 from ._util import wrap_dim, xp_of
@@ -344,7 +344,7 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
         return _affine_running(input, running_mean, running_var, weight, bias, eps)
     if input.numel() // channels <= 1:
         raise ValueError("Expected more than 1 value per channel when training, got input "
-                         f"size {_size(input.shape)}")
+                         f"size {size_str(input.shape)}")
     dims = (0,) + tuple(range(2, input.dim()))
     running = None
     if running_mean is not None and running_var is not None:
@@ -356,8 +356,6 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
     return out
 
 
-def _size(shape) -> str:
-    return f"torch.Size([{', '.join(str(s) for s in shape)}])"
 
 
 def instance_norm(input: Tensor, running_mean: Tensor | None = None,
@@ -384,7 +382,7 @@ def instance_norm(input: Tensor, running_mean: Tensor | None = None,
         return _affine_running(input, running_mean, running_var, weight, bias, eps)
     if _prod(input.shape[2:]) <= 1:
         raise ValueError("Expected more than 1 spatial element when training, got input size "
-                         f"{_size(input.shape)}")
+                         f"{size_str(input.shape)}")
     dims = tuple(range(2, input.dim()))
     running = None
     if running_mean is not None and running_var is not None:

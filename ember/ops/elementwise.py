@@ -199,11 +199,13 @@ class Tanh(_Unary):
 
     @staticmethod
     def backward(ctx, grad):
-        if not is_grad_enabled():
-            _, y = ctx.saved_tensors
-            if _native_act.supports(grad._data, y._data):
-                return _make(_native_act.backward("tanh", grad._data, y._data))
-        return _Unary.backward(ctx, grad)
+        # NOTE: saved_tensors is read once: under non-reentrant checkpointing a second
+        # read would recompute the forward again.
+        _, y = ctx.saved_tensors
+        if not is_grad_enabled() and _native_act.supports(grad._data, y._data):
+            return _make(_native_act.backward("tanh", grad._data, y._data))
+        with np.errstate(all="ignore"):
+            return times_conj(grad, 1 - y * y)
 
 
 class Asinh(_Unary):

@@ -52,9 +52,7 @@ class Add(Function):
         return grad, grad
 
 
-class AddInplace(Add):
-    _inplace = True
-    _name = "AddBackward0"
+AddInplace = inplace_form(Add)
 
 
 class Sub(Function):
@@ -67,9 +65,7 @@ class Sub(Function):
         return grad, -grad
 
 
-class SubInplace(Sub):
-    _inplace = True
-    _name = "SubBackward0"
+SubInplace = inplace_form(Sub)
 
 
 class Rsub(Sub):
@@ -123,9 +119,7 @@ def _array_product(grad: Tensor, other) -> Tensor:
     return _make(data)
 
 
-class MulInplace(Mul):
-    _inplace = True
-    _name = "MulBackward0"
+MulInplace = inplace_form(Mul)
 
 
 class Div(Function):
@@ -146,9 +140,7 @@ class Div(Function):
         return gx, gy
 
 
-class DivInplace(Div):
-    _inplace = True
-    _name = "DivBackward0"
+DivInplace = inplace_form(Div)
 
 
 class DivRounding(Function):
@@ -192,9 +184,7 @@ class Neg(Function):
         return -grad
 
 
-class NegInplace(Neg):
-    _inplace = True
-    _name = "NegBackward0"
+NegInplace = inplace_form(Neg)
 
 
 def _scaled(other, alpha):

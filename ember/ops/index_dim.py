@@ -12,6 +12,7 @@ import numpy as np
 from .._core.backend import scatter_add as _scatter_add
 from .._core.function import Function
 from .._core.tensor import Tensor, _make
+from ._inplace import inplace_form
 from ._util import check_same_device, is_scalar, wrap_dim, xp_of
 from .indexing import dtype_short, output_array
 from .scatter import _check_bounds, _int_index, _same_dtype, scatter_reduce, scatter_reduce_
@@ -48,9 +49,7 @@ class IndexAdd(Function):
         return grad, gs
 
 
-class IndexAddInplace(IndexAdd):
-    _inplace = True
-    _name = "IndexAddBackward0"
+IndexAddInplace = inplace_form(IndexAdd)
 
 
 class IndexCopy(Function):
@@ -71,9 +70,7 @@ class IndexCopy(Function):
         return gx, gs
 
 
-class IndexCopyInplace(IndexCopy):
-    _inplace = True
-    _name = "IndexCopyBackward0"
+IndexCopyInplace = inplace_form(IndexCopy)
 
 
 class IndexFill(Function):

@@ -16,6 +16,7 @@ from .._core import dtype as dtypes
 from .._core.backend import device_of, scatter_add, to_backend
 from .._core.function import Function
 from .._core.tensor import Tensor, _make
+from ._inplace import inplace_form
 from ._util import check_same_device, is_scalar, xp_of
 from .slicing import subview
 from .arithmetic import _short
@@ -286,9 +287,7 @@ class IndexPut(Function):
         return gx, gv
 
 
-class IndexPutInplace(IndexPut):
-    _inplace = True
-    _name = "IndexPutBackward0"
+IndexPutInplace = inplace_form(IndexPut)
 
 
 # ----------------------------------------------------------------------
@@ -500,9 +499,7 @@ class MaskedFill(Function):
         return gx, gv
 
 
-class MaskedFillInplace(MaskedFill):
-    _inplace = True
-    _name = "MaskedFillBackward0"
+MaskedFillInplace = inplace_form(MaskedFill)
 
 
 def _fill_value(input: Tensor, value, op: str):
@@ -580,9 +577,7 @@ class MaskedScatter(Function):
         return gx, gs
 
 
-class MaskedScatterInplace(MaskedScatter):
-    _inplace = True
-    _name = "MaskedScatterBackward0"
+MaskedScatterInplace = inplace_form(MaskedScatter)
 
 
 def _check_source(input: Tensor, mask: Tensor, source: Tensor, op: str) -> None:

@@ -10,6 +10,7 @@ import numpy as np
 
 from .._core.function import Function
 from .._core.tensor import Tensor, _make
+from ._inplace import inplace_form
 from ._util import check_same_device, result_type, cast, wrap_dim, xp_of
 from .shape import _INTS, _int_tuple, atleast_1d, atleast_2d, atleast_3d
 from .slicing import diag_embed, diagonal
@@ -378,14 +379,10 @@ class Triu(Tril):
     _lower = False
 
 
-class TrilInplace(Tril):
-    _inplace = True
-    _name = "TrilBackward0"
+TrilInplace = inplace_form(Tril)
 
 
-class TriuInplace(Triu):
-    _inplace = True
-    _name = "TriuBackward0"
+TriuInplace = inplace_form(Triu)
 
 
 def _check_matrix(op: str, input: Tensor) -> None:

@@ -15,6 +15,7 @@ from .._core.backend import scatter_add as _scatter_add
 from .._core.function import Function
 from .._core.grad_mode import STATE
 from .._core.tensor import Tensor, _make
+from ._inplace import inplace_form
 from ._util import check_same_device, is_scalar, wrap_dim, xp_of
 from .indexing import output_array, pad_to
 
@@ -109,9 +110,7 @@ class ScatterAdd(Function):
         return grad, gs
 
 
-class ScatterAddInplace(ScatterAdd):
-    _inplace = True
-    _name = "ScatterAddBackward0"
+ScatterAddInplace = inplace_form(ScatterAdd)
 
 
 class Scatter(Function):
@@ -221,9 +220,7 @@ class ScatterReduce(Function):
         return gx, gs
 
 
-class ScatterReduceInplace(ScatterReduce):
-    _inplace = True
-    _name = "ScatterReduceBackward0"
+ScatterReduceInplace = inplace_form(ScatterReduce)
 
 
 def _identity(reduce: str, dtype):

@@ -14,6 +14,7 @@ from .._core import dtype as dtypes
 from .._core.function import Function
 from .._core.grad_mode import STATE
 from .._core.tensor import Tensor, _make
+from ._inplace import inplace_form
 from ._util import wrap_dim, xp_of
 from .reduction import (
     _EvenReduce, _ExpShifted, _check_nonempty, _const, _is_float, _short_name, return_types,
@@ -160,14 +161,10 @@ def cumprod(input: Tensor, dim: int, *, dtype=None) -> Tensor:
     return _scan(input, dim, dtype, "cumprod", Cumprod)
 
 
-class CumsumInplace(Cumsum):
-    _inplace = True
-    _name = "CumsumBackward0"
+CumsumInplace = inplace_form(Cumsum)
 
 
-class CumprodInplace(Cumprod):
-    _inplace = True
-    _name = "CumprodBackward0"
+CumprodInplace = inplace_form(Cumprod)
 
 
 def _scan_inplace(input: Tensor, dim, dtype, op: str, fn) -> Tensor:

@@ -80,8 +80,11 @@ class Function(Node):
                     record = True
             else:
                 arrays.append(a)
-        if record and not STATE.enabled:  # (this thread's grad mode)
-            record = False
+        if record:
+            if not STATE.enabled:  # (this thread's grad mode)
+                record = False
+            elif len(arrays) > 2 or (len(arrays) == 2 and arrays[0] is arrays[1]):
+                _separate_shared_arrays(args, arrays)
         ctx = _new_object(cls)
         ctx._to_save = None
         if not cls._plain:
@@ -113,6 +116,18 @@ class Function(Node):
         if record:
             record_node(ctx, args, arrays, (result,))
         return result
+
+
+def _separate_shared_arrays(args, arrays: list) -> None:
+    """Give each of two tensors that hold the same array object (``x.detach()`` twice,
+    ``from_numpy(a)`` twice) a view object of its own, so that an array the forward saves
+    names its tensor unambiguously (else a second-order gradient reaches the wrong one)."""
+    for i in range(1, len(arrays)):
+        a = arrays[i]
+        for j in range(i):
+            if arrays[j] is a and args[j] is not args[i]:
+                arrays[i] = a.view()
+                break
 
 
 _new_object = object.__new__

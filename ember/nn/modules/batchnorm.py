@@ -9,11 +9,10 @@ cumulative average).  In eval mode the running statistics are used instead.
 from __future__ import annotations
 
 from ..._core import dtype as dtypes
-from ...ops.creation import empty, ones, tensor, zeros
+from ...ops.creation import ones, tensor, zeros
 from .. import functional as F
-from .. import init
-from ..parameter import Parameter
 from ._deferred import deferred_exports
+from ._params import optional_parameter, reset_affine
 from .module import Module
 
 __all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d"]
@@ -40,15 +39,8 @@ class _NormBase(Module):
         self.affine = affine
         self.track_running_stats = track_running_stats
         kw = {"device": device, "dtype": dtype}
-        if affine:
-            self.weight = Parameter(empty(num_features, **kw))
-            if bias:
-                self.bias = Parameter(empty(num_features, **kw))
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        optional_parameter(self, "weight", affine, num_features, **kw)
+        optional_parameter(self, "bias", affine and bias, num_features, **kw)
         if track_running_stats:
             self.register_buffer("running_mean", zeros(num_features, **kw))
             self.register_buffer("running_var", ones(num_features, **kw))
@@ -70,10 +62,7 @@ class _NormBase(Module):
     def reset_parameters(self) -> None:
         """Reset the running statistics; weight to ones and bias to zeros."""
         self.reset_running_stats()
-        if self.affine:
-            init.ones_(self.weight)
-            if self.bias is not None:
-                init.zeros_(self.bias)
+        reset_affine(self.weight, self.bias)
 
     def _check_input_dim(self, input) -> None:
         raise NotImplementedError

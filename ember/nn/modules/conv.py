@@ -8,13 +8,12 @@ a transposed convolution's (in, out/groups, *kernel).
 
 from __future__ import annotations
 
-import math
 
 from ...ops.creation import empty
 from .. import functional as F
-from .. import init
 from ..parameter import Parameter
 from ._deferred import deferred_exports
+from ._params import optional_parameter, reset_kaiming_uniform
 from .module import Module
 
 __all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d",
@@ -78,20 +77,12 @@ class _ConvNd(Module):
         shape = ((in_channels, out_channels // groups) if transposed
                  else (out_channels, in_channels // groups)) + tuple(kernel_size)
         self.weight = Parameter(empty(shape, device=device, dtype=dtype))
-        if bias:
-            self.bias = Parameter(empty(out_channels, device=device, dtype=dtype))
-        else:
-            self.register_parameter("bias", None)
+        optional_parameter(self, "bias", bias, out_channels, device, dtype)
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
         """Draw new initial values for weight and bias."""
-        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
-        if self.bias is not None:
-            fan_in, _ = init._calculate_fan_in_and_fan_out(self.weight)
-            if fan_in != 0:
-                bound = 1 / math.sqrt(fan_in)
-                init.uniform_(self.bias, -bound, bound)
+        reset_kaiming_uniform(self.weight, self.bias)
 
     def extra_repr(self) -> str:
         s = (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "

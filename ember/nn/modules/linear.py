@@ -9,6 +9,7 @@ from .. import functional as F
 from .. import init
 from ..parameter import Parameter
 from ._deferred import deferred_exports
+from ._params import optional_parameter, reset_kaiming_uniform
 from .module import Module
 
 __all__ = ["Identity", "Linear", "Bilinear", "NonDynamicallyQuantizableLinear"]
@@ -48,19 +49,12 @@ class Linear(Module):
         self.in_features = in_features
         self.out_features = out_features
         self.weight = Parameter(empty((out_features, in_features), device=device, dtype=dtype))
-        if bias:
-            self.bias = Parameter(empty(out_features, device=device, dtype=dtype))
-        else:
-            self.register_parameter("bias", None)
+        optional_parameter(self, "bias", bias, out_features, device, dtype)
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
         """Draw new initial values for weight and bias."""
-        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
-        if self.bias is not None:
-            fan_in, _ = init._calculate_fan_in_and_fan_out(self.weight)
-            bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0
-            init.uniform_(self.bias, -bound, bound)
+        reset_kaiming_uniform(self.weight, self.bias)
 
     def forward(self, input):
         return F.linear(input, self.weight, self.bias)
@@ -92,10 +86,7 @@ class Bilinear(Module):
         self.out_features = out_features
         self.weight = Parameter(empty((out_features, in1_features, in2_features),
                                       device=device, dtype=dtype))
-        if bias:
-            self.bias = Parameter(empty(out_features, device=device, dtype=dtype))
-        else:
-            self.register_parameter("bias", None)
+        optional_parameter(self, "bias", bias, out_features, device, dtype)
         self.reset_parameters()
 
     def reset_parameters(self) -> None:

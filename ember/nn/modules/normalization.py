@@ -3,11 +3,10 @@ LocalResponseNorm (BatchNorm is in batchnorm.py, InstanceNorm in instancenorm.py
 
 from __future__ import annotations
 
-from ...ops.creation import empty, tensor
+from ...ops.creation import tensor
 from ...ops.einsum import einsum
 from .. import functional as F
-from .. import init
-from ..parameter import Parameter
+from ._params import optional_parameter, reset_affine
 from .module import Module
 
 __all__ = ["LayerNorm", "GroupNorm", "RMSNorm", "LocalResponseNorm", "CrossMapLRN2d"]
@@ -31,24 +30,14 @@ class LayerNorm(Module):
         self.normalized_shape = _as_shape(normalized_shape)
         self.eps = eps
         self.elementwise_affine = elementwise_affine
-        kw = {"device": device, "dtype": dtype}
-        if elementwise_affine:
-            self.weight = Parameter(empty(self.normalized_shape, **kw))
-            if bias:
-                self.bias = Parameter(empty(self.normalized_shape, **kw))
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        shape = self.normalized_shape
+        optional_parameter(self, "weight", elementwise_affine, shape, device, dtype)
+        optional_parameter(self, "bias", elementwise_affine and bias, shape, device, dtype)
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
         """Weight to ones, bias to zeros."""
-        if self.elementwise_affine:
-            init.ones_(self.weight)
-            if self.bias is not None:
-                init.zeros_(self.bias)
+        reset_affine(self.weight, self.bias)
 
     def forward(self, input):
         return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
@@ -74,24 +63,13 @@ class GroupNorm(Module):
         self.num_channels = num_channels
         self.eps = eps
         self.affine = affine
-        kw = {"device": device, "dtype": dtype}
-        if affine:
-            self.weight = Parameter(empty(num_channels, **kw))
-            if bias:
-                self.bias = Parameter(empty(num_channels, **kw))
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        optional_parameter(self, "weight", affine, num_channels, device, dtype)
+        optional_parameter(self, "bias", affine and bias, num_channels, device, dtype)
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
         """Weight to ones, bias to zeros."""
-        if self.affine:
-            init.ones_(self.weight)
-            if self.bias is not None:
-                init.zeros_(self.bias)
+        reset_affine(self.weight, self.bias)
 
     def forward(self, input):
         return F.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
@@ -113,16 +91,13 @@ class RMSNorm(Module):
         self.normalized_shape = _as_shape(normalized_shape)
         self.eps = eps
         self.elementwise_affine = elementwise_affine
-        if elementwise_affine:
-            self.weight = Parameter(empty(self.normalized_shape, device=device, dtype=dtype))
-        else:
-            self.register_parameter("weight", None)
+        optional_parameter(self, "weight", elementwise_affine, self.normalized_shape, device,
+                           dtype)
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
         """Weight to ones."""
-        if self.elementwise_affine:
-            init.ones_(self.weight)
+        reset_affine(self.weight, None)
 
     def forward(self, input):
         return F.rms_norm(input, self.normalized_shape, self.weight, self.eps)

@@ -432,24 +432,35 @@ class _EvenReduce(Function):
         return g * _const(weight.astype(grad._data.dtype))
 
 
-class _SelectAlongDim(Function):
+class _PickAlongDim(Function):
+    """Base of the ops that pick one element of each slice along a dim (max/min with a dim
+    here; kthvalue, median, mode in sorting.py): forward finds the indices and returns
+    `_picked`; the gradient goes back to the picked positions."""
+
+    @staticmethod
+    def _picked(ctx, x, indices, dim: int, keepdim: bool):
+        """(values, indices) at `indices` (int64, `dim` kept with size 1), squeezed unless
+        `keepdim`; remembers what backward needs."""
+        values = xp_of(x).take_along_axis(x, indices, axis=dim)
+        ctx.shape, ctx.dim, ctx.keepdim, ctx.indices = x.shape, dim, keepdim, indices
+        if not keepdim:
+            values, indices = values.squeeze(dim), indices.squeeze(dim)
+        return values, indices
+
+    @staticmethod
+    def backward(ctx, grad, _grad_indices=None):
+        return scatter_to_input(grad, ctx.indices, ctx.dim, ctx.shape, ctx.keepdim)
+
+
+class _SelectAlongDim(_PickAlongDim):
     """max/min along one dim: (values, indices); the gradient goes to the index."""
 
     @staticmethod
     def forward(ctx, x, dim, keepdim, largest):
         xp = xp_of(x)
         idx = (xp.argmax if largest else xp.argmin)(x, axis=dim, keepdims=True)
-        idx = idx.astype(np.int64, copy=False)
-        values = xp.take_along_axis(x, idx, axis=dim)
-        ctx.shape, ctx.dim, ctx.keepdim, ctx.indices = x.shape, dim, keepdim, idx
         ctx._name = "MaxBackward0" if largest else "MinBackward0"
-        if not keepdim:
-            values, idx = values.squeeze(dim), idx.squeeze(dim)
-        return values, idx
-
-    @staticmethod
-    def backward(ctx, grad, _grad_indices=None):
-        return scatter_to_input(grad, ctx.indices, ctx.dim, ctx.shape, ctx.keepdim)
+        return _PickAlongDim._picked(ctx, x, idx.astype(np.int64, copy=False), dim, keepdim)
 
 
 def _extreme(input: Tensor, dim, keepdim: bool, other, largest: bool):

@@ -17,8 +17,8 @@ from .._core.tensor import Tensor, _make
 from ._inplace import inplace_form
 from ._util import wrap_dim, xp_of
 from .reduction import (
-    _EvenReduce, _ExpShifted, _check_nonempty, _const, _is_float, _short_name, return_types,
-    scatter_to_input,
+    _EvenReduce, _ExpShifted, _PickAlongDim, _check_nonempty, _const, _is_float, _short_name,
+    return_types, scatter_to_input,
 )
 
 # ---------------------------------------------------------------------------
@@ -368,7 +368,7 @@ _SELECT_NAMES = {"kthvalue": "KthvalueBackward0", "median": "MedianBackward1",
                  "nanmedian": "NanmedianBackward1", "mode": "ModeBackward0"}
 
 
-class _SelectAlong(Function):
+class _SelectAlong(_PickAlongDim):
     """kthvalue / median / nanmedian / mode along one dim: (values, indices)."""
 
     @staticmethod
@@ -390,16 +390,8 @@ class _SelectAlong(Function):
             kept = x.shape[:dim] + (1,) + x.shape[dim + 1:]
             pos = xp.broadcast_to(xp.asarray(pos, dtype=np.int64), kept)
             indices = xp.take_along_axis(order, pos, axis=dim)
-        values = xp.take_along_axis(x, indices, axis=dim)
-        ctx.dim, ctx.shape, ctx.keepdim, ctx.indices = dim, x.shape, keepdim, indices
         ctx._name = _SELECT_NAMES[kind]
-        if not keepdim:
-            values, indices = values.squeeze(dim), indices.squeeze(dim)
-        return values, indices
-
-    @staticmethod
-    def backward(ctx, grad, _grad_indices=None):
-        return scatter_to_input(grad, ctx.indices, ctx.dim, ctx.shape, ctx.keepdim)
+        return _PickAlongDim._picked(ctx, x, indices, dim, keepdim)
 
 
 def _select(input: Tensor, dim, keepdim: bool, kind: str, k: int = 1):

@@ -124,6 +124,18 @@ def _sample(input: Tensor, taps: list, sizes) -> Tensor:
     return out
 
 
+def _default_align_corners(align_corners: bool | None) -> bool:
+    """False for None, with PyTorch's warning that the default changed (said at the caller's
+    caller: the user's line)."""
+    if align_corners is None:
+        warnings.warn("Default grid_sample and affine_grid behavior has changed to "
+                      "align_corners=False since 1.3.0. Please specify align_corners=True if "
+                      "the old behavior is desired. See the documentation of grid_sample for "
+                      "details.", UserWarning, stacklevel=3)
+        return False
+    return align_corners
+
+
 def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear",
                 padding_mode: str = "zeros", align_corners: bool | None = None) -> Tensor:
     """Sample `input` (N, C, H, W) at the points of `grid` (N, H_out, W_out, 2), given as
@@ -138,12 +150,7 @@ def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear",
     if padding_mode not in _PADDING:
         raise ValueError("nn.functional.grid_sample(): expected padding_mode to be 'zeros', "
                          f"'border', or 'reflection', but got: '{padding_mode}'")
-    if align_corners is None:
-        warnings.warn("Default grid_sample and affine_grid behavior has changed to "
-                      "align_corners=False since 1.3.0. Please specify align_corners=True if "
-                      "the old behavior is desired. See the documentation of grid_sample for "
-                      "details.", UserWarning, stacklevel=2)
-        align_corners = False
+    align_corners = _default_align_corners(align_corners)
     _check_grid(input, grid, mode)
     nd = input.dim() - 2
     sizes = tuple(input.shape[2:])
@@ -212,12 +219,7 @@ def _base_coords(n: int, align_corners: bool) -> np.ndarray:
 def affine_grid(theta: Tensor, size, align_corners: bool | None = None) -> Tensor:
     """The sampling grid of the affine maps `theta` (N, 2, 3) (or (N, 3, 4) in 3-D) for an
     output of `size` (N, C, H, W) (or (N, C, D, H, W)), ready for grid_sample."""
-    if align_corners is None:
-        warnings.warn("Default grid_sample and affine_grid behavior has changed to "
-                      "align_corners=False since 1.3.0. Please specify align_corners=True if "
-                      "the old behavior is desired. See the documentation of grid_sample for "
-                      "details.", UserWarning, stacklevel=2)
-        align_corners = False
+    align_corners = _default_align_corners(align_corners)
     if not theta.is_floating_point():
         raise ValueError(f"Expected theta to have floating point type, but got {theta.dtype}")
     size = tuple(int(s) for s in size)

@@ -291,14 +291,21 @@ def upsample_bilinear(input: Tensor, size=None, scale_factor=None) -> Tensor:
 # pixel shuffle
 
 
+def _check_shuffle(op: str, input: Tensor, arg: str, factor) -> int:
+    """The factor `arg` of pixel_shuffle / pixel_unshuffle as an int, after PyTorch's checks
+    of it and of the input's rank."""
+    r = int(factor)
+    if input.dim() < 3:
+        raise RuntimeError(f"{op} expects input to have at least 3 dimensions, but got input "
+                           f"with {input.dim()} dimension(s)")
+    if r <= 0:
+        raise RuntimeError(f"{op} expects a positive {arg}, but got {r}")
+    return r
+
+
 def pixel_shuffle(input: Tensor, upscale_factor: int) -> Tensor:
     """(*, C * r^2, H, W) -> (*, C, H * r, W * r): channel blocks become r x r patches."""
-    r = int(upscale_factor)
-    if input.dim() < 3:
-        raise RuntimeError(f"pixel_shuffle expects input to have at least 3 dimensions, but "
-                           f"got input with {input.dim()} dimension(s)")
-    if r <= 0:
-        raise RuntimeError(f"pixel_shuffle expects a positive upscale_factor, but got {r}")
+    r = _check_shuffle("pixel_shuffle", input, "upscale_factor", upscale_factor)
     *lead, c, h, w = input.shape
     if c % (r * r):
         raise RuntimeError("pixel_shuffle expects its input's 'channel' dimension to be "
@@ -333,12 +340,7 @@ native_channel_shuffle = channel_shuffle
 
 def pixel_unshuffle(input: Tensor, downscale_factor: int) -> Tensor:
     """(*, C, H * r, W * r) -> (*, C * r^2, H, W), the inverse of pixel_shuffle."""
-    r = int(downscale_factor)
-    if input.dim() < 3:
-        raise RuntimeError(f"pixel_unshuffle expects input to have at least 3 dimensions, but "
-                           f"got input with {input.dim()} dimension(s)")
-    if r <= 0:
-        raise RuntimeError(f"pixel_unshuffle expects a positive downscale_factor, but got {r}")
+    r = _check_shuffle("pixel_unshuffle", input, "downscale_factor", downscale_factor)
     *lead, c, h, w = input.shape
     if h % r or w % r:
         dim, n = ("height", h) if h % r else ("width", w)

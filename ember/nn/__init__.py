@@ -31,19 +31,9 @@ from .modules import (
     Threshold, TripletMarginLoss, TripletMarginWithDistanceLoss,
 )
 
-__all__ += [
-    "AlphaDropout", "BCELoss", "BCEWithLogitsLoss", "BatchNorm1d", "BatchNorm2d", "BatchNorm3d",
-    "CELU", "CTCLoss", "CosineEmbeddingLoss", "CrossEntropyLoss", "Dropout", "Dropout1d",
-    "Dropout2d", "Dropout3d", "ELU", "FeatureAlphaDropout", "GELU", "GLU", "GaussianNLLLoss",
-    "GroupNorm", "Hardshrink", "Hardsigmoid", "Hardswish", "Hardtanh", "HingeEmbeddingLoss",
-    "HuberLoss", "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "KLDivLoss", "L1Loss",
-    "LayerNorm", "LeakyReLU", "LocalResponseNorm", "LogSigmoid", "LogSoftmax", "MSELoss",
-    "MarginRankingLoss", "Mish", "MultiLabelMarginLoss", "MultiLabelSoftMarginLoss",
-    "MultiMarginLoss", "NLLLoss", "PReLU", "PoissonNLLLoss", "RMSNorm", "RReLU", "ReLU", "ReLU6",
-    "SELU", "SiLU", "Sigmoid", "SmoothL1Loss", "SoftMarginLoss", "Softmax", "Softmax2d", "Softmin",
-    "Softplus", "Softshrink", "Softsign", "Tanh", "Tanhshrink", "Threshold", "TripletMarginLoss",
-    "TripletMarginWithDistanceLoss"
-]
+from .modules import _ACT_LOSS_NORM  # noqa: E402
+
+__all__ += _ACT_LOSS_NORM
 
 # --- convolution, pooling, padding, resampling, distance (modules/conv.py, pooling.py,
 # padding.py, upsampling.py, fold.py, pixelshuffle.py, distance.py) ---

@@ -36,7 +36,7 @@ from .dropout import (
     AlphaDropout, Dropout, Dropout1d, Dropout2d, Dropout3d, FeatureAlphaDropout,
 )
 
-__all__ += [
+_ACT_LOSS_NORM = [
     "AlphaDropout", "BCELoss", "BCEWithLogitsLoss", "BatchNorm1d", "BatchNorm2d", "BatchNorm3d",
     "CELU", "CTCLoss", "CosineEmbeddingLoss", "CrossEntropyLoss", "Dropout", "Dropout1d",
     "Dropout2d", "Dropout3d", "ELU", "FeatureAlphaDropout", "GELU", "GLU", "GaussianNLLLoss",
@@ -49,6 +49,7 @@ __all__ += [
     "Softplus", "Softshrink", "Softsign", "Tanh", "Tanhshrink", "Threshold", "TripletMarginLoss",
     "TripletMarginWithDistanceLoss"
 ]
+__all__ += _ACT_LOSS_NORM
 
 # --- convolution, pooling, padding, resampling, distance (conv.py, pooling.py, padding.py,
 # upsampling.py, fold.py, pixelshuffle.py, distance.py) ---

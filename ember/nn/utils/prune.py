@@ -288,8 +288,9 @@ class L1Unstructured(_Unstructured):
         return super().apply(module, name, amount=amount, importance_scores=importance_scores)
 
 
-class RandomStructured(BasePruningMethod):
-    """Prunes `amount` whole channels along `dim`, chosen at random."""
+class _Structured(BasePruningMethod):
+    """Prunes `amount` whole channels along `dim` (a count, or a fraction in [0, 1]);
+    subclasses choose which channels to keep."""
 
     PRUNING_TYPE = "structured"
 
@@ -298,6 +299,10 @@ class RandomStructured(BasePruningMethod):
         self.amount = amount
         self.dim = dim
 
+    def _keep(self, t: Tensor, size: int, count: int) -> Tensor:
+        """The channels to keep along `dim` (a bool mask or indices); `count` >= 1 pruned."""
+        raise NotImplementedError
+
     def compute_mask(self, t: Tensor, default_mask: Tensor) -> Tensor:
         _validate_structured(t)
         _validate_dim(t, self.dim)
@@ -306,10 +311,17 @@ class RandomStructured(BasePruningMethod):
         _validate_count(count, size)
         if count == 0:
             return default_mask
-        prob = rand(size, device=t.device)
-        # NOTE: kthvalue needs k >= 1, hence the early return above
-        keep = prob > kthvalue(prob, k=count).values
+        keep = self._keep(t, size, count)
         return _channel_mask(t, self.dim, keep) * default_mask.to(dtype=t.dtype)
+
+
+class RandomStructured(_Structured):
+    """Prunes `amount` whole channels along `dim`, chosen at random."""
+
+    def _keep(self, t: Tensor, size: int, count: int) -> Tensor:
+        prob = rand(size, device=t.device)
+        # NOTE: kthvalue needs k >= 1, hence compute_mask's early return for count 0
+        return prob > kthvalue(prob, k=count).values
 
     @classmethod
     def apply(cls, module, name: str, amount, dim: int = -1):
@@ -317,30 +329,18 @@ class RandomStructured(BasePruningMethod):
         return super().apply(module, name, amount=amount, dim=dim)
 
 
-class LnStructured(BasePruningMethod):
+class LnStructured(_Structured):
     """Prunes the `amount` channels along `dim` of smallest `n`-norm (`n` as in
     ``ember.norm``: a number, ``inf``, ``-inf``, ``"fro"``, ``"nuc"``)."""
 
-    PRUNING_TYPE = "structured"
-
     def __init__(self, amount, n, dim: int = -1) -> None:
-        _validate_amount(amount)
-        self.amount = amount
+        super().__init__(amount, dim)
         self.n = n
-        self.dim = dim
 
-    def compute_mask(self, t: Tensor, default_mask: Tensor) -> Tensor:
-        _validate_structured(t)
-        _validate_dim(t, self.dim)
-        size = t.shape[self.dim]
-        count = _count(self.amount, size)
-        _validate_count(count, size)
-        if count == 0:
-            return default_mask
+    def _keep(self, t: Tensor, size: int, count: int) -> Tensor:
         dim = self.dim % t.dim()
         norms = legacy_norm(t, p=self.n, dim=[d for d in range(t.dim()) if d != dim])
-        keep = _topk(norms, size - count, largest=True)
-        return _channel_mask(t, self.dim, keep) * default_mask.to(dtype=t.dtype)
+        return _topk(norms, size - count, largest=True)
 
     @classmethod
     def apply(cls, module, name: str, amount, n, dim: int,

@@ -113,36 +113,35 @@ class _GradModeContext:
 
 
 class _NoParamContext(_GradModeContext):
-    """Also usable as a bare decorator: ``@no_grad`` as well as ``@no_grad()``."""
+    """Sets recording to `_enabled` inside the block, then restores it.  Also usable as a
+    bare decorator: ``@no_grad`` as well as ``@no_grad()``."""
+
+    _enabled: bool
 
     def __new__(cls, orig_func=None):
         if orig_func is None:
             return super().__new__(cls)
         return cls()(orig_func)
 
-
-class no_grad(_NoParamContext):  # noqa: N801 - PyTorch's name
-    """Context manager / decorator: ops inside record no graph."""
-
     def __enter__(self):
         self._prev = STATE.enabled
-        STATE.enabled = False
+        STATE.enabled = self._enabled
 
     def __exit__(self, *exc):
         STATE.enabled = self._prev
         return False
+
+
+class no_grad(_NoParamContext):  # noqa: N801 - PyTorch's name
+    """Context manager / decorator: ops inside record no graph."""
+
+    _enabled = False
 
 
 class enable_grad(_NoParamContext):  # noqa: N801 - PyTorch's name
     """Context manager / decorator: re-enable recording inside ``no_grad``."""
 
-    def __enter__(self):
-        self._prev = STATE.enabled
-        STATE.enabled = True
-
-    def __exit__(self, *exc):
-        STATE.enabled = self._prev
-        return False
+    _enabled = True
 
 
 class set_grad_enabled(_GradModeContext):  # noqa: N801 - PyTorch's name

@@ -615,22 +615,20 @@ def _weakrefable(obj) -> bool:
 # construction helpers used by the whole core
 
 
+_FIELDS = tuple(name for name in Tensor.__slots__ if not name.startswith("__"))
+
+
 def _init(t: Tensor, data, requires_grad: bool = False) -> None:
-    t._data = data
-    t._requires_grad = requires_grad
-    t._grad = None
-    t._grad_fn = None
-    t._output_nr = 0
-    t._version = VersionCounter()
-    t._view_info = None
-    t._accum_ref = None
-    t._extra = None
+    """Give `t` the fields of a new leaf wrapping `data`, as `_make` sets them."""
+    fresh = _make(data, requires_grad)
+    for name in _FIELDS:
+        setattr(t, name, getattr(fresh, name))
 
 
 def _make(data, requires_grad: bool = False, cls=Tensor) -> Tensor:
     """Wrap a backend array in a new leaf Tensor (no copy)."""
-    # NOTE: the stores of `_init` are repeated inline: this runs once per op result,
-    # and a nested call would cost a measurable share of the per-op overhead.
+    # NOTE: the stores are written out (no loop over `_FIELDS`): this runs once per op
+    # result, and a loop would cost a measurable share of the per-op overhead.
     t = object.__new__(cls)
     t._data = data
     t._requires_grad = requires_grad

@@ -97,6 +97,50 @@ def _root(pg, global_rank, group_rank, op: str) -> int:
     return pg._ranks.index(global_rank)
 
 
+def _root_list(pg, root: int, tensors, name: str, like, op: str, role: str) -> bool:
+    """Whether this rank is `root`, where the list `tensors` (one tensor like `like` per
+    rank) is required; on the other ranks it must be absent.  `role` names the root in
+    the messages ("destination", "source")."""
+    if pg.rank() != root:
+        if tensors:
+            raise ValueError(f"Argument ``{name}`` must NOT be specified on non-{role} ranks.")
+        return False
+    if not tensors:
+        raise ValueError(f"Argument ``{name}`` must be specified on {role} rank.")
+    _check_list(tensors, name, pg.size(), like, op)
+    return True
+
+
+def _check_world_times(op: str, whole, part, whole_name: str, part_name: str, n: int) -> None:
+    """`whole` must hold `n` times the elements of `part`, in the same dtype."""
+    if whole.size != part.size * n or whole.dtype != part.dtype:
+        raise RuntimeError(
+            f"{op}: {whole_name} tensor must have {n} times the {part_name}'s elements and its "
+            f"dtype (expected {n * part.size} x {part.dtype.name}, got {whole.size} x "
+            f"{whole.dtype.name})")
+
+
+def _averaging(array, n: int, avg: bool):
+    """What runs after a reduction: for ReduceOp.AVG (`avg`), divide `array` in place by
+    the group size `n`; otherwise nothing (None)."""
+    if not avg:
+        return None
+
+    def divide() -> None:
+        array[...] /= n
+
+    return divide
+
+
+def _unstacking(recv, tensors):
+    """What runs after a gather: copy ``recv[i]`` into ``tensors[i]``."""
+    def unpack() -> None:
+        for i, t in enumerate(tensors):
+            t._data[...] = recv[i]
+
+    return unpack
+
+
 def _timeout_message(pg, op: str, seq: int, waited: float) -> str:
     me = pg._ranks[pg.rank()]
     others = [r for r in pg._ranks if r != me]
@@ -159,14 +203,9 @@ def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op: bool = False):
         return None
     a = _array(tensor, "tensor")
     base, avg = _reduce_op(op, a, "all_reduce")
-    size = pg.size()
-
-    def divide() -> None:
-        a[...] /= size
-
     return _run(pg, "all_reduce", lambda: f"all_reduce({_meta(a)}, op={op.name})",
                 lambda b: b.allreduce(a, base), outputs=[(tensor, a)],
-                after=divide if avg else None, async_op=async_op)
+                after=_averaging(a, pg.size(), avg), async_op=async_op)
 
 
 def broadcast(tensor, src=None, group=None, async_op: bool = False, group_src=None):
@@ -190,15 +229,10 @@ def reduce(tensor, dst=None, op=ReduceOp.SUM, group=None, async_op: bool = False
     root = _root(pg, dst, group_dst, "reduce")
     base, avg = _reduce_op(op, a, "reduce")
     is_root = pg.rank() == root
-    size = pg.size()
-
-    def divide() -> None:
-        a[...] /= size
-
     return _run(pg, "reduce",
                 lambda: f"reduce({_meta(a)}, dst={pg._ranks[root]}, op={op.name})",
                 lambda b: b.reduce(a, base, root), outputs=[(tensor, a)] if is_root else (),
-                after=divide if avg and is_root else None, async_op=async_op)
+                after=_averaging(a, pg.size(), avg and is_root), async_op=async_op)
 
 
 # ---- gathering ----------------------------------------------------------------------
@@ -211,14 +245,9 @@ def all_gather(tensor_list, tensor, group=None, async_op: bool = False):
     a = _array(tensor, "tensor")
     _check_list(tensor_list, "tensor_list", pg.size(), a, "all_gather")
     recv = module_of(a).empty((pg.size(),) + a.shape, dtype=a.dtype)
-
-    def unpack() -> None:
-        for i, t in enumerate(tensor_list):
-            t._data[...] = recv[i]
-
     return _run(pg, "all_gather", lambda: f"all_gather({_meta(a)})",
                 lambda b: b.allgather(a, recv), outputs=[(t, t._data) for t in tensor_list],
-                after=unpack, async_op=async_op)
+                after=_unstacking(recv, tensor_list), async_op=async_op)
 
 
 def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op: bool = False):
@@ -229,11 +258,7 @@ def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op: bo
         return None
     a = _array(input_tensor, "input_tensor")
     out = _array(output_tensor, "output_tensor")
-    if out.size != a.size * pg.size() or out.dtype != a.dtype:
-        raise RuntimeError(
-            f"all_gather_into_tensor: output tensor must have {pg.size()} times the input's "
-            f"elements and its dtype (expected {pg.size() * a.size} x {a.dtype.name}, got "
-            f"{out.size} x {out.dtype.name})")
+    _check_world_times("all_gather_into_tensor", out, a, "output", "input", pg.size())
     return _run(pg, "all_gather_into_tensor",
                 lambda: f"all_gather_into_tensor({_meta(out)}, {_meta(a)})",
                 lambda b: b.allgather(a, out), outputs=[(output_tensor, out)],
@@ -249,23 +274,13 @@ def gather(tensor, gather_list=None, dst=None, group=None, async_op: bool = Fals
     a = _array(tensor, "tensor")
     root = _root(pg, dst, group_dst, "gather")
     recv = None
-    if pg.rank() == root:
-        if not gather_list:
-            raise ValueError("Argument ``gather_list`` must be specified on destination rank.")
-        _check_list(gather_list, "gather_list", pg.size(), a, "gather")
+    if _root_list(pg, root, gather_list, "gather_list", a, "gather", "destination"):
         recv = module_of(a).empty((pg.size(),) + a.shape, dtype=a.dtype)
-    elif gather_list:
-        raise ValueError("Argument ``gather_list`` must NOT be specified on non-destination "
-                         "ranks.")
-
-    def unpack() -> None:
-        for i, t in enumerate(gather_list):
-            t._data[...] = recv[i]
-
     return _run(pg, "gather", lambda: f"gather({_meta(a)}, dst={pg._ranks[root]})",
                 lambda b: b.gather(a, recv, root),
                 outputs=[(t, t._data) for t in gather_list] if recv is not None else (),
-                after=unpack if recv is not None else None, async_op=async_op)
+                after=_unstacking(recv, gather_list) if recv is not None else None,
+                async_op=async_op)
 
 
 def scatter(tensor, scatter_list=None, src=None, group=None, async_op: bool = False,
@@ -277,13 +292,8 @@ def scatter(tensor, scatter_list=None, src=None, group=None, async_op: bool = Fa
     a = _array(tensor, "tensor")
     root = _root(pg, src, group_src, "scatter")
     send = None
-    if pg.rank() == root:
-        if not scatter_list:
-            raise ValueError("Argument ``scatter_list`` must be specified on source rank.")
-        _check_list(scatter_list, "scatter_list", pg.size(), a, "scatter")
+    if _root_list(pg, root, scatter_list, "scatter_list", a, "scatter", "source"):
         send = module_of(a).stack([t._data for t in scatter_list])
-    elif scatter_list:
-        raise ValueError("Argument ``scatter_list`` must NOT be specified on non-source ranks.")
     return _run(pg, "scatter", lambda: f"scatter({_meta(a)}, src={pg._ranks[root]})",
                 lambda b: b.scatter(send, a, root), outputs=[(tensor, a)], async_op=async_op)
 
@@ -299,14 +309,9 @@ def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op: bo
     _check_list(input_list, "input_list", pg.size(), out, "reduce_scatter")
     base, avg = _reduce_op(op, out, "reduce_scatter")
     send = module_of(out).stack([t._data for t in input_list])
-    size = pg.size()
-
-    def divide() -> None:
-        out[...] /= size
-
     return _run(pg, "reduce_scatter", lambda: f"reduce_scatter({_meta(out)}, op={op.name})",
                 lambda b: b.reduce_scatter(send, out, base), outputs=[(output, out)],
-                after=divide if avg else None, async_op=async_op)
+                after=_averaging(out, pg.size(), avg), async_op=async_op)
 
 
 def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None,  # noqa: A002
@@ -317,21 +322,12 @@ def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None,  # noqa: A
         return None
     out = _array(output, "output")
     a = _array(input, "input")
-    if a.size != out.size * pg.size() or out.dtype != a.dtype:
-        raise RuntimeError(
-            f"reduce_scatter_tensor: input tensor must have {pg.size()} times the output's "
-            f"elements and its dtype (expected {pg.size() * out.size} x {out.dtype.name}, got "
-            f"{a.size} x {a.dtype.name})")
+    _check_world_times("reduce_scatter_tensor", a, out, "input", "output", pg.size())
     base, avg = _reduce_op(op, a, "reduce_scatter_tensor")
-    size = pg.size()
-
-    def divide() -> None:
-        out[...] /= size
-
     return _run(pg, "reduce_scatter_tensor",
                 lambda: f"reduce_scatter_tensor({_meta(out)}, {_meta(a)}, op={op.name})",
                 lambda b: b.reduce_scatter(a, out, base), outputs=[(output, out)],
-                after=divide if avg else None, async_op=async_op)
+                after=_averaging(out, pg.size(), avg), async_op=async_op)
 
 
 def all_to_all(output_tensor_list, input_tensor_list, group=None, async_op: bool = False):

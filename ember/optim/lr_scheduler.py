@@ -221,23 +221,41 @@ def _lambdas(optimizer: Optimizer, lr_lambda) -> list:
     return list(lr_lambda)
 
 
-class _LambdaState:
-    """state_dict support for schedulers holding functions: only callable objects' state
-    (their ``__dict__``) is saved; plain functions and lambdas are saved as None."""
+class _PartlySavedState:
+    """state_dict support for schedulers holding a list of objects that cannot be saved as
+    they are (attribute `_parts_key`): each is saved by `_save_part` and restored in place
+    by `_load_part`; everything else but the optimizer is saved as it is."""
+
+    _parts_key: str
 
     def state_dict(self) -> dict:
-        state = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "lr_lambdas")}
-        state["lr_lambdas"] = [None if isinstance(fn, types.FunctionType) else fn.__dict__.copy()
-                               for fn in self.lr_lambdas]
+        state = {k: v for k, v in self.__dict__.items()
+                 if k not in ("optimizer", self._parts_key)}
+        state[self._parts_key] = [self._save_part(p) for p in getattr(self, self._parts_key)]
         return state
 
     def load_state_dict(self, state_dict: dict) -> None:
-        lambdas = state_dict.pop("lr_lambdas")
+        saved_parts = state_dict.pop(self._parts_key)
         self.__dict__.update(state_dict)
-        state_dict["lr_lambdas"] = lambdas
-        for fn, saved in zip(self.lr_lambdas, lambdas):
-            if saved is not None:
-                fn.__dict__.update(saved)
+        state_dict[self._parts_key] = saved_parts
+        for part, saved in zip(getattr(self, self._parts_key), saved_parts):
+            self._load_part(part, saved)
+
+
+class _LambdaState(_PartlySavedState):
+    """Only callable objects' state (their ``__dict__``) is saved; plain functions and
+    lambdas are saved as None."""
+
+    _parts_key = "lr_lambdas"
+
+    @staticmethod
+    def _save_part(fn):
+        return None if isinstance(fn, types.FunctionType) else fn.__dict__.copy()
+
+    @staticmethod
+    def _load_part(fn, saved) -> None:
+        if saved is not None:
+            fn.__dict__.update(saved)
 
 
 class LambdaLR(_LambdaState, LRScheduler):

@@ -8,7 +8,7 @@ import warnings
 from bisect import bisect_right
 
 from .lr_scheduler import (
-    EPOCH_DEPRECATION_WARNING, LRScheduler, _group_values, _set_group_value,
+    EPOCH_DEPRECATION_WARNING, LRScheduler, _group_values, _PartlySavedState, _set_group_value,
 )
 from .optimizer import Optimizer
 
@@ -34,20 +34,18 @@ def _check_schedulers(owner: str, optimizer, schedulers) -> None:
             )
 
 
-class _NestedState:
-    """state_dict support for schedulers made of schedulers."""
+class _NestedState(_PartlySavedState):
+    """state_dict support for schedulers made of schedulers: each one's own state_dict."""
 
-    def state_dict(self) -> dict:
-        state = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "_schedulers")}
-        state["_schedulers"] = [s.state_dict() for s in self._schedulers]
-        return state
+    _parts_key = "_schedulers"
 
-    def load_state_dict(self, state_dict: dict) -> None:
-        nested = state_dict.pop("_schedulers")
-        self.__dict__.update(state_dict)
-        state_dict["_schedulers"] = nested
-        for scheduler, saved in zip(self._schedulers, nested):
-            scheduler.load_state_dict(saved)
+    @staticmethod
+    def _save_part(scheduler) -> dict:
+        return scheduler.state_dict()
+
+    @staticmethod
+    def _load_part(scheduler, saved: dict) -> None:
+        scheduler.load_state_dict(saved)
 
 
 class SequentialLR(_NestedState, LRScheduler):

@@ -148,9 +148,7 @@ def grad_and_value(func, argnums=0, has_aux: bool = False):
                                    f"Tensor or a structure of Tensors, got "
                                    f"{type(args[p]).__name__}")
             trees.append((leaves, rebuild))
-        # nested inside another differentiation: keep the graph so that it can go on
-        nested = is_grad_enabled() and any(t.requires_grad for leaves, _ in trees
-                                           for t in leaves)
+        nested = _is_nested(trees)
         inputs = _differentiable_inputs(trees, positions, args)
         with enable_grad():
             result = func(*args, **kwargs)
@@ -170,6 +168,20 @@ def grad_and_value(func, argnums=0, has_aux: bool = False):
         gradient = grads[0] if isinstance(argnums, int) else tuple(grads)
         return gradient, ((output, aux) if has_aux else output)
     return gradient_and_value
+
+
+def _tensor_tree(arg) -> tuple:
+    """`_flatten` of an argument the transforms differentiate, which must hold tensors."""
+    leaves, rebuild = _flatten(arg)
+    if not leaves or any(not isinstance(t, Tensor) for t in leaves):
+        raise ValueError(f"Thing passed to transform API must be Tensor, got {type(arg)}")
+    return leaves, rebuild
+
+
+def _is_nested(trees: list) -> bool:
+    """Whether this runs inside another differentiation (an input already requires grad):
+    then the results keep their graph, so that the outer one can go on."""
+    return is_grad_enabled() and any(t.requires_grad for leaves, _ in trees for t in leaves)
 
 
 def _differentiable_inputs(trees: list, positions: tuple, args: list) -> list:
@@ -230,11 +242,8 @@ def vjp(func, *primals, has_aux: bool = False):
     """``(func(*primals), vjp_fn)`` (and `func`'s auxiliary value with `has_aux`):
     ``vjp_fn(cotangents)`` gives, for each primal, the vector-Jacobian product of the
     cotangents (structured like the output) with func's Jacobian, as a tuple."""
-    trees = [_flatten(p) for p in primals]
-    for p, (leaves, _) in zip(primals, trees):
-        if not leaves or any(not isinstance(t, Tensor) for t in leaves):
-            raise ValueError(f"Thing passed to transform API must be Tensor, got {type(p)}")
-    nested = is_grad_enabled() and any(t.requires_grad for leaves, _ in trees for t in leaves)
+    trees = [_tensor_tree(p) for p in primals]
+    nested = _is_nested(trees)
     args = list(primals)
     inputs = _differentiable_inputs(trees, tuple(range(len(args))), args)
     with enable_grad():
@@ -282,7 +291,7 @@ def jvp(func, primals: tuple, tangents: tuple, *, strict: bool = False,
                            f"the same python structure: {len(primals)} primals and "
                            f"{len(tangents)} tangents")
     trees = [_flatten(p) for p in primals]
-    nested = is_grad_enabled() and any(t.requires_grad for leaves, _ in trees for t in leaves)
+    nested = _is_nested(trees)
     args = list(primals)
     inputs = _differentiable_inputs(trees, tuple(range(len(args))), args)
     directions = [t for tangent in tangents for t in _flatten(tangent)[0]]
@@ -476,15 +485,8 @@ def _jacobian_function(func, argnums, has_aux: bool, blocks, api: str):
         for p in positions:
             if not -len(args) <= p < len(args):
                 raise RuntimeError(f"Got argnum={p}, but only {len(args)} positional inputs")
-        trees = []
-        for p in positions:
-            leaves, rebuild = _flatten(args[p])
-            if not leaves or any(not isinstance(t, Tensor) for t in leaves):
-                raise ValueError(f"Thing passed to transform API must be Tensor, got "
-                                 f"{type(args[p])}")
-            trees.append((leaves, rebuild))
-        nested = is_grad_enabled() and any(t.requires_grad for leaves, _ in trees
-                                           for t in leaves)
+        trees = [_tensor_tree(args[p]) for p in positions]
+        nested = _is_nested(trees)
         inputs = _differentiable_inputs(trees, positions, args)
         with enable_grad():
             result = func(*args)

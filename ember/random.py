@@ -135,6 +135,12 @@ class Generator:
 _STATE_SIZES = {"cpu": 45, "cuda": 16}
 
 
+def _drawn_dtype(np_dtype):
+    """The dtype floats are drawn in: float32 or float64 as asked, float32 for any other
+    (the generators draw no other float type)."""
+    return np_dtype if np_dtype in (np.float32, np.float64) else np.float32
+
+
 class _NumpySource:
     """The few primitives every sampler is built from, on numpy.random.Generator."""
 
@@ -143,14 +149,10 @@ class _NumpySource:
 
     def uniform(self, shape, np_dtype):
         """Floats in [0, 1)."""
-        if np_dtype not in (np.float32, np.float64):
-            np_dtype = np.float32
-        return self.gen.random(shape, dtype=np_dtype)
+        return self.gen.random(shape, dtype=_drawn_dtype(np_dtype))
 
     def normal(self, shape, np_dtype):
-        if np_dtype not in (np.float32, np.float64):
-            np_dtype = np.float32
-        return self.gen.standard_normal(shape, dtype=np_dtype)
+        return self.gen.standard_normal(shape, dtype=_drawn_dtype(np_dtype))
 
     def integers(self, low, high, shape):
         """Integers in [low, high] (both included)."""
@@ -168,14 +170,10 @@ class _CupySource:
         self.state, self.cp = state, cp
 
     def uniform(self, shape, np_dtype):
-        if np_dtype not in (np.float32, np.float64):
-            np_dtype = np.float32
-        return self.state.random_sample(shape, dtype=np_dtype)
+        return self.state.random_sample(shape, dtype=_drawn_dtype(np_dtype))
 
     def normal(self, shape, np_dtype):
-        if np_dtype not in (np.float32, np.float64):
-            np_dtype = np.float32
-        return self.state.standard_normal(shape, dtype=np_dtype)
+        return self.state.standard_normal(shape, dtype=_drawn_dtype(np_dtype))
 
     def integers(self, low, high, shape):
         if high - low < 2 ** 62:

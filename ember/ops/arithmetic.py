@@ -626,46 +626,46 @@ FloorDivideInplace = inplace_form(FloorDivide)
 
 
 class Remainder(Function):
-    """Remainder with the sign of the divisor (Python's ``%``)."""
+    """Remainder with the sign of the divisor (Python's ``%``): x - y * floor(x / y).
+
+    `Fmod` below is the same op with another rounding of the quotient: a subclass sets the
+    op name, the kernel's name in the array module and `_quotient`.
+    """
+
+    _op, _kernel = "Remainder", "remainder"
+
+    @staticmethod
+    def _quotient(x, y):
+        return floor_divide(x, y)
 
     @staticmethod
     def forward(ctx, x, y):
-        ctx._name = "RemainderBackward1" if not isinstance(y, (bool, int, float)) else \
-            "RemainderBackward0"
+        tensor_divisor = not isinstance(y, (bool, int, float))
+        ctx._name = ctx._op + ("Backward1" if tensor_divisor else "Backward0")
         ctx.save_for_backward(x, y)
         with np.errstate(all="ignore"):
-            return _same_dtype(_xp(x, y).remainder(x, y), x, y)
+            return _same_dtype(getattr(_xp(x, y), ctx._kernel)(x, y), x, y)
 
     @staticmethod
     def backward(ctx, grad):
         x, y = ctx.saved_tensors
         gy = None
         if ctx._edges[1][0] is not None:
-            gy = -grad * floor_divide(_detached(x), _detached(y))
+            gy = -grad * ctx._quotient(_detached(x), _detached(y))
         return grad, gy
 
 
 RemainderInplace = inplace_form(Remainder)
 
 
-class Fmod(Function):
-    """Remainder with the sign of the dividend (C's ``fmod``)."""
+class Fmod(Remainder):
+    """Remainder with the sign of the dividend (C's ``fmod``): x - y * trunc(x / y)."""
+
+    _op, _kernel = "Fmod", "fmod"
 
     @staticmethod
-    def forward(ctx, x, y):
-        ctx._name = "FmodBackward1" if not isinstance(y, (bool, int, float)) else \
-            "FmodBackward0"
-        ctx.save_for_backward(x, y)
-        with np.errstate(all="ignore"):
-            return _same_dtype(_xp(x, y).fmod(x, y), x, y)
-
-    @staticmethod
-    def backward(ctx, grad):
-        x, y = ctx.saved_tensors
-        gy = None
-        if ctx._edges[1][0] is not None:
-            gy = -grad * div(_detached(x), _detached(y), rounding_mode="trunc")
-        return grad, gy
+    def _quotient(x, y):
+        return div(x, y, rounding_mode="trunc")
 
 
 FmodInplace = inplace_form(Fmod)

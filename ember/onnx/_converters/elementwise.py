@@ -153,22 +153,18 @@ def convert_div_rounding(c: Call) -> None:
     convert_floor_divide(c, trunc=c.arg(2) == "trunc")
 
 
-def convert_addcmul(c: Call) -> None:
+def convert_addcmul(c: Call, combine: str = "Mul") -> None:
+    """``x + value * combine(t1, t2)``: addcmul, and addcdiv with ``combine="Div"``."""
     x, t1, t2 = c.input(0), c.input(1), c.input(2)
-    prod = c.op("Mul", t1, t2)
+    term = c.op(combine, t1, t2)
     value = c.arg(3, 1)
     if value != 1:
-        prod = c.op("Mul", prod, _scalar(c, value))
-    c.done(c.op("Add", x, prod))
+        term = c.op("Mul", term, _scalar(c, value))
+    c.done(c.op("Add", x, term))
 
 
 def convert_addcdiv(c: Call) -> None:
-    x, t1, t2 = c.input(0), c.input(1), c.input(2)
-    quot = c.op("Div", t1, t2)
-    value = c.arg(3, 1)
-    if value != 1:
-        quot = c.op("Mul", quot, _scalar(c, value))
-    c.done(c.op("Add", x, quot))
+    convert_addcmul(c, combine="Div")
 
 
 def convert_lerp(c: Call) -> None:
@@ -344,20 +340,13 @@ def convert_to_copy(c: Call) -> None:
 
 
 def convert_copy(c: Call) -> None:
-    """``dst.copy_(src)``: src broadcast to dst's shape, in dst's dtype."""
+    """``dst.copy_(src)`` and ``dst.fill_(value)``: the second argument broadcast to dst's
+    shape, in dst's dtype."""
     dst = c.input(0)
     src = c.input(1, like=0)
     if c.is_tensor(1) and c.dtype(1) != c.dtype(0):
         src = c.cast(src, c.dtype(0))
     c.done(c.op("Expand", src, c.op("Shape", dst)))
-
-
-def convert_fill(c: Call) -> None:
-    x = c.input(0)
-    value = c.input(1, like=0)
-    if c.is_tensor(1) and c.dtype(1) != c.dtype(0):
-        value = c.cast(value, c.dtype(0))
-    c.done(c.op("Expand", value, c.op("Shape", x)))
 
 
 def convert_zero(c: Call) -> None:
@@ -417,6 +406,6 @@ CONVERTERS = {
     cmp.IsPosInf: unary("IsInf", detect_negative=0),
     cmp.IsNegInf: unary("IsInf", detect_positive=0),
     conv.ToCopy: convert_to_copy, conv.Clone: unary("Identity"), conv.Copy: convert_copy,
-    creation.Fill: convert_fill, creation.Zero: convert_zero,
+    creation.Fill: convert_copy, creation.Zero: convert_zero,
     dropout.Masked: convert_masked,
 }

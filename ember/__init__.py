@@ -233,6 +233,7 @@ from . import jit
 from . import compiler
 from .compiler import compile  # noqa: A004 - PyTorch's name
 from . import distributed
+from . import multiprocessing
 from . import profiler
 from . import serialization
 from ._interop import from_dlpack

@@ -23,6 +23,7 @@ Floors (a unit sits above everything it imports):
  3    models and training: ``nn``, ``optim``, ``distributions``, ``ao``
       (quantization builds on ``nn``), ``utils.tensorboard``
  4    applications: ``utils.data``, ``vision``, ``onnx``, ``serialization``, ``hub``,
+      ``multiprocessing`` (sends Parameters between processes),
       the PyTorch-path aliases ``nn.quantized`` (of ``ao.nn.quantized``) and
       ``quantization`` (of ``ao.quantization``)
  5    ``jit`` (traces through ``onnx``'s tracer, saves through ``serialization``),
@@ -55,6 +56,7 @@ FLOORS = {
     "ember.utils.tensorboard": 3,
     "ember.utils": 4, "ember.vision": 4, "ember.onnx": 4, "ember.serialization": 4,
     "ember.hub": 4, "ember.nn.quantized": 4, "ember.quantization": 4,
+    "ember.multiprocessing": 4,
     "ember.jit": 5, "ember._compile": 5, "ember.compiler": 5,
     "ember": 6,
 }

@@ -40,6 +40,7 @@ NAMESPACES = [
     ("torch.utils.data", "ember.utils.data"),
     ("torch.utils.checkpoint", "ember.utils.checkpoint"),
     ("torch.distributed", "ember.distributed"),
+    ("torch.multiprocessing", "ember.multiprocessing"),
     ("torch.profiler", "ember.profiler"),
     ("torch.cuda", "ember.cuda"),
     ("torch.onnx", "ember.onnx"),

@@ -78,20 +78,26 @@ def _detect_is_causal_mask(mask, is_causal=None, size=None) -> bool:
 
 
 class _TransformerLayer(Module):
-    """What encoder and decoder layers share: their sublayers and the self-attention block."""
+    """What encoder and decoder layers share: the constructor and the self-attention block.
+
+    A decoder layer (`_cross_attention`) also has an attention over the memory and a third
+    LayerNorm and Dropout.  Sublayers are registered in PyTorch's order (the order of
+    state-dict keys).
+    """
 
     __constants__ = ["norm_first"]
+    _cross_attention = False
 
-    def _make_sublayers(self, d_model: int, nhead: int, dim_feedforward: int, dropout: float,
-                        layer_norm_eps: float, batch_first: bool, norm_first: bool, bias: bool,
-                        device, dtype, cross_attention: bool) -> None:
-        """Register the sublayers in PyTorch's order (the order of state-dict keys); a
-        decoder layer (`cross_attention`) has an attention over the memory and a third
-        LayerNorm and Dropout."""
+    def __init__(self, d_model: int, nhead: int, dim_feedforward: int = 2048,
+                 dropout: float = 0.1, activation="relu", layer_norm_eps: float = 1e-5,
+                 batch_first: bool = False, norm_first: bool = False, bias: bool = True,
+                 device=None, dtype=None) -> None:
+        super().__init__()
+        cross = self._cross_attention
         kw = {"device": device, "dtype": dtype}
         self.self_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias,
                                             batch_first=batch_first, **kw)
-        if cross_attention:
+        if cross:
             self.multihead_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias,
                                                      batch_first=batch_first, **kw)
         self.linear1 = Linear(d_model, dim_feedforward, bias=bias, **kw)
@@ -100,12 +106,16 @@ class _TransformerLayer(Module):
         self.norm_first = norm_first
         self.norm1 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw)
         self.norm2 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw)
-        if cross_attention:
+        if cross:
             self.norm3 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw)
         self.dropout1 = Dropout(dropout)
         self.dropout2 = Dropout(dropout)
-        if cross_attention:
+        if cross:
             self.dropout3 = Dropout(dropout)
+        activation = _activation(activation)
+        if not cross:  # PyTorch's encoder layer (only) records its fast-path activation
+            self.activation_relu_or_gelu = _activation_kind(activation)
+        self.activation = activation
 
     def _sa_block(self, x, attn_mask, key_padding_mask, is_causal: bool = False):
         x = self.self_attn(x, x, x, attn_mask=attn_mask, key_padding_mask=key_padding_mask,
@@ -130,17 +140,6 @@ class TransformerEncoderLayer(_TransformerLayer):
 
     ``forward(src, src_mask=None, src_key_padding_mask=None, is_causal=False)``.
     """
-
-    def __init__(self, d_model: int, nhead: int, dim_feedforward: int = 2048,
-                 dropout: float = 0.1, activation="relu", layer_norm_eps: float = 1e-5,
-                 batch_first: bool = False, norm_first: bool = False, bias: bool = True,
-                 device=None, dtype=None) -> None:
-        super().__init__()
-        self._make_sublayers(d_model, nhead, dim_feedforward, dropout, layer_norm_eps,
-                             batch_first, norm_first, bias, device, dtype, cross_attention=False)
-        activation = _activation(activation)
-        self.activation_relu_or_gelu = _activation_kind(activation)
-        self.activation = activation
 
     def forward(self, src, src_mask=None, src_key_padding_mask=None, is_causal: bool = False):
         src_key_padding_mask = _canonical_mask(src_key_padding_mask, "src_key_padding_mask",
@@ -168,14 +167,7 @@ class TransformerDecoderLayer(_TransformerLayer):
     memory_key_padding_mask=None, tgt_is_causal=False, memory_is_causal=False)``.
     """
 
-    def __init__(self, d_model: int, nhead: int, dim_feedforward: int = 2048,
-                 dropout: float = 0.1, activation="relu", layer_norm_eps: float = 1e-5,
-                 batch_first: bool = False, norm_first: bool = False, bias: bool = True,
-                 device=None, dtype=None) -> None:
-        super().__init__()
-        self._make_sublayers(d_model, nhead, dim_feedforward, dropout, layer_norm_eps,
-                             batch_first, norm_first, bias, device, dtype, cross_attention=True)
-        self.activation = _activation(activation)
+    _cross_attention = True
 
     def forward(self, tgt, memory, tgt_mask=None, memory_mask=None, tgt_key_padding_mask=None,
                 memory_key_padding_mask=None, tgt_is_causal: bool = False,

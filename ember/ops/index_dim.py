@@ -73,22 +73,18 @@ class IndexCopy(Function):
 IndexCopyInplace = inplace_form(IndexCopy)
 
 
-class IndexFill(Function):
+class IndexFill(IndexCopy):
+    """index_copy of one value (a number or a 0-dim tensor) to every indexed slice."""
+
     @staticmethod
     def forward(ctx, x, value, dim, index):
-        ctx.dim, ctx.index, ctx.is_scalar = dim, index, is_scalar(value)
-        out = output_array(ctx, x)
-        out[(slice(None),) * dim + (index,)] = value
-        return out
+        ctx.is_scalar = is_scalar(value)
+        return IndexCopy.forward(ctx, x, value, dim, index)
 
     @staticmethod
     def backward(ctx, grad):
-        gx = gv = None
-        if ctx._edges[0][0] is not None:
-            gx = IndexFill.apply(grad, 0.0, dim=ctx.dim, index=ctx.index)
-        if ctx._edges[1][0] is not None:
-            gv = IndexSelect.apply(grad, dim=ctx.dim, index=ctx.index).sum()
-        return gx, gv
+        gx, gv = IndexCopy.backward(ctx, grad)
+        return gx, (None if gv is None else gv.sum())
 
     def name(self) -> str:
         return "IndexFillBackward0" if self.is_scalar else "IndexFillBackward1"

@@ -36,7 +36,46 @@ def _initial_weight(_weight, num_embeddings: int, embedding_dim: int):
     return _weight
 
 
-class Embedding(Module):
+class _EmbeddingBase(Module):
+    """What Embedding and EmbeddingBag share: the table, how it starts, and the norm options
+    of their reprs."""
+
+    def _init_table(self, _weight, requires_grad: bool, device, dtype) -> None:
+        """Make `weight` from the given table, or draw one (num_embeddings and embedding_dim
+        set before)."""
+        weight = _initial_weight(_weight, self.num_embeddings, self.embedding_dim)
+        if weight is None:
+            self.weight = Parameter(empty((self.num_embeddings, self.embedding_dim),
+                                          device=device, dtype=dtype),
+                                    requires_grad=requires_grad)
+            self.reset_parameters()
+        else:
+            self.weight = Parameter(weight, requires_grad=requires_grad)
+
+    def reset_parameters(self) -> None:
+        """Draw new N(0, 1) rows; the padding row is zero."""
+        init.normal_(self.weight)
+        self._fill_padding_idx_with_zero()
+
+    def _fill_padding_idx_with_zero(self) -> None:
+        if self.padding_idx is not None:
+            with no_grad():
+                self.weight[self.padding_idx].fill_(0)
+
+    def _norm_options_repr(self) -> str:
+        """The max_norm, norm_type and scale_grad_by_freq parts of the repr (where not at
+        their defaults)."""
+        s = ""
+        if self.max_norm is not None:
+            s += f", max_norm={self.max_norm}"
+        if self.norm_type != 2:
+            s += f", norm_type={self.norm_type}"
+        if self.scale_grad_by_freq is not False:
+            s += f", scale_grad_by_freq={self.scale_grad_by_freq}"
+        return s
+
+
+class Embedding(_EmbeddingBase):
     """A table of `num_embeddings` vectors of size `embedding_dim`, looked up by index.
 
     Input: an integer tensor of any shape; output: ``input.shape + (embedding_dim,)``.
@@ -62,24 +101,8 @@ class Embedding(Module):
         self.max_norm = max_norm
         self.norm_type = norm_type
         self.scale_grad_by_freq = scale_grad_by_freq
-        weight = _initial_weight(_weight, num_embeddings, embedding_dim)
-        if weight is None:
-            self.weight = Parameter(empty((num_embeddings, embedding_dim), device=device,
-                                          dtype=dtype), requires_grad=not _freeze)
-            self.reset_parameters()
-        else:
-            self.weight = Parameter(weight, requires_grad=not _freeze)
+        self._init_table(_weight, not _freeze, device, dtype)
         self.sparse = sparse
-
-    def reset_parameters(self) -> None:
-        """Draw new N(0, 1) rows; the padding row is zero."""
-        init.normal_(self.weight)
-        self._fill_padding_idx_with_zero()
-
-    def _fill_padding_idx_with_zero(self) -> None:
-        if self.padding_idx is not None:
-            with no_grad():
-                self.weight[self.padding_idx].fill_(0)
 
     def forward(self, input):
         return F.embedding(input, self.weight, self.padding_idx, self.max_norm, self.norm_type,
@@ -89,12 +112,7 @@ class Embedding(Module):
         s = f"{self.num_embeddings}, {self.embedding_dim}"
         if self.padding_idx is not None:
             s += f", padding_idx={self.padding_idx}"
-        if self.max_norm is not None:
-            s += f", max_norm={self.max_norm}"
-        if self.norm_type != 2:
-            s += f", norm_type={self.norm_type}"
-        if self.scale_grad_by_freq is not False:
-            s += f", scale_grad_by_freq={self.scale_grad_by_freq}"
+        s += self._norm_options_repr()
         if self.sparse is not False:
             s += ", sparse=True"
         return s
@@ -112,7 +130,7 @@ class Embedding(Module):
                    scale_grad_by_freq=scale_grad_by_freq, sparse=sparse)
 
 
-class EmbeddingBag(Module):
+class EmbeddingBag(_EmbeddingBase):
     """Sums, means or maxima over bags of embedding rows, without making each row.
 
     ``forward(input, offsets=None, per_sample_weights=None)``: a 2-D input (B, N) is B
@@ -139,23 +157,10 @@ class EmbeddingBag(Module):
         self.norm_type = norm_type
         self.scale_grad_by_freq = scale_grad_by_freq
         self.padding_idx = _check_padding_idx(padding_idx, num_embeddings)
-        weight = _initial_weight(_weight, num_embeddings, embedding_dim)
-        if weight is None:
-            self.weight = Parameter(empty((num_embeddings, embedding_dim), device=device,
-                                          dtype=dtype))
-            self.reset_parameters()
-        else:
-            self.weight = Parameter(weight)
+        self._init_table(_weight, True, device, dtype)
         self.mode = mode
         self.sparse = sparse
         self.include_last_offset = include_last_offset
-
-    def reset_parameters(self) -> None:
-        """Draw new N(0, 1) rows; the padding row is zero."""
-        init.normal_(self.weight)
-        if self.padding_idx is not None:
-            with no_grad():
-                self.weight[self.padding_idx].fill_(0)
 
     def forward(self, input, offsets=None, per_sample_weights=None):
         return F.embedding_bag(input, self.weight, offsets, self.max_norm, self.norm_type,
@@ -163,13 +168,7 @@ class EmbeddingBag(Module):
                                per_sample_weights, self.include_last_offset, self.padding_idx)
 
     def extra_repr(self) -> str:
-        s = f"{self.num_embeddings}, {self.embedding_dim}"
-        if self.max_norm is not None:
-            s += f", max_norm={self.max_norm}"
-        if self.norm_type != 2:
-            s += f", norm_type={self.norm_type}"
-        if self.scale_grad_by_freq is not False:
-            s += f", scale_grad_by_freq={self.scale_grad_by_freq}"
+        s = f"{self.num_embeddings}, {self.embedding_dim}" + self._norm_options_repr()
         s += f", mode='{self.mode}'"
         if self.padding_idx is not None:
             s += f", padding_idx={self.padding_idx}"

@@ -281,40 +281,41 @@ def _like(input: Tensor, dtype, device):
         input.device if device is None else device)
 
 
+def _filled_like(op: str, fill, input: Tensor, dtype, layout, device, requires_grad: bool,
+                 memory_format) -> Tensor:
+    """The body of zeros_like / ones_like / empty_like / full_like (`fill` None: empty)."""
+    check_layout(op, layout)
+    d, dev = _like(input, dtype, device)
+    return like_format(_factory(fill, (tuple(input.shape),), d, dev, requires_grad), input,
+                       memory_format)
+
+
 def zeros_like(input: Tensor, *, dtype=None, layout=None, device=None,
                requires_grad: bool = False, memory_format=None) -> Tensor:
     """Zeros with the shape (and by default dtype and device) of `input`."""
-    check_layout("zeros_like", layout)
-    d, dev = _like(input, dtype, device)
-    return like_format(_factory(0, (tuple(input.shape),), d, dev, requires_grad), input,
-                       memory_format)
+    return _filled_like("zeros_like", 0, input, dtype, layout, device, requires_grad,
+                        memory_format)
 
 
 def ones_like(input: Tensor, *, dtype=None, layout=None, device=None,
               requires_grad: bool = False, memory_format=None) -> Tensor:
     """Ones with the shape (and by default dtype and device) of `input`."""
-    check_layout("ones_like", layout)
-    d, dev = _like(input, dtype, device)
-    return like_format(_factory(1, (tuple(input.shape),), d, dev, requires_grad), input,
-                       memory_format)
+    return _filled_like("ones_like", 1, input, dtype, layout, device, requires_grad,
+                        memory_format)
 
 
 def empty_like(input: Tensor, *, dtype=None, layout=None, device=None,
                requires_grad: bool = False, memory_format=None) -> Tensor:
     """Uninitialized memory with the shape of `input`."""
-    check_layout("empty_like", layout)
-    d, dev = _like(input, dtype, device)
-    return like_format(_factory(None, (tuple(input.shape),), d, dev, requires_grad), input,
-                       memory_format)
+    return _filled_like("empty_like", None, input, dtype, layout, device, requires_grad,
+                        memory_format)
 
 
 def full_like(input: Tensor, fill_value, *, dtype=None, layout=None, device=None,
               requires_grad: bool = False, memory_format=None) -> Tensor:
     """`fill_value` everywhere, with the shape (and dtype) of `input`."""
-    check_layout("full_like", layout)
-    d, dev = _like(input, dtype, device)
-    return like_format(_factory(fill_value, (tuple(input.shape),), d, dev, requires_grad), input,
-                       memory_format)
+    return _filled_like("full_like", fill_value, input, dtype, layout, device, requires_grad,
+                        memory_format)
 
 
 def _new(fill):
@@ -441,6 +442,17 @@ def range_(start=0, end=None, step=1, *, out=None, dtype=None, layout=None, devi
     return _finish(array, requires_grad, out, "range")
 
 
+def _space_args(op: str, start, end, steps, layout, dtype, out) -> tuple:
+    """linspace / logspace arguments checked as PyTorch does: numbers `start` and `end`, an
+    int `steps` >= 0, and the dtype asked for (by `dtype` or `out`)."""
+    check_layout(op, layout)
+    start, end = _number(start, op), _number(end, op)
+    steps = int(_number(steps, op))
+    if steps < 0:
+        raise RuntimeError("number of steps must be non-negative")
+    return start, end, steps, out_dtype(op, dtype, out)
+
+
 def linspace(start, end, steps: int, *, out=None, dtype=None, layout=None, device=None,
              requires_grad: bool = False) -> Tensor:
     """`steps` evenly spaced values from `start` to `end`, both included.
@@ -448,12 +460,7 @@ def linspace(start, end, steps: int, *, out=None, dtype=None, layout=None, devic
     >>> ember.linspace(0, 1, 5).tolist()
     [0.0, 0.25, 0.5, 0.75, 1.0]
     """
-    check_layout("linspace", layout)
-    start, end = _number(start, "linspace"), _number(end, "linspace")
-    steps = int(_number(steps, "linspace"))
-    if steps < 0:
-        raise RuntimeError("number of steps must be non-negative")
-    dtype = out_dtype("linspace", dtype, out)
+    start, end, steps, dtype = _space_args("linspace", start, end, steps, layout, dtype, out)
     if dtype is None:
         is_complex = isinstance(start, complex) or isinstance(end, complex)
         d = dtypes.get_default_dtype()
@@ -487,12 +494,7 @@ def _even_steps(xp, start, end, steps: int, work):
 def logspace(start, end, steps: int, base: float = 10.0, *, out=None, dtype=None, layout=None,
              device=None, requires_grad: bool = False) -> Tensor:
     """``base ** linspace(start, end, steps)``."""
-    check_layout("logspace", layout)
-    start, end = _number(start, "logspace"), _number(end, "logspace")
-    steps = int(_number(steps, "logspace"))
-    if steps < 0:
-        raise RuntimeError("number of steps must be non-negative")
-    dtype = out_dtype("logspace", dtype, out)
+    start, end, steps, dtype = _space_args("logspace", start, end, steps, layout, dtype, out)
     d = dtypes.get_default_dtype() if dtype is None else dtypes.to_dtype(dtype)
     xp = array_module(factory_device(device))
     exps = _even_steps(xp, start, end, steps, np.float64)

@@ -185,39 +185,41 @@ _V1_TRANSFORMS = partial(ImageClassification, crop_size=224)
 _V2_TRANSFORMS = partial(ImageClassification, crop_size=224, resize_size=232)
 
 
+def _v1(file: str, num_params: int, acc1: float, acc5: float) -> Weights:
+    """Weights of torchvision's first ImageNet recipe (evaluated at 224 from 256)."""
+    return Weights(_URL + file, _V1_TRANSFORMS, _meta(num_params, acc1, acc5, _V1_RECIPE))
+
+
+def _v2(file: str, num_params: int, acc1: float, acc5: float) -> Weights:
+    """Weights of the second recipe (evaluated at 224 from 232)."""
+    return Weights(_URL + file, _V2_TRANSFORMS, _meta(num_params, acc1, acc5, _V2_RECIPE))
+
+
 class ResNet18_Weights(WeightsEnum):  # noqa: N801 - torchvision's name
-    IMAGENET1K_V1 = Weights(_URL + "resnet18-f37072fd.pth", _V1_TRANSFORMS,
-                            _meta(11689512, 69.758, 89.078, _V1_RECIPE))
+    IMAGENET1K_V1 = _v1("resnet18-f37072fd.pth", 11689512, 69.758, 89.078)
     DEFAULT = IMAGENET1K_V1
 
 
 class ResNet34_Weights(WeightsEnum):  # noqa: N801
-    IMAGENET1K_V1 = Weights(_URL + "resnet34-b627a593.pth", _V1_TRANSFORMS,
-                            _meta(21797672, 73.314, 91.420, _V1_RECIPE))
+    IMAGENET1K_V1 = _v1("resnet34-b627a593.pth", 21797672, 73.314, 91.420)
     DEFAULT = IMAGENET1K_V1
 
 
 class ResNet50_Weights(WeightsEnum):  # noqa: N801
-    IMAGENET1K_V1 = Weights(_URL + "resnet50-0676ba61.pth", _V1_TRANSFORMS,
-                            _meta(25557032, 76.130, 92.862, _V1_RECIPE))
-    IMAGENET1K_V2 = Weights(_URL + "resnet50-11ad3fa6.pth", _V2_TRANSFORMS,
-                            _meta(25557032, 80.858, 95.434, _V2_RECIPE))
+    IMAGENET1K_V1 = _v1("resnet50-0676ba61.pth", 25557032, 76.130, 92.862)
+    IMAGENET1K_V2 = _v2("resnet50-11ad3fa6.pth", 25557032, 80.858, 95.434)
     DEFAULT = IMAGENET1K_V2
 
 
 class ResNet101_Weights(WeightsEnum):  # noqa: N801
-    IMAGENET1K_V1 = Weights(_URL + "resnet101-63fe2227.pth", _V1_TRANSFORMS,
-                            _meta(44549160, 77.374, 93.546, _V1_RECIPE))
-    IMAGENET1K_V2 = Weights(_URL + "resnet101-cd907fc2.pth", _V2_TRANSFORMS,
-                            _meta(44549160, 81.886, 95.780, _V2_RECIPE))
+    IMAGENET1K_V1 = _v1("resnet101-63fe2227.pth", 44549160, 77.374, 93.546)
+    IMAGENET1K_V2 = _v2("resnet101-cd907fc2.pth", 44549160, 81.886, 95.780)
     DEFAULT = IMAGENET1K_V2
 
 
 class ResNet152_Weights(WeightsEnum):  # noqa: N801
-    IMAGENET1K_V1 = Weights(_URL + "resnet152-394f9c45.pth", _V1_TRANSFORMS,
-                            _meta(60192808, 78.312, 94.046, _V1_RECIPE))
-    IMAGENET1K_V2 = Weights(_URL + "resnet152-f82ba261.pth", _V2_TRANSFORMS,
-                            _meta(60192808, 82.284, 96.002, _V2_RECIPE))
+    IMAGENET1K_V1 = _v1("resnet152-394f9c45.pth", 60192808, 78.312, 94.046)
+    IMAGENET1K_V2 = _v2("resnet152-f82ba261.pth", 60192808, 82.284, 96.002)
     DEFAULT = IMAGENET1K_V2
 
 

@@ -1,8 +1,10 @@
 """What the transform classes share: random numbers from ember's default generator, the
-argument checks, and the base class of transforms with settings."""
+argument checks, applying a list of transforms, and the base class of transforms with
+settings."""
 
 from __future__ import annotations
 
+import math
 import numbers
 from collections.abc import Sequence
 
@@ -22,6 +24,26 @@ def _uniform(low: float, high: float) -> float:
 
 def _randint(low: int, high: int) -> int:
     return int(_sampling.randint(low, high, (1,)).item())
+
+
+def _random_sides(area: float, scale, ratio) -> tuple[int, int]:
+    """The two sides of a random rectangle: its area a uniform fraction in `scale` of
+    `area`, the first side over the second log-uniform in `ratio`."""
+    target = area * _uniform(scale[0], scale[1])
+    aspect = math.exp(_uniform(math.log(ratio[0]), math.log(ratio[1])))
+    return int(round(math.sqrt(target * aspect))), int(round(math.sqrt(target / aspect)))
+
+
+def _apply_in_turn(transforms, img):
+    """`img` through each of `transforms`, in order."""
+    for t in transforms:
+        img = t(img)
+    return img
+
+
+def _listing(transforms) -> str:
+    """The transforms one per line, indented, for a ``__repr__``."""
+    return "".join(f"\n    {t}" for t in transforms)
 
 
 def _pair_range(value, name: str, center: float = 0.0, bound=(0.0, float("inf"))):

@@ -3,7 +3,6 @@ RandomErasing (re-exported by `transforms.py`, where torchvision keeps them)."""
 
 from __future__ import annotations
 
-import math
 import numbers
 
 import numpy as np
@@ -11,7 +10,7 @@ import numpy as np
 from ..._core.tensor import Tensor, _make
 from ...ops import sampling as _sampling
 from . import functional as F
-from ._base import _rand, _randint, _Transform, _uniform
+from ._base import _apply_in_turn, _listing, _rand, _randint, _random_sides, _Transform
 
 # -- random application ---------------------------------------------------------------
 
@@ -27,13 +26,10 @@ class RandomApply(_Transform):
     def forward(self, img):
         if self.p < _rand():
             return img
-        for t in self.transforms:
-            img = t(img)
-        return img
+        return _apply_in_turn(self.transforms, img)
 
     def __repr__(self) -> str:
-        body = "".join(f"\n    {t}" for t in self.transforms)
-        return f"{type(self).__name__}(\n    p={self.p}{body}\n)"
+        return f"{type(self).__name__}(\n    p={self.p}{_listing(self.transforms)}\n)"
 
 
 class RandomChoice:
@@ -67,13 +63,11 @@ class RandomOrder:
         self.transforms = list(transforms)
 
     def __call__(self, img):
-        for i in _sampling.randperm(len(self.transforms)).tolist():
-            img = self.transforms[int(i)](img)
-        return img
+        order = _sampling.randperm(len(self.transforms)).tolist()
+        return _apply_in_turn([self.transforms[int(i)] for i in order], img)
 
     def __repr__(self) -> str:
-        body = "".join(f"\n    {t}" for t in self.transforms)
-        return f"{type(self).__name__}({body}\n)"
+        return f"{type(self).__name__}({_listing(self.transforms)}\n)"
 
 
 class RandomErasing(_Transform):
@@ -105,13 +99,8 @@ class RandomErasing(_Transform):
         """(top, left, height, width, fill tensor); the whole image and the image itself
         when no rectangle fits.  `value` None means random normal values."""
         channels, height, width = img.shape[-3], img.shape[-2], img.shape[-1]
-        area = height * width
-        log_low, log_high = math.log(ratio[0]), math.log(ratio[1])
         for _ in range(10):
-            erase_area = area * _uniform(scale[0], scale[1])
-            aspect = math.exp(_uniform(log_low, log_high))
-            h = int(round(math.sqrt(erase_area * aspect)))
-            w = int(round(math.sqrt(erase_area / aspect)))
+            h, w = _random_sides(height * width, scale, ratio)
             if not (h < height and w < width):
                 continue
             if value is None:

@@ -13,13 +13,15 @@ where torchvision keeps them; `_base.py` has what they share.
 
 from __future__ import annotations
 
-import math
 import numbers
 from collections.abc import Sequence
 
 from ..._core.tensor import Tensor
 from . import functional as F
-from ._base import _rand, _randint, _setup_size, _Transform, _uniform
+from ._base import (
+    _apply_in_turn, _listing, _rand, _randint, _random_sides, _setup_size, _Transform,
+    _uniform,
+)
 from ._color import ColorJitter, GaussianBlur, Grayscale, RandomGrayscale  # noqa: F401
 from ._random_apply import (  # noqa: F401 - torchvision's module holds them all
     RandomApply, RandomChoice, RandomErasing, RandomOrder,
@@ -36,13 +38,10 @@ class Compose:
         self.transforms = list(transforms)
 
     def __call__(self, img):
-        for t in self.transforms:
-            img = t(img)
-        return img
+        return _apply_in_turn(self.transforms, img)
 
     def __repr__(self) -> str:
-        body = "".join(f"\n    {t}" for t in self.transforms)
-        return f"{type(self).__name__}({body}\n)"
+        return f"{type(self).__name__}({_listing(self.transforms)}\n)"
 
 
 class ToTensor:
@@ -258,13 +257,8 @@ class RandomResizedCrop(_Transform):
     def get_params(img, scale, ratio) -> tuple[int, int, int, int]:
         """A random (top, left, height, width) window (see the class)."""
         _, height, width = F.get_dimensions(img)
-        area = height * width
-        log_low, log_high = math.log(ratio[0]), math.log(ratio[1])
         for _ in range(10):
-            target_area = area * _uniform(scale[0], scale[1])
-            aspect = math.exp(_uniform(log_low, log_high))
-            w = int(round(math.sqrt(target_area * aspect)))
-            h = int(round(math.sqrt(target_area / aspect)))
+            w, h = _random_sides(height * width, scale, ratio)
             if 0 < w <= width and 0 < h <= height:
                 return _randint(0, height - h + 1), _randint(0, width - w + 1), h, w
         in_ratio = width / height

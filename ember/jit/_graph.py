@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 from .._core.tensor import Tensor, _make
 from ..onnx._trace import Source, TracedFunction, flatten_tensors
+from ..utils._nested import map_nested
 
 
 @dataclass(frozen=True)
@@ -229,27 +230,12 @@ def _resolve(src: Source, inputs: list, tensors: dict, env: list):
 
 def _template(obj, counter):
     """`obj` with each tensor replaced by a `Slot` (in `flatten_tensors` order)."""
-    if isinstance(obj, Tensor):
-        return Slot(next(counter))
-    if isinstance(obj, tuple) and hasattr(obj, "_fields"):  # a named tuple
-        return type(obj)(*(_template(o, counter) for o in obj))
-    if isinstance(obj, (tuple, list)):
-        return type(obj)(_template(o, counter) for o in obj)
-    if isinstance(obj, dict):
-        return {k: _template(v, counter) for k, v in obj.items()}
-    return obj
+    return map_nested(obj, Tensor, lambda t: Slot(next(counter)))
 
 
 def _fill(template, results: list):
-    if isinstance(template, Slot):
-        return results[template.index]
-    if isinstance(template, tuple) and hasattr(template, "_fields"):
-        return type(template)(*(_fill(o, results) for o in template))
-    if isinstance(template, (tuple, list)):
-        return type(template)(_fill(o, results) for o in template)
-    if isinstance(template, dict):
-        return {k: _fill(v, results) for k, v in template.items()}
-    return template
+    """`template` with each `Slot` replaced by its entry of `results`."""
+    return map_nested(template, Slot, lambda slot: results[slot.index])
 
 
 def _text(spec) -> str:

@@ -15,6 +15,7 @@ import warnings
 from ... import cuda
 from ..._core.device import device as Device
 from ..._core.tensor import Tensor
+from ...utils._nested import map_nested
 from ..modules.module import Module
 
 __all__ = ["DataParallel", "data_parallel"]
@@ -28,15 +29,7 @@ def _index(d) -> int:
 
 def _to(obj, device):
     """`obj` with every tensor in it (nested tuples, lists, dicts) moved to `device`."""
-    if isinstance(obj, Tensor):
-        return obj.to(device)
-    if isinstance(obj, tuple) and hasattr(obj, "_fields"):
-        return type(obj)(*(_to(o, device) for o in obj))
-    if isinstance(obj, (tuple, list)):
-        return type(obj)(_to(o, device) for o in obj)
-    if isinstance(obj, dict):
-        return {k: _to(v, device) for k, v in obj.items()}
-    return obj
+    return map_nested(obj, Tensor, lambda t: t.to(device))
 
 
 class DataParallel(Module):

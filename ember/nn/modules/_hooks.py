@@ -44,6 +44,18 @@ class RemovableHandle(_CoreHandle):
             extra.pop(self.id, None)
 
 
+def register_with_options(hooks_dict: dict, hook, options, prepend: bool = False
+                          ) -> RemovableHandle:
+    """Register `hook` in `hooks_dict`; `options` are ``(option_dict, enabled)`` pairs: the
+    hook's id is marked in each enabled option's dict, and ``remove()`` clears all of them."""
+    handle = RemovableHandle(hooks_dict, hook, prepend=prepend,
+                             extra_dicts=[option_dict for option_dict, _ in options])
+    for option_dict, enabled in options:
+        if enabled:
+            option_dict[handle.id] = True
+    return handle
+
+
 class WithoutModule:
     """Calls a hook without its first (module) argument; picklable, unlike a lambda."""
 

@@ -45,13 +45,9 @@ def register_module_forward_pre_hook(hook) -> RemovableHandle:
 def register_module_forward_hook(hook, *, with_kwargs: bool = False,
                                  always_call: bool = False) -> RemovableHandle:
     """Call ``hook(module, args, output)`` after the forward of every module."""
-    handle = RemovableHandle(_hooks.global_forward_hooks, hook, extra_dicts=(
-        _hooks.global_forward_hooks_with_kwargs, _hooks.global_forward_hooks_always_called))
-    if with_kwargs:
-        _hooks.global_forward_hooks_with_kwargs[handle.id] = True
-    if always_call:
-        _hooks.global_forward_hooks_always_called[handle.id] = True
-    return handle
+    return _hooks.register_with_options(_hooks.global_forward_hooks, hook, [
+        (_hooks.global_forward_hooks_with_kwargs, with_kwargs),
+        (_hooks.global_forward_hooks_always_called, always_call)])
 
 
 def register_module_full_backward_hook(hook) -> RemovableHandle:
@@ -679,11 +675,9 @@ class Module:
         It may return new args (a tuple, or one value).  With `with_kwargs` it is called
         as ``hook(module, args, kwargs)`` and may return ``(args, kwargs)``.
         """
-        handle = RemovableHandle(self._forward_pre_hooks, hook, prepend=prepend,
-                                 extra_dicts=(self._forward_pre_hooks_with_kwargs,))
-        if with_kwargs:
-            self._forward_pre_hooks_with_kwargs[handle.id] = True
-        return handle
+        return _hooks.register_with_options(
+            self._forward_pre_hooks, hook, [(self._forward_pre_hooks_with_kwargs, with_kwargs)],
+            prepend=prepend)
 
     def register_forward_hook(self, hook, *, prepend: bool = False, with_kwargs: bool = False,
                               always_call: bool = False) -> RemovableHandle:
@@ -692,13 +686,9 @@ class Module:
         With `with_kwargs`: ``hook(module, args, kwargs, output)``.  With `always_call`
         it also runs when forward raised.
         """
-        handle = RemovableHandle(self._forward_hooks, hook, prepend=prepend, extra_dicts=(
-            self._forward_hooks_with_kwargs, self._forward_hooks_always_called))
-        if with_kwargs:
-            self._forward_hooks_with_kwargs[handle.id] = True
-        if always_call:
-            self._forward_hooks_always_called[handle.id] = True
-        return handle
+        return _hooks.register_with_options(self._forward_hooks, hook, [
+            (self._forward_hooks_with_kwargs, with_kwargs),
+            (self._forward_hooks_always_called, always_call)], prepend=prepend)
 
     def register_full_backward_hook(self, hook, prepend: bool = False) -> RemovableHandle:
         """Call ``hook(module, grad_input, grad_output)`` when the gradients w.r.t. the

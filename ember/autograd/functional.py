@@ -81,6 +81,20 @@ def _check_v(v: tuple, refs: tuple, refs_is_tuple: bool) -> None:
 
 
 
+def _vector(v, refs: tuple, refs_is_tuple: bool, create_graph: bool, api: str,
+            refs_are: str):
+    """`v` prepared as a tuple shaped like `refs`.  It may be None only when `refs` is one
+    one-element tensor; `refs_are` says what they are in that error's message."""
+    if v is not None:
+        _, v = _as_tuple(v, "v", api)
+        v = _prepare(v, create_graph, need_graph=False)
+        _check_v(v, refs, refs_is_tuple)
+    elif len(refs) != 1 or refs[0].numel() != 1:
+        raise RuntimeError(f"The vector v can only be None if {refs_are} a single Tensor with "
+                           "a single element.")
+    return v
+
+
 def _check_outputs_differentiable(outputs: tuple, strict: bool) -> None:
     if not strict:
         return
@@ -192,13 +206,8 @@ def vjp(func, inputs, v=None, create_graph: bool = False, strict: bool = False):
         outputs = func(*inputs)
         out_tuple, outputs = _as_tuple(outputs, "outputs of the user-provided function", "vjp")
         _check_outputs_differentiable(outputs, strict)
-        if v is not None:
-            _, v = _as_tuple(v, "v", "vjp")
-            v = _prepare(v, create_graph, need_graph=False)
-            _check_v(v, outputs, out_tuple)
-        elif len(outputs) != 1 or outputs[0].numel() != 1:
-            raise RuntimeError("The vector v can only be None if the user-provided function "
-                               "returns a single Tensor with a single element.")
+        v = _vector(v, outputs, out_tuple, create_graph, "vjp",
+                    "the user-provided function returns")
         grads = _vjp_of(outputs, inputs, v, create_graph=create_graph)
         result = _zeros_for_missing(grads, inputs, strict, create_graph, "back")
     outputs = _finish(outputs, create_graph)
@@ -216,14 +225,8 @@ def jvp(func, inputs, v=None, create_graph: bool = False, strict: bool = False):
     with enable_grad():
         in_tuple, inputs = _as_tuple(inputs, "inputs", "jvp")
         inputs = _prepare(inputs, create_graph, need_graph=True)
-        if v is not None:
-            _, v = _as_tuple(v, "v", "jvp")
-            v = _prepare(v, create_graph, need_graph=False)
-            _check_v(v, inputs, in_tuple)
-        elif len(inputs) != 1 or inputs[0].numel() != 1:
-            raise RuntimeError("The vector v can only be None if the input to the "
-                               "user-provided function is a single Tensor with a single "
-                               "element.")
+        v = _vector(v, inputs, in_tuple, create_graph, "jvp",
+                    "the input to the user-provided function is")
         outputs = func(*inputs)
         out_tuple, outputs = _as_tuple(outputs, "outputs of the user-provided function", "jvp")
         _check_outputs_differentiable(outputs, strict)
@@ -360,14 +363,8 @@ def _hessian_product(name: str, func, inputs, v, create_graph: bool, strict: boo
     with enable_grad():
         in_tuple, inputs = _as_tuple(inputs, "inputs", name)
         inputs = _prepare(inputs, create_graph, need_graph=True)
-        if v is not None:
-            _, v = _as_tuple(v, "v", name)
-            v = _prepare(v, create_graph, need_graph=False)
-            _check_v(v, inputs, in_tuple)
-        elif len(inputs) != 1 or inputs[0].numel() != 1:
-            raise RuntimeError("The vector v can only be None if the input to the "
-                               "user-provided function is a single Tensor with a single "
-                               "element.")
+        v = _vector(v, inputs, in_tuple, create_graph, name,
+                    "the input to the user-provided function is")
         outputs = _scalar_output(func, inputs, name, strict)
         if v is None:
             v = (_ones_like(inputs[0]),)

@@ -129,44 +129,31 @@ def _canonical_mask(mask, name: str, other, other_name: str, target: dtypes.dtyp
 
 def _check_shapes(query, key, value, key_padding_mask, attn_mask, num_heads: int) -> bool:
     """Whether the call is batched (3-D query); AssertionErrors as PyTorch for bad shapes."""
-    if query.dim() == 3:
-        if key.dim() != 3 or value.dim() != 3:
-            raise AssertionError("For batched (3-D) `query`, expected `key` and `value` to be "
-                                 f"3-D but found {key.dim()}-D and {value.dim()}-D tensors "
-                                 "respectively")
-        if key_padding_mask is not None and key_padding_mask.dim() != 2:
-            raise AssertionError("For batched (3-D) `query`, expected `key_padding_mask` to be "
-                                 f"`None` or 2-D but found {key_padding_mask.dim()}-D tensor "
-                                 "instead")
-        if attn_mask is not None and attn_mask.dim() not in (2, 3):
-            raise AssertionError("For batched (3-D) `query`, expected `attn_mask` to be `None`, "
-                                 f"2-D or 3-D but found {attn_mask.dim()}-D tensor instead")
+    nd = query.dim()
+    if nd not in (2, 3):
+        raise AssertionError(f"query should be unbatched 2D or batched 3D tensor but received "
+                             f"{nd}-D query tensor")
+    expected = f"For {'batched' if nd == 3 else 'unbatched'} ({nd}-D) `query`, expected"
+    if key.dim() != nd or value.dim() != nd:
+        raise AssertionError(f"{expected} `key` and `value` to be {nd}-D but found "
+                             f"{key.dim()}-D and {value.dim()}-D tensors respectively")
+    if key_padding_mask is not None and key_padding_mask.dim() != nd - 1:
+        raise AssertionError(f"{expected} `key_padding_mask` to be `None` or {nd - 1}-D but "
+                             f"found {key_padding_mask.dim()}-D tensor instead")
+    if attn_mask is not None and attn_mask.dim() not in (2, 3):
+        raise AssertionError(f"{expected} `attn_mask` to be `None`, 2-D or 3-D but found "
+                             f"{attn_mask.dim()}-D tensor instead")
+    if nd == 3:
         if key_padding_mask is not None and key_padding_mask.shape[1] != key.shape[0]:
             raise AssertionError(f"Expected key_padded_mask.shape[1] to be {key.shape[0]}, but "
                                  f"got {key_padding_mask.shape[1]}")
         return True
-    if query.dim() == 2:
-        if key.dim() != 2 or value.dim() != 2:
-            raise AssertionError("For unbatched (2-D) `query`, expected `key` and `value` to be "
-                                 f"2-D but found {key.dim()}-D and {value.dim()}-D tensors "
-                                 "respectively")
-        if key_padding_mask is not None and key_padding_mask.dim() != 1:
-            raise AssertionError("For unbatched (2-D) `query`, expected `key_padding_mask` to "
-                                 f"be `None` or 1-D but found {key_padding_mask.dim()}-D tensor "
-                                 "instead")
-        if attn_mask is not None:
-            if attn_mask.dim() not in (2, 3):
-                raise AssertionError("For unbatched (2-D) `query`, expected `attn_mask` to be "
-                                     f"`None`, 2-D or 3-D but found {attn_mask.dim()}-D tensor "
-                                     "instead")
-            if attn_mask.dim() == 3 and tuple(attn_mask.shape) != (
-                    num_heads, query.shape[0], key.shape[0]):
-                raise AssertionError("Expected `attn_mask` shape to be "
-                                     f"{(num_heads, query.shape[0], key.shape[0])} but got "
-                                     f"{attn_mask.shape}")
-        return False
-    raise AssertionError(f"query should be unbatched 2D or batched 3D tensor but received "
-                         f"{query.dim()}-D query tensor")
+    if attn_mask is not None and attn_mask.dim() == 3 and tuple(attn_mask.shape) != (
+            num_heads, query.shape[0], key.shape[0]):
+        raise AssertionError("Expected `attn_mask` shape to be "
+                             f"{(num_heads, query.shape[0], key.shape[0])} but got "
+                             f"{attn_mask.shape}")
+    return False
 
 
 def _pad_last(t: Tensor | None) -> Tensor | None:

@@ -102,6 +102,24 @@ def _forward_unimplemented(self, *input):
     )
 
 
+# A module's bookkeeping beside its parameters, buffers and children (name, factory of the
+# empty value), in the order __init__ makes it; __setstate__ adds what an old pickle lacks.
+_BOOKKEEPING = (
+    ("_non_persistent_buffers_set", set),
+    ("_backward_pre_hooks", new_hook_dict),
+    ("_backward_hooks", new_hook_dict),
+    ("_forward_hooks", new_hook_dict),
+    ("_forward_hooks_with_kwargs", dict),
+    ("_forward_hooks_always_called", dict),
+    ("_forward_pre_hooks", new_hook_dict),
+    ("_forward_pre_hooks_with_kwargs", dict),
+    ("_state_dict_hooks", new_hook_dict),
+    ("_state_dict_pre_hooks", new_hook_dict),
+    ("_load_state_dict_pre_hooks", new_hook_dict),
+    ("_load_state_dict_post_hooks", new_hook_dict),
+)
+
+
 class Module:
     """Base class of layers and models.
 
@@ -138,18 +156,8 @@ class Module:
         setattr_(self, "training", True)
         setattr_(self, "_parameters", {})
         setattr_(self, "_buffers", {})
-        setattr_(self, "_non_persistent_buffers_set", set())
-        setattr_(self, "_backward_pre_hooks", new_hook_dict())
-        setattr_(self, "_backward_hooks", new_hook_dict())
-        setattr_(self, "_forward_hooks", new_hook_dict())
-        setattr_(self, "_forward_hooks_with_kwargs", {})
-        setattr_(self, "_forward_hooks_always_called", {})
-        setattr_(self, "_forward_pre_hooks", new_hook_dict())
-        setattr_(self, "_forward_pre_hooks_with_kwargs", {})
-        setattr_(self, "_state_dict_hooks", new_hook_dict())
-        setattr_(self, "_state_dict_pre_hooks", new_hook_dict())
-        setattr_(self, "_load_state_dict_pre_hooks", new_hook_dict())
-        setattr_(self, "_load_state_dict_post_hooks", new_hook_dict())
+        for name, make in _BOOKKEEPING:
+            setattr_(self, name, make())
         setattr_(self, "_modules", {})
         if self.call_super_init:
             super().__init__(*args, **kwargs)
@@ -306,14 +314,8 @@ class Module:
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
         # Pickles made before a hook dict existed still load.
-        for name in ("_forward_pre_hooks", "_forward_hooks", "_backward_hooks",
-                     "_backward_pre_hooks", "_state_dict_hooks", "_state_dict_pre_hooks",
-                     "_load_state_dict_pre_hooks", "_load_state_dict_post_hooks"):
-            self.__dict__.setdefault(name, new_hook_dict())
-        for name in ("_forward_hooks_with_kwargs", "_forward_hooks_always_called",
-                     "_forward_pre_hooks_with_kwargs"):
-            self.__dict__.setdefault(name, {})
-        self.__dict__.setdefault("_non_persistent_buffers_set", set())
+        for name, make in _BOOKKEEPING:
+            self.__dict__.setdefault(name, make())
 
     # ------------------------------------------------------------------
     # lookup by dotted name

@@ -42,6 +42,17 @@ __all__ = [
 ]
 
 
+def _scores_or(importance_scores: Tensor | None, t: Tensor, what: str) -> Tensor:
+    """`importance_scores` (checked to have `t`'s shape; `what` names `t` in the error),
+    or `t` itself when none are given."""
+    if importance_scores is None:
+        return t
+    if importance_scores.shape != t.shape:
+        raise AssertionError(f"importance_scores should have the same shape as {what}, got "
+                             f"{importance_scores.shape} vs {t.shape}")
+    return importance_scores
+
+
 class BasePruningMethod(ABC):
     """A way of choosing a mask; subclasses write ``compute_mask``.
 
@@ -77,13 +88,8 @@ class BasePruningMethod(ABC):
         """
         old_keys, method = _chain_method(cls, module, name, *args, **kwargs)
         orig = getattr(module, name)
-        if importance_scores is not None:
-            if importance_scores.shape != orig.shape:
-                raise AssertionError(
-                    f"importance_scores should have the same shape as parameter {name} of "
-                    f"{module}, got {importance_scores.shape} vs {orig.shape}")
-        else:
-            importance_scores = orig
+        importance_scores = _scores_or(importance_scores, orig,
+                                       f"parameter {name} of {module}")
         first_time = not isinstance(method, PruningContainer)
         if first_time:
             module.register_parameter(name + "_orig", orig)
@@ -114,13 +120,7 @@ class BasePruningMethod(ABC):
     def prune(self, t: Tensor, default_mask: Tensor | None = None,
               importance_scores: Tensor | None = None) -> Tensor:
         """`t` times the mask this method computes for it (no module involved)."""
-        if importance_scores is not None:
-            if importance_scores.shape != t.shape:
-                raise AssertionError(
-                    f"importance_scores should have the same shape as tensor t, got "
-                    f"{importance_scores.shape} vs {t.shape}")
-        else:
-            importance_scores = t
+        importance_scores = _scores_or(importance_scores, t, "tensor t")
         if default_mask is None:
             default_mask = ones_like(t)
         with no_grad():

@@ -16,7 +16,7 @@ from collections import OrderedDict, namedtuple
 from collections.abc import Mapping
 
 from ..._core.grad_mode import no_grad
-from ..._core.tensor import Tensor
+from ..._core.tensor import Tensor, size_str
 from ..parameter import Parameter
 
 
@@ -29,10 +29,6 @@ class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpec
         return super().__repr__()
 
     __str__ = __repr__
-
-
-def _size_str(shape) -> str:
-    return f"torch.Size([{', '.join(str(d) for d in shape)}])"
 
 
 def positional_state_dict_args(args: tuple, destination, prefix: str, keep_vars: bool):
@@ -149,8 +145,8 @@ def load_own(module, state_dict, prefix, local_metadata, strict, missing_keys,
             value = value.reshape(())  # checkpoints of old PyTorch versions
         if value.shape != param.shape:
             error_msgs.append(
-                f"size mismatch for {key}: copying a param with shape {_size_str(value.shape)} "
-                f"from checkpoint, the shape in current model is {_size_str(param.shape)}.")
+                f"size mismatch for {key}: copying a param with shape {size_str(value.shape)} "
+                f"from checkpoint, the shape in current model is {size_str(param.shape)}.")
             continue
         try:
             with no_grad():
@@ -166,8 +162,8 @@ def load_own(module, state_dict, prefix, local_metadata, strict, missing_keys,
         except Exception as exc:  # reported with the others, like PyTorch
             error_msgs.append(
                 f'While copying the parameter named "{key}", whose dimensions in the model are '
-                f"{_size_str(param.shape)} and whose dimensions in the checkpoint are "
-                f"{_size_str(value.shape)}, an exception occurred : {exc.args}.")
+                f"{size_str(param.shape)} and whose dimensions in the checkpoint are "
+                f"{size_str(value.shape)}, an exception occurred : {exc.args}.")
     extra_key = prefix + "_extra_state"
     if module._has_extra_state():
         if extra_key in state_dict:

@@ -116,15 +116,12 @@ class DataLoader:
 
         iterable = isinstance(dataset, IterableDataset)
         if iterable:
-            if shuffle not in (False, None):
-                raise ValueError("DataLoader with IterableDataset: expected unspecified shuffle "
-                                 f"option, but got shuffle={shuffle}")
-            if sampler is not None:
-                raise ValueError("DataLoader with IterableDataset: expected unspecified sampler "
-                                 f"option, but got sampler={sampler}")
-            if batch_sampler is not None:
-                raise ValueError("DataLoader with IterableDataset: expected unspecified "
-                                 f"batch_sampler option, but got batch_sampler={batch_sampler}")
+            for name, value, unset in (("shuffle", shuffle, shuffle in (False, None)),
+                                       ("sampler", sampler, sampler is None),
+                                       ("batch_sampler", batch_sampler, batch_sampler is None)):
+                if not unset:
+                    raise ValueError("DataLoader with IterableDataset: expected unspecified "
+                                     f"{name} option, but got {name}={value}")
         else:
             shuffle = bool(shuffle)
         if sampler is not None and shuffle:

@@ -102,6 +102,17 @@ def _forward_unimplemented(self, *input):
     )
 
 
+def _typed_attribute(module, name: str, kind: type, kind_name: str):
+    """``module.<name>``, checked to exist and to be a `kind` (the errors of get_submodule
+    and get_parameter)."""
+    if not hasattr(module, name):
+        raise AttributeError(f"{module._get_name()} has no attribute `{name}`")
+    value = getattr(module, name)
+    if not isinstance(value, kind):
+        raise AttributeError(f"`{name}` is not an {kind_name}")
+    return value
+
+
 # A module's bookkeeping beside its parameters, buffers and children (name, factory of the
 # empty value), in the order __init__ makes it; __setstate__ adds what an old pickle lacks.
 _BOOKKEEPING = (
@@ -326,11 +337,7 @@ class Module:
             return self
         mod = self
         for item in target.split("."):
-            if not hasattr(mod, item):
-                raise AttributeError(f"{mod._get_name()} has no attribute `{item}`")
-            mod = getattr(mod, item)
-            if not isinstance(mod, Module):
-                raise AttributeError(f"`{item}` is not an nn.Module")
+            mod = _typed_attribute(mod, item, Module, "nn.Module")
         return mod
 
     def set_submodule(self, target: str, module: Module, strict: bool = False) -> None:
@@ -350,13 +357,7 @@ class Module:
     def get_parameter(self, target: str) -> Parameter:
         """The parameter at a dotted path such as ``"fc.weight"``."""
         module_path, _, name = target.rpartition(".")
-        mod = self.get_submodule(module_path)
-        if not hasattr(mod, name):
-            raise AttributeError(f"{mod._get_name()} has no attribute `{name}`")
-        param = getattr(mod, name)
-        if not isinstance(param, Parameter):
-            raise AttributeError(f"`{name}` is not an nn.Parameter")
-        return param
+        return _typed_attribute(self.get_submodule(module_path), name, Parameter, "nn.Parameter")
 
     def get_buffer(self, target: str) -> Tensor:
         """The buffer at a dotted path such as ``"bn.running_mean"``."""

@@ -20,7 +20,7 @@ from .._core.tensor import Tensor, _make
 from ..random import _generator_for
 from ._broadcast import broadcast_shapes
 from ._util import check_layout, result_type, size_args, xp_of
-from .creation import _shape_arg
+from .creation import _like, _shape_arg
 
 class _Sampled(Function):
     """Attaches a sampled value to the graph: like PyTorch, its gradient with respect to
@@ -108,22 +108,28 @@ def _normal(xp, src, shape, d):
     return src.normal(shape, _work_dtype(d)).astype(d.np_dtype, copy=False)
 
 
+def _float_samples(op: str, kernel: str, draw, args, size, dtype, layout, device, generator,
+                   requires_grad: bool, out) -> Tensor:
+    """The body of rand / randn: `draw(xp, src, shape, dtype)` samples of a float or complex
+    dtype (`kernel` names the PyTorch kernel in the error for other dtypes)."""
+    check_layout(op, layout)
+    d, xp, src, shape = _setup(size_args(op, args, size), dtype, device, generator)
+    _require_float(kernel, d)
+    return _finish(draw(xp, src, shape, d), requires_grad, out)
+
+
 def rand(*args, size=None, generator=None, out=None, dtype=None, layout=None, device=None,
          requires_grad: bool = False, pin_memory: bool = False) -> Tensor:
     """Uniform samples from [0, 1) in a tensor of shape `size`."""
-    check_layout("rand", layout)
-    d, xp, src, shape = _setup(size_args("rand", args, size), dtype, device, generator)
-    _require_float("check_uniform_bounds", d)
-    return _finish(_uniform(xp, src, shape, d), requires_grad, out)
+    return _float_samples("rand", "check_uniform_bounds", _uniform, args, size, dtype, layout,
+                          device, generator, requires_grad, out)
 
 
 def randn(*args, size=None, generator=None, out=None, dtype=None, layout=None, device=None,
           requires_grad: bool = False, pin_memory: bool = False) -> Tensor:
     """Standard normal samples (mean 0, variance 1) in a tensor of shape `size`."""
-    check_layout("randn", layout)
-    d, xp, src, shape = _setup(size_args("randn", args, size), dtype, device, generator)
-    _require_float("normal_kernel_cpu", d)
-    return _finish(_normal(xp, src, shape, d), requires_grad, out)
+    return _float_samples("randn", "normal_kernel_cpu", _normal, args, size, dtype, layout,
+                          device, generator, requires_grad, out)
 
 
 def _integers(xp, src, low: int, high: int, shape, d):
@@ -181,26 +187,27 @@ def randperm(n: int, *, generator=None, out=None, dtype=None, layout=None, devic
     return _finish(src.permutation(n).astype(d.np_dtype), requires_grad, out)
 
 
-def _like(input: Tensor, dtype, device):
-    return (input.dtype if dtype is None else dtype), (input.device if device is None else device)
+def _samples_like(op: str, sample, input: Tensor, generator, dtype, layout, device,
+                  requires_grad: bool, memory_format) -> Tensor:
+    """The body of rand_like / randn_like: `sample` (rand or randn) in `input`'s shape."""
+    check_layout(op, layout)
+    d, dev = _like(input, dtype, device)
+    return like_format(sample(tuple(input.shape), generator=generator, dtype=d, device=dev,
+                              requires_grad=requires_grad), input, memory_format)
 
 
 def rand_like(input: Tensor, *, generator=None, dtype=None, layout=None, device=None,
               requires_grad: bool = False, memory_format=None) -> Tensor:
     """``rand`` with the shape (and by default dtype and device) of `input`."""
-    check_layout("rand_like", layout)
-    d, dev = _like(input, dtype, device)
-    return like_format(rand(tuple(input.shape), generator=generator, dtype=d, device=dev,
-                            requires_grad=requires_grad), input, memory_format)
+    return _samples_like("rand_like", rand, input, generator, dtype, layout, device,
+                         requires_grad, memory_format)
 
 
 def randn_like(input: Tensor, *, generator=None, dtype=None, layout=None, device=None,
                requires_grad: bool = False, memory_format=None) -> Tensor:
     """``randn`` with the shape (and by default dtype and device) of `input`."""
-    check_layout("randn_like", layout)
-    d, dev = _like(input, dtype, device)
-    return like_format(randn(tuple(input.shape), generator=generator, dtype=d, device=dev,
-                             requires_grad=requires_grad), input, memory_format)
+    return _samples_like("randn_like", randn, input, generator, dtype, layout, device,
+                         requires_grad, memory_format)
 
 
 def randint_like(input: Tensor, low=0, high=None, *, generator=None, dtype=None, layout=None,

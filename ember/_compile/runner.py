@@ -84,6 +84,15 @@ class CompiledFunction:
         """Forget every captured graph."""
         self.graphs.clear()
 
+    def __getstate__(self) -> dict:
+        # Pickled or deep-copied without its graphs (generated code, numba kernels):
+        # the copy captures its own on its first calls.
+        return {**self.__dict__, "graphs": {}}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        _ALL.add(self)
+
 
 def reset_all() -> None:
     """Forget the graphs of every compiled object."""

@@ -197,3 +197,20 @@ def test_a_compiled_graph_returns_the_traced_structure():
     out = compiled(x)
     assert set(out) == {"double", "pair"} and out["pair"][1] == 3
     np.testing.assert_array_equal(out["pair"][0].numpy(), [2.0, 2.0])
+
+
+def test_a_compiled_module_pickles_and_deep_copies_without_its_graphs():
+    import copy
+    import pickle
+
+    model = nn.Sequential(nn.Linear(4, 4), nn.Tanh(), nn.Linear(4, 2))
+    compiled = ember.compile(model)
+    x = ember.randn(3, 4)
+    compiled(x)
+    compiled(x)
+    for twin in (copy.deepcopy(compiled), pickle.loads(pickle.dumps(compiled))):
+        assert not twin._compiled.graphs and twin._orig_mod is not model
+        assert twin._compiled.module is twin._orig_mod
+        np.testing.assert_array_equal(twin(x).detach().numpy(), compiled(x).detach().numpy())
+        np.testing.assert_array_equal(twin(x).detach().numpy(), compiled(x).detach().numpy())
+        assert len(twin._compiled.graphs) == 1

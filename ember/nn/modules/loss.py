@@ -209,30 +209,31 @@ class MultiLabelSoftMarginLoss(_WeightedLoss):
                                              reduction=self.reduction)
 
 
-class CosineEmbeddingLoss(_Loss):
+class _PairMarginLoss(_Loss):
+    """A loss of two inputs and a 1 / -1 target with a `margin`: ``_fn`` is its function."""
+
+    _fn = None
+
+    def __init__(self, margin: float = 0.0, size_average=None, reduce=None,
+                 reduction: str = "mean") -> None:
+        super().__init__(size_average, reduce, reduction)
+        self.margin = margin
+
+    def forward(self, input1, input2, target):
+        return type(self)._fn(input1, input2, target, margin=self.margin,
+                              reduction=self.reduction)
+
+
+class CosineEmbeddingLoss(_PairMarginLoss):
     """``1 - cos`` for target 1, ``max(0, cos - margin)`` for target -1."""
 
-    def __init__(self, margin: float = 0.0, size_average=None, reduce=None,
-                 reduction: str = "mean") -> None:
-        super().__init__(size_average, reduce, reduction)
-        self.margin = margin
-
-    def forward(self, input1, input2, target):
-        return F.cosine_embedding_loss(input1, input2, target, margin=self.margin,
-                                       reduction=self.reduction)
+    _fn = staticmethod(F.cosine_embedding_loss)
 
 
-class MarginRankingLoss(_Loss):
+class MarginRankingLoss(_PairMarginLoss):
     """``max(0, -target * (x1 - x2) + margin)``."""
 
-    def __init__(self, margin: float = 0.0, size_average=None, reduce=None,
-                 reduction: str = "mean") -> None:
-        super().__init__(size_average, reduce, reduction)
-        self.margin = margin
-
-    def forward(self, input1, input2, target):
-        return F.margin_ranking_loss(input1, input2, target, margin=self.margin,
-                                     reduction=self.reduction)
+    _fn = staticmethod(F.margin_ranking_loss)
 
 
 class MultiMarginLoss(_WeightedLoss):

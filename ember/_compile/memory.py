@@ -12,6 +12,7 @@ and no page faults on fresh memory, for the arrays the compiled kernels write.
 from __future__ import annotations
 
 import sys
+import threading
 
 import numpy as np
 
@@ -20,17 +21,23 @@ _FREE = 2
 
 
 class BufferPool:
-    """Reusable arrays by (shape, dtype); at most `limit` of each are kept."""
+    """Reusable arrays by thread, shape and dtype; at most `limit` of each are kept."""
 
     def __init__(self, limit: int = 8):
         self.limit = limit
-        self._buffers: dict[tuple, list] = {}
+        # (per thread: between the reference count test and the caller's taking the
+        # buffer, another thread could be handed the same one; a thread's buffers go
+        # with it)
+        self._local = threading.local()
         self.allocated = 0  # how many arrays the pool made (for tests and reports)
 
     def take(self, shape: tuple, dtype) -> np.ndarray:
         """An array of `shape` and `dtype` that nothing else uses (contents undefined)."""
+        mine = getattr(self._local, "buffers", None)
+        if mine is None:
+            mine = self._local.buffers = {}
         key = (tuple(shape), np.dtype(dtype))
-        buffers = self._buffers.setdefault(key, [])
+        buffers = mine.setdefault(key, [])
         for buffer in buffers:
             if sys.getrefcount(buffer) == _FREE + 1:  # (+1: the loop variable)
                 return buffer

@@ -15,6 +15,7 @@ from ..parameter import Parameter
 from ._deferred import deferred_exports
 from ._params import optional_parameter, reset_kaiming_uniform
 from .module import Module
+from .utils import _repeat_to
 
 __all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d",
            "ConvTranspose3d"]
@@ -24,12 +25,6 @@ __getattr__ = deferred_exports(__name__, {"lazy": (
     "LazyConvTranspose3d")})
 
 _PADDING_MODES = ("zeros", "reflect", "replicate", "circular")
-
-
-def _ntuple(value, n: int) -> tuple:
-    if isinstance(value, (tuple, list)):
-        return tuple(value)
-    return (value,) * n
 
 
 class _ConvNd(Module):
@@ -44,7 +39,7 @@ class _ConvNd(Module):
                  padding_mode: str, device=None, dtype=None) -> None:
         super().__init__()
         n = self._dims
-        kernel_size, stride, dilation = (_ntuple(v, n) for v in (kernel_size, stride, dilation))
+        kernel_size, stride, dilation = (_repeat_to(v, n) for v in (kernel_size, stride, dilation))
         if groups <= 0:
             raise ValueError("groups must be a positive integer")
         if in_channels % groups != 0:
@@ -58,7 +53,7 @@ class _ConvNd(Module):
             if padding == "same" and any(s != 1 for s in stride):
                 raise ValueError("padding='same' is not supported for strided convolutions")
         else:
-            padding = _ntuple(padding, n)
+            padding = _repeat_to(padding, n)
         if padding_mode not in _PADDING_MODES:
             raise ValueError("padding_mode must be one of {'zeros', 'reflect', 'replicate', "
                              f"'circular'}}, but got padding_mode='{padding_mode}'")
@@ -69,7 +64,7 @@ class _ConvNd(Module):
         self.padding = padding
         self.dilation = dilation
         self.transposed = transposed
-        self.output_padding = _ntuple(output_padding, n)
+        self.output_padding = _repeat_to(output_padding, n)
         self.groups = groups
         self.padding_mode = padding_mode
         # F.pad's amounts (last dim first) for the non-zero padding modes

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from .. import functional as F
 from .module import Module
+from .utils import _repeat_to
 
 __all__ = [
     "MaxPool1d", "MaxPool2d", "MaxPool3d", "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d",
@@ -15,12 +16,6 @@ __all__ = [
     "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "AdaptiveMaxPool3d", "AdaptiveAvgPool1d",
     "AdaptiveAvgPool2d", "AdaptiveAvgPool3d", "FractionalMaxPool2d", "FractionalMaxPool3d",
 ]
-
-
-def _ntuple(value, n: int) -> tuple:
-    if isinstance(value, (tuple, list)):
-        return tuple(value)
-    return (value,) * n
 
 
 class _MaxPoolNd(Module):
@@ -75,9 +70,9 @@ class _MaxUnpoolNd(Module):
     def __init__(self, kernel_size, stride=None, padding=0) -> None:
         super().__init__()
         n = self._dims
-        self.kernel_size = _ntuple(kernel_size, n)
-        self.stride = _ntuple(stride if stride is not None else kernel_size, n)
-        self.padding = _ntuple(padding, n)
+        self.kernel_size = _repeat_to(kernel_size, n)
+        self.stride = _repeat_to(stride if stride is not None else kernel_size, n)
+        self.padding = _repeat_to(padding, n)
 
     def forward(self, input, indices, output_size=None):
         return self._unpool(input, indices, self.kernel_size, self.stride, self.padding,
@@ -116,9 +111,9 @@ class AvgPool1d(Module):
     def __init__(self, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
                  count_include_pad: bool = True) -> None:
         super().__init__()
-        self.kernel_size = _ntuple(kernel_size, 1)
-        self.stride = _ntuple(stride if stride is not None else kernel_size, 1)
-        self.padding = _ntuple(padding, 1)
+        self.kernel_size = _repeat_to(kernel_size, 1)
+        self.stride = _repeat_to(stride if stride is not None else kernel_size, 1)
+        self.padding = _repeat_to(padding, 1)
         self.ceil_mode = ceil_mode
         self.count_include_pad = count_include_pad
 
@@ -281,11 +276,11 @@ class _FractionalMaxPoolNd(Module):
         super().__init__()
         name = type(self).__name__
         nd = self._nd
-        self.kernel_size = _ntuple(kernel_size, nd)
+        self.kernel_size = _repeat_to(kernel_size, nd)
         self.return_indices = return_indices
         self.register_buffer("_random_samples", _random_samples)
-        self.output_size = None if output_size is None else _ntuple(output_size, nd)
-        self.output_ratio = None if output_ratio is None else _ntuple(output_ratio, nd)
+        self.output_size = None if output_size is None else _repeat_to(output_size, nd)
+        self.output_ratio = None if output_ratio is None else _repeat_to(output_ratio, nd)
         if output_size is None and output_ratio is None:
             raise ValueError(f"{name} requires specifying either an output size, or a "
                              "pooling ratio")

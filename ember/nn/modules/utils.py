@@ -26,6 +26,14 @@ _triple = _ntuple(3, "_triple")
 _quadruple = _ntuple(4, "_quadruple")
 
 
+def _repeat_to(value, n: int) -> tuple:
+    """A tuple or list as a tuple; anything else repeated `n` times (the layers' own
+    argument form: unlike ``_ntuple``, other iterables are single values)."""
+    if isinstance(value, (tuple, list)):
+        return tuple(value)
+    return (value,) * n
+
+
 def _reverse_repeat_tuple(t, n: int) -> tuple:
     """Reverse ``t`` and repeat each element ``n`` times: (1, 2), 2 -> (2, 2, 1, 1)."""
     return tuple(x for x in reversed(t) for _ in range(n))

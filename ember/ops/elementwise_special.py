@@ -11,6 +11,7 @@ method on erf (or on erfc in the tails, where erf is too flat to invert precisel
 from __future__ import annotations
 
 import math
+import operator
 import warnings
 
 import numpy as np
@@ -278,56 +279,48 @@ class Hypot(Function):
             return g * x, g * y
 
 
-class Maximum(Function):
+class _Pairwise(Function):
+    """Base of the elementwise max/min ops: the array module's `_kernel` of x and y."""
+
+    _kernel = ""
+
     @staticmethod
     def forward(ctx, x, y):
         ctx.save_for_backward(x, y)
-        return xp_of(x).maximum(x, y)  # nan wins
+        return getattr(xp_of(x), ctx._kernel)(x, y)
+
+
+class Maximum(_Pairwise):
+    """The larger of x and y, nan winning; `_beats` is the strict order that picks it."""
+
+    _kernel, _beats = "maximum", staticmethod(operator.gt)
 
     @staticmethod
     def backward(ctx, grad):
         x, y = ctx.saved_tensors
         shared = grad.where(x != y, grad / 2)  # NOTE: ties split the gradient equally
-        return shared.where(~(x < y), 0.0), shared.where(~(x > y), 0.0)
+        return shared.where(~ctx._beats(y, x), 0.0), shared.where(~ctx._beats(x, y), 0.0)
 
 
-class Minimum(Function):
-    @staticmethod
-    def forward(ctx, x, y):
-        ctx.save_for_backward(x, y)
-        return xp_of(x).minimum(x, y)
-
-    @staticmethod
-    def backward(ctx, grad):
-        x, y = ctx.saved_tensors
-        shared = grad.where(x != y, grad / 2)
-        return shared.where(~(x > y), 0.0), shared.where(~(x < y), 0.0)
+class Minimum(Maximum):
+    _kernel, _beats = "minimum", staticmethod(operator.lt)
 
 
-class Fmax(Function):
-    @staticmethod
-    def forward(ctx, x, y):
-        ctx.save_for_backward(x, y)
-        return xp_of(x).fmax(x, y)  # nan loses
+class Fmax(_Pairwise):
+    """The larger of x and y, a nan losing to a number; ties go to the first argument, so
+    `_first_wins` is the order with ties included."""
+
+    _kernel, _first_wins = "fmax", staticmethod(operator.ge)
 
     @staticmethod
     def backward(ctx, grad):
         x, y = ctx.saved_tensors
-        first = (x >= y) | y.isnan()  # ties go to the first argument
+        first = ctx._first_wins(x, y) | y.isnan()
         return grad.where(first, 0.0), grad.where(~first, 0.0)
 
 
-class Fmin(Function):
-    @staticmethod
-    def forward(ctx, x, y):
-        ctx.save_for_backward(x, y)
-        return xp_of(x).fmin(x, y)
-
-    @staticmethod
-    def backward(ctx, grad):
-        x, y = ctx.saved_tensors
-        first = (x <= y) | y.isnan()
-        return grad.where(first, 0.0), grad.where(~first, 0.0)
+class Fmin(Fmax):
+    _kernel, _first_wins = "fmin", staticmethod(operator.le)
 
 
 class Xlogy(Function):

@@ -2,8 +2,10 @@
 forward and fused backward (``grad * f'(x)`` in one pass), and the float32 math they share.
 
 Each kernel is one `native.prange` loop over flat C-contiguous arrays, split between the
-threads `ember.set_num_threads` allows.  The ops (activation.py) call `supports`, then
-`forward` / `backward`, and keep their NumPy formulas for every other case.
+threads `ember.set_num_threads` allows (one thread for small arrays and on a busy
+machine: `run`, which the other _native_*.py modules use too).  The ops (activation.py,
+and elementwise.py for tanh) call `supports`, then `forward` / `backward`, and keep their
+NumPy formulas for every other case.
 
 Each function has two kernels.  The float64 one is the reference formula on libm's
 `math.exp` / `math.erf` / `math.tanh` (accurate to an ulp, one scalar call per element).

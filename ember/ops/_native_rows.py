@@ -1,12 +1,14 @@
-"""numba kernels that work row by row: softmax and log-softmax over the last dim, layer
-norm over the trailing dims, and cross-entropy (log-softmax and the pick of the target,
-fused), each forward and first-order backward.
+"""numba kernels that work row by row: softmax and log-softmax (over the last dim, or over
+the middle dim of an (outer, C, inner) view for another dim), layer norm over the
+trailing dims, and cross-entropy (log-softmax and the pick of the target, fused), each
+forward and first-order backward.
 
 The rows of a C-contiguous 2-D array are split between threads (`native.prange` over
 rows, or over fixed blocks of rows where a backward sums over rows: those sums come out
-the same for any thread count).  Within a row every pass is a short loop that LLVM
-vectorizes; the sums and maxima are allowed to be reordered for that (``fastmath``
-reassoc only: NaN and inf keep their IEEE meaning).  float32 rows take the float32 exp
+the same for any thread count; below `_native_activation.PARALLEL_MIN` elements, or on a
+busy machine, one thread runs them all, see `run`).  Within a row every pass is a short
+loop that LLVM vectorizes; the sums and maxima are allowed to be reordered for that
+(``fastmath`` reassoc only: NaN and inf keep their IEEE meaning).  float32 rows take the float32 exp
 of _native_activation.py, float64 rows libm's.  The ops (activation.py,
 normalization.py, loss.py) call `supports` first and keep their NumPy code (the blocked
 kernels of _kernels.py) as the fallback.
@@ -21,7 +23,7 @@ import numpy as np
 from . import _native as native
 from ._native_activation import _exp32, run
 
-# Fewer elements than this stay on the NumPy path (a parallel call costs ~5-10 us).
+# Fewer elements than this stay on the NumPy path (as fast there).
 MIN_SIZE = 1 << 13
 _REORDER = {"reassoc", "contract"}
 # Backward column sums are taken over this many blocks of rows, then added in NumPy.

@@ -17,6 +17,15 @@ def eq(t, expected):
     np.testing.assert_allclose(t.numpy(), np.asarray(expected, dtype=t.numpy().dtype))
 
 
+def expect_error(call, kind, message):
+    try:
+        call()
+    except kind as exc:
+        assert str(exc) == message, str(exc)
+    else:
+        raise AssertionError(f"expected {kind.__name__}: {message}")
+
+
 def reductions(rank, world):
     t = ember.tensor([1.0, 2.0, 3.0]) * (rank + 1)
     memory = t._data
@@ -92,6 +101,22 @@ def movement(rank, world):
     dist.scatter(got, [ember.full((2,), 5.0 + r) for r in range(world)] if rank == 1 else None,
                  src=1)
     eq(got, [5.0 + rank] * 2)
+    # the list is required on the root and refused elsewhere (each rank fails on its own)
+    rooted = rank == 0
+    lst = None if rooted else [ember.zeros(3) for _ in range(world)]
+    expect_error(lambda: dist.gather(ember.zeros(3), gather_list=lst, dst=0), ValueError,
+                 "Argument ``gather_list`` must be specified on destination rank." if rooted
+                 else "Argument ``gather_list`` must NOT be specified on non-destination ranks.")
+    lst = [ember.zeros(3) for _ in range(world)] if rooted else None
+    expect_error(lambda: dist.scatter(ember.zeros(3), scatter_list=lst, src=1), ValueError,
+                 "Argument ``scatter_list`` must NOT be specified on non-source ranks." if rooted
+                 else "Argument ``scatter_list`` must be specified on source rank.")
+    expect_error(lambda: dist.all_gather_into_tensor(ember.zeros(3), ember.zeros(2)),
+                 RuntimeError, "all_gather_into_tensor: output tensor must have 2 times the "
+                 "input's elements and its dtype (expected 4 x float32, got 3 x float32)")
+    expect_error(lambda: dist.reduce_scatter_tensor(ember.zeros(2), ember.zeros(5)),
+                 RuntimeError, "reduce_scatter_tensor: input tensor must have 2 times the "
+                 "output's elements and its dtype (expected 4 x float32, got 5 x float32)")
     # reduce_scatter, reduce_scatter_tensor
     out = ember.zeros(2)
     dist.reduce_scatter(out, [ember.full((2,), float(r + rank)) for r in range(world)])

@@ -41,27 +41,21 @@ def _sequence(arrays, batch_sizes, reverse, flag, composite=False):
             + [t.grad.numpy() for t in (xw, h0, c0, w_hh)])
 
 
+# float64 against the composite of ember ops; float32 against the NumPy step
+REFERENCES = [(np.float64, True, 1e-12, 1e-12), (np.float32, False, 2e-5, 2e-6)]
+
+
 @needs_numba
+@pytest.mark.parametrize("dtype,composite,rtol,atol", REFERENCES, ids=["float64", "float32"])
 @pytest.mark.parametrize("layout", LAYOUTS, ids=str)
-def test_fused_matches_composite_in_float64(layout):
+def test_fused_matches_reference(layout, dtype, composite, rtol, atol):
     batch_sizes, reverse = layout
-    arrays = _inputs(batch_sizes, np.float64)
+    arrays = _inputs(batch_sizes, dtype)
     fused = _sequence(arrays, batch_sizes, reverse, True)
-    reference = _sequence(arrays, batch_sizes, reverse, False, composite=True)
+    reference = _sequence(arrays, batch_sizes, reverse, False, composite=composite)
     for a, b in zip(fused, reference):
-        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
-
-
-@needs_numba
-@pytest.mark.parametrize("layout", LAYOUTS, ids=str)
-def test_fused_matches_numpy_path_in_float32(layout):
-    batch_sizes, reverse = layout
-    arrays = _inputs(batch_sizes, np.float32)
-    fused = _sequence(arrays, batch_sizes, reverse, True)
-    plain = _sequence(arrays, batch_sizes, reverse, False)
-    for a, b in zip(fused, plain):
-        assert a.dtype == np.float32
-        np.testing.assert_allclose(a, b, rtol=2e-5, atol=2e-6)
+        assert a.dtype == dtype
+        np.testing.assert_allclose(a, b, rtol=rtol, atol=atol)
 
 
 @pytest.mark.parametrize("flag", [True, False], ids=["numba", "numpy"])

@@ -66,29 +66,38 @@ def _last_dim_rows(z, dim):
     return rows if _kernels.rowwise_fast(rows) else None
 
 
+def _softmax_forward(ctx, x, dim, log: bool):
+    """softmax (or log-softmax) of `x` over `dim`, saved for backward: the numba row
+    kernels, the NumPy row kernels, or the formula, whichever takes the array."""
+    ctx.dim = dim
+    xp = xp_of(x)
+    z = _as_2d(x)
+    rows = _last_dim_rows(z, dim)
+    if z.size == 0:
+        y = z.copy()
+    elif rows is not None and _native_rows.supports(rows):
+        y = _native_rows.softmax(rows, log=log)
+    elif rows is not None:
+        y = _kernels.log_softmax_rows(rows) if log else _kernels.softmax_rows(rows)
+    elif _inner_view(z, dim) is not None:
+        y = _native_rows.softmax_inner(_inner_view(z, dim), log=log)
+    else:
+        # NOTE: shifting by the max keeps exp() from overflowing (inputs of 1e4 are fine).
+        y = z - z.max(axis=dim, keepdims=True)
+        if log:
+            y -= xp.log(_kernels.sum_last(xp.exp(y), dim))  # in place
+        else:
+            xp.exp(y, out=y)  # in place: one result array in all
+            y /= _kernels.sum_last(y, dim)
+    y = y.reshape(x.shape)
+    ctx.save_for_backward(y)
+    return y
+
+
 class Softmax(Function):
     @staticmethod
     def forward(ctx, x, dim):
-        ctx.dim = dim
-        xp = xp_of(x)
-        z = _as_2d(x)
-        rows = _last_dim_rows(z, dim)
-        if z.size == 0:
-            y = z.copy()
-        elif rows is not None and _native_rows.supports(rows):
-            y = _native_rows.softmax(rows, log=False)
-        elif rows is not None:
-            y = _kernels.softmax_rows(rows)
-        elif _inner_view(z, dim) is not None:
-            y = _native_rows.softmax_inner(_inner_view(z, dim), log=False)
-        else:
-            # NOTE: shifting by the max keeps exp() from overflowing (inputs of 1e4 are fine).
-            y = z - z.max(axis=dim, keepdims=True)
-            xp.exp(y, out=y)  # in place: one result array in all
-            y /= _kernels.sum_last(y, dim)
-        y = y.reshape(x.shape)
-        ctx.save_for_backward(y)
-        return y
+        return _softmax_forward(ctx, x, dim, log=False)
 
     @staticmethod
     def backward(ctx, grad):
@@ -110,24 +119,7 @@ class Softmax(Function):
 class LogSoftmax(Function):
     @staticmethod
     def forward(ctx, x, dim):
-        ctx.dim = dim
-        xp = xp_of(x)
-        z = _as_2d(x)
-        rows = _last_dim_rows(z, dim)
-        if z.size == 0:
-            y = z.copy()
-        elif rows is not None and _native_rows.supports(rows):
-            y = _native_rows.softmax(rows, log=True)
-        elif rows is not None:
-            y = _kernels.log_softmax_rows(rows)
-        elif _inner_view(z, dim) is not None:
-            y = _native_rows.softmax_inner(_inner_view(z, dim), log=True)
-        else:
-            y = z - z.max(axis=dim, keepdims=True)
-            y -= xp.log(_kernels.sum_last(xp.exp(y), dim))  # in place
-        y = y.reshape(x.shape)
-        ctx.save_for_backward(y)
-        return y
+        return _softmax_forward(ctx, x, dim, log=True)
 
     @staticmethod
     def backward(ctx, grad):

@@ -22,7 +22,7 @@ compiled graph.
 from __future__ import annotations
 
 from .._core.tensor import _make
-from ..jit._graph import ArrayOf, Literal, Sequence, _fill
+from ..jit._graph import ArrayOf, Literal, Sequence, _fill, node_sources, sources
 from ..onnx._trace import TracedFunction, flatten_tensors
 
 
@@ -144,24 +144,18 @@ def _last_uses(graph) -> dict:
     never released; inputs and op results are)."""
     last: dict = {}
 
-    def visit(spec, i):
-        if isinstance(spec, Sequence):
-            for item in spec.items:
-                visit(item, i)
-        elif isinstance(spec, ArrayOf):
-            visit(spec.source, i)
-        elif not isinstance(spec, Literal):
-            kind, ref = spec
-            if kind == "op":
-                last[f"o{ref[0]}"] = i
-            elif kind == "input":
-                last[f"x{ref}"] = i
+    def read(source, i):
+        if source.kind == "op":
+            last[f"o{source.ref[0]}"] = i
+        elif source.kind == "input":
+            last[f"x{source.ref}"] = i
 
     for i, node in enumerate(graph.nodes):
         last.setdefault(f"o{i}", i)  # (a result nothing reads: dropped at once)
-        for spec in list(node.args) + list(node.params.values()):
-            visit(spec, i)
+        for source in node_sources(node):
+            read(source, i)
     for spec in graph.outputs:
-        visit(spec, len(graph.nodes))
+        for source in sources(spec):
+            read(source, len(graph.nodes))
     return {name: i for name, i in last.items() if i < len(graph.nodes)}
 

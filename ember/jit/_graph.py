@@ -44,6 +44,23 @@ class ArrayOf:
     source: Source
 
 
+def sources(spec):
+    """The `Source`s an argument spec reads (inside sequences and array wrappers too)."""
+    if isinstance(spec, Sequence):
+        for item in spec.items:
+            yield from sources(item)
+    elif isinstance(spec, ArrayOf):
+        yield spec.source
+    elif isinstance(spec, Source):
+        yield spec
+
+
+def node_sources(node):
+    """The `Source`s a graph node reads, from its arguments and its parameters."""
+    for spec in list(node.args) + list(node.params.values()):
+        yield from sources(spec)
+
+
 @dataclass(frozen=True)
 class Node:
     """One op of the graph: ``fn.apply(*args, **params)`` (or a whole-function call)."""
@@ -124,22 +141,15 @@ class Graph:
         make every large array a fresh allocation: 1.3x slower on a small CNN)."""
         if self._release is None:
             last_use = {}
-
-            def visit(spec, i):
-                if isinstance(spec, Sequence):
-                    for item in spec.items:
-                        visit(item, i)
-                elif isinstance(spec, ArrayOf):
-                    visit(spec.source, i)
-                elif isinstance(spec, Source) and spec.kind == "op":
-                    last_use[spec.ref[0]] = i
-
             for i, node in enumerate(self.nodes):
-                for spec in list(node.args) + list(node.params.values()):
-                    visit(spec, i)
+                for source in node_sources(node):
+                    if source.kind == "op":
+                        last_use[source.ref[0]] = i
                 last_use.setdefault(i, i)  # (an output nothing reads: dropped at once)
             for spec in self.outputs:
-                visit(spec, len(self.nodes))
+                for source in sources(spec):
+                    if source.kind == "op":
+                        last_use[source.ref[0]] = len(self.nodes)
             self._release = [[] for _ in self.nodes]
             for record, i in last_use.items():
                 if i < len(self.nodes):

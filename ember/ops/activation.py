@@ -94,6 +94,32 @@ def _softmax_forward(ctx, x, dim, log: bool):
     return y
 
 
+def _softmax_backward(ctx, grad, log: bool):
+    """The gradient of (log-)softmax: on arrays for first order (numba kernels or NumPy,
+    in place), with differentiable tensor formulas under create_graph."""
+    (y,) = ctx.saved_tensors
+    if y.dim() == 0:
+        return grad * 0.0
+    if is_grad_enabled():
+        if log:
+            return grad - y.exp() * grad.sum(ctx.dim, keepdim=True)
+        return y * (grad - (grad * y).sum(ctx.dim, keepdim=True))
+    g, yd = grad._data, y._data
+    native = _native_backward(g, yd, ctx.dim, log=log)
+    if native is not None:
+        return native
+    xp = xp_of(g)
+    if log:
+        out = xp.exp(yd)
+        out *= _kernels.sum_last(g, ctx.dim)
+        xp.subtract(g, out, out=out)
+    else:
+        out = g * yd
+        xp.subtract(g, _kernels.sum_last(out, ctx.dim), out=out)
+        out *= yd
+    return _make(out)
+
+
 class Softmax(Function):
     @staticmethod
     def forward(ctx, x, dim):
@@ -101,19 +127,7 @@ class Softmax(Function):
 
     @staticmethod
     def backward(ctx, grad):
-        (y,) = ctx.saved_tensors
-        if y.dim() == 0:
-            return grad * 0.0
-        if not is_grad_enabled():  # first order: the same formula on arrays, in place
-            g, yd = grad._data, y._data
-            native = _native_backward(g, yd, ctx.dim, log=False)
-            if native is not None:
-                return native
-            out = g * yd
-            xp_of(g).subtract(g, _kernels.sum_last(out, ctx.dim), out=out)
-            out *= yd
-            return _make(out)
-        return y * (grad - (grad * y).sum(ctx.dim, keepdim=True))
+        return _softmax_backward(ctx, grad, log=False)
 
 
 class LogSoftmax(Function):
@@ -123,20 +137,7 @@ class LogSoftmax(Function):
 
     @staticmethod
     def backward(ctx, grad):
-        (y,) = ctx.saved_tensors
-        if y.dim() == 0:
-            return grad * 0.0
-        if not is_grad_enabled():  # first order: the same formula on arrays, in place
-            g = grad._data
-            native = _native_backward(g, y._data, ctx.dim, log=True)
-            if native is not None:
-                return native
-            xp = xp_of(g)
-            out = xp.exp(y._data)
-            out *= _kernels.sum_last(g, ctx.dim)
-            xp.subtract(g, out, out=out)
-            return _make(out)
-        return grad - y.exp() * grad.sum(ctx.dim, keepdim=True)
+        return _softmax_backward(ctx, grad, log=True)
 
 
 def _inner_view(z, dim):

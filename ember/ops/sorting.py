@@ -120,13 +120,22 @@ def _cumprod_grad_exact(x: Tensor, g: Tensor, dim: int) -> Tensor:
     return out.transpose(dim, -1)
 
 
-class Cumprod(Function):
+class _ScanWithOutput(Function):
+    """Base of the scans whose gradient needs both their input and their output (cumprod,
+    logcumsumexp): a subclass gives `_scan(xp, x, dim)`."""
+
     @staticmethod
     def forward(ctx, x, dim):
         ctx.dim = dim
-        out = xp_of(x).cumprod(x, axis=dim)
+        out = ctx._scan(xp_of(x), x, dim)
         ctx.save_for_backward(x, out)
         return out
+
+
+class Cumprod(_ScanWithOutput):
+    @staticmethod
+    def _scan(xp, x, dim):
+        return xp.cumprod(x, axis=dim)
 
     @staticmethod
     def backward(ctx, grad):
@@ -248,15 +257,9 @@ def _logcumsumexp_grad_values(x, y, g, dim: int):
     return out
 
 
-class LogCumSumExp(Function):
+class LogCumSumExp(_ScanWithOutput):
     _name = "LogcumsumexpBackward0"
-
-    @staticmethod
-    def forward(ctx, x, dim):
-        ctx.dim = dim
-        out = _logcumsumexp_array(xp_of(x), x, dim)
-        ctx.save_for_backward(x, out)
-        return out
+    _scan = staticmethod(_logcumsumexp_array)
 
     @staticmethod
     def backward(ctx, grad):

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 from .._core.tensor import Tensor, _make
 from ..onnx._trace import Source, TracedFunction, flatten_tensors
-from ..utils._nested import map_nested
+from .._core.nested import map_nested
 
 
 @dataclass(frozen=True)

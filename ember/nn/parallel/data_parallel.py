@@ -15,7 +15,7 @@ import warnings
 from ... import cuda
 from ..._core.device import device as Device
 from ..._core.tensor import Tensor
-from ...utils._nested import map_nested
+from ..._core.nested import map_nested
 from ..modules.module import Module
 
 __all__ = ["DataParallel", "data_parallel"]

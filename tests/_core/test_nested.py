@@ -2,7 +2,7 @@
 
 from collections import namedtuple
 
-from ember.utils._nested import map_nested
+from ember._core.nested import map_nested
 
 Pair = namedtuple("Pair", "first second")
 

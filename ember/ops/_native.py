@@ -38,18 +38,27 @@ _local = threading.local()
 def _load_numba():
     global _numba
     if _numba is None:
-        # NOTE: numba's OpenMP threads otherwise spin for ~0.3 ms after each parallel
-        # kernel, taking the cores from OpenBLAS and from the Python thread itself: the
-        # main program's training epoch took 8.2 s instead of 2.1 s (2 cores, loaded
-        # machine).  Passive threads sleep at once; waking them costs microseconds.
-        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
         try:
             import numba
         except ImportError:
             _numba = False
         else:
             _numba = numba
+            if "NUMBA_THREADING_LAYER" not in os.environ:
+                # NOTE: numba's own thread pool, not OpenMP's.  numba's default picks the
+                # system libgomp, whose threads spin after each parallel loop; when the
+                # process also holds another libgomp user (PyTorch, in benchmarks and
+                # parity tests) they kept both cores busy: a CNN step took 128 ms instead
+                # of 58, the numba-free MLP step 116 ms instead of 3.  GNU OpenMP is also
+                # not safe to use in a forked child (DataLoader workers) once the parent
+                # used it; workqueue is.  It is not safe for two threads launching at
+                # once, so parallel kernels take `_launch_lock`.
+                numba.config.THREADING_LAYER = "workqueue"
     return _numba
+
+
+# One parallel kernel at a time: workqueue aborts the process on concurrent launches.
+_launch_lock = threading.Lock()
 
 
 def available() -> bool:
@@ -121,6 +130,9 @@ class Kernel:
         compiled = self._compiled
         if compiled is None:
             compiled = self._compile()
+        if self.parallel:
+            with _launch_lock:
+                return compiled(*args)
         return compiled(*args)
 
     def _compile(self):

@@ -19,8 +19,6 @@ measured 2x slower than float32.
 from __future__ import annotations
 
 import math
-import os
-import time
 
 import numpy as np
 
@@ -278,35 +276,10 @@ _BACKWARD = {("gelu", 4): _gelu_backward_f32, ("gelu", 8): _gelu_backward_f64,
              ("tanh", 4): _tanh_backward, ("tanh", 8): _tanh_backward}
 
 
-# (time of the last look at the load average, whether the machine was oversubscribed)
-_busy = [-math.inf, False]
-
-
-def _machine_busy() -> bool:
-    """True when the 1-minute load average exceeds 1.5x the core count (looked up at most
-    once a second).
-
-    NOTE: a parallel kernel waits at its end for its slowest thread; when other processes
-    hold the cores, that thread waits for a time slice.  Measured on 2 cores at load 7-10:
-    the GPT training step took 3.2x its NumPy-path time with two-thread kernels, 0.87x with
-    one-thread kernels.  Our own threads count in the load too (up to ~2 per process),
-    hence the margin.
-    """
-    now = time.monotonic()
-    if now - _busy[0] > 1.0:
-        _busy[0] = now
-        try:
-            load = os.getloadavg()[0]
-        except (AttributeError, OSError):  # (no load average on Windows)
-            load = 0.0
-        _busy[1] = load > 1.5 * (os.cpu_count() or 1)
-    return _busy[1]
-
-
 def run(kernel, size: int, *args):
     """``kernel(*args)``, on every allowed thread when `size` (elements) reaches
-    `PARALLEL_MIN` and the machine is not oversubscribed, else on this thread alone."""
-    if size >= PARALLEL_MIN and not _machine_busy():
+    `PARALLEL_MIN`, else on this thread alone."""
+    if size >= PARALLEL_MIN:
         return kernel(*args)
     import numba
 

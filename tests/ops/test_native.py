@@ -61,3 +61,29 @@ def test_environment_switch_turns_kernels_off_and_calls_raise():
     )
     env = {**os.environ, "EMBER_NO_NUMBA": "1"}
     subprocess.run([sys.executable, "-c", code], env=env, check=True)
+
+
+def test_two_threads_may_run_parallel_kernels_at_once(tmp_path):
+    """numba's workqueue layer aborts the process on concurrent launches: the kernels
+    take a lock (run in a child process, so that a regression fails one test only)."""
+    code = (
+        "import threading\n"
+        "import numpy as np\n"
+        "from ember.ops import _native as native\n"
+        "@native.kernel(parallel=True)\n"
+        "def double(x, out):\n"
+        "    for i in native.prange(x.size):\n"
+        "        out[i] = 2 * x[i]\n"
+        "x = np.ones(1 << 18); outs = [np.empty_like(x) for _ in range(4)]\n"
+        "def work(o):\n"
+        "    for _ in range(200):\n"
+        "        double(x, o)\n"
+        "threads = [threading.Thread(target=work, args=(o,)) for o in outs]\n"
+        "[t.start() for t in threads]; [t.join() for t in threads]\n"
+        "assert all((o == 2).all() for o in outs)\n"
+        "import numba; assert numba.threading_layer() == 'workqueue'\n"
+    )
+    script = tmp_path / "threads.py"  # (a file: numba caches only functions with a source)
+    script.write_text(code)
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_THREADING_LAYER"}
+    subprocess.run([sys.executable, str(script)], env=env, check=True, timeout=300)

@@ -385,6 +385,10 @@ def peak_memory_child(lib_name: str, steps: int = 3) -> dict:
     lib = __import__(lib_name)
     if lib_name == "torch" and os.environ.get("EMBER_BENCH_THREADS"):
         lib.set_num_threads(int(os.environ["EMBER_BENCH_THREADS"]))
+    if lib_name == "ember":
+        # numba is ember's library as libtorch is PyTorch's: load it before the baseline,
+        # as `import torch` loads libtorch (ember imports numba lazily, at its first kernel).
+        lib.ops._native.available()
     step = cnn_step(lib, batch=256)
     before = _status_bytes("VmRSS")
     for _ in range(steps):

@@ -28,6 +28,7 @@ _UNARY_FLOAT = {
     "arcsin": (-0.9, 0.9), "arccos": (-0.9, 0.9), "arctan": (-3, 3), "arcsinh": (-3, 3),
     "arccosh": (1.5, 3), "arctanh": (-0.9, 0.9), "sigmoid": (-3, 3), "erf": (-2, 2),
     "erfc": (-2, 2), "erfinv": (-0.9, 0.9), "logit": (0.1, 0.9), "reciprocal": (0.5, 2),
+    "i0": (-3, 3),
 }
 _UNARY_SAME = {  # the result keeps the input's dtype
     "neg": (-3, 3), "negative": (-3, 3), "abs": (-3, 3), "absolute": (-3, 3),

@@ -323,6 +323,7 @@ NOT_SWEPT = {
     "istft": "signal processing, compared with PyTorch in tests/test_stft.py",
     "new": "legacy constructor: tests/test_legacy_types.py",
     "compile": "wraps a model, not a tensor op: tests/test_compile.py",
+    "vmap": "a function transform, compared with torch.func in tests/test_func.py",
     "asarray": "conversion of Python and NumPy objects: tests/ops/test_creation_extras.py",
     "polygamma_": "in-place polygamma: the out-of-place one is swept (polygamma)",
     "share_memory_": "moves memory between processes: tests/test_shared_memory.py",

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import warnings
 
-from .._core.grad_mode import STATE
+from .._core.grad_mode import PROCESS, STATE
 from .._core.tensor import Tensor
 from ..jit._graph import ArrayOf, Graph, Literal, Node, Sequence
 from ..jit._script_module import _JitTracer, _record
@@ -175,7 +175,7 @@ def module_state(root) -> tuple:
 
 def eager_reason() -> str | None:
     """Why calls must run eagerly right now, or None."""
-    if STATE.observer is not None:
+    if PROCESS.observer is not None:
         return "a profiler, autocast or checkpoint region is active"
     return None
 

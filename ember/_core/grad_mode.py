@@ -7,8 +7,7 @@ recording, and a new thread starts with recording on.
 `STATE` is a ``threading.local``: ``STATE.enabled``, ``STATE.inference`` and the
 saved-tensor hooks are the current thread's (class attributes give a new thread its
 defaults), which costs an op one attribute lookup.  What is process-wide (anomaly mode,
-the op observer) lives in `PROCESS`; ``STATE.observer`` and ``STATE.anomaly`` forward
-to it, and the per-op paths of the core read `PROCESS` directly.
+the op observer) lives in `PROCESS`.
 """
 
 from __future__ import annotations
@@ -34,16 +33,6 @@ class _Process:
 PROCESS = _Process()
 
 
-def _process_wide(name: str) -> property:
-    def get(self):
-        return getattr(PROCESS, name)
-
-    def set(self, value):  # noqa: A001 - the property's setter
-        setattr(PROCESS, name, value)
-
-    return property(get, set, doc=f"``PROCESS.{name}`` (the same in every thread).")
-
-
 class _GradState(threading.local):
     """The modes of the current thread (class attributes: a new thread's defaults)."""
 
@@ -53,10 +42,6 @@ class _GradState(threading.local):
     # of an enclosing disable_saved_tensors_hooks, or None.
     saved_hooks = None
     saved_hooks_disabled = None
-
-    anomaly = _process_wide("anomaly")
-    anomaly_check_nan = _process_wide("anomaly_check_nan")
-    observer = _process_wide("observer")
 
 
 STATE = _GradState()

@@ -1,7 +1,7 @@
 """Observers: objects that see every op call, backward node and module call.
 
 ``Function.apply``, the engine and ``Module.__call__`` each test one slot,
-``STATE.observer``, and hand the call to the observer when one is installed (a
+``PROCESS.observer``, and hand the call to the observer when one is installed (a
 single branch when none is, the usual case).  Two kinds exist: the profiler's
 recorder and selective checkpointing's op cache.  Observers chain: a new one keeps
 the previous one as ``prev`` and passes each call on to it, so that the profiler
@@ -11,14 +11,14 @@ This sits with the ops (below autograd, the profiler and nn): it knows modules o
 objects with a ``_call_impl`` method, so nothing here imports nn.
 
 The innermost observer sees a call first; the last one of the chain runs it.
-``STATE`` is process-wide: ops run by other threads while an observer is installed
+``PROCESS`` is process-wide: ops run by other threads while an observer is installed
 are seen too (the profiler records their thread id), except while an op is running:
 the slot is cleared for the op's duration, so a concurrent op may go unseen.
 """
 
 from __future__ import annotations
 
-from .._core.grad_mode import STATE
+from .._core.grad_mode import PROCESS
 
 
 class Observer:
@@ -28,15 +28,15 @@ class Observer:
 
     def install(self) -> None:
         """Make this observer the innermost one."""
-        self.prev = STATE.observer
-        STATE.observer = self
+        self.prev = PROCESS.observer
+        PROCESS.observer = self
 
     def uninstall(self) -> None:
         """Take this observer out of the chain (wherever it is in it)."""
-        if STATE.observer is self:
-            STATE.observer = self.prev
+        if PROCESS.observer is self:
+            PROCESS.observer = self.prev
         else:
-            outer = STATE.observer
+            outer = PROCESS.observer
             while outer is not None and outer.prev is not self:
                 outer = outer.prev
             if outer is not None:
@@ -61,12 +61,12 @@ def run_op(prev, cls, args, params):
     arrays and calls no other op, so nothing is missed)."""
     if prev is not None:
         return prev.op(cls, args, params)
-    installed = STATE.observer
-    STATE.observer = None
+    installed = PROCESS.observer
+    PROCESS.observer = None
     try:
         return cls.apply(*args, **params)
     finally:
-        STATE.observer = installed
+        PROCESS.observer = installed
 
 
 def run_node(prev, node, grads):

@@ -7,7 +7,7 @@ import pytest
 
 import ember
 from ember import nn
-from ember._core.grad_mode import STATE
+from ember._core.grad_mode import PROCESS
 from ember.profiler import (
     ProfilerAction, ProfilerActivity, profile, record_function, schedule,
     tensorboard_trace_handler,
@@ -200,10 +200,10 @@ def test_observer_removed_after_profile_even_on_error():
     with pytest.raises(ValueError):
         with profile():
             raise ValueError("boom")
-    assert STATE.observer is None
+    assert PROCESS.observer is None
     with profile():
         pass
-    assert STATE.observer is None
+    assert PROCESS.observer is None
 
 
 def test_schedule_actions():
@@ -256,7 +256,7 @@ def test_legacy_autograd_profiler():
     assert prof.self_cpu_time_total > 0
     with ember.autograd.profiler.profile(enabled=False) as off:
         x.exp()
-    assert STATE.observer is None and off._events is None
+    assert PROCESS.observer is None and off._events is None
 
 
 def test_results_before_stopping_raise():

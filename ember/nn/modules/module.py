@@ -20,7 +20,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Mapping
 
-from ..._core.grad_mode import STATE, no_grad
+from ..._core.grad_mode import PROCESS, no_grad
 from ..._core.tensor import Tensor
 from ..parameter import Buffer, Parameter
 from . import _hooks, _state_dict
@@ -721,8 +721,8 @@ class Module:
         return self.register_full_backward_hook(hook)
 
     def __call__(self, *args, **kwargs):
-        if STATE.observer is not None:  # profiling: an "nn.Module: <class>" scope
-            return STATE.observer.module(self, args, kwargs)
+        if PROCESS.observer is not None:  # profiling: an "nn.Module: <class>" scope
+            return PROCESS.observer.module(self, args, kwargs)
         # NOTE: _call_impl's two lines inline: a module call is hot, a call level costs.
         if not _hooks.any_hooks(self):
             return self.forward(*args, **kwargs)

@@ -6,7 +6,7 @@ import numpy as np
 
 from . import _fused
 from .adam import decayed_grad, update_second_moment
-from .optimizer import Optimizer, check_hyper, check_lr, scalar, step_tensor, zeros_state
+from .optimizer import Optimizer, check_hyper, check_lr, scalar, start_state
 
 __all__ = ["Adadelta"]
 
@@ -44,9 +44,7 @@ class Adadelta(Optimizer):
         super().__init__(params, defaults)
 
     def _init_state(self, param, state, group) -> None:
-        state["step"] = step_tensor()
-        state["square_avg"] = zeros_state(param)
-        state["acc_delta"] = zeros_state(param)
+        start_state(param, state, "square_avg", "acc_delta")
 
     def _update(self, param, grad, state, group) -> None:
         square_avg, acc_delta = state["square_avg"]._data, state["acc_delta"]._data

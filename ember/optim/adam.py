@@ -9,7 +9,7 @@ import numpy as np
 from .._core.tensor import Tensor
 from . import _fused
 from .optimizer import (
-    Optimizer, check_betas, check_hyper, check_lr, scalar, step_tensor, zeros_state,
+    Optimizer, check_betas, check_hyper, check_lr, scalar, start_state, zeros_state,
 )
 
 __all__ = ["Adam"]
@@ -64,9 +64,7 @@ def check_adam_hypers(lr, betas, eps, weight_decay) -> None:
 
 def init_moments(param, state: dict) -> None:
     """The state every Adam-family rule starts with: ``step``, ``exp_avg``, ``exp_avg_sq``."""
-    state["step"] = step_tensor()
-    state["exp_avg"] = zeros_state(param)
-    state["exp_avg_sq"] = zeros_state(param)
+    start_state(param, state, "exp_avg", "exp_avg_sq")
 
 
 def moments(state: dict):

@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .adam import decayed_grad, lerp_
-from .optimizer import (
-    Optimizer, check_betas, check_hyper, check_lr, scalar, step_tensor, zeros_state,
-)
+from .adam import check_adam_hypers, decayed_grad, lerp_
+from .optimizer import Optimizer, scalar, start_state
 
 __all__ = ["Adamax"]
 
@@ -34,19 +32,14 @@ class Adamax(Optimizer):
                  weight_decay: float = 0, foreach: bool | None = None, *,
                  maximize: bool = False, differentiable: bool = False,
                  capturable: bool = False) -> None:
-        check_lr(lr)
-        check_hyper("epsilon value", eps)
-        check_betas(betas)
-        check_hyper("weight_decay value", weight_decay)
+        check_adam_hypers(lr, betas, eps, weight_decay)
         defaults = {"lr": lr, "betas": betas, "eps": eps, "weight_decay": weight_decay,
                     "foreach": foreach, "maximize": maximize,
                     "differentiable": differentiable, "capturable": capturable}
         super().__init__(params, defaults)
 
     def _init_state(self, param, state, group) -> None:
-        state["step"] = step_tensor()
-        state["exp_avg"] = zeros_state(param)
-        state["exp_inf"] = zeros_state(param)
+        start_state(param, state, "exp_avg", "exp_inf")
 
     def _update(self, param, grad, state, group) -> None:
         lr = scalar(group["lr"])

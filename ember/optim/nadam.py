@@ -25,11 +25,7 @@ class NAdam(Optimizer):
     and ``exp_avg_sq``.
 
     Args:
-        params: parameters or parameter groups to optimize.
-        lr: learning rate (a float or a one-element tensor).
-        betas: decay rates of the two running averages.
-        eps: added to the denominator for numerical stability.
-        weight_decay: weight decay factor.
+        params, lr, betas, eps, weight_decay: as for :class:`~ember.optim.Adam`.
         momentum_decay: ``psi`` in the momentum schedule.
         decoupled_weight_decay: decay the weights directly (as AdamW does).
         maximize: ascend the objective instead of descending it.

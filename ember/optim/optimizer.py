@@ -499,6 +499,14 @@ def zeros_state(param: Tensor) -> Tensor:
     return _make(xp_of(data).zeros_like(data))
 
 
+def start_state(param: Tensor, state: dict, *buffers: str) -> None:
+    """The state most rules start with: ``step`` (see `step_tensor`) and, for each name in
+    `buffers`, a zero tensor shaped like `param`."""
+    state["step"] = step_tensor()
+    for name in buffers:
+        state[name] = zeros_state(param)
+
+
 def check_hyper(name: str, value, low: float = 0.0, strict: bool = False) -> None:
     """ValueError with PyTorch's message when a hyperparameter is below its range."""
     number = scalar(value)

@@ -24,11 +24,7 @@ class RAdam(Optimizer):
     State per parameter: ``step``, ``exp_avg`` and ``exp_avg_sq``.
 
     Args:
-        params: parameters or parameter groups to optimize.
-        lr: learning rate (a float or a one-element tensor).
-        betas: decay rates of the two running averages.
-        eps: added to the denominator for numerical stability.
-        weight_decay: weight decay factor.
+        params, lr, betas, eps, weight_decay: as for :class:`~ember.optim.Adam`.
         decoupled_weight_decay: decay the weights directly (as AdamW does).
         maximize: ascend the objective instead of descending it.
     """

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from .adam import decayed_grad, lerp_, update_second_moment
-from .optimizer import Optimizer, check_hyper, check_lr, scalar, step_tensor, zeros_state
+from .optimizer import Optimizer, check_hyper, check_lr, scalar, start_state, zeros_state
 
 __all__ = ["RMSprop"]
 
@@ -50,8 +50,7 @@ class RMSprop(Optimizer):
         super().__init__(params, defaults)
 
     def _init_state(self, param, state, group) -> None:
-        state["step"] = step_tensor()
-        state["square_avg"] = zeros_state(param)
+        start_state(param, state, "square_avg")
         if group["momentum"] > 0:
             state["momentum_buffer"] = zeros_state(param)
         if group["centered"]:

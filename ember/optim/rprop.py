@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._core.tensor import _make
-from .optimizer import Optimizer, check_lr, scalar, step_tensor, zeros_state
+from .optimizer import Optimizer, check_lr, scalar, start_state
 from ..ops._util import xp_of
 
 __all__ = ["Rprop"]
@@ -42,8 +42,7 @@ class Rprop(Optimizer):
         super().__init__(params, defaults)
 
     def _init_state(self, param, state, group) -> None:
-        state["step"] = step_tensor()
-        state["prev"] = zeros_state(param)
+        start_state(param, state, "prev")
         data = param._data
 
         lr = scalar(group["lr"])

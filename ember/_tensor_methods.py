@@ -249,61 +249,45 @@ METHODS = _table(
     _interop.TENSOR_METHODS,
 )
 
+def _binary_operators(name: str, op, op_=None) -> dict:
+    """``__name__``, the reflected ``__rname__`` and, when the op has an in-place form
+    `op_`, ``__iname__``: each returns NotImplemented for an operand it does not know."""
+    methods = {f"__{name}__": _not_implemented_for_others(op),
+               f"__r{name}__": _not_implemented_for_others(_reflected(op))}
+    if op_ is not None:
+        methods[f"__i{name}__"] = _not_implemented_for_others(op_)
+    return methods
+
+
 OPERATORS = {
-    "__add__": _not_implemented_for_others(arithmetic.add),
-    "__radd__": _not_implemented_for_others(_reflected(arithmetic.add)),
-    "__iadd__": _not_implemented_for_others(arithmetic.add_),
-    "__sub__": _not_implemented_for_others(arithmetic.sub),
-    "__rsub__": _not_implemented_for_others(_reflected(arithmetic.sub)),
-    "__isub__": _not_implemented_for_others(arithmetic.sub_),
-    "__mul__": _not_implemented_for_others(arithmetic.mul),
-    "__rmul__": _not_implemented_for_others(_reflected(arithmetic.mul)),
-    "__imul__": _not_implemented_for_others(arithmetic.mul_),
-    "__truediv__": _not_implemented_for_others(arithmetic.div),
-    "__rtruediv__": _not_implemented_for_others(_reflected(arithmetic.div)),
-    "__itruediv__": _not_implemented_for_others(arithmetic.div_),
+    # arithmetic operators (+ - * / ** // % unary - + abs) ---------------------
+    **_binary_operators("add", arithmetic.add, arithmetic.add_),
+    **_binary_operators("sub", arithmetic.sub, arithmetic.sub_),
+    **_binary_operators("mul", arithmetic.mul, arithmetic.mul_),
+    **_binary_operators("truediv", arithmetic.div, arithmetic.div_),
+    **_binary_operators("pow", arithmetic.pow, arithmetic.pow_),
+    **_binary_operators("floordiv", arithmetic.floor_divide, arithmetic.floor_divide_),
+    **_binary_operators("mod", arithmetic.remainder, arithmetic.remainder_),
     "__neg__": arithmetic.neg,
     "__pos__": lambda self: self,
-    # elementwise operators (** // % abs) --------------------------------------
-    "__pow__": _not_implemented_for_others(arithmetic.pow),
-    "__rpow__": _not_implemented_for_others(_reflected(arithmetic.pow)),
-    "__ipow__": _not_implemented_for_others(arithmetic.pow_),
-    "__floordiv__": _not_implemented_for_others(arithmetic.floor_divide),
-    "__rfloordiv__": _not_implemented_for_others(_reflected(arithmetic.floor_divide)),
-    "__ifloordiv__": _not_implemented_for_others(arithmetic.floor_divide_),
-    "__mod__": _not_implemented_for_others(arithmetic.remainder),
-    "__rmod__": _not_implemented_for_others(_reflected(arithmetic.remainder)),
-    "__imod__": _not_implemented_for_others(arithmetic.remainder_),
     "__abs__": arithmetic.abs,
-    # comparison operators (== != < <= > >= & | ^ ~ << >>) ---------------------
-    "__eq__": _not_implemented_for_others(comparison.eq),
-    "__ne__": _not_implemented_for_others(comparison.ne),
-    "__lt__": _not_implemented_for_others(comparison.lt),
-    "__le__": _not_implemented_for_others(comparison.le),
-    "__gt__": _not_implemented_for_others(comparison.gt),
-    "__ge__": _not_implemented_for_others(comparison.ge),
-    "__and__": _not_implemented_for_others(comparison.bitwise_and),
-    "__rand__": _not_implemented_for_others(_reflected(comparison.bitwise_and)),
-    "__iand__": _not_implemented_for_others(comparison.bitwise_and_),
-    "__or__": _not_implemented_for_others(comparison.bitwise_or),
-    "__ror__": _not_implemented_for_others(_reflected(comparison.bitwise_or)),
-    "__ior__": _not_implemented_for_others(comparison.bitwise_or_),
-    "__xor__": _not_implemented_for_others(comparison.bitwise_xor),
-    "__rxor__": _not_implemented_for_others(_reflected(comparison.bitwise_xor)),
-    "__ixor__": _not_implemented_for_others(comparison.bitwise_xor_),
-    "__lshift__": _not_implemented_for_others(comparison.bitwise_left_shift),
-    "__rlshift__": _not_implemented_for_others(_reflected(comparison.bitwise_left_shift)),
-    "__ilshift__": _not_implemented_for_others(comparison.bitwise_left_shift_),
-    "__rshift__": _not_implemented_for_others(comparison.bitwise_right_shift),
-    "__rrshift__": _not_implemented_for_others(_reflected(comparison.bitwise_right_shift)),
-    "__irshift__": _not_implemented_for_others(comparison.bitwise_right_shift_),
+    # comparison operators (== != < <= > >=): Python reflects them itself -------
+    **{f"__{name}__": _not_implemented_for_others(getattr(comparison, name))
+       for name in ("eq", "ne", "lt", "le", "gt", "ge")},
+    # bitwise operators (& | ^ << >> ~) -----------------------------------------
+    **_binary_operators("and", comparison.bitwise_and, comparison.bitwise_and_),
+    **_binary_operators("or", comparison.bitwise_or, comparison.bitwise_or_),
+    **_binary_operators("xor", comparison.bitwise_xor, comparison.bitwise_xor_),
+    **_binary_operators("lshift", comparison.bitwise_left_shift,
+                        comparison.bitwise_left_shift_),
+    **_binary_operators("rshift", comparison.bitwise_right_shift,
+                        comparison.bitwise_right_shift_),
     "__invert__": comparison.invert,
     # indexing operators (__getitem__ __setitem__) -----------------------------
     "__getitem__": indexing.getitem,
     "__setitem__": indexing.setitem,
-    # linalg operators (@) -----------------------------------------------------
-    "__matmul__": _not_implemented_for_others(linalg.matmul),
-    "__rmatmul__": _not_implemented_for_others(_reflected(linalg.matmul)),
+    # linalg operators (@; no in-place form) ------------------------------------
+    **_binary_operators("matmul", linalg.matmul),
 }
 
 PROPERTIES = {

@@ -16,7 +16,8 @@ from collections.abc import Callable
 
 from .._core.tensor import Tensor
 
-__all__ = ["inplace_form", "op_pair", "binary_pair"]
+__all__ = ["inplace_form", "op_function", "op_pair", "binary_function", "binary_pair",
+           "named"]
 
 
 def inplace_form(cls, name: str | None = None):
@@ -26,6 +27,27 @@ def inplace_form(cls, name: str | None = None):
     node = name or cls._name or cls.__name__ + "Backward0"
     return type(cls.__name__ + "Inplace", (cls,), {"_inplace": True, "_name": node,
                                                    "__module__": cls.__module__})
+
+
+def named(fn: Callable, name: str, doc: str, source) -> Callable:
+    """`fn`, a public function built from `source` (an op class or another function), with
+    its name, docstring and module set as ``def name`` in the family file would set them."""
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = doc
+    fn.__module__ = source.__module__
+    return fn
+
+
+def op_function(cls, name: str, doc: str, *, prepare: Callable | None = None,
+                check: Callable | None = None):
+    """The public function ``name(input)`` of a one-tensor op class (`prepare` and `check`
+    as in `op_pair`)."""
+    def op(input: Tensor) -> Tensor:
+        if check is not None:
+            check(input)
+        return cls.apply(input if prepare is None else prepare(input))
+
+    return named(op, name, doc, cls)
 
 
 def op_pair(cls, name: str, doc: str, *, prepare: Callable | None = None,
@@ -41,11 +63,6 @@ def op_pair(cls, name: str, doc: str, *, prepare: Callable | None = None,
     """
     inplace = inplace_form(cls, inplace_name)
 
-    def op(input: Tensor) -> Tensor:
-        if check is not None:
-            check(input)
-        return cls.apply(input if prepare is None else prepare(input))
-
     def op_(input: Tensor) -> Tensor:
         if check is not None:
             check(input)
@@ -53,12 +70,18 @@ def op_pair(cls, name: str, doc: str, *, prepare: Callable | None = None,
             check_(name + "_", input)
         return inplace.apply(input)
 
-    op.__name__, op.__qualname__, op.__doc__ = name, name, doc
-    op_.__name__ = op_.__qualname__ = name + "_"
-    op_.__doc__ = f"In-place ``{name}``."
-    op.__module__ = op_.__module__ = cls.__module__
+    op_ = named(op_, name + "_", f"In-place ``{name}``.", cls)
     op_.Function = inplace  # the in-place class, for the tools that map ops to classes
-    return op, op_
+    return op_function(cls, name, doc, prepare=prepare, check=check), op_
+
+
+def binary_function(cls, name: str, doc: str, run: Callable):
+    """The public function ``name(input, other)`` of a two-operand op class; `run` as in
+    `binary_pair`."""
+    def op(input, other) -> Tensor:
+        return run(name, cls, input, other)
+
+    return named(op, name, doc, cls)
 
 
 def binary_pair(cls, name: str, doc: str, run: Callable, run_: Callable, inplace=None):
@@ -71,15 +94,9 @@ def binary_pair(cls, name: str, doc: str, run: Callable, run_: Callable, inplace
     """
     inplace = inplace or inplace_form(cls)
 
-    def op(input, other) -> Tensor:
-        return run(name, cls, input, other)
-
     def op_(input: Tensor, other) -> Tensor:
         return run_(name + "_", inplace, input, other)
 
-    op.__name__, op.__qualname__, op.__doc__ = name, name, doc
-    op_.__name__ = op_.__qualname__ = name + "_"
-    op_.__doc__ = f"In-place ``{name}`` (the result in `input`'s dtype)."
-    op.__module__ = op_.__module__ = cls.__module__
+    op_ = named(op_, name + "_", f"In-place ``{name}`` (the result in `input`'s dtype).", cls)
     op_.Function = inplace
-    return op, op_
+    return binary_function(cls, name, doc, run), op_

@@ -23,6 +23,7 @@ from .._core.tensor import Tensor, _make
 from . import _kernels
 from . import _native_activation as _native_act
 from . import _native_rows
+from ._inplace import named
 from ._util import wrap_dim, xp_of
 from .arithmetic import inplace_form, unsupported
 from .elementwise import relu as _relu
@@ -543,10 +544,6 @@ HardtanhInplace = type("HardtanhInplace", (Hardtanh,),
                        {"_inplace": True, "_name": "HardtanhBackward1"})
 ThresholdInplace = type("ThresholdInplace", (Threshold,),
                         {"_inplace": True, "_name": "ThresholdBackward1"})
-SiluInplace = inplace_form(Silu)
-MishInplace = inplace_form(Mish)
-HardsigmoidInplace = inplace_form(Hardsigmoid)
-HardswishInplace = inplace_form(Hardswish)
 
 
 # ---------------------------------------------------------------------------
@@ -555,6 +552,18 @@ HardswishInplace = inplace_form(Hardswish)
 
 def _apply(cls, inplace_cls, inplace: bool, input: Tensor, *args):
     return (inplace_cls if inplace else cls).apply(input, *args)
+
+
+def _float_activation(cls, name: str, kernel: str, doc: str):
+    """The public ``name(input, inplace=False)`` of a float-only activation class without
+    options; `kernel` names it in the error for integer input, as PyTorch does."""
+    inplace_cls = inplace_form(cls)
+
+    def activation(input: Tensor, inplace: bool = False) -> Tensor:
+        _require_float(kernel, input)
+        return _apply(cls, inplace_cls, inplace, input)
+
+    return named(activation, name, doc, cls)
 
 
 def gelu(input: Tensor, approximate: str = "none") -> Tensor:
@@ -569,16 +578,9 @@ def gelu(input: Tensor, approximate: str = "none") -> Tensor:
     return Gelu.apply(input, approximate, keep_cdf)
 
 
-def silu(input: Tensor, inplace: bool = False) -> Tensor:
-    """Sigmoid linear unit (swish): ``x * sigmoid(x)``."""
-    _require_float("silu_cpu", input)
-    return _apply(Silu, SiluInplace, inplace, input)
-
-
-def mish(input: Tensor, inplace: bool = False) -> Tensor:
-    """``x * tanh(softplus(x))``."""
-    _require_float("mish_cpu", input)
-    return _apply(Mish, MishInplace, inplace, input)
+silu = _float_activation(Silu, "silu", "silu_cpu",
+                        "Sigmoid linear unit (swish): ``x * sigmoid(x)``.")
+mish = _float_activation(Mish, "mish", "mish_cpu", "``x * tanh(softplus(x))``.")
 
 
 def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
@@ -682,16 +684,10 @@ def threshold_(input: Tensor, threshold: float, value: float) -> Tensor:
     return _apply(Threshold, ThresholdInplace, True, input, threshold, value)
 
 
-def hardsigmoid(input: Tensor, inplace: bool = False) -> Tensor:
-    """Piecewise linear sigmoid: ``clamp(x / 6 + 1/2, 0, 1)``."""
-    _require_float("hardsigmoid_cpu", input)
-    return _apply(Hardsigmoid, HardsigmoidInplace, inplace, input)
-
-
-def hardswish(input: Tensor, inplace: bool = False) -> Tensor:
-    """``x * hardsigmoid(x)`` (MobileNetV3)."""
-    _require_float("hardswish_cpu", input)
-    return _apply(Hardswish, HardswishInplace, inplace, input)
+hardsigmoid = _float_activation(Hardsigmoid, "hardsigmoid", "hardsigmoid_cpu",
+                               "Piecewise linear sigmoid: ``clamp(x / 6 + 1/2, 0, 1)``.")
+hardswish = _float_activation(Hardswish, "hardswish", "hardswish_cpu",
+                             "``x * hardsigmoid(x)`` (MobileNetV3).")
 
 
 def _check_lambd(op: str, input: Tensor, lambd: float) -> None:

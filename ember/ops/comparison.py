@@ -13,7 +13,7 @@ import math
 
 from .._core.function import Function
 from .._core.tensor import Tensor, _make
-from ._inplace import binary_pair
+from ._inplace import binary_pair, op_function
 from ._util import check_same_device, is_scalar, promote, result_type, to_tensor, xp_of
 from .arithmetic import (
     _is_integral, _short, _xp, check_broadcast, check_inplace_shape, inplace_operand,
@@ -442,34 +442,13 @@ class Signbit(_Test):
                            else _false(xp, x))
 
 
-def isnan(input: Tensor) -> Tensor:
-    """True where an element is nan."""
-    return IsNan.apply(input)
-
-
-def isinf(input: Tensor) -> Tensor:
-    """True where an element is +inf or -inf."""
-    return IsInf.apply(input)
-
-
-def isfinite(input: Tensor) -> Tensor:
-    """True where an element is neither inf nor nan."""
-    return IsFinite.apply(input)
-
-
-def isposinf(input: Tensor) -> Tensor:
-    """True where an element is +inf."""
-    return IsPosInf.apply(input)
-
-
-def isneginf(input: Tensor) -> Tensor:
-    """True where an element is -inf."""
-    return IsNegInf.apply(input)
-
-
-def signbit(input: Tensor) -> Tensor:
-    """True where the sign bit is set (negative numbers and -0.0)."""
-    return Signbit.apply(input)
+isnan = op_function(IsNan, "isnan", "True where an element is nan.")
+isinf = op_function(IsInf, "isinf", "True where an element is +inf or -inf.")
+isfinite = op_function(IsFinite, "isfinite", "True where an element is neither inf nor nan.")
+isposinf = op_function(IsPosInf, "isposinf", "True where an element is +inf.")
+isneginf = op_function(IsNegInf, "isneginf", "True where an element is -inf.")
+signbit = op_function(Signbit, "signbit",
+                      "True where the sign bit is set (negative numbers and -0.0).")
 
 
 def isin(elements, test_elements, *, assume_unique: bool = False,

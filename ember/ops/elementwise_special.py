@@ -19,6 +19,7 @@ import numpy as np
 from .._core import dtype as dtypes
 from .._core.function import Function
 from .._core.tensor import Tensor, _make
+from ._inplace import binary_function
 from ._util import float_input, is_scalar, promote, result_type, to_tensor, xp_of
 from .arithmetic import (
     _is_integral, _xp, cast, check_broadcast, check_inplace_shape, inplace_form, inplace_operand,
@@ -420,28 +421,20 @@ def hypot_(input: Tensor, other) -> Tensor:
     return HypotInplace.apply(input, _binary_("hypot_", input, other))
 
 
-def maximum(input: Tensor, other: Tensor) -> Tensor:
-    """The larger of two tensors, elementwise (nan if either is nan)."""
-    _tensors("maximum", input, other)
-    return Maximum.apply(*_binary("maximum", input, other))
+def _of_two_tensors(op: str, cls, input: Tensor, other: Tensor) -> Tensor:
+    """Apply `cls` to two tensors (numbers are refused) in their promoted dtype."""
+    _tensors(op, input, other)
+    return cls.apply(*_binary(op, input, other))
 
 
-def minimum(input: Tensor, other: Tensor) -> Tensor:
-    """The smaller of two tensors, elementwise (nan if either is nan)."""
-    _tensors("minimum", input, other)
-    return Minimum.apply(*_binary("minimum", input, other))
-
-
-def fmax(input: Tensor, other: Tensor) -> Tensor:
-    """The larger of two tensors, elementwise, ignoring a nan on one side."""
-    _tensors("fmax", input, other)
-    return Fmax.apply(*_binary("fmax", input, other))
-
-
-def fmin(input: Tensor, other: Tensor) -> Tensor:
-    """The smaller of two tensors, elementwise, ignoring a nan on one side."""
-    _tensors("fmin", input, other)
-    return Fmin.apply(*_binary("fmin", input, other))
+maximum, minimum, fmax, fmin = (
+    binary_function(cls, name, doc, _of_two_tensors) for cls, name, doc in [
+        (Maximum, "maximum", "The larger of two tensors, elementwise (nan if either is nan)."),
+        (Minimum, "minimum", "The smaller of two tensors, elementwise (nan if either is nan)."),
+        (Fmax, "fmax", "The larger of two tensors, elementwise, ignoring a nan on one side."),
+        (Fmin, "fmin", "The smaller of two tensors, elementwise, ignoring a nan on one side."),
+    ]
+)
 
 
 def xlogy(input, other) -> Tensor:

@@ -18,6 +18,7 @@ from .._core.function import Function
 from .._core.tensor import Tensor, _make
 from .complex import Conj, Real
 from .padding import pad as pad_fn
+from ._inplace import named
 from ._util import normalize_dims, wrap_dim, xp_of
 from .creation import arange
 
@@ -254,34 +255,18 @@ def ihfftn(input: Tensor, s=None, dim=None, norm: str | None = None) -> Tensor:
     return _conj(rfftn(_as_real("ihfftn", input), s, dim, _DUAL[_norm(norm)]))
 
 
-def fft2(input: Tensor, s=None, dim=(-2, -1), norm: str | None = None) -> Tensor:
-    """`fftn` over the last two dims."""
-    return fftn(input, s, dim, norm)
+def _two_dim(transform_n):
+    """The 2-D form of an N-dimensional transform: the same, over ``dim=(-2, -1)`` by
+    default (``fft2`` from ``fftn``)."""
+    def transform_2(input: Tensor, s=None, dim=(-2, -1), norm: str | None = None) -> Tensor:
+        return transform_n(input, s, dim, norm)
+
+    name = transform_n.__name__
+    return named(transform_2, name[:-1] + "2", f"`{name}` over the last two dims.", transform_n)
 
 
-def ifft2(input: Tensor, s=None, dim=(-2, -1), norm: str | None = None) -> Tensor:
-    """`ifftn` over the last two dims."""
-    return ifftn(input, s, dim, norm)
-
-
-def rfft2(input: Tensor, s=None, dim=(-2, -1), norm: str | None = None) -> Tensor:
-    """`rfftn` over the last two dims."""
-    return rfftn(input, s, dim, norm)
-
-
-def irfft2(input: Tensor, s=None, dim=(-2, -1), norm: str | None = None) -> Tensor:
-    """`irfftn` over the last two dims."""
-    return irfftn(input, s, dim, norm)
-
-
-def hfft2(input: Tensor, s=None, dim=(-2, -1), norm: str | None = None) -> Tensor:
-    """`hfftn` over the last two dims."""
-    return hfftn(input, s, dim, norm)
-
-
-def ihfft2(input: Tensor, s=None, dim=(-2, -1), norm: str | None = None) -> Tensor:
-    """`ihfftn` over the last two dims."""
-    return ihfftn(input, s, dim, norm)
+fft2, ifft2, rfft2, irfft2, hfft2, ihfft2 = (
+    _two_dim(transform) for transform in (fftn, ifftn, rfftn, irfftn, hfftn, ihfftn))
 
 
 # ---------------------------------------------------------------------------

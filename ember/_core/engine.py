@@ -10,9 +10,10 @@
 4. Leaves (AccumulateGrad nodes) add into ``.grad``; with ``autograd.grad`` the
    gradients of the requested inputs are captured instead, and only the part of
    the graph that leads to them runs.  A leaf keeps a gradient as its ``.grad``
-   without a copy only when the engine made that array itself in this pass (a sum
-   of several gradients, or the implicit root gradient) and no hook has seen it:
-   see `_add_to_buffer`.
+   without a copy only when the engine owns that array and no hook has seen it:
+   the engine made it in this pass (a sum of several gradients, the implicit root
+   gradient), a built-in node declared it freshly allocated, or a view's node handed
+   on a view of an owned gradient.  See `_add_to_buffer` and `_hands_over`.
 5. Unless ``retain_graph``, each node frees its saved tensors after it ran.
 """
 
@@ -192,6 +193,8 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
             if needed is not None and node not in needed:
                 continue
             in_grads = _call_node(node, node_grads, retain_graph)
+            hands_over = (node._fresh_grads or node._is_view) and captures is None \
+                and _hands_over(node, node_grads, owned)
             for (child, nr), g in zip(node._edges, in_grads):
                 if child is None:
                     continue
@@ -201,6 +204,8 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
                         slots = buffers[child] = _new_slots(child, nr)
                     if slots[nr] is None:
                         slots[nr] = g
+                        if hands_over and _unshared(g, node_grads, node._is_view):
+                            owned.add((child, nr))
                     else:
                         _sum_into(slots, owned, child, nr, g)
                 left = deps[child] - 1
@@ -250,6 +255,43 @@ def _add_to_buffer(buffers: dict, owned: set, node: Node, nr: int, g: Tensor,
             owned.add((node, nr))
     else:
         _sum_into(slots, owned, node, nr, g)
+
+
+def _hands_over(node: Node, grads: list, owned: set) -> bool:
+    """Whether the engine owns the gradients `node` just returned (see `_unshared`).
+
+    Two kinds of built-in nodes hand the engine arrays nobody else holds: a node whose
+    class declares ``_fresh_grads`` (its backward allocates each input's gradient) and a
+    view's node, whose gradient is a view of its incoming one when the engine owned that.
+    Hooks on the node, or on the tensors it made, may keep what they see: none then.
+    """
+    if node._hooks or node._prehooks or node._tensor_prehooks or node._retained:
+        return False
+    if node._fresh_grads:
+        return True
+    for nr, g in enumerate(grads):  # a view: every incoming gradient must be the engine's
+        if g is not None and (node, nr) not in owned:
+            return False
+    return True
+
+
+def _unshared(g: Tensor, incoming: list, is_view: bool) -> bool:
+    """`g` may become the engine's: a writable NumPy array (not a broadcast view) that, for
+    a ``_fresh_grads`` node, shares no memory with a gradient the node received."""
+    data = g._data
+    if type(data) is not np.ndarray:
+        return False
+    if not data.flags.writeable:
+        return False
+    if is_view:
+        return True
+    root = data if data.base is None else data.base
+    for x in incoming:
+        if x is not None:
+            other = x._data
+            if root is other or root is other.base:
+                return False
+    return True
 
 
 def _new_slots(node: Node, nr: int) -> list:

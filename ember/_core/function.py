@@ -53,7 +53,6 @@ class Function(Node):
     """Base class of built-in ops (forward on arrays, backward on tensors)."""
 
     _inplace = False
-    _is_view = False
 
     @staticmethod
     def forward(ctx, *args, **params):

@@ -143,6 +143,11 @@ class Node:
     _name = None  # set on a class whose node name is not <ClassName>Backward0
     # Built-in backwards may omit trailing gradients of non-tensor arguments.
     _pad_grads = True
+    # A built-in backward that allocates every gradient it returns (never returns an
+    # incoming gradient's memory as another's, saved data, or one array twice): the
+    # engine may then let a leaf keep it as .grad without a copy (engine.py).
+    _fresh_grads = False
+    _is_view = False
 
     def name(self) -> str:
         """The PyTorch-style name of this node, e.g. ``'MulBackward0'``."""

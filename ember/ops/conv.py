@@ -29,6 +29,7 @@ class Convolution(Function):
     """``conv(a, w) + b`` (or, with ``transposed``, ``conv_transpose(c, w) + b``)."""
 
     _name = "ConvolutionBackward0"
+    _fresh_grads = True  # each gradient is a new convolution or sum
 
     @staticmethod
     def forward(ctx, x, w, b, geo, transposed=False):

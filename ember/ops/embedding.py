@@ -63,6 +63,7 @@ class Embedding(Function):
     """``weight[indices]``; the gradient flows back to the rows that were picked."""
 
     _name = "EmbeddingBackward0"
+    _fresh_grads = True  # a new table-sized array
 
     @staticmethod
     def forward(ctx, weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=False):

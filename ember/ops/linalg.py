@@ -153,6 +153,8 @@ def _matmul_arrays(a, b):
 class MatMul(Function):
     """``a @ b`` for every rank combination matmul accepts (1-D operands included)."""
 
+    _fresh_grads = True  # each gradient is a new product (see Node._fresh_grads)
+
     @staticmethod
     def forward(ctx, a, b, name="MmBackward0"):
         ctx._name = name
@@ -457,6 +459,8 @@ def kron(input: Tensor, other: Tensor) -> Tensor:
 
 class AddProduct(Function):
     """``beta * input + alpha * product(a, b)`` for addmm, addmv, addr, baddbmm, addbmm."""
+
+    _fresh_grads = True  # (input's gradient may be `grad` itself: the engine checks)
 
     @staticmethod
     def forward(ctx, input, a, b, kind, beta, alpha):

@@ -42,6 +42,7 @@ class Normalize(Function):
     """
 
     _materialize_grads = False
+    _fresh_grads = True  # (a broadcast mean gradient is read-only: the engine checks)
 
     @staticmethod
     def forward(ctx, x, weight, bias, *, dims, eps, bshape, running=None, momentum=0.1,

@@ -1,9 +1,12 @@
 """Which gradients a leaf keeps as its .grad without a copy.
 
-Only arrays the engine made itself in the backward pass (a sum of several gradients, the
-implicit root gradient) are adopted; the caller's gradient, a node's result and anything a
-hook saw or returned are copied, so that writing into .grad later (accumulation, optimizers,
-clipping) never changes memory someone else reads.
+Only arrays the engine owns are adopted: ones it made itself in the backward pass (a sum of
+several gradients, the implicit root gradient), the gradients of built-in nodes that declare
+them freshly allocated (``_fresh_grads``: matmul, addmm, convolution, normalization,
+embedding), and views of owned gradients handed on by view nodes (``weight.t()`` in a linear
+layer).  The caller's gradient, any other node's result and anything a hook saw or returned
+are copied, so that writing into .grad later (accumulation, optimizers, clipping) never
+changes memory someone else reads.
 """
 
 import numpy as np
@@ -173,3 +176,49 @@ def test_aliasing_matches_pytorch(lib_name):
     np.testing.assert_allclose(w.grad.numpy(), 7.0)
     np.testing.assert_allclose(g.numpy(), 2.0)
     np.testing.assert_allclose(kept[0].numpy(), 3.0)
+
+
+def test_layer_gradients_are_adopted_without_copy(adopted):
+    # linear (addmm through weight.t()), conv, layer norm and embedding allocate their
+    # gradients: every parameter keeps its gradient as it comes
+    model = ember.nn.Sequential(ember.nn.Conv2d(1, 2, 3), ember.nn.Flatten(),
+                                ember.nn.LayerNorm(4), ember.nn.Linear(4, 3))
+    emb = ember.nn.Embedding(5, 4)
+    x = ember.randn(2, 1, 4, 3)
+    (model(x).sum() + emb(ember.tensor([1, 3])).sum()).backward()
+    assert adopted == [True] * 7, adopted
+    params = [p.grad for p in model.parameters()] + [emb.weight.grad]
+    for i, a in enumerate(params):
+        assert a._data.flags.writeable
+        for b in params[i + 1:]:
+            assert not _shares(a, b)
+
+
+def test_incoming_gradient_passed_through_is_copied():
+    # addmm hands its incoming gradient on to `input` unchanged: that one is not adopted
+    _KeepsItsGradient.kept.clear()
+    m = ember.randn(2, 3, requires_grad=True)
+    a, b = ember.randn(2, 4), ember.randn(4, 3)
+    _KeepsItsGradient.apply(ember.addmm(m, a, b)).sum().backward()
+    assert not _shares(m.grad, _KeepsItsGradient.kept[0])
+    m.grad.add_(1)
+    np.testing.assert_allclose(_KeepsItsGradient.kept[0].numpy(), 1.0)
+
+
+def test_view_of_a_gradient_the_engine_does_not_own_is_copied():
+    _KeepsItsGradient.kept.clear()
+    w = ember.randn(3, 2, requires_grad=True)
+    _KeepsItsGradient.apply(w.t()).sum().backward()
+    assert not _shares(w.grad, _KeepsItsGradient.kept[0])
+    w.grad.add_(1)
+    np.testing.assert_allclose(_KeepsItsGradient.kept[0].numpy(), 1.0)
+
+
+def test_hook_on_a_view_node_stops_adoption(adopted):
+    w = ember.randn(3, 2, requires_grad=True)
+    seen = []
+    v = w.t()
+    v.register_hook(seen.append)
+    (ember.randn(4, 2) @ v).sum().backward()
+    assert adopted == [False]
+    assert not _shares(w.grad, seen[0])

@@ -32,6 +32,7 @@ import sys
 import numpy as np
 
 from ._core import dtype as dtypes
+from ._core.backend import cupy_module
 from ._core.tensor import Tensor, _make
 
 # ---------------------------------------------------------------------------
@@ -269,9 +270,7 @@ def from_dlpack(ext_tensor) -> Tensor:
     if device[0] in (_KDL_CPU, _KDL_CUDA_HOST):
         array = np.from_dlpack(_Capsule(capsule, (_KDL_CPU, 0)))
     elif device[0] == _KDL_CUDA:
-        from ._core.backend import cupy
-
-        array = cupy().from_dlpack(_Capsule(capsule, device))
+        array = cupy_module().from_dlpack(_Capsule(capsule, device))
     else:
         raise RuntimeError(f"from_dlpack: unsupported DLPack device type {device[0]}")
     if bf16:

@@ -19,6 +19,7 @@ from .._core.tensor import Tensor
 from . import _mismatch
 from ._backend import DistBackendError, ReduceOp
 from ._group import GroupMember, _resolve, mark_broken
+from ._work import seconds
 
 
 def _pg(group):
@@ -420,8 +421,6 @@ def barrier(group=None, async_op: bool = False, device_ids=None, timeout=None):
 
 def monitored_barrier(group=None, timeout=None, wait_all_ranks: bool = False) -> None:
     """A barrier that names the ranks that did not reach it within `timeout`."""
-    from ._work import seconds
-
     pg = _pg(group)
     if pg is None:
         return

@@ -137,7 +137,7 @@ def _backend_name(backend) -> str:
 
 
 def _import_mpi():
-    try:
+    try:  # (lazy: _mpi imports mpi4py, an optional dependency)
         from . import _mpi
     except ImportError as exc:
         raise RuntimeError(

@@ -21,6 +21,7 @@ import os
 import sys
 
 from ._backend import DistBackendError
+from ._group import mark_broken
 
 
 class DebugLevel(enum.Enum):
@@ -92,8 +93,6 @@ def check(pg, op: str, signature: str) -> None:
     me = pg.rank()
     missing = [pg._ranks[r] for r, reply in enumerate(replies) if reply is None]
     if missing:
-        from ._group import mark_broken
-
         who = ", ".join(str(r) for r in missing)
         raise mark_broken(pg, (
             f"{op} (call #{seq} on {pg._describe()}) on rank {pg._ranks[me]}: rank(s) {who} did "

@@ -21,9 +21,10 @@ import json
 
 import numpy as np
 from .._core.device import device as device_type
-from .._core.dtype import dtype as dtype_type
+from .._core.dtype import _dtype_by_name, dtype as dtype_type
 from .._core.tensor import Tensor
 from .._core.tensor import _make
+from ._collectives import _pg, _root, _run
 
 MAGIC = b"EMBROBJ1"
 _ARRAY_KINDS = "biufc"
@@ -162,13 +163,9 @@ def _decode(tree, blobs: list):
     if tag == "$tensor":
         return _tensor(value, blobs)
     if tag == "$dtype":
-        from .._core.dtype import _dtype_by_name
-
         return _dtype_by_name(value)
     if tag == "$device":
-        from .._core.device import device
-
-        return device(value)
+        return device_type(value)
     raise ValueError(f"malformed ember object encoding (unknown tag {tag!r})")
 
 
@@ -204,8 +201,6 @@ def _padded(data: np.ndarray, size: int) -> np.ndarray:
 
 
 def _exchange_sizes(pg, op: str, n: int) -> np.ndarray:
-    from ._collectives import _run
-
     mine = np.array([n], dtype=np.int64)
     sizes = np.empty(pg.size(), dtype=np.int64)
     _run(pg, op, lambda: f"{op}(sizes)", lambda b: b.allgather(mine, sizes))
@@ -214,8 +209,6 @@ def _exchange_sizes(pg, op: str, n: int) -> np.ndarray:
 
 def all_gather_object(object_list: list, obj, group=None) -> None:
     """``object_list[i]`` gets rank i's `obj` (encoded safely, see the module docstring)."""
-    from ._collectives import _pg, _run
-
     pg = _pg(group)
     if pg is None:
         return
@@ -234,8 +227,6 @@ def all_gather_object(object_list: list, obj, group=None) -> None:
 
 def gather_object(obj, object_gather_list=None, dst=None, group=None, group_dst=None) -> None:
     """Rank `dst` gets every rank's `obj` in ``object_gather_list`` (None elsewhere)."""
-    from ._collectives import _pg, _root, _run
-
     pg = _pg(group)
     if pg is None:
         return
@@ -258,8 +249,6 @@ def gather_object(obj, object_gather_list=None, dst=None, group=None, group_dst=
 def broadcast_object_list(object_list: list, src=None, group=None, device=None,
                           group_src=None) -> None:
     """Fill `object_list` on every rank with the objects of rank `src`'s list (same length)."""
-    from ._collectives import _pg, _root, _run
-
     pg = _pg(group)
     if pg is None:
         return
@@ -285,8 +274,6 @@ def scatter_object_list(scatter_object_output_list: list, scatter_object_input_l
                         src=None, group=None, group_src=None) -> None:
     """Rank i gets ``scatter_object_input_list[i]`` of rank `src` as
     ``scatter_object_output_list[0]``."""
-    from ._collectives import _pg, _root, _run
-
     pg = _pg(group)
     if pg is None:
         return

@@ -263,7 +263,7 @@ def _rank_info() -> tuple:
     local = _first_env("MPI_LOCALRANKID", "OMPI_COMM_WORLD_LOCAL_RANK")
     local_size = _first_env("MPI_LOCALNRANKS", "OMPI_COMM_WORLD_LOCAL_SIZE")
     if None in (rank, size, local, local_size):  # an MPI we do not know: ask MPI itself
-        from ._mpi import world_info
+        from ._mpi import world_info  # (lazy: _mpi imports mpi4py, which is optional)
 
         return world_info()
     return rank, size, local, local_size

@@ -7,6 +7,7 @@ import copy
 
 from ...nn.modules.linear import Linear as FloatLinear
 from ...nn.modules.module import Module
+from ..nn.quantized.dynamic import Linear as DynamicLinear
 from ._qtypes import qint8
 from .qconfig import QConfig, default_dynamic_qconfig
 
@@ -14,8 +15,6 @@ __all__ = ["quantize_dynamic"]
 
 
 def _dynamic_mapping() -> dict:
-    from ..nn.quantized.dynamic import Linear as DynamicLinear
-
     return {FloatLinear: DynamicLinear}
 
 

@@ -11,6 +11,8 @@ import warnings
 from ...nn.modules.activation import ReLU as FloatReLU
 from ...nn.modules.linear import Linear as FloatLinear
 from ...nn.modules.module import Module
+from ..nn import qat
+from ..nn import quantized as nnq
 from .stubs import DeQuantStub, QuantStub
 
 __all__ = ["propagate_qconfig_", "prepare", "prepare_qat", "convert", "swap_module",
@@ -19,25 +21,18 @@ __all__ = ["propagate_qconfig_", "prepare", "prepare_qat", "convert", "swap_modu
 
 def get_default_static_quant_module_mappings() -> dict:
     """{float or QAT module type: quantized module type} used by ``convert``."""
-    from ..nn import qat
-    from ..nn import quantized as nnq
-
     return {QuantStub: nnq.Quantize, DeQuantStub: nnq.DeQuantize, FloatLinear: nnq.Linear,
             qat.Linear: nnq.Linear, FloatReLU: nnq.ReLU}
 
 
 def get_default_qat_module_mappings() -> dict:
     """{float module type: QAT module type} used by ``prepare_qat``."""
-    from ..nn import qat
-
     return {FloatLinear: qat.Linear}
 
 
 def _observed_types() -> tuple:
     """Leaf layers whose output ``prepare`` observes.  (PyTorch observes no ReLU: a ReLU
     on a quantized tensor keeps its input's parameters; nor the DeQuantStub.)"""
-    from ..nn import qat
-
     return (QuantStub, FloatLinear, qat.Linear)
 
 

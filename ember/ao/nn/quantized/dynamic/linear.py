@@ -7,6 +7,7 @@ import numpy as np
 
 from ....._core.tensor import Tensor, _make
 from ....quantization._qtypes import qint8, quint8
+from ....quantization.qconfig import default_dynamic_qconfig
 from ....quantization.quantized_tensor import _quantize_per_tensor_array
 from ..linear import Linear as StaticLinear
 from ..linear import quantize_weight
@@ -69,8 +70,6 @@ class Linear(StaticLinear):
     def from_float(cls, mod, qconfig=None) -> Linear:
         """Quantize a float ``nn.Linear``: its weight through the qconfig's weight observer
         (default: per-tensor symmetric qint8 min/max), its bias kept in float."""
-        from ....quantization.qconfig import default_dynamic_qconfig
-
         qconfig = qconfig or getattr(mod, "qconfig", None) or default_dynamic_qconfig
         observer = qconfig.weight()
         if observer.dtype is not qint8:

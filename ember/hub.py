@@ -21,6 +21,8 @@ import re
 import sys
 from urllib.parse import urlparse
 
+from . import serialization
+
 __all__ = ["download_url_to_file", "get_dir", "help", "list", "load",
            "load_state_dict_from_url", "set_dir"]
 
@@ -97,8 +99,6 @@ def load_state_dict_from_url(url: str, model_dir=None, map_location=None,
             "another cache folder, e.g. one PyTorch already downloaded into).")
     if check_hash:
         _check_hash(cached, name)
-    from . import serialization
-
     return serialization.load(cached, map_location=map_location, weights_only=weights_only)
 
 

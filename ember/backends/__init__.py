@@ -22,6 +22,7 @@ import contextlib
 import warnings
 
 from .._core.backend import DETERMINISM, check_deterministic  # (the latter re-exported)
+from .._core.backend import cuda_available
 
 __all__ = ["cudnn", "mps", "cuda", "mkldnn", "openmp", "use_deterministic_algorithms",
            "are_deterministic_algorithms_enabled",
@@ -155,9 +156,7 @@ class _Cuda:
 
     @staticmethod
     def is_built() -> bool:
-        from .. import cuda
-
-        return cuda.is_available()
+        return cuda_available()
 
 
 class _OpenMP:

@@ -22,6 +22,8 @@ from ..autograd.function import Function as AutogradFunction
 from ..nn.modules.module import Module
 from ..nn.parameter import Parameter
 from ..onnx._trace import Source, TracedFunction
+from ..serialization import load as load_file
+from ..serialization import save as save_file
 from ._graph import ArrayOf, Graph, Literal, Node, Sequence, Slot
 from ._script_module import FUNCTIONS, ScriptFunction, ScriptModule
 
@@ -31,8 +33,6 @@ FORMAT = "ember.jit/1"
 def save(m, f, _extra_files=None) -> None:
     """Write a traced module or function (from `ember.jit.trace`) to `f`, a path (written
     atomically) or a binary file."""
-    from ..serialization import save as save_file
-
     if not isinstance(m, (ScriptModule, ScriptFunction)):
         raise RuntimeError(f"jit.save: expected a traced module or function (from "
                            f"ember.jit.trace), but got {type(m).__name__}")
@@ -67,8 +67,6 @@ def save(m, f, _extra_files=None) -> None:
 def load(f, map_location=None, _extra_files=None):
     """Read a file written by `ember.jit.save`: a module or function that replays the
     traced graph.  Runs no code from the file."""
-    from ..serialization import load as load_file
-
     if _extra_files:
         raise NotImplementedError("jit.load: _extra_files is not supported")
     payload = load_file(f, map_location=map_location, weights_only=True)

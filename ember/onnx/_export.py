@@ -19,11 +19,12 @@ import warnings
 
 import numpy as np
 
+from .._core.backend import device_of, to_backend
 from .._core.tensor import Tensor, _make
 from ..version import __version__
 from ._convert import Exporter, to_numpy
 from ._converters import FUNCTIONS, MODULE_TABLE, TABLE, module_converter
-from ._graph import Graph, ValueInfo
+from ._graph import Graph, Node, ValueInfo
 from ._trace import STATE, flatten_tensors, trace
 from ._write import NodeEvaluator, build_model, require_onnx
 from .errors import OnnxExporterError
@@ -277,8 +278,6 @@ def _other_input(t: Tensor, grow: dict, shuffle: bool) -> Tensor:
         data = np.roll(data.reshape(-1), 1).reshape(data.shape)
     data = np.ascontiguousarray(data)
     if type(t._data) is not np.ndarray:
-        from .._core.backend import to_backend, device_of
-
         data = to_backend(data, device_of(t._data))
     return _make(data)
 
@@ -364,8 +363,6 @@ def _bind_outputs(graph, exporter, first, check, out_names, axes, symbols) -> No
 
 
 def _identity(src: str, dst: str):
-    from ._graph import Node
-
     return Node("Identity", [src], [dst], {}, f"/Identity_{dst}")
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._convert import onnx_type
 from ._graph import Graph, ValueInfo
 
 
@@ -43,8 +44,6 @@ def _attribute(onnx, key: str, value):
 
 
 def _value_info(onnx, v: ValueInfo):
-    from ._convert import onnx_type
-
     dims = [d if isinstance(d, str) else int(d) for d in v.shape]
     return onnx.helper.make_tensor_value_info(v.name, onnx_type(v.dtype), dims)
 

@@ -11,6 +11,9 @@ from __future__ import annotations
 
 from collections import OrderedDict
 
+from ._chrome_trace import write_chrome_trace
+from ._table import build_table
+
 
 class Interval:
     """The start and end of an event, in microseconds from the start of profiling."""
@@ -204,8 +207,6 @@ class EventList(list):
               max_shapes_column_width: int = 80, header: str | None = None,
               top_level_events_only: bool = False) -> str:
         """The summary table, in PyTorch's layout (see ``ember/profiler/_table.py``)."""
-        from ._table import build_table
-
         return build_table(self, sort_by=sort_by, row_limit=row_limit,
                            max_src_column_width=max_src_column_width,
                            max_name_column_width=max_name_column_width,
@@ -219,6 +220,4 @@ class EventList(list):
 
     def export_chrome_trace(self, path: str) -> None:
         """Write the events as a Chrome/Perfetto trace (JSON, "X" events)."""
-        from ._chrome_trace import write_chrome_trace
-
         write_chrome_trace(self, path, self._base_time_ns)

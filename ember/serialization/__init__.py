@@ -55,6 +55,7 @@ import pickle
 
 import numpy as np
 
+from .._core.backend import cuda_available
 from .._core.device import device as Device
 from .._core.tensor import Tensor, _make
 from . import _format, _structure, _torch_zip
@@ -308,9 +309,7 @@ def _placer(map_location):
         if dev.type == "cpu":
             return t
         if dev.type == "cuda":
-            from .. import cuda
-
-            if not cuda.is_available():
+            if not cuda_available():
                 raise RuntimeError(
                     "Attempting to deserialize object on a CUDA device but "
                     "ember.cuda.is_available() is False. If you are running on a CPU-only "

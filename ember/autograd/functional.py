@@ -13,8 +13,7 @@ from __future__ import annotations
 from .._core.engine import grad as _grad
 from .._core.grad_mode import enable_grad, set_grad_enabled, is_grad_enabled
 from .._core.tensor import Tensor, size_str
-from ..ops.creation import ones_like
-from ..ops.creation import zeros_like
+from ..ops.creation import ones_like, zeros, zeros_like
 from ..ops.joining import stack
 
 __all__ = ["hessian", "hvp", "jacobian", "jvp", "vhp", "vjp"]
@@ -307,8 +306,6 @@ def _jacobian_of_output(i: int, out: Tensor, inputs: tuple, create_graph: bool,
         if rows[j]:
             result.append(_stack(rows[j]).reshape(shape))
         else:  # an output with no elements
-            from ..ops.creation import zeros
-
             result.append(zeros(shape, dtype=inp.dtype, device=inp.device))
     return tuple(result)
 

@@ -37,6 +37,7 @@ from .._core.tensor import Tensor, _make
 from ..ops._observer import Observer, run_op
 from .graph import saved_tensors_hooks
 from ..profiler._table import format_memory
+from ..profiler.profiler import op_name
 
 __all__ = ["BudgetPlan", "CheckpointPolicy", "MemoryBudget", "SelectiveCheckpointContext",
            "create_selective_checkpoint_contexts", "plan_memory_budget"]
@@ -77,8 +78,6 @@ class _PolicyContext:
 
 def _matches(cls, item) -> bool:
     if isinstance(item, str):
-        from ..profiler.profiler import op_name
-
         return item in (op_name(cls), cls.__name__)
     return isinstance(item, type) and issubclass(cls, item)
 
@@ -279,8 +278,6 @@ class BudgetPlan:
             lines.append(f"  {'op':>5}  {'name':<24} {'shape':<20} {'bytes':>10}  uses")
             for k, i in sorted(self.dropped):
                 op = self._ops[k]
-                from ..profiler.profiler import op_name
-
                 lines.append(f"  {k:>5}  {op_name(op.cls):<24} {str(list(op.out_shapes[i])):<20}"
                              f" {format_memory(self._saved[(k, i)]):>10}  {self._uses[(k, i)]}")
         if self.last_run is not None:

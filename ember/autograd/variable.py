@@ -9,6 +9,7 @@ from __future__ import annotations
 import warnings
 
 from .._core.tensor import Tensor
+from ..ops.creation import empty
 
 __all__ = ["Variable"]
 
@@ -26,8 +27,6 @@ class Variable(metaclass=_VariableMeta):
             warnings.warn("volatile was removed and now has no effect. Use `with "
                           "torch.no_grad():` instead.", UserWarning, stacklevel=2)
         if data is None:
-            from ..ops.creation import empty
-
             data = empty(0)
         if not isinstance(data, Tensor):
             raise TypeError(f"Variable data has to be a tensor, but got {type(data).__name__}")

@@ -13,6 +13,7 @@ from .._core.memory_format import (
 )
 from .._core.tensor import Tensor
 from ._util import xp_of
+from .creation import tensor
 
 
 class ToCopy(Function):
@@ -192,8 +193,6 @@ class Copy(Function):
 def copy_(input: Tensor, src, non_blocking: bool = False) -> Tensor:
     """Copy `src`'s values into `input` (broadcasting, converting dtype and device)."""
     if not isinstance(src, Tensor):
-        from .creation import tensor
-
         src = tensor(src, dtype=input.dtype)
     src_shape = tuple(src.shape)
     try:

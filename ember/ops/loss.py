@@ -24,7 +24,7 @@ from . import _native_rows
 from ._autocast import float32_inputs
 from ._util import xp_of
 from .activation import LogSigmoid, Softmax, log_softmax
-from .arithmetic import check_broadcast
+from .arithmetic import check_broadcast, unsupported
 from .elementwise_special import where, xlogy
 
 REDUCTIONS = ("none", "mean", "sum")
@@ -403,8 +403,6 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
         return _cross_entropy_probs(input, target, weight, ignore_index, reduction,
                                     label_smoothing)
     if not input.dtype.is_floating_point:
-        from .arithmetic import unsupported
-
         raise unsupported("log_softmax_lastdim_kernel_impl", input.dtype)
     constant_arg("nll_loss_forward", "weight", weight)
     x, safe, picked, valid, shape = _class_target("cross_entropy", input, target, weight,

@@ -22,6 +22,7 @@ from .._core.tensor import Tensor, _make, size_str
 from . import _kernels
 from . import _native_batchnorm, _native_rows
 from ._util import wrap_dim, xp_of
+from .arithmetic import unsupported
 from .joining import cat
 
 
@@ -276,8 +277,6 @@ def _check_float(op: str, input: Tensor) -> None:
     if not isinstance(input, Tensor):
         raise TypeError(f"{op}(): argument 'input' must be Tensor, not {type(input).__name__}")
     if not input.dtype.is_floating_point:
-        from .arithmetic import unsupported
-
         raise unsupported(f"{op}", input.dtype)
 
 

@@ -31,7 +31,7 @@ from . import _native_rnn
 from ._util import xp_of
 from .._core.engine import grad as autograd_grad
 from .joining import cat
-from .linalg import matmul
+from .linalg import addmm, matmul
 
 __all__ = ["lstm_cell", "gru_cell", "rnn_tanh_cell", "rnn_relu_cell"]
 
@@ -432,8 +432,6 @@ def rnn_composite(xw, h0, w_hh, batch_sizes=(), reverse=False, nonlinearity="tan
 
 
 def _projection(input: Tensor, w_ih: Tensor, b_ih, b_hh=None) -> Tensor:
-    from .linalg import addmm, matmul
-
     bias = b_ih if b_hh is None else (b_hh if b_ih is None else b_ih + b_hh)
     if bias is None:
         return matmul(input, w_ih.t())

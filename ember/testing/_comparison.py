@@ -22,6 +22,7 @@ import numpy as np
 
 from .._core import dtype as dtypes
 from .._core.tensor import Tensor, _make
+from ..ops.creation import tensor
 
 # (rtol, atol) per dtype, as PyTorch's testing module uses.
 TOLERANCES = {
@@ -83,8 +84,6 @@ def assert_allclose(actual, expected, rtol: float | None = None, atol: float | N
     """Deprecated in PyTorch (a FutureWarning says so): ``assert_close`` without the dtype
     check, NaNs equal by default, non-tensors made tensors, and the older tolerances
     (float32: rtol 1e-4, atol 1e-5; float64: 1e-5, 1e-8; float16: 1e-3, 1e-3)."""
-    from ..ops.creation import tensor
-
     warnings.warn("`torch.testing.assert_allclose()` is deprecated since 1.12 and will be "
                   "removed in a future release. Please use `torch.testing.assert_close()` "
                   "instead.", FutureWarning, stacklevel=2)

@@ -16,6 +16,7 @@ the family's mixin on the ordinary layer, built by ``_lazy``.
 from __future__ import annotations
 
 from ..._core.grad_mode import no_grad
+from ...ops.creation import tensor
 from ..parameter import UninitializedBuffer, UninitializedParameter, is_lazy
 from .batchnorm import BatchNorm1d, BatchNorm2d, BatchNorm3d
 from .conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
@@ -173,8 +174,6 @@ class _LazyNormMixin(LazyModuleMixin):
                         ("running_mean", "running_var") if track_running_stats else (),
                         device=device, dtype=dtype)
         if track_running_stats:
-            from ...ops.creation import tensor
-
             self.num_batches_tracked = tensor(0, dtype="int64", device=device)
 
     def _size_of(self, input) -> int:

@@ -6,6 +6,7 @@ from collections.abc import Iterable
 
 from ..._core.tensor import Tensor
 from ...ops.joining import cat
+from ..modules.module import _typename
 
 __all__ = ["parameters_to_vector", "vector_to_parameters"]
 
@@ -31,8 +32,6 @@ def vector_to_parameters(vec: Tensor, parameters: Iterable[Tensor]) -> None:
     """Copy consecutive slices of the 1-D `vec` into `parameters` (the inverse of
     ``parameters_to_vector``); the parameters then share memory with `vec`."""
     if not isinstance(vec, Tensor):
-        from ..modules.module import _typename
-
         raise TypeError(f"expected torch.Tensor, but got: {_typename(vec)}")
     device = None
     offset = 0

@@ -12,15 +12,12 @@ import math
 
 import numpy as np
 
-from .sampler import Sampler
+from ... import distributed as dist
+from .sampler import Sampler, _Tracked
 
 
 def _process_group_size_and_rank(num_replicas, rank):
-    try:
-        from ... import distributed as dist
-    except ImportError:
-        dist = None
-    if dist is None or not getattr(dist, "is_available", lambda: False)():
+    if not dist.is_available():
         raise RuntimeError("Requires distributed package to be available")
     if num_replicas is None:
         num_replicas = dist.get_world_size()
@@ -83,8 +80,6 @@ class DistributedSampler(Sampler):
         return order[self.rank:self.total_size:self.num_replicas]
 
     def __iter__(self):
-        from .sampler import _Tracked
-
         start, self._pending_skip = self._pending_skip, 0
         return _Tracked(self, self._order(), start)
 

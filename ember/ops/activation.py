@@ -122,23 +122,21 @@ def _softmax_backward(ctx, grad, log: bool):
 
 
 class Softmax(Function):
+    """softmax over `dim`; with ``_log`` (LogSoftmax) its logarithm."""
+
+    _log = False
+
     @staticmethod
     def forward(ctx, x, dim):
-        return _softmax_forward(ctx, x, dim, log=False)
+        return _softmax_forward(ctx, x, dim, log=ctx._log)
 
     @staticmethod
     def backward(ctx, grad):
-        return _softmax_backward(ctx, grad, log=False)
+        return _softmax_backward(ctx, grad, log=ctx._log)
 
 
-class LogSoftmax(Function):
-    @staticmethod
-    def forward(ctx, x, dim):
-        return _softmax_forward(ctx, x, dim, log=True)
-
-    @staticmethod
-    def backward(ctx, grad):
-        return _softmax_backward(ctx, grad, log=True)
+class LogSoftmax(Softmax):
+    _log = True
 
 
 def _inner_view(z, dim):

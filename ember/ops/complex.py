@@ -68,33 +68,27 @@ def is_neg(input: Tensor) -> bool:
 
 
 class Real(Function):
-    """The real part x of z = x + iy (a view); dL/dx + i*0 flows back."""
+    """The real part x of z = x + iy (a view); dL/dx + i*0 flows back.  With ``_imag``
+    (Imag) the imaginary part y, and 0 + i*dL/dy flows back."""
 
     _name = "RealBackward0"
     _is_view = True
+    _imag = False
 
     @staticmethod
     def forward(ctx, z):
-        return xp_of(z).real(z)
+        xp = xp_of(z)
+        return xp.imag(z) if ctx._imag else xp.real(z)
 
     @staticmethod
     def backward(ctx, grad):
-        return Complex.apply(grad, grad.new_zeros(grad.shape))
+        zero = grad.new_zeros(grad.shape)
+        return Complex.apply(zero, grad) if ctx._imag else Complex.apply(grad, zero)
 
 
-class Imag(Function):
-    """The imaginary part y of z = x + iy (a view); 0 + i*dL/dy flows back."""
-
+class Imag(Real):
     _name = "ImagBackward0"
-    _is_view = True
-
-    @staticmethod
-    def forward(ctx, z):
-        return xp_of(z).imag(z)
-
-    @staticmethod
-    def backward(ctx, grad):
-        return Complex.apply(grad.new_zeros(grad.shape), grad)
+    _imag = True
 
 
 class ViewAsReal(Function):

@@ -223,19 +223,27 @@ def dropout1d(input: Tensor, p: float = 0.5, training: bool = True,
     return _feature_dropout(input, p, training, inplace, input.dim() == 3)
 
 
+def _warn_other_rank(spatial: int, ndim: int) -> None:
+    """PyTorch's deprecation warning when ``dropout{spatial}d`` gets an input that is neither
+    (C, *spatial) nor (N, C, *spatial); it points at the caller of that function."""
+    if ndim in (spatial + 1, spatial + 2):
+        return
+    name = f"dropout{spatial}d"
+    warnings.warn(
+        f"{name}: Received a {ndim}-D input to {name}, which is deprecated and will result in "
+        "an error in a future release. To retain the behavior and silence this warning, "
+        f"please use dropout instead. Note that {name} exists to provide channel-wise "
+        f"dropout on inputs with {spatial} spatial dimensions, a channel dimension, and an "
+        f"optional batch dimension (i.e. {spatial + 1}D or {spatial + 2}D inputs).",
+        UserWarning, stacklevel=3)
+
+
 def dropout2d(input: Tensor, p: float = 0.5, training: bool = True,
               inplace: bool = False) -> Tensor:
     """Zero whole channels of an (N, C, H, W) or (C, H, W) input with probability `p`."""
     _check_p(p)
     ndim = input.dim()
-    if ndim not in (3, 4):
-        warnings.warn(
-            f"dropout2d: Received a {ndim}-D input to dropout2d, which is deprecated and will "
-            "result in an error in a future release. To retain the behavior and silence this "
-            "warning, please use dropout instead. Note that dropout2d exists to provide "
-            "channel-wise dropout on inputs with 2 spatial dimensions, a channel dimension, "
-            "and an optional batch dimension (i.e. 3D or 4D inputs).", UserWarning,
-            stacklevel=2)
+    _warn_other_rank(2, ndim)
     if ndim == 3:
         warnings.warn(
             "dropout2d: Received a 3D input to dropout2d and assuming that channel-wise 1D "
@@ -253,14 +261,7 @@ def dropout3d(input: Tensor, p: float = 0.5, training: bool = True,
     """Zero whole channels of an (N, C, D, H, W) or (C, D, H, W) input with probability `p`."""
     _check_p(p)
     ndim = input.dim()
-    if ndim not in (4, 5):
-        warnings.warn(
-            f"dropout3d: Received a {ndim}-D input to dropout3d, which is deprecated and will "
-            "result in an error in a future release. To retain the behavior and silence this "
-            "warning, please use dropout instead. Note that dropout3d exists to provide "
-            "channel-wise dropout on inputs with 3 spatial dimensions, a channel dimension, "
-            "and an optional batch dimension (i.e. 4D or 5D inputs).", UserWarning,
-            stacklevel=2)
+    _warn_other_rank(3, ndim)
     return _feature_dropout(input, p, training, inplace, ndim == 5)
 
 

@@ -12,7 +12,8 @@ from __future__ import annotations
 from ._script_module import (
     ScriptFunction, ScriptModule, TracedModule, TracerWarning, freeze, is_tracing, trace,
 )
-from ._serialization import load, save
+from ._load import load
+from ._save import save
 
 __all__ = ["trace", "trace_module", "script", "save", "load", "freeze", "ScriptModule",
            "ScriptFunction", "TracedModule", "TracerWarning", "is_tracing", "is_scripting",

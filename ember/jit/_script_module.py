@@ -21,6 +21,7 @@ from ..onnx._converters.functions import FUNCTIONS as ONNX_FUNCTIONS
 from ..ops import sampling as _sampling
 from ..autograd.function import Function as AutogradFunction
 from ..ops import dropout, shape
+from . import _save
 from ._graph import Graph
 
 _STATE = {"tracing": 0}
@@ -119,9 +120,7 @@ class ScriptModule(Module):
 
     def save(self, f) -> None:
         """Write this module with `ember.jit.save`."""
-        from ._serialization import save
-
-        save(self, f)
+        _save.save(self, f)
 
 
 class TracedModule(ScriptModule):
@@ -160,9 +159,7 @@ class ScriptFunction:
 
     def save(self, f) -> None:
         """Write this function with `ember.jit.save`."""
-        from ._serialization import save
-
-        save(self, f)
+        _save.save(self, f)
 
 
 def trace(func, example_inputs=None, optimize=None, check_trace: bool = True,

@@ -342,6 +342,7 @@ def _values_for(target: Tensor, value, op: str) -> Tensor:
                 f"{dtype_short(value.dtype)} for the source.")
         return value
     if not is_scalar(value):
+        # (lazy: creation imports joining, which imports index_dim, which imports this module)
         from .creation import tensor
 
         return tensor(value, dtype=target.dtype, device=target.device)

@@ -10,6 +10,7 @@ from .. import functional as F
 from .. import init
 from ..parameter import Parameter
 from .module import Module
+from .utils import _changed_options
 
 __all__ = ["Embedding", "EmbeddingBag"]
 
@@ -37,8 +38,21 @@ def _initial_weight(_weight, num_embeddings: int, embedding_dim: int):
 
 
 class _EmbeddingBase(Module):
-    """What Embedding and EmbeddingBag share: the table, how it starts, and the norm options
-    of their reprs."""
+    """What Embedding and EmbeddingBag share: the options of the lookup, the table and how it
+    starts, and the norm options of their reprs."""
+
+    def __init__(self, num_embeddings: int, embedding_dim: int, padding_idx: int | None,
+                 max_norm: float | None, norm_type: float, scale_grad_by_freq: bool,
+                 sparse: bool, _weight, requires_grad: bool, device, dtype) -> None:
+        super().__init__()
+        self.num_embeddings = num_embeddings
+        self.embedding_dim = embedding_dim
+        self.padding_idx = _check_padding_idx(padding_idx, num_embeddings)
+        self.max_norm = max_norm
+        self.norm_type = norm_type
+        self.scale_grad_by_freq = scale_grad_by_freq
+        self.sparse = sparse
+        self._init_table(_weight, requires_grad, device, dtype)
 
     def _init_table(self, _weight, requires_grad: bool, device, dtype) -> None:
         """Make `weight` from the given table, or draw one (num_embeddings and embedding_dim
@@ -65,14 +79,8 @@ class _EmbeddingBase(Module):
     def _norm_options_repr(self) -> str:
         """The max_norm, norm_type and scale_grad_by_freq parts of the repr (where not at
         their defaults)."""
-        s = ""
-        if self.max_norm is not None:
-            s += f", max_norm={self.max_norm}"
-        if self.norm_type != 2:
-            s += f", norm_type={self.norm_type}"
-        if self.scale_grad_by_freq is not False:
-            s += f", scale_grad_by_freq={self.scale_grad_by_freq}"
-        return s
+        return _changed_options(
+            self, {"max_norm": None, "norm_type": 2, "scale_grad_by_freq": False})
 
 
 class Embedding(_EmbeddingBase):
@@ -94,15 +102,8 @@ class Embedding(_EmbeddingBase):
                  max_norm: float | None = None, norm_type: float = 2.0,
                  scale_grad_by_freq: bool = False, sparse: bool = False, _weight=None,
                  _freeze: bool = False, device=None, dtype=None) -> None:
-        super().__init__()
-        self.num_embeddings = num_embeddings
-        self.embedding_dim = embedding_dim
-        self.padding_idx = _check_padding_idx(padding_idx, num_embeddings)
-        self.max_norm = max_norm
-        self.norm_type = norm_type
-        self.scale_grad_by_freq = scale_grad_by_freq
-        self._init_table(_weight, not _freeze, device, dtype)
-        self.sparse = sparse
+        super().__init__(num_embeddings, embedding_dim, padding_idx, max_norm, norm_type,
+                         scale_grad_by_freq, sparse, _weight, not _freeze, device, dtype)
 
     def forward(self, input):
         return F.embedding(input, self.weight, self.padding_idx, self.max_norm, self.norm_type,
@@ -150,16 +151,9 @@ class EmbeddingBag(_EmbeddingBase):
                  norm_type: float = 2.0, scale_grad_by_freq: bool = False, mode: str = "mean",
                  sparse: bool = False, _weight=None, include_last_offset: bool = False,
                  padding_idx: int | None = None, device=None, dtype=None) -> None:
-        super().__init__()
-        self.num_embeddings = num_embeddings
-        self.embedding_dim = embedding_dim
-        self.max_norm = max_norm
-        self.norm_type = norm_type
-        self.scale_grad_by_freq = scale_grad_by_freq
-        self.padding_idx = _check_padding_idx(padding_idx, num_embeddings)
-        self._init_table(_weight, True, device, dtype)
+        super().__init__(num_embeddings, embedding_dim, padding_idx, max_norm, norm_type,
+                         scale_grad_by_freq, sparse, _weight, True, device, dtype)
         self.mode = mode
-        self.sparse = sparse
         self.include_last_offset = include_last_offset
 
     def forward(self, input, offsets=None, per_sample_weights=None):

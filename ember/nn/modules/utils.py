@@ -34,6 +34,23 @@ def _repeat_to(value, n: int) -> tuple:
     return (value,) * n
 
 
+def _changed_options(module, defaults: dict) -> str:
+    """``", name=value"`` for each option of `module` that is not at its default in
+    `defaults`, for ``extra_repr``.  As PyTorch's reprs do, a bool or None default is
+    compared by identity (``bias=1`` is shown) and a number by value (``dropout=0.0`` is not).
+    """
+    s = ""
+    for name, default in defaults.items():
+        value = getattr(module, name)
+        if default is None or isinstance(default, bool):
+            changed = value is not default
+        else:
+            changed = value != default
+        if changed:
+            s += f", {name}={value}"
+    return s
+
+
 def _reverse_repeat_tuple(t, n: int) -> tuple:
     """Reverse ``t`` and repeat each element ``n`` times: (1, 2), 2 -> (2, 2, 1, 1)."""
     return tuple(x for x in reversed(t) for _ in range(n))

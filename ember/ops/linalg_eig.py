@@ -21,9 +21,10 @@ import numpy as np
 
 from .._core.function import Function
 from .._core.tensor import Tensor
-from .complex import Conj, Imag, Real
+from .complex import Conj, Real
 from .linalg import const_like, diag_embed, diagonal, matmul, mH, unsqueeze_last
 from .linalg_decomp import _check_square, _lapack, solve
+from .linalg_svd import _check_phase_invariant
 from ._util import xp_of
 
 linalg_eig = namedtuple("linalg_eig", ["eigenvalues", "eigenvectors"])
@@ -53,12 +54,7 @@ class Eig(Function):
         if gV is not None:
             VhgV = matmul(mH(V), gV)
             diag = diagonal(VhgV)
-            phase = Imag.apply(diag)
-            if float(phase.abs().max()) > 1e-6 * max(1.0, float(diag.abs().max())):
-                raise RuntimeError(
-                    "linalg.eig backward: the eigenvectors are only defined up to a complex "
-                    "phase (multiplication by e^(i phi)); this loss depends on it, so its "
-                    "gradient is not defined")
+            _check_phase_invariant("linalg.eig", diag)
             VhgV = VhgV - matmul(mH(V), V * Real.apply(diag).unsqueeze(-2))
             E = L.unsqueeze(-2) - unsqueeze_last(L)  # E[i, j] = L[j] - L[i]
             off_diagonal = const_like(1 - np.eye(k), E.real if E.is_complex() else E)

@@ -8,6 +8,7 @@ its input's shape (``sum_to_size``) when the two differ.
 from __future__ import annotations
 
 import math
+import operator
 
 import numpy as np
 
@@ -16,6 +17,7 @@ from .._core.function import Function, check_graph_leak
 from .._core.grad_mode import STATE
 from .._core.tensor import Tensor, _make
 from ._broadcast import broadcast_shapes
+from ._direct import direct
 from ._inplace import inplace_form, op_pair
 from .complex import times_conj
 from ._util import (
@@ -208,6 +210,10 @@ def _into(op: str, result: Tensor, out) -> Tensor:
 def add(input, other, *, alpha=1, out=None) -> Tensor:
     """``input + alpha * other`` with broadcasting and PyTorch's type promotion; with `out`,
     the result is written there (see ``_into``)."""
+    if out is None and alpha == 1:
+        result = direct(operator.add, input, other)
+        if result is not None:
+            return result
     a, b = promote("add", input, _scaled(other, alpha))
     result = Add.apply(a, b)
     if out is not None:
@@ -219,6 +225,10 @@ def add(input, other, *, alpha=1, out=None) -> Tensor:
 
 def sub(input, other, *, alpha=1, out=None) -> Tensor:
     """``input - alpha * other`` (into `out` if given)."""
+    if out is None and alpha == 1:
+        result = direct(operator.sub, input, other)
+        if result is not None:
+            return result
     if isinstance(input, Tensor) and input.dtype is dtypes.bool:
         raise RuntimeError(
             "Subtraction, the `-` operator, with a bool tensor is not supported. If you are "
@@ -238,6 +248,10 @@ def rsub(input, other, *, alpha=1) -> Tensor:
 
 def mul(input, other, *, out=None) -> Tensor:
     """Elementwise product with broadcasting (into `out` if given)."""
+    if out is None:
+        result = direct(operator.mul, input, other)
+        if result is not None:
+            return result
     a, b = promote("mul", input, other)
     result = Mul.apply(a, b)
     return result if out is None else _into("mul", result, out)
@@ -248,6 +262,10 @@ def div(input, other, *, rounding_mode: str | None = None, out=None) -> Tensor:
     into `out` if given."""
     if out is not None:
         return _into("div", div(input, other, rounding_mode=rounding_mode), out)
+    if rounding_mode is None:
+        result = direct(operator.truediv, input, other)
+        if result is not None:
+            return result
     if rounding_mode is not None:
         if rounding_mode not in ("floor", "trunc"):
             raise RuntimeError(f"div expected rounding_mode to be one of None, 'trunc', or "

@@ -1,0 +1,99 @@
+"""ops/_direct.py: arithmetic on the arrays when nothing is recorded.
+
+The direct path must give what the general path (`Function.apply`) gives, bit for bit,
+and step aside whenever the general path has more to do: recording, an observer (the
+profiler, autocast), other dtypes, subclasses, errors.
+"""
+
+import operator
+
+import numpy as np
+import pytest
+
+import ember
+from ember.ops import arithmetic
+from ember.ops._direct import direct
+
+OPS = [("add", operator.add), ("sub", operator.sub), ("mul", operator.mul),
+       ("div", operator.truediv)]
+
+
+@pytest.fixture
+def general_calls(monkeypatch):
+    """How many times each Function of arithmetic.py ran through `apply`."""
+    calls = []
+    for cls in (arithmetic.Add, arithmetic.Sub, arithmetic.Mul, arithmetic.Div):
+        real = cls.apply.__func__
+
+        def spy(cls_, *args, _real=real, **params):
+            calls.append(cls_.__name__)
+            return _real(cls_, *args, **params)
+        monkeypatch.setattr(cls, "apply", classmethod(spy))
+    return calls
+
+
+@pytest.mark.parametrize("name,op", OPS)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16])
+def test_direct_equals_the_general_path(name, op, dtype, general_calls):
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((3, 4)).astype(dtype)
+    b = rng.standard_normal((4,)).astype(dtype) + 3
+    x, y = ember.tensor(a), ember.tensor(b)
+    with ember.no_grad():
+        fast = [getattr(ember, name)(x, y), getattr(ember, name)(x, 2.5),
+                getattr(ember, name)(x, 3)]
+    assert general_calls == []
+    expected = [op(a, b), op(a, 2.5), op(a, 3.0)]
+    for got, want in zip(fast, expected):
+        assert got.dtype == x.dtype and got.grad_fn is None
+        np.testing.assert_array_equal(got.numpy(), want)
+    # the general path (a Parameter is a subclass: not taken directly) agrees
+    general = getattr(ember, name)(ember.nn.Parameter(x.clone(), requires_grad=False), y)
+    assert general_calls == [{"add": "Add", "sub": "Sub", "mul": "Mul", "div": "Div"}[name]]
+    np.testing.assert_array_equal(general.numpy(), fast[0].numpy())
+
+
+def test_operators_of_tensors_that_need_no_grad_go_direct(general_calls):
+    x = ember.arange(6.0).reshape(2, 3)
+    y = (x * x + 1) / 2 - x
+    assert general_calls == []
+    np.testing.assert_array_equal(y.numpy(), (np.arange(6.0).reshape(2, 3) ** 2 + 1) / 2
+                                  - np.arange(6.0).reshape(2, 3))
+
+
+def test_recording_takes_the_general_path(general_calls):
+    w = ember.ones(3, requires_grad=True)
+    y = w * 2
+    assert y.grad_fn is not None and general_calls == ["Mul"]
+    with ember.no_grad():
+        z = w * 2
+    assert z.grad_fn is None and not z.requires_grad and general_calls == ["Mul"]
+
+
+def test_profiler_sees_ops_under_no_grad():
+    x = ember.ones(4)
+    with ember.no_grad(), ember.profiler.profile() as prof:
+        x * x
+    assert [e.key for e in prof.key_averages()] == ["mul"]
+
+
+def test_other_operands_step_aside():
+    x = ember.ones(2)
+    assert direct(operator.mul, x, ember.ones(2, dtype=ember.float64)) is None  # promotion
+    assert direct(operator.mul, ember.ones(2, dtype=ember.int64), 2) is None  # integers
+    assert direct(operator.mul, x, True) is None  # bool is not a number here
+    assert direct(operator.mul, 2.0, x) is None
+    assert direct(operator.mul, x, np.float32(2)) is None
+
+
+def test_shape_errors_keep_pytorchs_wording():
+    with pytest.raises(RuntimeError, match=r"size of tensor a \(3\) must match the size of "
+                                           r"tensor b \(4\)"):
+        with ember.no_grad():
+            ember.ones(3) * ember.ones(4)
+
+
+def test_zero_dim_results_are_arrays():
+    with ember.no_grad():
+        y = ember.tensor(2.0) * ember.tensor(3.0)
+    assert y.shape == () and type(y._data) is np.ndarray and y.item() == 6.0

@@ -510,20 +510,23 @@ def rgb_to_grayscale(img, num_output_channels: int = 1):
 to_grayscale = rgb_to_grayscale
 
 
-def _pil_enhanced(img, factor: float, name: str, kind: str):
-    """Check `factor` (named `name`); a PIL image enhanced by Pillow, None for others."""
+def _blended(img, factor: float, name: str, pil_kind: str, reference):
+    """What adjust_brightness, _contrast and _saturation share: check `factor` (named
+    `name`); a PIL image is enhanced by Pillow's `pil_kind`, any other image is blended
+    with ``reference(arr)``: ``factor * arr + (1 - factor) * reference`` (a copy of the
+    image where the reference is None)."""
     if factor < 0:
         raise ValueError(f"{name} ({factor}) is not non-negative.")
-    return P.enhance(img, kind, factor) if is_pil_image(img) else None
+    if is_pil_image(img):
+        return P.enhance(img, pil_kind, factor)
+    arr, restore = _unpack(img)
+    ref = reference(arr)
+    return restore(arr.copy() if ref is None else K.blend(arr, ref, factor))
 
 
 def adjust_brightness(img, brightness_factor: float):
     """Scale the intensities by `brightness_factor` (0 gives black, 1 the original)."""
-    enhanced = _pil_enhanced(img, brightness_factor, "brightness_factor", "Brightness")
-    if enhanced is not None:
-        return enhanced
-    arr, restore = _unpack(img)
-    return restore(K.blend(arr, 0.0, brightness_factor))
+    return _blended(img, brightness_factor, "brightness_factor", "Brightness", lambda arr: 0.0)
 
 
 def _gray_for_blending(arr: np.ndarray) -> np.ndarray:
@@ -533,30 +536,33 @@ def _gray_for_blending(arr: np.ndarray) -> np.ndarray:
     return gray if K.is_float(arr.dtype) else np.floor(gray)
 
 
-def adjust_contrast(img, contrast_factor: float):
-    """Blend with the mean gray level: 0 gives a flat gray image, 1 the original."""
-    enhanced = _pil_enhanced(img, contrast_factor, "contrast_factor", "Contrast")
-    if enhanced is not None:
-        return enhanced
-    arr, restore = _unpack(img)
+def _mean_gray(arr: np.ndarray) -> np.ndarray:
+    """The mean gray level of each image, the reference of `adjust_contrast`."""
     if arr.shape[1] == 3:
         gray = _gray_for_blending(arr)
     else:
         gray = arr if K.is_float(arr.dtype) else arr.astype(np.float32)
-    mean = gray.mean(axis=(-3, -2, -1), keepdims=True, dtype=gray.dtype)
-    return restore(K.blend(arr, mean, contrast_factor))
+    return gray.mean(axis=(-3, -2, -1), keepdims=True, dtype=gray.dtype)
+
+
+def adjust_contrast(img, contrast_factor: float):
+    """Blend with the mean gray level: 0 gives a flat gray image, 1 the original."""
+    return _blended(img, contrast_factor, "contrast_factor", "Contrast", _mean_gray)
+
+
+def _saturation_reference(arr: np.ndarray) -> np.ndarray | None:
+    """The grayscale image, the reference of `adjust_saturation` (None for a one-channel
+    image: it has no saturation to change)."""
+    if arr.shape[1] == 1:
+        return None
+    _rgb(arr, "adjust_saturation")
+    return _gray_for_blending(arr)
 
 
 def adjust_saturation(img, saturation_factor: float):
     """Blend with the grayscale image: 0 gives gray, 1 the original, 2 doubles saturation."""
-    enhanced = _pil_enhanced(img, saturation_factor, "saturation_factor", "Color")
-    if enhanced is not None:
-        return enhanced
-    arr, restore = _unpack(img)
-    if arr.shape[1] == 1:
-        return restore(arr.copy())
-    _rgb(arr, "adjust_saturation")
-    return restore(K.blend(arr, _gray_for_blending(arr), saturation_factor))
+    return _blended(img, saturation_factor, "saturation_factor", "Color",
+                    _saturation_reference)
 
 
 def adjust_hue(img, hue_factor: float):

@@ -280,9 +280,18 @@ def _check_float(op: str, input: Tensor) -> None:
         raise unsupported(f"{op}", input.dtype)
 
 
-def _check_channels(name: str, t, channels: int) -> None:
-    if t is not None and t.numel() != channels:
-        raise RuntimeError(f"{name} should contain {channels} elements not {t.numel()}")
+def _channels(op: str, input: Tensor, running_mean, running_var, weight, bias) -> int:
+    """Check the input of a batch or instance norm and its per-channel tensors; the number
+    of channels (dim 1)."""
+    _check_float(op, input)
+    if input.dim() < 2:
+        wrap_dim(1, input.dim(), op)
+    channels = input.shape[1]
+    for name, t in (("running_mean", running_mean), ("running_var", running_var),
+                    ("weight", weight), ("bias", bias)):
+        if t is not None and t.numel() != channels:
+            raise RuntimeError(f"{name} should contain {channels} elements not {t.numel()}")
+    return channels
 
 
 # ---------------------------------------------------------------------------
@@ -329,13 +338,7 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
     batch``, with the unbiased variance); otherwise with `running_mean`/`running_var`.
     `weight` and `bias` (C,) scale and shift the result.
     """
-    _check_float("batch_norm", input)
-    if input.dim() < 2:
-        wrap_dim(1, input.dim(), "batch_norm")
-    channels = input.shape[1]
-    for name, t in (("running_mean", running_mean), ("running_var", running_var),
-                    ("weight", weight), ("bias", bias)):
-        _check_channels(name, t, channels)
+    channels = _channels("batch_norm", input, running_mean, running_var, weight, bias)
     if not training:
         if running_mean is None:
             raise RuntimeError("running_mean must be defined in evaluation mode")
@@ -368,13 +371,7 @@ def instance_norm(input: Tensor, running_mean: Tensor | None = None,
     True and running statistics given, updates them with the batch average of the
     per-instance statistics.
     """
-    _check_float("instance_norm", input)
-    if input.dim() < 2:
-        wrap_dim(1, input.dim(), "instance_norm")
-    channels = input.shape[1]
-    for name, t in (("running_mean", running_mean), ("running_var", running_var),
-                    ("weight", weight), ("bias", bias)):
-        _check_channels(name, t, channels)
+    channels = _channels("instance_norm", input, running_mean, running_var, weight, bias)
     if not use_input_stats:
         if running_mean is None or running_var is None:
             raise RuntimeError("Expected running_mean and running_var to be defined when "

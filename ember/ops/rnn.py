@@ -75,6 +75,15 @@ def _recurrent(xp, w_hh, h):
     return xp.matmul(w_hh, h.T).T
 
 
+def _state_arrays(xp, xw, h0, w_hh) -> tuple:
+    """The work arrays of a forward pass: h_prev and out (a row per sequence row, filled
+    step by step), the running state h (a copy of h0), and w_hh made contiguous."""
+    n, hidden = xw.shape[0], h0.shape[1]
+    h_prev = xp.empty((n, hidden), dtype=xw.dtype)
+    out = xp.empty((n, hidden), dtype=xw.dtype)
+    return h_prev, out, h0.copy(), xp.ascontiguousarray(w_hh)
+
+
 def _grads_by_recompute(ctx, composite, inputs, grads, **params):
     """Gradients for double backward: differentiate the ember-op composite (recorded)."""
     wanted = [i for i, x in enumerate(inputs) if x is not None and ctx.needs_input_grad[i]]
@@ -107,12 +116,10 @@ class LSTMSequence(_SequenceFunction):
         gates = xp.empty_like(xw)  # activated i, f, g, o of every row
         tanh_c = xp.empty((n, hidden), dtype=xw.dtype)
         c_prev = xp.empty((n, hidden), dtype=xw.dtype)
-        h_prev = xp.empty((n, h0.shape[1]), dtype=xw.dtype)
+        h_prev, out, h, w_rec = _state_arrays(xp, xw, h0, w_hh)
         h_raw = None if w_hr is None else xp.empty((n, hidden), dtype=xw.dtype)
-        out = xp.empty((n, h0.shape[1]), dtype=xw.dtype)
-        h, c = h0.copy(), c0.copy()
+        c = c0.copy()
         scratch = xp.empty_like(c)
-        w_rec = xp.ascontiguousarray(w_hh)
         w_hr_t = None if w_hr is None else xp.ascontiguousarray(w_hr.T)
         two, three = 2 * hidden, 3 * hidden
         fused = w_hr is None and _native_rnn.supports(xw, h, c, w_rec)
@@ -266,10 +273,7 @@ class GRUSequence(_SequenceFunction):
         two = 2 * hidden
         gates = xp.empty_like(xw)  # activated r, z, n of every row
         hn_part = xp.empty((n, hidden), dtype=xw.dtype)
-        h_prev = xp.empty((n, hidden), dtype=xw.dtype)
-        out = xp.empty((n, hidden), dtype=xw.dtype)
-        h = h0.copy()
-        w_rec = xp.ascontiguousarray(w_hh)
+        h_prev, out, h, w_rec = _state_arrays(xp, xw, h0, w_hh)
         for s, bs in _steps(batch_sizes, reverse):
             e = s + bs
             hp = h[:bs]
@@ -365,11 +369,7 @@ class RNNSequence(_SequenceFunction):
     @staticmethod
     def forward(ctx, xw, h0, w_hh, batch_sizes=(), reverse=False, nonlinearity="tanh"):
         xp = xp_of(xw)
-        n, hidden = xw.shape[0], h0.shape[1]
-        h_prev = xp.empty((n, hidden), dtype=xw.dtype)
-        out = xp.empty((n, hidden), dtype=xw.dtype)
-        h = h0.copy()
-        w_rec = xp.ascontiguousarray(w_hh)
+        h_prev, out, h, w_rec = _state_arrays(xp, xw, h0, w_hh)
         for s, bs in _steps(batch_sizes, reverse):
             e = s + bs
             hp = h[:bs]

@@ -8,6 +8,9 @@ the viewed region.
 
 from __future__ import annotations
 
+import math
+
+from .._core.backend import scatter_add
 from .._core.function import Function
 from .._core.tensor import Tensor
 from ._util import wrap_dim, xp_of
@@ -396,16 +399,26 @@ class AsStrided(Function):
 
     @staticmethod
     def backward(ctx, grad):
-        size, stride, offset = ctx.args
-        xp = xp_of(grad._data)
-        n = 1
-        for s in ctx.in_shape:
-            n *= s
-        where = as_strided_array(xp.arange(n), size, stride, offset).reshape(-1)
-        from .indexing import index_put  # (lazy: indexing imports this module)
+        return AsStridedBackward.apply(grad, ctx.in_shape, *ctx.args)
 
-        flat = grad.new_zeros((n,))
-        return index_put(flat, (where,), grad.reshape(-1), accumulate=True).reshape(ctx.in_shape)
+
+class AsStridedBackward(Function):
+    """Each element of the gradient added into the input element it viewed (an element
+    viewed more than once gets the sum)."""
+
+    @staticmethod
+    def forward(ctx, grad, shape, size, stride, offset):
+        ctx.args = (size, stride, offset)
+        xp = xp_of(grad)
+        n = math.prod(shape)
+        where = as_strided_array(xp.arange(n), size, stride, offset)
+        out = xp.zeros(n, dtype=grad.dtype)
+        scatter_add(xp, out, where.reshape(-1), grad.reshape(-1))
+        return out.reshape(shape)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return AsStrided.apply(grad.contiguous(), *ctx.args)
 
 
 def as_strided(input: Tensor, size, stride, storage_offset: int | None = None) -> Tensor:

@@ -3,7 +3,8 @@
 On the CPU the autocast dtype is bfloat16 (or float16); on CUDA float16 (or bfloat16).
 Matrix products, convolutions and recurrent layers run in it; losses (and on CUDA a few
 numerically touchy ops) run in float32; every other op runs in the dtype of its inputs.
-The rules and op lists are in ``ember/ops/_autocast.py``.
+The op lists are below; the casting rules and the autocast state are in
+``ember/ops/_autocast.py``.
 
 An `_AutocastObserver` (the hook the profiler and the tracers use, see
 ``ember/ops/_observer.py``) sees every op call while any autocast region is open and
@@ -23,29 +24,39 @@ import warnings
 
 from .._core import dtype as dtypes
 from .._core.backend import cuda_available
+from ..ops import _autocast, activation, conv, einsum, elementwise, linalg, loss, rnn
 from ..ops._observer import Observer, run_op
-from ..ops import _autocast
 
 _DEVICE_TYPES = ("cpu", "cuda")
 _DEFAULT_DTYPE = {"cpu": dtypes.bfloat16, "cuda": dtypes.float16}
 _SUPPORTED = (dtypes.bfloat16, dtypes.float16)
+
+# The Function classes whose float32 inputs are cast down to the autocast dtype, and those
+# whose lower-precision inputs are cast up to float32, per device type (PyTorch's policies).
+_LOWER_OPS = {linalg.MatMul, linalg.AddProduct, conv.Convolution, einsum.Einsum,
+              rnn.LSTMSequence, rnn.GRUSequence, rnn.RNNSequence}
+_LOSSES = {loss.CrossEntropy, loss.NllLoss, loss.BinaryCrossEntropy}
+_LOWER_PRECISION = {"cpu": _LOWER_OPS, "cuda": _LOWER_OPS}
+_FLOAT32 = {"cpu": _LOSSES,
+           "cuda": _LOSSES | {activation.Softmax, activation.LogSoftmax, activation.Softplus,
+                              elementwise.Exp, elementwise.Log, elementwise.Expm1,
+                              elementwise.Log1p, elementwise.Rsqrt}}
 
 
 class _AutocastObserver(Observer):
     """Casts the inputs of the ops that autocast lists (see the module docstring)."""
 
     def __init__(self):
-        self.lower, self.float32 = _autocast.policy_tables()
         self.users = 0
 
     def op(self, cls, args, params):
         for device, active in _autocast.ACTIVE.items():
             if active is None:
                 continue
-            if cls in self.lower[device]:
+            if cls in _LOWER_PRECISION[device]:
                 args = tuple(_autocast.to_lower(a) for a in args)
                 break
-            if cls in self.float32[device]:
+            if cls in _FLOAT32[device]:
                 args = tuple(_autocast.to_float32(a) for a in args)
                 break
         return run_op(self.prev, cls, args, params)

@@ -4,11 +4,14 @@ While autocast is active for a device type, ``ACTIVE[device_type]`` is its lower
 dtype (bfloat16 or float16).  Ops on that device then follow PyTorch's policies:
 
 * *lower precision*: matrix products, convolutions and recurrent layers cast their
-  float32 inputs to the autocast dtype (`LOWER`, applied by the observer in
-  ``autocast_mode.py`` to the ops' Function classes);
-* *float32*: losses (and, on CUDA, the numerically touchy ops in `FP32`) cast inputs of
-  a lower precision up to float32.  Losses written as compositions of other ops get the
-  rule from the `float32_inputs` decorator instead.
+  float32 inputs to the autocast dtype (`to_lower`, applied by the observer in
+  ``autocast_mode.py`` to the Function classes listed there);
+* *float32*: losses (and, on CUDA, a few numerically touchy ops) cast inputs of a lower
+  precision up to float32 (`to_float32`).  Losses written as compositions of other ops
+  get the rule from the `float32_inputs` decorator instead.
+
+The op lists live in ``autocast_mode.py``, above the op files, so that the op files can
+import the casting rules from here.
 
 float64 tensors are never cast, as in PyTorch.
 """
@@ -65,16 +68,3 @@ def float32_inputs(fn):
         return fn(*args, **kwargs)
     return run
 
-
-def policy_tables() -> tuple:
-    """({device: lower-precision Function classes}, {device: float32 Function classes})."""
-    # (lazy: these op modules import this one for float32_inputs)
-    from . import activation, conv, einsum, elementwise, linalg, loss, rnn
-
-    lower = {linalg.MatMul, linalg.AddProduct, conv.Convolution, einsum.Einsum,
-             rnn.LSTMSequence, rnn.GRUSequence, rnn.RNNSequence}
-    losses = {loss.CrossEntropy, loss.NllLoss, loss.BinaryCrossEntropy}
-    cuda_float32 = losses | {activation.Softmax, activation.LogSoftmax, activation.Softplus,
-                             elementwise.Exp, elementwise.Log, elementwise.Expm1,
-                             elementwise.Log1p, elementwise.Rsqrt}
-    return {"cpu": lower, "cuda": lower}, {"cpu": losses, "cuda": cuda_float32}

@@ -73,12 +73,12 @@ from .ops.shape import (
     swapdims, t, transpose, unflatten, unsqueeze,
 )
 from .ops.slicing import (
-    as_strided, chunk, diag_embed, diagonal, narrow, select, split, split_with_sizes,
-    tensor_split, unbind,
+    as_strided, chunk, diag, diag_embed, diagonal, diagonal_copy, narrow, select, split,
+    split_with_sizes, tensor_split, unbind,
 )
 from .ops.joining import (
-    cat, column_stack, concat, concatenate, diag, diagonal_copy, dstack, flip, fliplr, flipud,
-    hstack, repeat_interleave, roll, rot90, row_stack, stack, tile, tril, triu, vstack,
+    cat, column_stack, concat, concatenate, dstack, flip, fliplr, flipud, hstack,
+    repeat_interleave, roll, rot90, row_stack, stack, tile, tril, triu, vstack,
 )
 
 # --- elementwise (ops/elementwise.py) ---

@@ -154,7 +154,6 @@ METHODS = _table(
     # joining (ops/joining.py) --------------------------------------------------------------
     _ops(joining, """
         fill_diagonal_ repeat repeat_interleave tile flip fliplr flipud roll rot90 tril triu
-        diag
     """),
     # reduction (ops/reduction.py) ----------------------------------------------------------
     _ops(reduction, """
@@ -176,7 +175,7 @@ METHODS = _table(
     # slicing (ops/slicing.py) --------------------------------------------------------------
     _ops(slicing, """
         narrow select split split_with_sizes tensor_split chunk unbind diagonal diag_embed
-        unfold as_strided
+        diag unfold as_strided
     """),
     # elementwise (ops/elementwise.py) ------------------------------------------------------
     _ops(elementwise, """

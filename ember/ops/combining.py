@@ -15,7 +15,7 @@ from .creation import zeros
 from .creation import tensor as make_tensor
 from .joining import cat
 from .._core.memory_format import contiguous_format
-from .joining import diag
+from .slicing import diag
 from .linalg_norms import vector_norm
 
 

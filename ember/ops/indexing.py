@@ -18,6 +18,7 @@ from .._core.function import Function
 from .._core.tensor import Tensor, _make
 from ._inplace import inplace_form
 from ._util import check_same_device, is_scalar, xp_of
+from .creation import tensor as make_tensor
 from .slicing import subview
 from .arithmetic import _short
 from .slicing import SubviewBackward
@@ -342,10 +343,7 @@ def _values_for(target: Tensor, value, op: str) -> Tensor:
                 f"{dtype_short(value.dtype)} for the source.")
         return value
     if not is_scalar(value):
-        # (lazy: creation imports joining, which imports index_dim, which imports this module)
-        from .creation import tensor
-
-        return tensor(value, dtype=target.dtype, device=target.device)
+        return make_tensor(value, dtype=target.dtype, device=target.device)
     xp = xp_of(target._data)
     return _make(xp.asarray(value).astype(target._data.dtype))
 

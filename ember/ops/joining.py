@@ -1,7 +1,8 @@
 """Shape ops that copy: cat/stack and their variants, repeat/tile/repeat_interleave,
-flip/roll/rot90, tril/triu and diag.
+flip/roll/rot90, tril/triu and fill_diagonal_.
 
-The views (reshape, split, unbind, diagonal, ...) are in ``shape.py``.
+The views are in ``shape.py`` (reshape, transpose, ...) and ``slicing.py`` (split,
+unbind, diagonal, ...; also diag and diagonal_copy, beside diagonal).
 """
 
 from __future__ import annotations
@@ -13,8 +14,6 @@ from .._core.tensor import Tensor, _make
 from ._inplace import inplace_form
 from ._util import check_same_device, result_type, cast, wrap_dim, xp_of
 from .shape import _INTS, _int_tuple, atleast_1d, atleast_2d, atleast_3d
-from .slicing import diag_embed, diagonal
-from .index_dim import index_select
 
 
 def _tensor_list(tensors, op: str) -> list:
@@ -224,7 +223,8 @@ def repeat_interleave(input: Tensor, repeats=None, dim: int | None = None, *,
         raise RuntimeError(
             "repeats must have the same size as input along dim, but got repeats.size(0) = "
             f"{repeats.numel()} and input.size({d}) = {n}")
-    return index_select(input, d, _repeated_indices(repeats, input))
+    # (the method, not an import: index_dim's module imports slicing, which imports this one)
+    return input.index_select(d, _repeated_indices(repeats, input))
 
 
 def _repeated_indices(counts: Tensor, like: Tensor | None) -> Tensor:
@@ -412,20 +412,6 @@ def triu_(input: Tensor, diagonal: int = 0) -> Tensor:
     """In-place ``triu``."""
     _check_matrix("triu", input)
     return TriuInplace.apply(input, int(diagonal))
-
-
-def diag(input: Tensor, diagonal: int = 0) -> Tensor:
-    """A 1-d tensor -> the matrix with it on a diagonal; a matrix -> a copy of a diagonal."""
-    if input.ndim == 1:
-        return diag_embed(input, diagonal, 0, 1)
-    if input.ndim == 2:
-        return diagonal_copy(input, diagonal)
-    raise RuntimeError(f"diag(): Supports 1D or 2D tensors. Got {input.ndim}D")
-
-
-def diagonal_copy(input: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
-    """``diagonal`` as a copy with its own memory."""
-    return diagonal(input, offset, dim1, dim2).clone()
 
 
 def fill_diagonal_(input: Tensor, fill_value, wrap: bool = False) -> Tensor:

@@ -1,5 +1,6 @@
 """Views of a part of a tensor: basic indexing (``x[1:3, 0]``), narrow, select, split,
-chunk, tensor_split, unbind, diagonal, ``Tensor.unfold`` and ``as_strided``.
+chunk, tensor_split, unbind, diagonal, ``Tensor.unfold`` and ``as_strided``; beside
+diagonal, the copies diag_embed, diag and diagonal_copy.
 
 Each is a view (``_is_view``): it shares memory and the version counter with its
 input.  Its gradient writes the incoming gradient into zeros of the input's shape, at
@@ -14,6 +15,7 @@ from .._core.backend import scatter_add
 from .._core.function import Function
 from .._core.tensor import Tensor
 from ._util import wrap_dim, xp_of
+from .joining import cat, stack
 from .shape import _INTS
 
 
@@ -131,8 +133,6 @@ class Split(Function):
 
     @staticmethod
     def backward(ctx, *grads):
-        from .joining import cat  # (lazy: joining imports this module)
-
         return cat(grads, ctx.dim)
 
 
@@ -149,8 +149,6 @@ class Unbind(Function):
 
     @staticmethod
     def backward(ctx, *grads):
-        from .joining import stack  # (lazy: joining imports this module)
-
         return stack(grads, ctx.dim)
 
 
@@ -327,6 +325,20 @@ def diag_embed(input: Tensor, offset: int = 0, dim1: int = -2, dim2: int = -1) -
     rest = iter(input._data.shape[:-1])
     shape = tuple(n if i in (d1, d2) else next(rest) for i in range(ndim))
     return DiagonalBackward.apply(input, shape, offset, d1, d2)
+
+
+def diag(input: Tensor, diagonal: int = 0) -> Tensor:
+    """A 1-d tensor -> the matrix with it on a diagonal; a matrix -> a copy of a diagonal."""
+    if input.ndim == 1:
+        return diag_embed(input, diagonal, 0, 1)
+    if input.ndim == 2:
+        return diagonal_copy(input, diagonal)
+    raise RuntimeError(f"diag(): Supports 1D or 2D tensors. Got {input.ndim}D")
+
+
+def diagonal_copy(input: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
+    """``diagonal`` as a copy with its own memory."""
+    return diagonal(input, offset, dim1, dim2).clone()
 
 
 class Unfold(Function):

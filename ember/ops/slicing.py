@@ -270,17 +270,21 @@ def _diagonal_array(x, offset: int, d1: int, d2: int):
     return as_strided_array(x, shape, strides)
 
 
-class Diagonal(Function):
+class _StridedView(Function):
+    """A view made by ``_view(x, *args)`` on the input's memory.  Its gradient is
+    ``_adjoint.apply(grad, input shape, *args)``: each gradient element added back where
+    it was viewed from (the adjoint's own gradient is the view again)."""
+
     _is_view = True
 
     @staticmethod
-    def forward(ctx, x, offset, d1, d2):
-        ctx.in_shape, ctx.args = x.shape, (offset, d1, d2)
-        return _diagonal_array(x, offset, d1, d2)
+    def forward(ctx, x, *args):
+        ctx.in_shape, ctx.args = x.shape, args
+        return ctx._view(x, *args)
 
     @staticmethod
     def backward(ctx, grad):
-        return DiagonalBackward.apply(grad, ctx.in_shape, *ctx.args)
+        return ctx._adjoint.apply(grad, ctx.in_shape, *ctx.args)
 
 
 class DiagonalBackward(Function):
@@ -298,6 +302,13 @@ class DiagonalBackward(Function):
     @staticmethod
     def backward(ctx, grad):
         return Diagonal.apply(grad, *ctx.args)
+
+
+class Diagonal(_StridedView):
+    """(x, offset, dim1, dim2): a diagonal as the last dim."""
+
+    _view = staticmethod(_diagonal_array)
+    _adjoint = DiagonalBackward
 
 
 def diagonal(input: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
@@ -341,28 +352,18 @@ def diagonal_copy(input: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) 
     return diagonal(input, offset, dim1, dim2).clone()
 
 
-class Unfold(Function):
-    """``Tensor.unfold``: sliding windows along one dim, as a new last dim (a view)."""
-
-    _is_view = True
-
-    @staticmethod
-    def forward(ctx, x, dim, size, step):
-        ctx.in_shape, ctx.args = x.shape, (dim, size, step)
-        if x.ndim == 0:
-            return x.reshape(1)
-        count = (x.shape[dim] - size) // step + 1
-        item = x.itemsize
-        strides = [s // item for s in x.strides]
-        shape = list(x.shape)
-        shape[dim] = count
-        strides_out = list(strides)
-        strides_out[dim] = strides[dim] * step
-        return as_strided_array(x, shape + [size], strides_out + [strides[dim]])
-
-    @staticmethod
-    def backward(ctx, grad):
-        return UnfoldBackward.apply(grad, ctx.in_shape, *ctx.args)
+def _unfold_array(x, dim: int, size: int, step: int):
+    """The windows of backend array `x` along `dim` as a strided view (window = last dim)."""
+    if x.ndim == 0:
+        return x.reshape(1)
+    count = (x.shape[dim] - size) // step + 1
+    item = x.itemsize
+    strides = [s // item for s in x.strides]
+    shape = list(x.shape)
+    shape[dim] = count
+    strides_out = list(strides)
+    strides_out[dim] = strides[dim] * step
+    return as_strided_array(x, shape + [size], strides_out + [strides[dim]])
 
 
 class UnfoldBackward(Function):
@@ -385,6 +386,14 @@ class UnfoldBackward(Function):
         return Unfold.apply(grad, *ctx.args)
 
 
+class Unfold(_StridedView):
+    """``Tensor.unfold``: (x, dim, size, step), sliding windows along one dim, as a new
+    last dim (a view)."""
+
+    _view = staticmethod(_unfold_array)
+    _adjoint = UnfoldBackward
+
+
 def unfold(input: Tensor, dimension: int, size: int, step: int) -> Tensor:
     """All windows of `size` elements, `step` apart, along `dimension`; a view whose new
     last dim holds the window."""
@@ -399,19 +408,6 @@ def unfold(input: Tensor, dimension: int, size: int, step: int) -> Tensor:
     if size < 0:
         raise RuntimeError(f"size is {size} but must be >= 0")
     return Unfold.apply(input, d, size, step)
-
-
-class AsStrided(Function):
-    _is_view = True
-
-    @staticmethod
-    def forward(ctx, x, size, stride, offset):
-        ctx.in_shape, ctx.args = x.shape, (size, stride, offset)
-        return as_strided_array(x, size, stride, offset)
-
-    @staticmethod
-    def backward(ctx, grad):
-        return AsStridedBackward.apply(grad, ctx.in_shape, *ctx.args)
 
 
 class AsStridedBackward(Function):
@@ -431,6 +427,13 @@ class AsStridedBackward(Function):
     @staticmethod
     def backward(ctx, grad):
         return AsStrided.apply(grad.contiguous(), *ctx.args)
+
+
+class AsStrided(_StridedView):
+    """(x, size, stride, offset): sizes and strides in elements over x's memory."""
+
+    _view = staticmethod(as_strided_array)
+    _adjoint = AsStridedBackward
 
 
 def as_strided(input: Tensor, size, stride, storage_offset: int | None = None) -> Tensor:

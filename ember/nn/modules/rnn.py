@@ -437,6 +437,18 @@ class RNNCellBase(Module):
     def _zeros(self, input):
         return zeros((input.shape[0], self.hidden_size), dtype=input.dtype, device=input.device)
 
+    def _step(self, cell, input, hx, name: str, states: int = 1):
+        """One step of `cell` with this module's weights; hx defaults to zeros (a tuple of
+        `states` of them for LSTM's (h, c)), and an unbatched input gives unbatched results."""
+        input, hx, batched = self._batched(input, hx, name)
+        if hx is None:
+            hx = self._zeros(input) if states == 1 else tuple(self._zeros(input)
+                                                               for _ in range(states))
+        out = cell(input, hx, self.weight_ih, self.weight_hh, self.bias_ih, self.bias_hh)
+        if states == 1:
+            return out if batched else out.squeeze(0)
+        return tuple(out) if batched else tuple(o.squeeze(0) for o in out)
+
 
 class RNNCell(RNNCellBase):
     """One Elman RNN step: ``h' = tanh(x W_ih^T + b_ih + h W_hh^T + b_hh)`` (or relu).
@@ -454,46 +466,39 @@ class RNNCell(RNNCellBase):
         self.nonlinearity = nonlinearity
 
     def forward(self, input, hx=None):
-        input, hx, batched = self._batched(input, hx, "RNNCell")
-        hx = self._zeros(input) if hx is None else hx
         if self.nonlinearity == "tanh":
             cell = rnn_ops.rnn_tanh_cell
         elif self.nonlinearity == "relu":
             cell = rnn_ops.rnn_relu_cell
         else:
             raise RuntimeError(f"Unknown nonlinearity: {self.nonlinearity}")
-        out = cell(input, hx, self.weight_ih, self.weight_hh, self.bias_ih, self.bias_hh)
-        return out if batched else out.squeeze(0)
+        return self._step(cell, input, hx, "RNNCell")
 
 
-class LSTMCell(RNNCellBase):
+class _GatedCell(RNNCellBase):
+    """LSTMCell and GRUCell: PyTorch's constructor, with `_gates` chunks of weights."""
+
+    _gates = 0
+
+    def __init__(self, input_size: int, hidden_size: int, bias: bool = True, device=None,
+                 dtype=None) -> None:
+        super().__init__(input_size, hidden_size, bias, num_chunks=self._gates, device=device,
+                         dtype=dtype)
+
+
+class LSTMCell(_GatedCell):
     """One LSTM step.  ``forward(input, (h, c)=None)`` returns (h', c')."""
 
-    def __init__(self, input_size: int, hidden_size: int, bias: bool = True, device=None,
-                 dtype=None) -> None:
-        super().__init__(input_size, hidden_size, bias, num_chunks=4, device=device,
-                         dtype=dtype)
+    _gates = 4
 
     def forward(self, input, hx=None):
-        input, hx, batched = self._batched(input, hx, "LSTMCell")
-        if hx is None:
-            hx = (self._zeros(input), self._zeros(input))
-        h, c = rnn_ops.lstm_cell(input, hx, self.weight_ih, self.weight_hh, self.bias_ih,
-                                 self.bias_hh)
-        return (h, c) if batched else (h.squeeze(0), c.squeeze(0))
+        return self._step(rnn_ops.lstm_cell, input, hx, "LSTMCell", states=2)
 
 
-class GRUCell(RNNCellBase):
+class GRUCell(_GatedCell):
     """One GRU step.  ``forward(input, hx=None)`` returns h'."""
 
-    def __init__(self, input_size: int, hidden_size: int, bias: bool = True, device=None,
-                 dtype=None) -> None:
-        super().__init__(input_size, hidden_size, bias, num_chunks=3, device=device,
-                         dtype=dtype)
+    _gates = 3
 
     def forward(self, input, hx=None):
-        input, hx, batched = self._batched(input, hx, "GRUCell")
-        hx = self._zeros(input) if hx is None else hx
-        out = rnn_ops.gru_cell(input, hx, self.weight_ih, self.weight_hh, self.bias_ih,
-                               self.bias_hh)
-        return out if batched else out.squeeze(0)
+        return self._step(rnn_ops.gru_cell, input, hx, "GRUCell")

@@ -123,6 +123,7 @@ class Kernel:
         self.fastmath = fastmath
         self.inline = inline
         self._compiled = None
+        self._serial = None
         self.__name__ = fn.__name__
         self.__doc__ = fn.__doc__
 
@@ -135,7 +136,26 @@ class Kernel:
                 return compiled(*args)
         return compiled(*args)
 
-    def _compile(self):
+    def has_run(self) -> bool:
+        """Whether either build (threaded or serial) has been compiled, i.e. called."""
+        return self._compiled is not None or self._serial is not None
+
+    def serial(self, *args):
+        """The kernel run on the calling thread alone: a parallel kernel compiled a second
+        time without threads (its ``prange`` loops become plain loops).
+
+        NOTE: launching a parallel kernel costs ~40 us even on one thread (numba's
+        workqueue hands the loop to its pool and waits), eight times what the serial
+        build's call costs: small inputs take this one (see `run`).
+        """
+        if not self.parallel:
+            return self(*args)
+        compiled = self._serial
+        if compiled is None:
+            compiled = self._serial = self._compile(parallel=False)
+        return compiled(*args)
+
+    def _compile(self, parallel: bool | None = None):
         if not available():
             raise RuntimeError(
                 f"the native kernel {self.py_func.__name__} needs numba "
@@ -144,11 +164,34 @@ class Kernel:
         # NOTE: error_model="numpy": a float division by zero gives inf/nan as in NumPy;
         # numba's default ("python") raises ZeroDivisionError and, by checking every
         # division, keeps loops with a division from being vectorized (~10x slower).
+        fn = _with_kernels_compiled(self.py_func)
+        if parallel is False and self.parallel:
+            # a name of its own: numba's disk cache files are named after the function
+            fn = types.FunctionType(fn.__code__, fn.__globals__, fn.__name__ + "_serial",
+                                    fn.__defaults__, fn.__closure__)
+            fn.__qualname__ = self.py_func.__qualname__ + "_serial"
+            return _numba.njit(cache=True, nogil=True, parallel=False, fastmath=self.fastmath,
+                               error_model="numpy")(fn)
         self._compiled = _numba.njit(cache=True, nogil=True, parallel=self.parallel,
                                     fastmath=self.fastmath, error_model="numpy",
-                                    inline="always" if self.inline else "never")(
-                                        _with_kernels_compiled(self.py_func))
+                                    inline="always" if self.inline else "never")(fn)
         return self._compiled
+
+
+# Below this many elements, `run` keeps a parallel kernel on the calling thread: a
+# parallel launch costs ~40 us (see `Kernel.serial`), about what a simple kernel takes
+# for 64K elements on one thread.  (On a busy machine a woken thread may come far later:
+# dropout forward+backward on 64K elements on two loaded cores ran 7.6x slower than NumPy
+# on two threads, 0.84x on one.)
+PARALLEL_MIN = 1 << 16
+
+
+def run(kernel: Kernel, size: int, *args):
+    """``kernel(*args)``, on every allowed thread when `size` (elements of work) reaches
+    `PARALLEL_MIN`, else its serial build on this thread alone."""
+    if size >= PARALLEL_MIN:
+        return kernel(*args)
+    return kernel.serial(*args)
 
 
 def _with_kernels_compiled(fn):

@@ -83,8 +83,8 @@ def forward(x, weight, bias, eps: float):
     y = np.empty_like(x)
     out = np.empty_like(x) if affine else y
     mean, var, rstd = np.empty(channels, dtype), np.empty(channels), np.empty(channels, dtype)
-    _forward_kernel(_as_nc_s(x), weight, bias, float(eps), _as_nc_s(y), _as_nc_s(out), mean,
-                    var, rstd, affine)
+    native.run(_forward_kernel, x.size, _as_nc_s(x), weight, bias, float(eps), _as_nc_s(y),
+               _as_nc_s(out), mean, var, rstd, affine)
     shape = (1, channels) + (1,) * (x.ndim - 2)
     return out, mean.reshape(shape), var.reshape(shape), rstd.reshape(shape), y
 
@@ -126,7 +126,7 @@ def backward(g, y, rstd, weight, want_gx: bool):
     scale = np.ascontiguousarray(scale, dtype=g.dtype)
     gx = np.empty_like(g) if want_gx else np.empty((1, 1, 1), g.dtype)
     sums, sums_gy = np.empty(channels), np.empty(channels)
-    _backward_kernel(_as_nc_s(g), _as_nc_s(np.ascontiguousarray(y)), scale,
-                     _as_nc_s(gx) if want_gx else gx, sums, sums_gy,
-                     np.empty((channels, 2), g.dtype), want_gx)
+    native.run(_backward_kernel, g.size, _as_nc_s(g), _as_nc_s(np.ascontiguousarray(y)),
+               scale, _as_nc_s(gx) if want_gx else gx, sums, sums_gy,
+               np.empty((channels, 2), g.dtype), want_gx)
     return (gx if want_gx else None), sums_gy.astype(g.dtype), sums.astype(g.dtype)

@@ -322,15 +322,16 @@ def op_overhead(lib):
 
 # key (for --only), name, builder, target ratio
 STEPS = [
-    ("mlp", "MLP 784-512-256-10 step, batch 128", mlp_step, 0.9),
+    ("mlp", "MLP 784-512-256-10 step, batch 128", mlp_step, 1.0),
     ("cnn", "MNIST CNN step, batch 64, Adadelta", cnn_step, 1.0),
     ("gpt", "char GPT step (2x128, 4 heads, T=64, B=32)", gpt_step, 1.0),
     ("lstm", "LSTM LM step (2x256, seq 35, B=20, V=10k)", lstm_step, 1.0),
     ("matmul", "matmul 2048^2 float32, forward", matmul_forward, 1.0),
     ("matmul", "matmul 2048^2 float32, forward+backward", matmul_backward, 1.0),
-    ("latency", "MNIST CNN batch-1 inference, no_grad", cnn_latency, 1.5),
+    ("latency", "MNIST CNN batch-1 inference, no_grad", cnn_latency, 1.2),
 ]
-OVERHEAD_TARGET = 1.2
+# issue 15's targets (the recording rows keep the earlier 1.2)
+OVERHEAD_TARGET = {"no grad": 1.3}
 MEMORY_TARGET = 1.0
 CHAIN = 20  # ops per call in benchmarks/op_overhead.py
 
@@ -484,7 +485,7 @@ def main() -> None:
         for name, fn in ours.items():
             e, t = alternate(fn, theirs.get(name), args.repeats, inner=50, rounds=args.rounds)
             rows.append((f"op overhead, {name} (per op)", "us", e / CHAIN * 1e6,
-                         t / CHAIN * 1e6 if t else None, OVERHEAD_TARGET))
+                         t / CHAIN * 1e6 if t else None, OVERHEAD_TARGET.get(name, 1.2)))
     if wanted("mlp") and torch is not None:  # the floor under the MLP target
         e, t = alternate(mlp_numpy_step(), mlp_step(torch), args.repeats, rounds=args.rounds)
         rows.append(("MLP step, hand-written NumPy (reference)", "ms", e * 1e3, t * 1e3, None))

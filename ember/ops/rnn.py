@@ -45,9 +45,10 @@ def _starts(batch_sizes) -> list:
 
 
 def _steps(batch_sizes, reverse: bool):
-    """(row start, batch size) of each step, in the order the recurrence visits them."""
-    pairs = list(zip(_starts(batch_sizes), batch_sizes))
-    return pairs[::-1] if reverse else pairs
+    """(first row, end row, batch size) of each step, in the order the recurrence visits
+    them."""
+    steps = [(s, s + b, b) for s, b in zip(_starts(batch_sizes), batch_sizes)]
+    return steps[::-1] if reverse else steps
 
 
 def _sigmoid_(xp, a) -> None:
@@ -123,8 +124,7 @@ class LSTMSequence(_SequenceFunction):
         w_hr_t = None if w_hr is None else xp.ascontiguousarray(w_hr.T)
         two, three = 2 * hidden, 3 * hidden
         fused = w_hr is None and _native_rnn.supports(xw, h, c, w_rec)
-        for s, bs in _steps(batch_sizes, reverse):
-            e = s + bs
+        for s, e, bs in _steps(batch_sizes, reverse):
             hp, cp, tmp = h[:bs], c[:bs], scratch[:bs]
             if fused:  # the gate math of the lines below, in one native pass
                 _native_rnn.lstm_forward_step(xw[s:e], xp.matmul(w_rec, hp.T), hp, cp,
@@ -186,8 +186,7 @@ class LSTMSequence(_SequenceFunction):
         whh, whr = w_hh._data, None if w_hr is None else w_hr._data
         dh_out = None if whr is None else xp.empty_like(gout)
         dc = xp.empty_like(dc_next)
-        for s, bs in reversed(_steps(ctx.batch_sizes, ctx.reverse)):
-            e = s + bs
+        for s, e, bs in reversed(_steps(ctx.batch_sizes, ctx.reverse)):
             dh = gout[s:e] + dh_next[:bs]
             if whr is not None:
                 dh_out[s:e] = dh
@@ -211,8 +210,7 @@ def _lstm_backward_fused(ctx, gout, ghn, gcn, whh):
     gates, tanh_c, c_prev, h_prev, _ = ctx.arrays
     dgates = np.empty_like(gates)
     dh_next, dc_next = ghn.copy(), gcn.copy()
-    for s, bs in reversed(_steps(ctx.batch_sizes, ctx.reverse)):
-        e = s + bs
+    for s, e, bs in reversed(_steps(ctx.batch_sizes, ctx.reverse)):
         _native_rnn.lstm_backward_step(gout[s:e], dh_next[:bs], dc_next[:bs], gates[s:e],
                                        tanh_c[s:e], c_prev[s:e], dgates[s:e])
         np.matmul(dgates[s:e], whh, out=dh_next[:bs])
@@ -226,9 +224,9 @@ def lstm_composite(xw, h0, c0, w_hh, w_hr=None, batch_sizes=(), reverse=False):
     """LSTMSequence written with ember ops, step by step (differentiable to any order)."""
     h, c = h0, c0
     outs = {}
-    for t_index, (s, bs) in zip(_time_indices(batch_sizes, reverse),
+    for t_index, (s, e, bs) in zip(_time_indices(batch_sizes, reverse),
                                 _steps(batch_sizes, reverse)):
-        gates = xw[s:s + bs] + h[:bs].matmul(w_hh.t())
+        gates = xw[s:e] + h[:bs].matmul(w_hh.t())
         i, f, g, o = gates.chunk(4, 1)
         cn = f.sigmoid() * c[:bs] + i.sigmoid() * g.tanh()
         hn = o.sigmoid() * cn.tanh()
@@ -274,8 +272,7 @@ class GRUSequence(_SequenceFunction):
         gates = xp.empty_like(xw)  # activated r, z, n of every row
         hn_part = xp.empty((n, hidden), dtype=xw.dtype)
         h_prev, out, h, w_rec = _state_arrays(xp, xw, h0, w_hh)
-        for s, bs in _steps(batch_sizes, reverse):
-            e = s + bs
+        for s, e, bs in _steps(batch_sizes, reverse):
             hp = h[:bs]
             h_prev[s:e] = hp
             hw = _recurrent(xp, w_rec, hp)
@@ -320,8 +317,7 @@ class GRUSequence(_SequenceFunction):
         dh_next = ghn._data.copy()
         gout = gout._data
         whh = w_hh._data
-        for s, bs in reversed(_steps(ctx.batch_sizes, ctx.reverse)):
-            e = s + bs
+        for s, e, bs in reversed(_steps(ctx.batch_sizes, ctx.reverse)):
             dh = gout[s:e] + dh_next[:bs]
             dxs, dhs = dx[s:e], dhw[s:e]
             dn = dxs[:, two:]
@@ -343,13 +339,13 @@ def gru_composite(xw, h0, w_hh, b_hh=None, batch_sizes=(), reverse=False):
     """GRUSequence written with ember ops, step by step (differentiable to any order)."""
     h = h0
     outs = {}
-    for t_index, (s, bs) in zip(_time_indices(batch_sizes, reverse),
+    for t_index, (s, e, bs) in zip(_time_indices(batch_sizes, reverse),
                                 _steps(batch_sizes, reverse)):
         hp = h[:bs]
         hw = matmul(hp, w_hh.t())
         if b_hh is not None:
             hw = hw + b_hh
-        xr, xz, xn = xw[s:s + bs].chunk(3, 1)
+        xr, xz, xn = xw[s:e].chunk(3, 1)
         hr, hz, hn = hw.chunk(3, 1)
         r, z = (xr + hr).sigmoid(), (xz + hz).sigmoid()
         nt = (xn + r * hn).tanh()
@@ -370,8 +366,7 @@ class RNNSequence(_SequenceFunction):
     def forward(ctx, xw, h0, w_hh, batch_sizes=(), reverse=False, nonlinearity="tanh"):
         xp = xp_of(xw)
         h_prev, out, h, w_rec = _state_arrays(xp, xw, h0, w_hh)
-        for s, bs in _steps(batch_sizes, reverse):
-            e = s + bs
+        for s, e, bs in _steps(batch_sizes, reverse):
             hp = h[:bs]
             h_prev[s:e] = hp
             o = out[s:e]
@@ -399,8 +394,7 @@ class RNNSequence(_SequenceFunction):
         dh_next = ghn._data.copy()
         gout = gout._data
         whh = w_hh._data
-        for s, bs in reversed(_steps(ctx.batch_sizes, ctx.reverse)):
-            e = s + bs
+        for s, e, bs in reversed(_steps(ctx.batch_sizes, ctx.reverse)):
             d = dpre[s:e]
             xp.add(gout[s:e], dh_next[:bs], out=d)
             o = out[s:e]
@@ -418,9 +412,9 @@ def rnn_composite(xw, h0, w_hh, batch_sizes=(), reverse=False, nonlinearity="tan
     """RNNSequence written with ember ops, step by step (differentiable to any order)."""
     h = h0
     outs = {}
-    for t_index, (s, bs) in zip(_time_indices(batch_sizes, reverse),
+    for t_index, (s, e, bs) in zip(_time_indices(batch_sizes, reverse),
                                 _steps(batch_sizes, reverse)):
-        pre = xw[s:s + bs] + h[:bs].matmul(w_hh.t())
+        pre = xw[s:e] + h[:bs].matmul(w_hh.t())
         new = pre.tanh() if nonlinearity == "tanh" else pre.relu()
         h = _merge(new, h)
         outs[t_index] = new

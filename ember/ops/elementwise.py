@@ -23,6 +23,7 @@ from .._core.grad_mode import is_grad_enabled
 from .._core.tensor import Tensor, _make
 from . import _kernels
 from . import _native_activation as _native_act
+from . import _native_relu
 from ._inplace import op_pair
 from ._util import float_input, xp_of
 from .arithmetic import require_float_target, unsupported
@@ -322,9 +323,15 @@ class Frac(_Unary):
         return grad
 
 
+def _relu_array(xp, x):
+    if _native_relu.supports(x):
+        return _native_relu.relu(x)
+    return xp.maximum(x, 0)
+
+
 class Relu(_Unary):
     saves = "y"
-    compute = staticmethod(lambda xp, x: xp.maximum(x, 0))
+    compute = staticmethod(_relu_array)
 
     @staticmethod
     def backward(ctx, grad):

@@ -464,12 +464,16 @@ class Clamp(Function):
     def forward(ctx, x, lo, hi, node_name=None):
         if node_name is not None:
             ctx._name = node_name
-        ctx.bounds = (lo, hi)
-        ctx.save_for_backward(x)
+        ctx._keep(x, lo, hi)
         xp = xp_of(x)
         out = x if lo is None else xp.maximum(x, lo)
         out = out if hi is None else xp.minimum(out, hi)
         return out.astype(x.dtype, copy=False)
+
+    def _keep(self, x, lo, hi) -> None:
+        """Save what backward needs: number bounds go on the node, not in saved tensors."""
+        self.bounds = (lo, hi)
+        self.save_for_backward(x)
 
     @staticmethod
     def backward(ctx, grad):
@@ -485,19 +489,14 @@ class Clamp(Function):
         return grad.where(inside, 0.0)
 
 
-class ClampTensor(Function):
-    """clamp with tensor bounds (either may be None)."""
+class ClampTensor(Clamp):
+    """clamp with tensor bounds (either may be None): Clamp's forward, gradients for the
+    bounds too."""
 
     _name = "ClampBackward0"
 
-    @staticmethod
-    def forward(ctx, x, lo, hi, node_name=None):
-        if node_name is not None:
-            ctx._name = node_name
-        ctx.save_for_backward(x, lo, hi)
-        xp = xp_of(x)
-        out = x if lo is None else xp.maximum(x, lo)
-        return out if hi is None else xp.minimum(out, hi)
+    def _keep(self, x, lo, hi) -> None:
+        self.save_for_backward(x, lo, hi)
 
     @staticmethod
     def backward(ctx, grad):

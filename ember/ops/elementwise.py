@@ -349,6 +349,9 @@ class ReluBackward(Function):
     @staticmethod
     def forward(ctx, grad, y):
         ctx.save_for_backward(y)
+        if _native_relu.supports(y) and _native_relu.supports(grad) \
+                and grad.shape == y.shape and grad.dtype == y.dtype:
+            return _native_relu.relu_backward(grad, y)
         return _kernels.relu_backward(grad, y)
 
     @staticmethod

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 import ember
+from ember.ops import _kernels
 from ember.ops import _native as native
 from ember.ops import _native_relu as nrelu
 
@@ -48,3 +49,16 @@ def test_other_inputs_take_numpy():
         assert not nrelu.supports(big)
     t = ember.tensor(np.arange(-5, 5, dtype=np.int64))
     np.testing.assert_array_equal(ember.relu(t).numpy(), np.maximum(np.arange(-5, 5), 0))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("size", [nrelu.MIN_SIZE + 3, native.PARALLEL_MIN + 5])
+def test_backward_kernel_matches_the_numpy_path_bit_for_bit(dtype, size):
+    rng = np.random.default_rng(1)
+    y = np.maximum(rng.standard_normal(size), 0).astype(dtype)
+    y[:4] = [np.nan, 0.0, np.inf, 1.0]
+    g = rng.standard_normal(size).astype(dtype)
+    g[:4] = [1.0, np.nan, -2.0, np.inf]
+    got = nrelu.relu_backward(g, y)
+    ref = _kernels.relu_backward(g, y)
+    np.testing.assert_array_equal(got.view(f"u{got.itemsize}"), ref.view(f"u{ref.itemsize}"))

@@ -390,9 +390,9 @@ class LogSigmoid(Function):
     @staticmethod
     def forward(ctx, x):
         ctx.save_for_backward(x)
-        xp = xp_of(x)
-        with np.errstate(all="ignore"):
-            return (xp.minimum(x, 0) - xp.log1p(xp.exp(-xp.abs(x)))).astype(x.dtype, copy=False)
+        # log(sigmoid(x)) = -softplus(-x), in the form that never overflows.  NOTE: 0 - rather
+        # than a plain minus, so that a large x gives +0.0 as in PyTorch, not -0.0.
+        return (0 - _softplus_array(xp_of(x), -x)).astype(x.dtype, copy=False)
 
     @staticmethod
     def backward(ctx, grad):

@@ -19,18 +19,17 @@ from collections import namedtuple
 
 import numpy as np
 
-from .._core.function import Function
 from .._core.tensor import Tensor
-from .complex import Conj, Real
-from .linalg import const_like, diag_embed, diagonal, matmul, mH, unsqueeze_last
+from .complex import Real
+from .linalg import diagonal, matmul, mH
 from .linalg_decomp import _check_square, _lapack, solve
-from .linalg_svd import _check_phase_invariant
+from .linalg_svd import _check_phase_invariant, _Eigenpairs
 from ._util import xp_of
 
 linalg_eig = namedtuple("linalg_eig", ["eigenvalues", "eigenvectors"])
 
 
-class Eig(Function):
+class Eig(_Eigenpairs):
     """Eigenvalues and unit eigenvectors of a square matrix (complex outputs)."""
 
     _name = "LinalgEigBackward0"
@@ -40,28 +39,19 @@ class Eig(Function):
         xp = xp_of(A)
         complex_dtype = np.result_type(A.dtype, np.complex64)
         L, V = _lapack("linalg.eig", "The algorithm failed to converge.", xp.linalg.eig, A)
-        L, V = L.astype(complex_dtype, copy=False), V.astype(complex_dtype, copy=False)
         ctx.real_input = A.dtype.kind != "c"
-        ctx.save_for_backward(L, V)
-        ctx.set_materialize_grads(False)
-        return L, V
+        return ctx._save_pairs(L.astype(complex_dtype, copy=False),
+                               V.astype(complex_dtype, copy=False))
 
-    @staticmethod
-    def backward(ctx, gL, gV):
-        L, V = ctx.saved_tensors
-        k = L.shape[-1]
-        inner = diag_embed(L.new_zeros(tuple(L.shape)) if gL is None else gL)
-        if gV is not None:
-            VhgV = matmul(mH(V), gV)
-            diag = diagonal(VhgV)
-            _check_phase_invariant("linalg.eig", diag)
-            VhgV = VhgV - matmul(mH(V), V * Real.apply(diag).unsqueeze(-2))
-            E = L.unsqueeze(-2) - unsqueeze_last(L)  # E[i, j] = L[j] - L[i]
-            off_diagonal = const_like(1 - np.eye(k), E.real if E.is_complex() else E)
-            E = E + const_like(np.eye(k), E.real)  # (the diagonal is dropped below)
-            inner = inner + VhgV / Conj.apply(E) * off_diagonal
-        gA = solve(mH(V), matmul(inner, mH(V)))
-        return Real.apply(gA) if ctx.real_input else gA
+    def _vector_term(self, V, VhgV):
+        diag = diagonal(VhgV)
+        _check_phase_invariant("linalg.eig", diag)
+        # the projection: drop what only changes the eigenvectors' lengths
+        return VhgV - matmul(mH(V), V * Real.apply(diag).unsqueeze(-2))
+
+    def _outer(self, V, inner):
+        gA = solve(mH(V), matmul(inner, mH(V)))  # V^-H inner V^H
+        return Real.apply(gA) if self.real_input else gA
 
 
 def eig(A: Tensor):

@@ -16,6 +16,7 @@ from .._core.tensor import Tensor, _make
 from .linalg import (
     const_like, diag_embed, diagonal, eye_like, matmul, mH, mT, no_complex_grad, unsqueeze_last,
 )
+from .complex import conj
 from .linalg_decomp import (
     _check_float, _check_square, _lapack, linalg_eigh, linalg_lstsq, linalg_svd, svd_result,
 )
@@ -128,31 +129,47 @@ def legacy_svd(input: Tensor, some: bool = True, compute_uv: bool = True):
     return svd_result(U, S, mH(Vh))
 
 
-class Eigh(Function):
+class _Eigenpairs(Function):
+    """What Eig and Eigh share.  Both gradients are
+    ``gA = outer(diag(gL) + F / conj(E) off the diagonal)``, E[i, j] = L[j] - L[i], where
+    the subclass makes F from V^H gV (`_vector_term`) and gives the `outer` map."""
+
+    def _save_pairs(self, L, V):
+        """Save (L, V) for backward, which takes a missing gradient as None; return them."""
+        self.save_for_backward(L, V)
+        self.set_materialize_grads(False)
+        return L, V
+
+    @staticmethod
+    def backward(ctx, gL, gV):
+        L, V = ctx.saved_tensors
+        inner = diag_embed(_zeros_as(L) if gL is None else gL)
+        if gV is not None:
+            k = L.shape[-1]
+            E = L.unsqueeze(-2) - unsqueeze_last(L)  # E[i, j] = L[j] - L[i]
+            E = E + eye_like(k, E)  # (the diagonal is dropped below)
+            off = ctx._vector_term(V, matmul(mH(V), gV)) / conj(E)
+            inner = inner + off * const_like(1 - np.eye(k), off)
+        return ctx._outer(V, inner)
+
+
+class Eigh(_Eigenpairs):
+    """gA = V (diag(gL) + (V^H gV) / E) V^H, E real, and its symmetric part."""
+
     _name = "LinalgEighBackward0"
 
     @staticmethod
     def forward(ctx, A, uplo):
         L, V = _lapack("linalg.eigh", "The algorithm failed to converge.",
                        xp_of(A).linalg.eigh, A, UPLO=uplo)
-        ctx.save_for_backward(L, V)
-        ctx.set_materialize_grads(False)
-        return L, V
+        return ctx._save_pairs(L, V)
 
-    @staticmethod
-    def backward(ctx, gL, gV):
-        # gA = V (diag(gL) + (V^H gV) / E) V^H, E[i, j] = L_j - L_i off the diagonal
-        L, V = ctx.saved_tensors
-        k = L.shape[-1]
-        inner = diag_embed(_zeros_as(L) if gL is None else gL)
-        if gV is not None:
-            E = L.reshape(tuple(L.shape[:-1]) + (1, k)) - unsqueeze_last(L)  # L_j - L_i
-            E = E + eye_like(k, E)
-            VhgV = matmul(mH(V), gV)
-            if VhgV.is_complex():
-                _check_phase_invariant("linalg.eigh", diagonal(VhgV))
-            off = VhgV / E
-            inner = inner + off * const_like(1 - np.eye(k), off)
+    def _vector_term(self, V, VhgV):
+        if VhgV.is_complex():
+            _check_phase_invariant("linalg.eigh", diagonal(VhgV))
+        return VhgV
+
+    def _outer(self, V, inner):
         if inner.dtype != V.dtype:  # (Hermitian input: real eigenvalues, complex vectors)
             inner = inner.to(V.dtype)
         gA = matmul(matmul(V, inner), mH(V))

@@ -13,7 +13,7 @@ import math
 
 from .._core.function import Function
 from .._core.tensor import Tensor, _make
-from ._inplace import binary_pair, op_function
+from ._inplace import binary_pair, inplace_form, op_function
 from ._util import check_same_device, is_scalar, promote, result_type, to_tensor, xp_of
 from .arithmetic import (
     _is_integral, _short, _xp, check_broadcast, check_inplace_shape, inplace_operand,
@@ -138,33 +138,34 @@ LeftShiftInplace = _inplace_form(LeftShift)
 RightShiftInplace = _inplace_form(RightShift)
 
 
-class LogicalNot(Function):
-    @staticmethod
-    def forward(ctx, x):
-        return xp_of(x).logical_not(x)
-
-
-class LogicalNotInplace(LogicalNot):
-    _inplace = True
-    _name = "LogicalNotBackward0"
+class _Not(Function):
+    """logical_not or bitwise_not: forward only; the in-place form converts the result to
+    the target's dtype and gives a zero gradient."""
 
     @staticmethod
+    def compute(xp, x):
+        raise NotImplementedError
+
+    @staticmethod
     def forward(ctx, x):
-        return xp_of(x).logical_not(x).astype(x.dtype)
+        out = type(ctx).compute(xp_of(x), x)
+        return out.astype(x.dtype) if ctx._inplace else out
 
     @staticmethod
     def backward(ctx, grad):
         return grad.new_zeros(grad.shape)
 
 
-class BitwiseNot(Function):
-    @staticmethod
-    def forward(ctx, x):
-        return xp_of(x).invert(x)
+class LogicalNot(_Not):
+    compute = staticmethod(lambda xp, x: xp.logical_not(x))
 
 
-class BitwiseNotInplace(BitwiseNot):
-    _inplace = True
+class BitwiseNot(_Not):
+    compute = staticmethod(lambda xp, x: xp.invert(x))
+
+
+LogicalNotInplace = inplace_form(LogicalNot)
+BitwiseNotInplace = inplace_form(BitwiseNot)
 
 
 # ---------------------------------------------------------------------------

@@ -36,15 +36,14 @@ class FFT(Function):
 
     @staticmethod
     def forward(ctx, x, dims, norm, inverse):
-        ctx.args = (dims, norm, inverse)
+        ctx.adjoint = (dims, _DUAL[norm], not inverse)  # the transform backward applies
         xp = xp_of(x)
         transform = xp.fft.ifftn if inverse else xp.fft.fftn
         return transform(x, axes=dims, norm=norm).astype(_complex_dtype(x.dtype), copy=False)
 
     @staticmethod
     def backward(ctx, grad):
-        dims, norm, inverse = ctx.args
-        return FFT.apply(grad, dims, _DUAL[norm], not inverse)
+        return FFT.apply(grad, *ctx.adjoint)
 
 
 class RFFT(Function):
@@ -206,23 +205,24 @@ def _conj(x: Tensor) -> Tensor:
 # N-dimensional transforms
 
 
+def _complex_n(op: str, input: Tensor, s, dim, norm, inverse: bool) -> Tensor:
+    """fftn (or ifftn with `inverse`): each dim padded or cut to its size, then one FFT."""
+    x = _as_complex(input)
+    dims, sizes = _dims_and_sizes(op, x, s, dim)
+    for d, size in zip(dims, sizes):
+        x = _resize(x, d, size)
+    return FFT.apply(x, dims, _norm(norm), inverse)
+
+
 def fftn(input: Tensor, s=None, dim=None, norm: str | None = None) -> Tensor:
     """The N-dimensional discrete Fourier transform over `dim` (default: all dims, or the
     last len(s)), each padded or cut to the size in `s`."""
-    x = _as_complex(input)
-    dims, sizes = _dims_and_sizes("fftn", x, s, dim)
-    for d, size in zip(dims, sizes):
-        x = _resize(x, d, size)
-    return FFT.apply(x, dims, _norm(norm), False)
+    return _complex_n("fftn", input, s, dim, norm, False)
 
 
 def ifftn(input: Tensor, s=None, dim=None, norm: str | None = None) -> Tensor:
     """The N-dimensional inverse discrete Fourier transform."""
-    x = _as_complex(input)
-    dims, sizes = _dims_and_sizes("ifftn", x, s, dim)
-    for d, size in zip(dims, sizes):
-        x = _resize(x, d, size)
-    return FFT.apply(x, dims, _norm(norm), True)
+    return _complex_n("ifftn", input, s, dim, norm, True)
 
 
 def rfftn(input: Tensor, s=None, dim=None, norm: str | None = None) -> Tensor:

@@ -23,10 +23,11 @@ import numpy as np
 from . import _native as native
 from ._native_activation import _exp32, run
 
-# Fewer elements than this stay on the NumPy path.  (Small inputs run the kernels' serial
-# builds, ~5 us a call: a batch of 128 x 10 logits took 56 us in cross_entropy through
-# the kernel, 94 on the NumPy path's thirty-odd calls.)
-MIN_SIZE = 1 << 6
+# Fewer elements than this stay on the NumPy path: none.  Small inputs run the kernels'
+# serial builds, a few us a call, less than the NumPy path's several calls: a batch of
+# 128 x 10 logits took 56 us in cross_entropy through the kernel, 94 on the NumPy path;
+# a batch-1 classifier's log_softmax over 10 classes 9 us against 20.
+MIN_SIZE = 1
 _REORDER = {"reassoc", "contract"}
 # Backward column sums are taken over this many blocks of rows, then added in NumPy.
 _BLOCKS = 32
@@ -71,11 +72,16 @@ def _softmax_kernel(x, out, log):
         m = _row_max(row)
         total = _ZERO
         if log:
+            # (x - m) - log(total), in two passes: x - (m + log(total)) would round m +
+            # log(total) at x's magnitude (5e-4 for logits near 1e4), and one pass would
+            # let `reassoc` fold it into that form
             for j in range(row.size):
-                total += _exp_as(row[j] - m, fast)
-            shift = m + math.log(total)
+                d = row[j] - m
+                dst[j] = d
+                total += _exp_as(d, fast)
+            lse = math.log(total)
             for j in range(row.size):
-                dst[j] = row[j] - shift
+                dst[j] -= lse
         else:
             for j in range(row.size):
                 e = _exp_as(row[j] - m, fast)
@@ -121,12 +127,15 @@ def _softmax_inner_kernel(x, out, log):
                 e = _exp_as(xo[c, k] - m[k], fast)
                 total[k] += e
                 oo[c, k] = e
-        if log:
+        if log:  # (x - m) - log(total), as in _softmax_kernel
             for k in range(inner):
-                total[k] = m[k] + math.log(total[k])
+                total[k] = math.log(total[k])
             for c in range(channels):
                 for k in range(inner):
-                    oo[c, k] = xo[c, k] - total[k]
+                    oo[c, k] = xo[c, k] - m[k]
+            for c in range(channels):
+                for k in range(inner):
+                    oo[c, k] -= total[k]
         else:
             for k in range(inner):
                 total[k] = _ONE / total[k]
@@ -279,7 +288,10 @@ def layer_norm_backward(g, y, rstd, weight, need_x: bool, need_w: bool,
 
 
 @native.kernel(parallel=True, fastmath=_REORDER)
-def _cross_entropy_kernel(x, target, coef_t, coef_u, weight, loss, logz):
+def _cross_entropy_kernel(x, target, coef_t, coef_u, weight, loss, shift, lse):
+    # logp = (x - m) - log(sum(exp(x - m))), never x - (m + log(...)): that sum would round
+    # at the logits' magnitude (5e-4 for logits near 1e4).  (`reassoc` without `nsz` lets
+    # LLVM reorder the sums below, not rewrite these subtractions.)
     fast = x.itemsize == 4
     for i in native.prange(x.shape[0]):
         row = x[i]
@@ -287,48 +299,52 @@ def _cross_entropy_kernel(x, target, coef_t, coef_u, weight, loss, logz):
         total = _ZERO
         for j in range(row.size):
             total += _exp_as(row[j] - m, fast)
-        z = m + math.log(total)
-        logz[i] = z
-        value = -coef_t[i] * (row[target[i]] - z)
+        z = math.log(total)
+        shift[i], lse[i] = m, z
+        value = -coef_t[i] * ((row[target[i]] - m) - z)
         if coef_u[i] != 0:  # label smoothing: the weighted mean of all log-probabilities
             smooth = _ZERO
             for j in range(row.size):
-                smooth += weight[j] * (row[j] - z)
+                smooth += weight[j] * ((row[j] - m) - z)
             value -= coef_u[i] * smooth
         loss[i] = value
 
 
 @native.kernel(parallel=True, fastmath=_REORDER)
-def _cross_entropy_backward_kernel(g, x, logz, target, coef_t, coef_u, weight, wsum, out):
+def _cross_entropy_backward_kernel(g, x, shift, lse, target, coef_t, coef_u, weight, wsum,
+                                   out):
     fast = x.itemsize == 4
     for i in native.prange(x.shape[0]):
         row, dst = x[i], out[i]
         a = g[i] * (coef_t[i] + coef_u[i] * wsum)
         u = g[i] * coef_u[i]
-        z = logz[i]
+        m, z = shift[i], lse[i]
         for j in range(row.size):
-            dst[j] = a * _exp_as(row[j] - z, fast) - u * weight[j]
+            dst[j] = a * _exp_as((row[j] - m) - z, fast) - u * weight[j]
         dst[target[i]] -= g[i] * coef_t[i]
 
 
 def cross_entropy(x, target, coef_t, coef_u, weight) -> tuple:
     """Per-sample ``-coef_t logp[t] - coef_u sum_c w_c logp_c`` for logits `x` (a
-    `supports` (N, C) array), ``logp = log_softmax(x)``; returns (loss, logz) with logz
-    the per-row log of the normalizer (what the backward needs instead of logp).
+    `supports` (N, C) array), ``logp = log_softmax(x)``; returns (loss, norm) with norm
+    the per-row (max, log of the shifted normalizer): what the backward needs instead of
+    logp.
 
     `coef_t` (N,) is ``(1 - smoothing) * weight[target]`` (0 for ignored targets),
     `coef_u` (N,) ``smoothing / C`` (0 for ignored targets), `weight` (C,) the class
     weights; all of x's dtype."""
     loss = np.empty(x.shape[0], x.dtype)
-    logz = np.empty(x.shape[0], x.dtype)
-    run(_cross_entropy_kernel, x.size, x, target, coef_t, coef_u, weight, loss, logz)
-    return loss, logz
+    shift = np.empty(x.shape[0], x.dtype)
+    lse = np.empty(x.shape[0], x.dtype)
+    run(_cross_entropy_kernel, x.size, x, target, coef_t, coef_u, weight, loss, shift, lse)
+    return loss, (shift, lse)
 
 
-def cross_entropy_backward(g, x, logz, target, coef_t, coef_u, weight) -> np.ndarray:
+def cross_entropy_backward(g, x, norm, target, coef_t, coef_u, weight) -> np.ndarray:
     """``g * (a * softmax(x) - q)`` per row: the gradient of `cross_entropy` for the
-    per-sample gradient `g` (N,), with q the weighted target distribution and a its sum."""
+    per-sample gradient `g` (N,), with q the weighted target distribution and a its sum;
+    `norm` is what `cross_entropy` returned with the loss."""
     out = np.empty_like(x)
-    run(_cross_entropy_backward_kernel, x.size, g, x, logz, target, coef_t, coef_u, weight,
+    run(_cross_entropy_backward_kernel, x.size, g, x, *norm, target, coef_t, coef_u, weight,
         x.dtype.type(weight.sum()), out)
     return out

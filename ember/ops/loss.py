@@ -232,15 +232,15 @@ class CrossEntropy(_ClassIndexLoss):
 def _native_cross_entropy(ctx, x, weight, target, picked_weight, valid, smoothing):
     """CrossEntropy's per-sample loss by the fused numba kernel (log-softmax and the pick
     of the target in one pass over each row); keeps on `ctx` what its backward needs:
-    the per-row log-normalizer instead of the log-probabilities."""
+    each row's max and log-normalizer instead of the log-probabilities."""
     dtype, c = x.dtype, x.shape[1]
     coef_t = ((1 - smoothing) * picked_weight).astype(dtype)
     coef_u = ((smoothing / c) * valid).astype(dtype)
     w = np.ones(c, dtype) if weight is None else np.ascontiguousarray(weight.reshape(-1))
-    loss, logz = _native_rows.cross_entropy(x, target, coef_t, coef_u, w)
+    loss, norm = _native_rows.cross_entropy(x, target, coef_t, coef_u, w)
     ctx.target, ctx.picked_weight, ctx.valid = target, picked_weight, valid
     ctx.smoothing, ctx.bshape, ctx.logp = smoothing, (1, c), None
-    ctx.native = (logz, target, coef_t, coef_u, w)
+    ctx.native = (norm, target, coef_t, coef_u, w)
     return loss
 
 

@@ -14,7 +14,7 @@ from ember.ops import _native_rows as nrows
 pytestmark = pytest.mark.skipif(not native.available(), reason="numba is not installed")
 
 TOL = {np.float32: dict(rtol=2e-5, atol=2e-6), np.float64: dict(rtol=1e-11, atol=1e-12)}
-ROWS = nrows.MIN_SIZE // 64 + 3  # rows of 64: just above the kernels' threshold
+ROWS = 131  # rows of 64 (8,384 elements), an odd count
 
 
 def _both_paths(fn, *arrays, grads=None):
@@ -255,3 +255,25 @@ def test_cross_entropy_gradcheck_and_double_backward_with_numba_on(smoothing, mo
         (g1,) = ember.autograd.grad(fn(x), x, create_graph=True)
         (g0,) = ember.autograd.grad(fn(x), x)
     np.testing.assert_allclose(g1.detach().numpy(), g0.numpy(), rtol=1e-12, atol=1e-14)
+
+
+@pytest.mark.parametrize("rows", [ROWS, 2 * native.PARALLEL_MIN // 64])  # serial, threaded
+def test_large_logits_keep_full_precision(rows):
+    # log-probabilities of logits near 1e4: forming max + log(sum) first would round at
+    # 1e4's spacing (~5e-4 in float32); the NumPy path and PyTorch keep them exact
+    rng = np.random.default_rng(6)
+    x = (rng.standard_normal((rows, 64)) + 1e4).astype(np.float32)
+    t = rng.integers(0, 64, rows)
+    ref = x.astype(np.float64) - x.max(1, keepdims=True)
+    ref = ref - np.log(np.exp(ref).sum(1, keepdims=True))
+    got = F.log_softmax(ember.tensor(x), -1).numpy()
+    np.testing.assert_allclose(got, ref, rtol=1e-5, atol=2e-6)
+    got_dim0 = F.log_softmax(ember.tensor(np.ascontiguousarray(x.T)), 0).numpy()
+    np.testing.assert_allclose(got_dim0, ref.T, rtol=1e-5, atol=2e-6)
+    xt = ember.tensor(x, requires_grad=True)
+    loss = F.cross_entropy(xt, ember.tensor(t), reduction="sum")
+    np.testing.assert_allclose(loss.item(), -ref[np.arange(rows), t].sum(), rtol=1e-5)
+    loss.backward()
+    p = np.exp(ref)
+    p[np.arange(rows), t] -= 1
+    np.testing.assert_allclose(xt.grad.numpy(), p, atol=2e-6)

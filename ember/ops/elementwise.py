@@ -323,15 +323,14 @@ class Frac(_Unary):
         return grad
 
 
-def _relu_array(xp, x):
-    if _native_relu.supports(x):
-        return _native_relu.relu(x)
-    return xp.maximum(x, 0)
-
-
 class Relu(_Unary):
     saves = "y"
-    compute = staticmethod(_relu_array)
+
+    @staticmethod
+    def compute(xp, x):
+        if _native_relu.supports(x):
+            return _native_relu.relu(x)
+        return xp.maximum(x, 0)
 
     @staticmethod
     def backward(ctx, grad):

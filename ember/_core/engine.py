@@ -193,7 +193,7 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
             if needed is not None and node not in needed:
                 continue
             in_grads = _call_node(node, node_grads, retain_graph)
-            hands_over = (node._fresh_grads or node._is_view) and captures is None \
+            hands_over = node._may_hand_over and captures is None \
                 and _hands_over(node, node_grads, owned)
             for (child, nr), g in zip(node._edges, in_grads):
                 if child is None:

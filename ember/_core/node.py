@@ -148,6 +148,7 @@ class Node:
     # engine may then let a leaf keep it as .grad without a copy (engine.py).
     _fresh_grads = False
     _is_view = False
+    _may_hand_over = False  # _fresh_grads or _is_view: one lookup per node for the engine
 
     def name(self) -> str:
         """The PyTorch-style name of this node, e.g. ``'MulBackward0'``."""

@@ -30,22 +30,21 @@ def direct(op, input, other) -> Tensor | None:
     `op` is the array operation the general path's forward runs (``operator.mul`` for
     ``Mul``), so both paths give the same result bit for bit.
     """
-    if type(input) is not Tensor or PROCESS.observer is not None:
+    # (the recording case, the most common one that steps aside, is ruled out first)
+    if type(input) is not Tensor or (input._requires_grad and STATE.enabled):
         return None
     a = input._data
-    if type(a) is not _ndarray or a.dtype.kind != "f":
-        return None
     if type(other) is Tensor:
-        b = other._data
-        if b.dtype is not a.dtype or type(b) is not _ndarray:
+        if other._requires_grad and STATE.enabled:
             return None
-        needs_grad = input._requires_grad or other._requires_grad
+        b = other._data
+        if type(b) is not _ndarray or b.dtype is not a.dtype:
+            return None
     elif type(other) in _NUMBERS:
         b = float(other)  # as `promote` passes a number to a float tensor's op
-        needs_grad = input._requires_grad
     else:
         return None
-    if needs_grad and STATE.enabled:
+    if type(a) is not _ndarray or a.dtype.kind != "f" or PROCESS.observer is not None:
         return None
     try:
         out = op(a, b)

@@ -211,21 +211,35 @@ def main_thread_is_collecting() -> bool:
 
 
 def interrupt_when_waiting(dataset: Gated, outcome: dict) -> None:
-    """Deliver SIGINT to the main thread once it is known to wait on the workers."""
-    if not select.select([dataset.started_r], [], [], 30)[0]:
-        return
-    deadline = time.monotonic() + 30
-    while not main_thread_is_collecting():
-        if time.monotonic() > deadline:
+    """Deliver SIGINT to the main thread once it is known to wait on the workers.
+
+    Whatever happens, the gate opens in the end (a byte on its pipe), so that a missed
+    interrupt fails the test at once instead of leaving the loader to wait 30 s for each
+    of 64 samples."""
+    try:
+        if not select.select([dataset.started_r], [], [], 30)[0]:
+            outcome["failure"] = "no worker started a fetch within 30 s"
             return
-        time.sleep(0.005)
-    outcome["sent"] = True
-    signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
+        deadline = time.monotonic() + 30
+        while not main_thread_is_collecting():
+            if time.monotonic() > deadline:
+                outcome["failure"] = "the main thread never waited on the workers"
+                return
+            time.sleep(0.005)
+        outcome["sent"] = True
+        signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
+        deadline = time.monotonic() + 10
+        while main_thread_is_collecting() and time.monotonic() < deadline:
+            time.sleep(0.005)
+    finally:
+        os.write(dataset.gate_w, b"g")
 
 
 @pytest.mark.skipif("fork" not in multiprocessing.get_all_start_methods(),
                     reason="the gate's pipes reach the workers by fork")
 def test_cleanup_after_keyboard_interrupt_while_waiting():
+    # (an earlier test that left SIGINT ignored or handled would make this one fail)
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
     dataset = Gated()
     loader = DataLoader(dataset, batch_size=8, num_workers=2)
     outcome = {"sent": False}
@@ -238,7 +252,7 @@ def test_cleanup_after_keyboard_interrupt_while_waiting():
     finally:
         helper.join()
         dataset.close()
-    assert outcome["sent"]
+    assert outcome["sent"], outcome.get("failure")
     assert clean()
 
 

@@ -238,8 +238,17 @@ def interrupt_when_waiting(dataset: Gated, outcome: dict) -> None:
 @pytest.mark.skipif("fork" not in multiprocessing.get_all_start_methods(),
                     reason="the gate's pipes reach the workers by fork")
 def test_cleanup_after_keyboard_interrupt_while_waiting():
-    # (an earlier test that left SIGINT ignored or handled would make this one fail)
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    # Python's own handler, whatever the runner inherited: a process started in the
+    # background by a non-interactive shell ignores SIGINT (a CI run launched with `&`
+    # did, and this test then waited on the workers instead of seeing the interrupt)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        _interrupt_while_waiting()
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _interrupt_while_waiting():
     dataset = Gated()
     loader = DataLoader(dataset, batch_size=8, num_workers=2)
     outcome = {"sent": False}

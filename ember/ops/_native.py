@@ -156,26 +156,28 @@ class Kernel:
         return compiled(*args)
 
     def _compile(self, parallel: bool | None = None):
+        """The numba build of the kernel: threaded as declared, or with ``parallel=False``
+        its serial build (which `serial` keeps; the declared one goes to `_compiled`)."""
         if not available():
             raise RuntimeError(
                 f"the native kernel {self.py_func.__name__} needs numba "
                 "(pip install numba, and EMBER_NO_NUMBA unset); callers take the NumPy path "
                 "when native.enabled() is False")
-        # NOTE: error_model="numpy": a float division by zero gives inf/nan as in NumPy;
-        # numba's default ("python") raises ZeroDivisionError and, by checking every
-        # division, keeps loops with a division from being vectorized (~10x slower).
+        serial = parallel is False and self.parallel
         fn = _with_kernels_compiled(self.py_func)
-        if parallel is False and self.parallel:
-            # a name of its own: numba's disk cache files are named after the function
+        if serial:  # a name of its own: numba's disk cache files are named after it
             fn = types.FunctionType(fn.__code__, fn.__globals__, fn.__name__ + "_serial",
                                     fn.__defaults__, fn.__closure__)
             fn.__qualname__ = self.py_func.__qualname__ + "_serial"
-            return _numba.njit(cache=True, nogil=True, parallel=False, fastmath=self.fastmath,
-                               error_model="numpy")(fn)
-        self._compiled = _numba.njit(cache=True, nogil=True, parallel=self.parallel,
-                                    fastmath=self.fastmath, error_model="numpy",
-                                    inline="always" if self.inline else "never")(fn)
-        return self._compiled
+        # NOTE: error_model="numpy": a float division by zero gives inf/nan as in NumPy;
+        # numba's default ("python") raises ZeroDivisionError and, by checking every
+        # division, keeps loops with a division from being vectorized (~10x slower).
+        compiled = _numba.njit(cache=True, nogil=True, parallel=self.parallel and not serial,
+                               fastmath=self.fastmath, error_model="numpy",
+                               inline="always" if self.inline else "never")(fn)
+        if not serial:
+            self._compiled = compiled
+        return compiled
 
 
 # Below this many elements, `run` keeps a parallel kernel on the calling thread: a

@@ -72,9 +72,9 @@ def _softmax_kernel(x, out, log):
         m = _row_max(row)
         total = _ZERO
         if log:
-            # (x - m) - log(total), in two passes: x - (m + log(total)) would round m +
-            # log(total) at x's magnitude (5e-4 for logits near 1e4), and one pass would
-            # let `reassoc` fold it into that form
+            # (x - m) - log(total), never x - (m + log(total)): that sum would round at
+            # x's magnitude (5e-4 for logits near 1e4).  (`reassoc` without `nsz` lets
+            # LLVM reorder the sum above, not rewrite this subtraction.)
             for j in range(row.size):
                 d = row[j] - m
                 dst[j] = d

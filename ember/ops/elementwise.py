@@ -23,7 +23,6 @@ from .._core.grad_mode import is_grad_enabled
 from .._core.tensor import Tensor, _make
 from . import _kernels
 from . import _native_activation as _native_act
-from . import _native_relu
 from ._inplace import op_pair
 from ._util import float_input, xp_of
 from .arithmetic import require_float_target, unsupported
@@ -328,8 +327,8 @@ class Relu(_Unary):
 
     @staticmethod
     def compute(xp, x):
-        if _native_relu.supports(x):
-            return _native_relu.relu(x)
+        if _native_act.supports(x, min_size=_native_act.RELU_MIN_SIZE):
+            return _native_act.forward("relu", x)
         return xp.maximum(x, 0)
 
     @staticmethod
@@ -348,9 +347,8 @@ class ReluBackward(Function):
     @staticmethod
     def forward(ctx, grad, y):
         ctx.save_for_backward(y)
-        if _native_relu.supports(y) and _native_relu.supports(grad) \
-                and grad.shape == y.shape and grad.dtype == y.dtype:
-            return _native_relu.relu_backward(grad, y)
+        if _native_act.supports(y, grad, min_size=_native_act.RELU_MIN_SIZE):
+            return _native_act.backward("relu", grad, y)
         return _kernels.relu_backward(grad, y)
 
     @staticmethod

@@ -223,8 +223,11 @@ def repeat_interleave(input: Tensor, repeats=None, dim: int | None = None, *,
         raise RuntimeError(
             "repeats must have the same size as input along dim, but got repeats.size(0) = "
             f"{repeats.numel()} and input.size({d}) = {n}")
-    # (the method, not an import: index_dim's module imports slicing, which imports this one)
-    return input.index_select(d, _repeated_indices(repeats, input))
+    # (imported here: index_dim imports indexing, which imports slicing, which imports cat
+    # and stack from this module)
+    from .index_dim import index_select
+
+    return index_select(input, d, _repeated_indices(repeats, input))
 
 
 def _repeated_indices(counts: Tensor, like: Tensor | None) -> Tensor:

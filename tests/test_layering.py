@@ -38,6 +38,7 @@ cycles and the count of function-level imports of ember modules.
 from __future__ import annotations
 
 import ast
+import functools
 import pathlib
 from collections import defaultdict
 
@@ -126,6 +127,7 @@ def unit_of(module: str) -> str:
     raise KeyError(module)
 
 
+@functools.cache  # parsed once for the four tests that read it (~1 s a parse); read only
 def graph():
     """(module edges, unit edges): module -> [(target, line, lazy)], unit -> {unit}."""
     known = modules()

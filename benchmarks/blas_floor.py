@@ -16,13 +16,15 @@ from __future__ import annotations
 import argparse
 import functools
 import os
-import statistics
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from benchmarks._harness import pin_threads_from_argv, try_import_torch  # noqa: E402
+from benchmarks._harness import (  # noqa: E402
+    median_time,
+    pin_threads_from_argv,
+    try_import_torch,
+)
 
 pin_threads_from_argv(default=None)
 
@@ -54,15 +56,6 @@ def _matrix(shape, layout: str, rng):
     return rng.standard_normal(shape).astype(np.float32)
 
 
-def _median_us(fn, repeats: int) -> float:
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times) * 1e6
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--threads", type=int, default=None)
@@ -82,15 +75,12 @@ def main() -> None:
         if torch is not None:
             ta, tb = torch.from_numpy(a), torch.from_numpy(b)
             run_torch = functools.partial(torch.matmul, ta, tb)
-        ours = theirs = 0.0
+        ours_turns, theirs_turns = [], []
         for _ in range(3):  # three turns each, alternating; keep the best median
-            run_numpy()
-            ours_turn = _median_us(run_numpy, args.repeats // 3)
-            ours = ours_turn if not ours else min(ours, ours_turn)
+            ours_turns.append(median_time(run_numpy, args.repeats // 3, warmup=1) * 1e6)
             if run_torch is not None:
-                run_torch()
-                theirs_turn = _median_us(run_torch, args.repeats // 3)
-                theirs = theirs_turn if not theirs else min(theirs, theirs_turn)
+                theirs_turns.append(median_time(run_torch, args.repeats // 3, warmup=1) * 1e6)
+        ours, theirs = min(ours_turns), min(theirs_turns, default=0.0)
         shapes = f"{left[0]}x{left[1]} @ {right[0]}x{right[1]}"
         theirs_text = f"{theirs:.1f} | {ours / theirs:.2f}" if theirs else "- | -"
         print(f"| {workload} | {what} | {shapes} | {ours:.1f} | {theirs_text} |")

@@ -145,17 +145,29 @@ def conv_array(a, w, geo, bias=None):
     parts = _chunks(xp, n, c * math.prod(kernel) * p * a.itemsize)
     step = parts[0].stop if parts else 0
     lead = view.shape[:1 + len(kernel)]                              # (C, *k)
-    cols = xp.empty(math.prod(lead) * step * p, dtype=a.dtype)       # flat: chunks stay
+    depth = math.prod(lead)                                          # rows of the columns
+    # NOTE: with one group the bias rides in the product: a row of ones under the
+    # columns and the bias as one more weight column.  A separate add was one more pass
+    # over the output (MNIST conv2 at batch 64: 0.8 of 13.7 ms).
+    fold = bias is not None and g == 1
+    if fold:
+        wg = xp.concatenate([wg[0], bias.reshape(co, 1).astype(wg.dtype, copy=False)],
+                            axis=1)[None]                            # (1, Cout, C*k + 1)
+    rows = depth + fold
+    cols = xp.empty(rows * step * p, dtype=a.dtype)                  # flat: chunks stay
     prod = xp.empty(co * step * p, dtype=dtype)                      # contiguous
-    per_channel = None if bias is None else bias.reshape(co, 1)
+    per_channel = None if bias is None or fold else bias.reshape(co, 1)
     for part in parts:
         m = part.stop - part.start
-        chunk = cols[:math.prod(lead) * m * p].reshape(lead + (m,) + out_shape)
+        block = cols[:rows * m * p]
+        chunk = block[:depth * m * p].reshape(lead + (m,) + out_shape)
         xp.copyto(chunk, view[(slice(None),) * len(lead) + (part,)])   # im2col
+        if fold:
+            block[depth * m * p:] = 1
         if m == 1:  # one image: the product is already laid out as the output
-            xp.matmul(wg, chunk.reshape(g, -1, p), out=out[part].reshape(g, co // g, p))
+            xp.matmul(wg, block.reshape(g, -1, p), out=out[part].reshape(g, co // g, p))
         else:
-            result = xp.matmul(wg, chunk.reshape(g, -1, m * p),
+            result = xp.matmul(wg, block.reshape(g, -1, m * p),
                                out=prod[:co * m * p].reshape(g, co // g, m * p))
             _images_first(result, out[part], m)
         if per_channel is not None:  # added while the chunk is still in cache

@@ -54,6 +54,7 @@ def _load_numba():
                 # used it; workqueue is.  It is not safe for two threads launching at
                 # once, so parallel kernels take `_launch_lock`.
                 numba.config.THREADING_LAYER = "workqueue"
+            _set_parallel_min(numba.config.NUMBA_NUM_THREADS)
     return _numba
 
 
@@ -95,6 +96,7 @@ def set_num_threads(num: int) -> None:
     numba = _load_numba() if not _ENV_OFF else False
     if numba:
         numba.set_num_threads(min(num, numba.config.NUMBA_NUM_THREADS))
+        _set_parallel_min(numba.get_num_threads())
 
 
 def kernel(fn=None, *, parallel: bool = False, fastmath: bool = False, inline: bool = False):
@@ -180,12 +182,24 @@ class Kernel:
         return compiled
 
 
-# Below this many elements, `run` keeps a parallel kernel on the calling thread: a
-# parallel launch costs ~40 us (see `Kernel.serial`), about what a simple kernel takes
-# for 64K elements on one thread.  (On a busy machine a woken thread may come far later:
-# dropout forward+backward on 64K elements on two loaded cores ran 7.6x slower than NumPy
-# on two threads, 0.84x on one.)
-PARALLEL_MIN = 1 << 16
+# Below this many elements, `run` keeps a parallel kernel on the calling thread.  A
+# launch of numba's workqueue measured 40-160 us on the 2-core test machines (it wakes
+# every worker and waits for the last; 40 us right after an OpenBLAS product, 150 us in a
+# loop of launches), while a second thread can at most halve a kernel.  With two threads
+# the training steps ran fastest when only arrays of millions of elements went parallel:
+# `python benchmarks/run.py --only mlp,gpt,lstm,cnn --rounds 3` (Intel host, 2026-12-02)
+# with 2M instead of 64K: MLP step 2.93-3.09 -> 2.71-2.74 ms, GPT 72.2-73.1 -> 69.9-70.2
+# ms, LSTM and CNN unchanged (GELU on 1M floats right after a product: 1.41 ms serial,
+# 1.50-1.55 ms on two threads).  More threads divide the work further, so there the
+# threshold stays at the 64K measured before for launch against serial time.
+PARALLEL_MIN_TWO_THREADS = 1 << 21
+PARALLEL_MIN_MORE_THREADS = 1 << 16
+PARALLEL_MIN = PARALLEL_MIN_TWO_THREADS
+
+
+def _set_parallel_min(threads: int) -> None:
+    global PARALLEL_MIN
+    PARALLEL_MIN = PARALLEL_MIN_TWO_THREADS if threads <= 2 else PARALLEL_MIN_MORE_THREADS
 
 
 def run(kernel: Kernel, size: int, *args):

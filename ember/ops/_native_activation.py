@@ -1,5 +1,7 @@
-"""numba kernels of the activations: GELU (exact and tanh form), SiLU, tanh and relu,
-forward and fused backward (``grad * f'(x)`` in one pass), and the float32 math they share.
+"""numba kernels of the activations: GELU (exact and tanh form), SiLU and relu, forward
+and fused backward (``grad * f'(x)`` in one pass), tanh's backward, and the float32 math
+they share.  tanh's forward is NumPy's own: its SIMD tanh took 0.6 ms for 2M float32
+elements on one thread against 1.2 ms for a kernel on two (3.0 against 19.8 ms in float64).
 
 Each kernel is one `native.prange` loop over flat C-contiguous arrays, split between the
 threads `ember.set_num_threads` allows (one thread for small arrays and on a busy
@@ -254,18 +256,6 @@ def _silu_backward_f64(grad, x, out):
 
 
 @native.kernel(parallel=True)
-def _tanh_f32(x, out):
-    for i in native.prange(x.size):
-        out[i] = _tanh32(x[i])
-
-
-@native.kernel(parallel=True)
-def _tanh_f64(x, out):
-    for i in native.prange(x.size):
-        out[i] = math.tanh(x[i])
-
-
-@native.kernel(parallel=True)
 def _tanh_backward(grad, y, out):
     for i in native.prange(y.size):
         out[i] = grad[i] * (1 - y[i] * y[i])
@@ -293,7 +283,6 @@ def _relu_backward(grad, y, out):
 _FORWARD = {("gelu", 4): _gelu_f32, ("gelu", 8): _gelu_f64,
             ("gelu_tanh", 4): _gelu_tanh_f32, ("gelu_tanh", 8): _gelu_tanh_f64,
             ("silu", 4): _silu_f32, ("silu", 8): _silu_f64,
-            ("tanh", 4): _tanh_f32, ("tanh", 8): _tanh_f64,
             ("relu", 4): _relu, ("relu", 8): _relu}
 _BACKWARD = {("gelu", 4): _gelu_backward_f32, ("gelu", 8): _gelu_backward_f64,
              ("gelu_tanh", 4): _gelu_tanh_backward_f32,
@@ -314,7 +303,7 @@ def supports(*arrays, min_size: int = MIN_SIZE) -> bool:
 
 
 def forward(name: str, x: np.ndarray) -> np.ndarray:
-    """``f(x)`` for the activation `name` ('gelu', 'gelu_tanh', 'silu', 'tanh', 'relu') of a
+    """``f(x)`` for the activation `name` ('gelu', 'gelu_tanh', 'silu', 'relu') of a
     `supports` array, in one parallel pass."""
     flat = np.ascontiguousarray(x).reshape(-1)
     out = np.empty_like(flat)

@@ -189,12 +189,11 @@ class Cosh(_Unary):
 
 
 class Tanh(_Unary):
-    """tanh; large float32/float64 CPU arrays take the numba kernels of
-    _native_activation.py (forward, and the first-order ``grad * (1 - y * y)``)."""
+    """tanh; for large float32/float64 CPU arrays the first-order backward
+    ``grad * (1 - y * y)`` is one numba kernel of _native_activation.py."""
 
     saves = "y"
-    compute = staticmethod(lambda xp, x: (_native_act.forward("tanh", x)
-                                          if _native_act.supports(x) else xp.tanh(x)))
+    compute = staticmethod(lambda xp, x: xp.tanh(x))
     derivative = staticmethod(lambda x, y: 1 - y * y)
 
     @staticmethod

@@ -19,8 +19,14 @@ from ..ops import _native as native
 # Below this many elements a parameter is updated by the serial loop: a vectorized step
 # takes ~0.3 ns an element, and on this shared 2-core machine a parallel launch measured
 # no faster than the serial loop at 200k elements (and far slower when the cores were busy).
+# (Never below `native.PARALLEL_MIN` either, which is far higher on two threads.)
 PARALLEL_MIN = 1 << 18
 BLOCK = 1 << 14
+
+
+def _threaded(size: int) -> bool:
+    """Whether a parameter of `size` elements takes the threaded blocks."""
+    return size >= max(PARALLEL_MIN, native.PARALLEL_MIN)
 
 
 def usable(group: dict, *arrays) -> bool:
@@ -111,7 +117,7 @@ def adam_step(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, *, lr: float, be
     scalars = (real(-1.0 if maximize else 1.0), real(weight_decay), real(1 - beta1),
                real(beta2), real(1 - beta2), real(eps * bias_correction2_sqrt),
                real(-lr / bias_correction1 * bias_correction2_sqrt), amsgrad)
-    if param.size >= PARALLEL_MIN:
+    if _threaded(param.size):
         _adam_blocks(*arrays, *scalars)
     else:
         _adam_range(*arrays, 0, param.size, *scalars)
@@ -151,7 +157,7 @@ def adadelta_step(param, grad, square_avg, acc_delta, *, lr: float, rho: float, 
     arrays = [flat(a) for a in (param, grad, square_avg, acc_delta)]
     scalars = (real(-1.0 if maximize else 1.0), real(weight_decay), real(rho), real(1 - rho),
                real(eps), real(-lr))
-    if param.size >= PARALLEL_MIN:
+    if _threaded(param.size):
         _adadelta_blocks(*arrays, *scalars)
     else:
         _adadelta_range(*arrays, 0, param.size, *scalars)
@@ -199,7 +205,7 @@ def sgd_step(param, grad, buf, *, lr: float, momentum: float, dampening: float,
     arrays = [flat(a) for a in (param, grad, unused(param.dtype) if buf is None else buf)]
     scalars = (real(-1.0 if maximize else 1.0), real(weight_decay), real(-lr), real(momentum),
                real(1 - dampening), first, nesterov)
-    if param.size >= PARALLEL_MIN:
+    if _threaded(param.size):
         _sgd_blocks(*arrays, *scalars)
     else:
         _sgd_range(*arrays, 0, param.size, *scalars)

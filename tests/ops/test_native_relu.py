@@ -10,11 +10,21 @@ from ember.ops import _native_activation as nact
 
 pytestmark = pytest.mark.skipif(not native.available(), reason="numba is not installed")
 
+# a size that runs on all threads once the fixture below has lowered the threshold (to
+# keep the arrays small: with two threads it is 2M elements)
+THREADED_SIZE = (1 << 16) + 5
+
+
+@pytest.fixture(autouse=True)
+def _small_parallel_threshold(monkeypatch):
+    monkeypatch.setattr(native, "PARALLEL_MIN", THREADED_SIZE - 5)
+
+
 SPECIAL = [np.nan, -0.0, 0.0, -np.inf, np.inf, -1e-45, 1e-45, -3.5, 2.25]
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-@pytest.mark.parametrize("size", [nact.RELU_MIN_SIZE + 3, native.PARALLEL_MIN + 5])
+@pytest.mark.parametrize("size", [nact.RELU_MIN_SIZE + 3, THREADED_SIZE])
 def test_kernel_matches_numpy_bit_for_bit(dtype, size):
     x = np.random.default_rng(0).standard_normal(size).astype(dtype)
     x[:len(SPECIAL)] = SPECIAL
@@ -59,7 +69,7 @@ def test_strided_input_gives_the_numpy_result():
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-@pytest.mark.parametrize("size", [nact.RELU_MIN_SIZE + 3, native.PARALLEL_MIN + 5])
+@pytest.mark.parametrize("size", [nact.RELU_MIN_SIZE + 3, THREADED_SIZE])
 def test_backward_kernel_matches_the_numpy_path_bit_for_bit(dtype, size):
     rng = np.random.default_rng(1)
     y = np.maximum(rng.standard_normal(size), 0).astype(dtype)

@@ -257,8 +257,10 @@ def test_cross_entropy_gradcheck_and_double_backward_with_numba_on(smoothing, mo
     np.testing.assert_allclose(g1.detach().numpy(), g0.numpy(), rtol=1e-12, atol=1e-14)
 
 
-@pytest.mark.parametrize("rows", [ROWS, 2 * native.PARALLEL_MIN // 64])  # serial, threaded
-def test_large_logits_keep_full_precision(rows):
+@pytest.mark.parametrize("threaded", [False, True])
+def test_large_logits_keep_full_precision(threaded, monkeypatch):
+    monkeypatch.setattr(native, "PARALLEL_MIN", 1 << 16)
+    rows = 2 * native.PARALLEL_MIN // 64 if threaded else ROWS
     # log-probabilities of logits near 1e4: forming max + log(sum) first would round at
     # 1e4's spacing (~5e-4 in float32); the NumPy path and PyTorch keep them exact
     rng = np.random.default_rng(6)

@@ -51,8 +51,12 @@ def _large_run(name, options, steps=4, size=(520, 512)):
 
 @needs_numba
 @pytest.mark.parametrize("name,options", FUSED_CASES, ids=FUSED_IDS)
-def test_fused_equals_numpy_rule_in_float32(name, options):
-    assert _large_run(name, {})[0][0].size >= _fused.PARALLEL_MIN
+def test_fused_equals_numpy_rule_in_float32(name, options, monkeypatch):
+    # the large parameter takes the threaded blocks (on two threads the ops' threshold
+    # would keep it serial: lowered here), the small one the serial loop
+    monkeypatch.setattr(native, "PARALLEL_MIN", 1 << 16)
+    sizes = [p.size for p in _large_run(name, {}, steps=0)[0]]
+    assert _fused._threaded(sizes[0]) and not _fused._threaded(sizes[1])
     options = {k: v for k, v in options.items() if k != "lr"}
     fused, opt = _large_run(name, options)
     with native.use_numba(False):

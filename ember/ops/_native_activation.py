@@ -39,6 +39,11 @@ MIN_SIZE = 1 << 6
 # against 9.5; 1,024: 8.7 against 7.1)
 RELU_MIN_SIZE = 1 << 12
 run = native.run  # (the kernels of this module and its neighbours call it by this name)
+# LLVM may fuse a multiply and an add into one FMA (one rounding instead of two; NaN and
+# inf keep their meaning).  The polynomials here are chains of them: on 1M float32
+# elements, one thread, exact GELU 1.29-1.33 -> 0.90 ms, its backward 2.03-2.10 -> 1.39
+# ms, SiLU 0.77-0.82 -> 0.58 ms.
+FUSED_MULTIPLY_ADD = {"contract"}
 
 _f32 = np.float32
 _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
@@ -167,19 +172,19 @@ def _tanh32(v):
 # the kernels, two per function: float32 (fast math) and float64 (libm)
 
 
-@native.kernel(parallel=True)
+@native.kernel(parallel=True, fastmath=FUSED_MULTIPLY_ADD)
 def _gelu_f32(x, out):
     for i in native.prange(x.size):
         out[i] = x[i] * _normal_cdf32(x[i])
 
 
-@native.kernel(parallel=True)
+@native.kernel(parallel=True, fastmath=FUSED_MULTIPLY_ADD)
 def _gelu_f64(x, out):
     for i in native.prange(x.size):
         out[i] = x[i] * _normal_cdf64(x[i])
 
 
-@native.kernel(parallel=True)
+@native.kernel(parallel=True, fastmath=FUSED_MULTIPLY_ADD)
 def _gelu_backward_f32(grad, x, out):
     for i in native.prange(x.size):
         v = x[i]
@@ -187,7 +192,7 @@ def _gelu_backward_f32(grad, x, out):
         out[i] = grad[i] * (_normal_cdf32(v) + v * pdf)
 
 
-@native.kernel(parallel=True)
+@native.kernel(parallel=True, fastmath=FUSED_MULTIPLY_ADD)
 def _gelu_backward_f64(grad, x, out):
     for i in native.prange(x.size):
         v = x[i]
@@ -195,7 +200,7 @@ def _gelu_backward_f64(grad, x, out):
         out[i] = grad[i] * (_normal_cdf64(v) + v * pdf)
 
 
-@native.kernel(parallel=True)
+@native.kernel(parallel=True, fastmath=FUSED_MULTIPLY_ADD)
 def _gelu_tanh_f32(x, out):
     for i in native.prange(x.size):
         v = x[i]
@@ -203,14 +208,14 @@ def _gelu_tanh_f32(x, out):
         out[i] = v * _sigmoid32(_TWO * (_K32 * v + _KC32 * v * v * v))
 
 
-@native.kernel(parallel=True)
+@native.kernel(parallel=True, fastmath=FUSED_MULTIPLY_ADD)
 def _gelu_tanh_f64(x, out):
     for i in native.prange(x.size):
         v = x[i]
         out[i] = 0.5 * v * (1.0 + math.tanh(_SQRT_2_OVER_PI * (v + _GELU_C * v * v * v)))
 
 
-@native.kernel(parallel=True)
+@native.kernel(parallel=True, fastmath=FUSED_MULTIPLY_ADD)
 def _gelu_tanh_backward_f32(grad, x, out):
     for i in native.prange(x.size):
         v = x[i]
@@ -220,7 +225,7 @@ def _gelu_tanh_backward_f32(grad, x, out):
         out[i] = grad[i] * (s + _TWO * v * s * (_ONE - s) * du)
 
 
-@native.kernel(parallel=True)
+@native.kernel(parallel=True, fastmath=FUSED_MULTIPLY_ADD)
 def _gelu_tanh_backward_f64(grad, x, out):
     for i in native.prange(x.size):
         v = x[i]
@@ -229,33 +234,33 @@ def _gelu_tanh_backward_f64(grad, x, out):
         out[i] = grad[i] * (0.5 * (1.0 + t) + 0.5 * v * (1.0 - t * t) * du)
 
 
-@native.kernel(parallel=True)
+@native.kernel(parallel=True, fastmath=FUSED_MULTIPLY_ADD)
 def _silu_f32(x, out):
     for i in native.prange(x.size):
         out[i] = x[i] * _sigmoid32(x[i])
 
 
-@native.kernel(parallel=True)
+@native.kernel(parallel=True, fastmath=FUSED_MULTIPLY_ADD)
 def _silu_f64(x, out):
     for i in native.prange(x.size):
         out[i] = x[i] / (1.0 + math.exp(-x[i]))
 
 
-@native.kernel(parallel=True)
+@native.kernel(parallel=True, fastmath=FUSED_MULTIPLY_ADD)
 def _silu_backward_f32(grad, x, out):
     for i in native.prange(x.size):
         s = _sigmoid32(x[i])
         out[i] = grad[i] * (s * (_ONE + x[i] * (_ONE - s)))
 
 
-@native.kernel(parallel=True)
+@native.kernel(parallel=True, fastmath=FUSED_MULTIPLY_ADD)
 def _silu_backward_f64(grad, x, out):
     for i in native.prange(x.size):
         s = 1.0 / (1.0 + math.exp(-x[i]))
         out[i] = grad[i] * (s * (1.0 + x[i] * (1.0 - s)))
 
 
-@native.kernel(parallel=True)
+@native.kernel(parallel=True, fastmath=FUSED_MULTIPLY_ADD)
 def _tanh_backward(grad, y, out):
     for i in native.prange(y.size):
         out[i] = grad[i] * (1 - y[i] * y[i])

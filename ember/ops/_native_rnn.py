@@ -19,7 +19,7 @@ import math
 import numpy as np
 
 from . import _native as native
-from ._native_activation import _sigmoid32, _tanh32
+from ._native_activation import FUSED_MULTIPLY_ADD, _sigmoid32, _tanh32
 
 # float32 constants keep float32 steps in float32 (a Python number would promote them to
 # float64) and promote harmlessly in float64 steps
@@ -35,7 +35,7 @@ def supports(*arrays) -> bool:
             and all(a.dtype == first.dtype and a.flags.c_contiguous for a in arrays))
 
 
-@native.kernel
+@native.kernel(fastmath=FUSED_MULTIPLY_ADD)
 def _activate32(z, hidden):
     """The four gate activations of one float32 row z (4H,) in place: sigmoid, sigmoid,
     tanh, sigmoid."""
@@ -48,7 +48,7 @@ def _activate32(z, hidden):
         o[k] = _sigmoid32(o[k])
 
 
-@native.kernel
+@native.kernel(fastmath=FUSED_MULTIPLY_ADD)
 def _activate64(z, hidden):
     """`_activate32` for float64, with libm's tanh (the NumPy path's sigmoid formula)."""
     for k in range(2 * hidden):
@@ -60,7 +60,7 @@ def _activate64(z, hidden):
         o[k] = _HALF * math.tanh(_HALF * o[k]) + _HALF
 
 
-@native.kernel
+@native.kernel(fastmath=FUSED_MULTIPLY_ADD)
 def _tanh_row(src, dst):
     if src.itemsize == 4:
         for k in range(src.size):
@@ -70,7 +70,7 @@ def _tanh_row(src, dst):
             dst[k] = math.tanh(src[k])
 
 
-@native.kernel
+@native.kernel(fastmath=FUSED_MULTIPLY_ADD)
 def lstm_forward_step(xw, rec_t, h, c, gates, h_prev, c_prev, tanh_c, out):
     """One step for the first ``bs`` rows: xw (bs, 4H) input projections, rec_t (4H, bs)
     ``W_hh @ h^T``; h and c (bs, H) states, updated in place after their old values are
@@ -101,7 +101,7 @@ def lstm_forward_step(xw, rec_t, h, c, gates, h_prev, c_prev, tanh_c, out):
     h[...] = out
 
 
-@native.kernel
+@native.kernel(fastmath=FUSED_MULTIPLY_ADD)
 def lstm_backward_step(gout, dh_next, dc_next, gates, tanh_c, c_prev, dgates):
     """The gate gradients of one step for the first ``bs`` rows: dh = gout + dh_next;
     dgates (bs, 4H) gets d(i, f, g, o) before activation; dc_next (bs, H) becomes the cell

@@ -18,6 +18,7 @@ file of `cache_dir` so that numba caches the machine code on disk for later proc
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib.util
 import math
@@ -185,7 +186,9 @@ def _load(source: str, which: str):
     in memory and compiled in every process.
     """
     text = source
-    name = "chain_" + hashlib.sha256(text.encode()).hexdigest()[:24]
+    # (named by the helpers' source too: the generated file only imports them, and numba
+    # would keep running a cached kernel with the helpers' old code after an upgrade)
+    name = "chain_" + hashlib.sha256((text + _helpers_source()).encode()).hexdigest()[:24]
     path = os.path.join(cache_dir(), name + ".py")
     try:
         if not os.path.exists(path):
@@ -206,6 +209,20 @@ def _load(source: str, which: str):
         scope: dict = {}
         exec(compile(text, f"<ember.compile {name}>", "exec"), scope)
         return scope[which], False
+
+
+@functools.cache
+def _helpers_source() -> str:
+    """The source of the two modules whose scalar helpers generated kernels inline (read,
+    not imported: importing kernel_math compiles them)."""
+    from ..ops import _native_activation
+
+    text = ""
+    for path in (_native_activation.__file__,
+                 os.path.join(os.path.dirname(__file__), "kernel_math.py")):
+        with open(path, encoding="utf-8") as f:
+            text += f.read()
+    return text
 
 
 def _source(members: tuple, n_leaves: int, shapes: list | None, dtype: str) -> str:

@@ -22,6 +22,7 @@ when ember is imported, so `import ember` does not pay for it.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import threading
 import types
@@ -167,10 +168,15 @@ class Kernel:
                 "when native.enabled() is False")
         serial = parallel is False and self.parallel
         fn = _with_kernels_compiled(self.py_func)
-        if serial:  # a name of its own: numba's disk cache files are named after it
-            fn = types.FunctionType(fn.__code__, fn.__globals__, fn.__name__ + "_serial",
+        # numba's disk cache files are named after the function: the serial build gets a
+        # name of its own, and every build the digest of the kernels it inlines (see
+        # `_helpers_digest`)
+        digest = _helpers_digest(self.py_func)
+        suffix = ("_serial" if serial else "") + (f"_{digest}" if digest else "")
+        if suffix:
+            fn = types.FunctionType(fn.__code__, fn.__globals__, fn.__name__ + suffix,
                                     fn.__defaults__, fn.__closure__)
-            fn.__qualname__ = self.py_func.__qualname__ + "_serial"
+            fn.__qualname__ = self.py_func.__qualname__ + suffix
         # NOTE: error_model="numpy": a float division by zero gives inf/nan as in NumPy;
         # numba's default ("python") raises ZeroDivisionError and, by checking every
         # division, keeps loops with a division from being vectorized (~10x slower).
@@ -208,6 +214,35 @@ def run(kernel: Kernel, size: int, *args):
     if size >= PARALLEL_MIN:
         return kernel(*args)
     return kernel.serial(*args)
+
+
+def _helpers_digest(fn) -> str:
+    """A short digest of the kernels `fn` calls, followed through their own calls: their
+    code and the numbers they read from their modules ('' when it calls none).
+
+    numba checks a cached build only against the file that defines the function, while
+    the helpers it inlines may live in another file (`_exp32`, used by the row and LSTM
+    kernels): an edited helper would leave those kernels running their old machine code.
+    The digest goes into the build's name, so an edit gives a new cache entry.
+    """
+    parts, seen, stack = [], set(), [fn]
+    while stack:
+        code_of = stack.pop()
+        for name in code_of.__code__.co_names:
+            value = code_of.__globals__.get(name)
+            if isinstance(value, (int, float, np.generic)) and not isinstance(value, bool):
+                parts.append(f"{code_of.__module__}.{name}={value!r}")
+            elif isinstance(value, Kernel) and value.py_func is not None \
+                    and id(value) not in seen:
+                seen.add(id(value))
+                helper = value.py_func.__code__
+                consts = [c.co_code.hex() if isinstance(c, types.CodeType) else repr(c)
+                          for c in helper.co_consts]
+                parts.append(f"{value.py_func.__qualname__}:{helper.co_code.hex()}:{consts}")
+                stack.append(value.py_func)
+    if not seen:
+        return ""
+    return hashlib.sha1("\n".join(parts).encode()).hexdigest()[:10]
 
 
 def _with_kernels_compiled(fn):

@@ -271,3 +271,15 @@ def test_kernels_are_cached_on_disk_for_later_processes(tmp_path, monkeypatch):
     kernel = codegen.ChainKernel(members, 1)
     kernel.forward(out, [x])
     assert sum(kernel._compiled[("forward", False)].stats.cache_hits.values()) == 1
+
+
+def test_a_kernel_file_is_named_after_the_helpers_source_too(tmp_path, monkeypatch):
+    # the generated file only imports the scalar helpers: after an edit of them (an
+    # upgrade) it must get a new name, or numba would load the old machine code
+    monkeypatch.setenv("EMBER_COMPILE_CACHE", str(tmp_path))
+    assert "def _exp32" in codegen._helpers_source()
+    source = "def forward(out):\n    out[0] = 1.0\n"
+    codegen._load(source, "forward")
+    monkeypatch.setattr(codegen, "_helpers_source", lambda: "def _exp32(v): edited")
+    codegen._load(source, "forward")
+    assert len(list(tmp_path.glob("chain_*.py"))) == 2

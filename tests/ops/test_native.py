@@ -87,3 +87,37 @@ def test_two_threads_may_run_parallel_kernels_at_once(tmp_path):
     script.write_text(code)
     env = {k: v for k, v in os.environ.items() if k != "NUMBA_THREADING_LAYER"}
     subprocess.run([sys.executable, str(script)], env=env, check=True, timeout=300)
+
+
+def _kernels_from(helper_source: str, scale: float):
+    """A helper kernel and a kernel calling it, defined in a fresh namespace (as if in
+    a module of their own), with the module constant SCALE."""
+    scope = {"native": native, "SCALE": scale, "__name__": "scratch_kernels"}
+    exec(helper_source + "\n"
+         "helper = native.kernel(inline=True)(helper)\n"
+         "def caller(x):\n"
+         "    return helper(x) + 1.0\n"
+         "caller = native.kernel(caller)\n", scope)
+    return scope["caller"]
+
+
+def test_a_build_is_named_after_the_helpers_it_inlines():
+    # numba checks a cached build against its own file only: an edited helper from
+    # another file must give the caller a new cache entry (the digest in its name)
+    times = "def helper(x):\n    return x * SCALE\n"
+    plus = "def helper(x):\n    return x + SCALE\n"
+    digest = native._helpers_digest
+    base = digest(_kernels_from(times, 2.0).py_func)
+    assert len(base) == 10
+    assert digest(_kernels_from(times, 2.0).py_func) == base          # stable
+    assert digest(_kernels_from(times, 3.0).py_func) != base          # a constant
+    assert digest(_kernels_from(plus, 2.0).py_func) != base           # the code
+    assert native._helpers_digest(_square.py_func) == ""              # calls no kernel
+    # a real build carries the digest in its name (numba names its cache files after it)
+    x = np.ones((3, 2))
+    out = np.empty(3)
+    _sum_of_squares_rows(x, out)
+    _sum_of_squares_rows.serial(x, out)
+    suffix = "_" + digest(_sum_of_squares_rows.py_func)
+    assert _sum_of_squares_rows._compiled.py_func.__name__.endswith(suffix)
+    assert _sum_of_squares_rows._serial.py_func.__name__.endswith("_serial" + suffix)

@@ -437,6 +437,8 @@ def _blas() -> str:
         from threadpoolctl import threadpool_info
 
         info = [i for i in threadpool_info() if i.get("user_api") == "blas"]
+        # NumPy's own first: numba imports SciPy, which brings an OpenBLAS of its own
+        info.sort(key=lambda i: "numpy" not in i.get("filepath", ""))
         if info:
             i = info[0]
             return f"{i['internal_api']} {i['version']} ({i.get('architecture')}), " \

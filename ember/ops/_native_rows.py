@@ -47,16 +47,42 @@ def supports(*arrays, ndim: int = 2) -> bool:
 
 
 @native.kernel(inline=True)
-def _exp_as(v, fast):
-    """exp(v): the float32 `_exp32` when `fast`, else libm's."""
-    return _exp32(v) if fast else math.exp(v)
+def _exp_as(v):
+    """exp(v) in v's precision: the float32 `_exp32` for a float32 v, else libm's.
+
+    NOTE: numba knows v's type when it compiles, so no branch is left in the loop.  (A
+    flag read from the array at run time left both paths in, and a kernel grown a little
+    larger was no longer vectorized: softmax over rows of 64 took 6.4 ms instead of 2.3.)
+    """
+    return _exp32(v) if isinstance(v, np.float32) else math.exp(v)
 
 
-@native.kernel(inline=True, fastmath=_REORDER)
+@native.kernel(inline=True)
 def _row_max(row):
-    m = row[0]
-    for j in range(1, row.size):
-        m = max(m, row[j])
+    """The largest element of `row`, as ``max`` would give it (a NaN after the first
+    element is passed over: the exp that follows makes the row NaN anyway).
+
+    Eight running maxima, not one: LLVM vectorizes a chain of compare-and-selects only
+    when told there are no NaNs (which would also break exp's NaN handling), but packs
+    eight independent chains into one vector.  The max of 2M float32 in rows of 256
+    took 1.52 ms with one chain, 0.42 with eight.
+    """
+    n = row.size
+    a0 = a1 = a2 = a3 = a4 = a5 = a6 = a7 = row[0]
+    j = 0
+    while j + 8 <= n:
+        a0 = row[j] if row[j] > a0 else a0
+        a1 = row[j + 1] if row[j + 1] > a1 else a1
+        a2 = row[j + 2] if row[j + 2] > a2 else a2
+        a3 = row[j + 3] if row[j + 3] > a3 else a3
+        a4 = row[j + 4] if row[j + 4] > a4 else a4
+        a5 = row[j + 5] if row[j + 5] > a5 else a5
+        a6 = row[j + 6] if row[j + 6] > a6 else a6
+        a7 = row[j + 7] if row[j + 7] > a7 else a7
+        j += 8
+    m = max(max(max(a0, a1), max(a2, a3)), max(max(a4, a5), max(a6, a7)))
+    for k in range(j, n):
+        m = row[k] if row[k] > m else m
     return m
 
 
@@ -66,7 +92,6 @@ def _row_max(row):
 
 @native.kernel(parallel=True, fastmath=_REORDER)
 def _softmax_kernel(x, out, log):
-    fast = x.itemsize == 4
     for i in native.prange(x.shape[0]):
         row, dst = x[i], out[i]
         m = _row_max(row)
@@ -78,13 +103,13 @@ def _softmax_kernel(x, out, log):
             for j in range(row.size):
                 d = row[j] - m
                 dst[j] = d
-                total += _exp_as(d, fast)
+                total += _exp_as(d)
             lse = math.log(total)
             for j in range(row.size):
                 dst[j] -= lse
         else:
             for j in range(row.size):
-                e = _exp_as(row[j] - m, fast)
+                e = _exp_as(row[j] - m)
                 dst[j] = e
                 total += e
             scale = _ONE / total
@@ -94,7 +119,6 @@ def _softmax_kernel(x, out, log):
 
 @native.kernel(parallel=True, fastmath=_REORDER)
 def _softmax_backward_kernel(g, y, out, log):
-    fast = y.itemsize == 4
     for i in native.prange(y.shape[0]):
         gr, yr, dst = g[i], y[i], out[i]
         total = _ZERO
@@ -102,7 +126,7 @@ def _softmax_backward_kernel(g, y, out, log):
             for j in range(gr.size):
                 total += gr[j]
             for j in range(gr.size):
-                dst[j] = gr[j] - _exp_as(yr[j], fast) * total
+                dst[j] = gr[j] - _exp_as(yr[j]) * total
         else:  # y * (g - sum(g * y))
             for j in range(gr.size):
                 total += gr[j] * yr[j]
@@ -113,7 +137,6 @@ def _softmax_backward_kernel(g, y, out, log):
 @native.kernel(parallel=True, fastmath=_REORDER)
 def _softmax_inner_kernel(x, out, log):
     # x, out: (outer, C, inner), softmax over C; the loops run along inner (contiguous)
-    fast = x.itemsize == 4
     for o in native.prange(x.shape[0]):
         xo, oo = x[o], out[o]
         channels, inner = xo.shape
@@ -124,7 +147,7 @@ def _softmax_inner_kernel(x, out, log):
         total = np.zeros_like(m)
         for c in range(channels):
             for k in range(inner):
-                e = _exp_as(xo[c, k] - m[k], fast)
+                e = _exp_as(xo[c, k] - m[k])
                 total[k] += e
                 oo[c, k] = e
         if log:  # (x - m) - log(total), as in _softmax_kernel
@@ -146,7 +169,6 @@ def _softmax_inner_kernel(x, out, log):
 
 @native.kernel(parallel=True, fastmath=_REORDER)
 def _softmax_inner_backward_kernel(g, y, out, log):
-    fast = y.itemsize == 4
     for o in native.prange(y.shape[0]):
         go, yo, oo = g[o], y[o], out[o]
         channels, inner = yo.shape
@@ -157,7 +179,7 @@ def _softmax_inner_backward_kernel(g, y, out, log):
         for c in range(channels):
             for k in range(inner):
                 if log:
-                    oo[c, k] = go[c, k] - _exp_as(yo[c, k], fast) * total[k]
+                    oo[c, k] = go[c, k] - _exp_as(yo[c, k]) * total[k]
                 else:
                     oo[c, k] = yo[c, k] * (go[c, k] - total[k])
 
@@ -292,13 +314,12 @@ def _cross_entropy_kernel(x, target, coef_t, coef_u, weight, loss, shift, lse):
     # logp = (x - m) - log(sum(exp(x - m))), never x - (m + log(...)): that sum would round
     # at the logits' magnitude (5e-4 for logits near 1e4).  (`reassoc` without `nsz` lets
     # LLVM reorder the sums below, not rewrite these subtractions.)
-    fast = x.itemsize == 4
     for i in native.prange(x.shape[0]):
         row = x[i]
         m = _row_max(row)
         total = _ZERO
         for j in range(row.size):
-            total += _exp_as(row[j] - m, fast)
+            total += _exp_as(row[j] - m)
         z = math.log(total)
         shift[i], lse[i] = m, z
         value = -coef_t[i] * ((row[target[i]] - m) - z)
@@ -313,14 +334,13 @@ def _cross_entropy_kernel(x, target, coef_t, coef_u, weight, loss, shift, lse):
 @native.kernel(parallel=True, fastmath=_REORDER)
 def _cross_entropy_backward_kernel(g, x, shift, lse, target, coef_t, coef_u, weight, wsum,
                                    out):
-    fast = x.itemsize == 4
     for i in native.prange(x.shape[0]):
         row, dst = x[i], out[i]
         a = g[i] * (coef_t[i] + coef_u[i] * wsum)
         u = g[i] * coef_u[i]
         m, z = shift[i], lse[i]
         for j in range(row.size):
-            dst[j] = a * _exp_as((row[j] - m) - z, fast) - u * weight[j]
+            dst[j] = a * _exp_as((row[j] - m) - z) - u * weight[j]
         dst[target[i]] -= g[i] * coef_t[i]
 
 

@@ -18,6 +18,7 @@ from .._core.function import Function
 from .._core.grad_mode import STATE
 from .._core.tensor import Tensor, _make
 from ._broadcast import broadcast_shapes
+from ._kernels import sum_leading
 from ._autocast import casts_together
 from ._util import check_same_device, promote, with_out, wrap_dim, xp_of
 from .sparse_matmul import matmul_with_sparse
@@ -210,6 +211,13 @@ def _plain_matrices(g: Tensor, a: Tensor, b: Tensor) -> bool:
     on the arrays (`_matrix_grads`), with no graph recorded."""
     return not (STATE.enabled or g.is_sparse or a.is_sparse or b.is_sparse) \
         and a._data.dtype.kind == "f" and b._data.dtype.kind == "f"
+
+
+def _bias_grad(g: Tensor) -> Tensor:
+    """A linear layer's bias gradient: `g`'s column sums, on the array (the engine would
+    sum it through two recorded-form ops, ~15 us per layer)."""
+    summed = sum_leading(g._data, (0,), False)  # (the same sums as ember.sum's)
+    return _make(g._data.sum(axis=0) if summed is None else summed)
 
 
 def _matrix_grads(g: Tensor, a: Tensor, b: Tensor, need_a: bool, need_b: bool) -> tuple:
@@ -466,6 +474,7 @@ class AddProduct(Function):
     def forward(ctx, input, a, b, kind, beta, alpha):
         ctx.kind, ctx.beta, ctx.alpha = kind, beta, alpha
         ctx._name = _ADD_NAMES[kind]
+        ctx.input_shape = getattr(input, "shape", ())
         ctx.save_for_backward(a, b)
         xp = xp_of(a)
         dtype = a.dtype
@@ -498,6 +507,8 @@ class AddProduct(Function):
             gb = matmul(mT(g), conj(a)) if ctx._edges[2][0] is not None else None
             return g_in, ga, gb
         if kind == "addmm" and _plain_matrices(g, a, b):
+            if g_in is not None and ctx.input_shape == g_in.shape[1:]:
+                g_in = _bias_grad(g_in)
             return (g_in,) + _matrix_grads(g, a, b, ctx._edges[1][0] is not None,
                                            ctx._edges[2][0] is not None)
         if kind == "addbmm":

@@ -553,3 +553,18 @@ def test_low_precision_products_keep_their_dtype(dtype):
     assert (a @ b).tolist() == [[3.0] * 4] * 2
     with pytest.raises(RuntimeError, match="Low precision dtypes not supported"):
         ember.linalg.inv(ember.eye(2, dtype=dtype))
+
+
+@pytest.mark.parametrize("rows", [3, 1000])  # below and above sum_leading's size
+@pytest.mark.parametrize("beta", [1.0, 0.5])
+def test_a_linear_bias_gradient_is_the_column_sum(rows, beta):
+    # addmm's first-order backward sums the bias gradient on the array itself
+    rng = np.random.default_rng(3)
+    x = ember.tensor(rng.standard_normal((rows, 70)), requires_grad=True)
+    w = ember.tensor(rng.standard_normal((70, 90)), requires_grad=True)
+    b = ember.tensor(rng.standard_normal(90), requires_grad=True)
+    g = rng.standard_normal((rows, 90))
+    ember.addmm(b, x, w, beta=beta).backward(ember.tensor(g))
+    np.testing.assert_allclose(b.grad.numpy(), beta * g.sum(axis=0), rtol=1e-12)
+    assert b.grad.shape == (90,) and b.grad.dtype == ember.float64
+    np.testing.assert_allclose(w.grad.numpy(), x.detach().numpy().T @ g, rtol=1e-12)

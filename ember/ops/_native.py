@@ -4,7 +4,8 @@ A kernel is a plain Python function over NumPy arrays and numbers, decorated wit
 `@kernel` (or `@kernel(parallel=True)` for loops written with `prange`, which then run
 on every thread `ember.set_num_threads` allows).  numba compiles it to machine code the
 first time it is called with a given set of argument types, and caches the result on
-disk (`cache=True`), so a later process loads it instead of compiling again.
+disk (`cache=True`), so a later process loads it instead of compiling again (under a
+name that changes when a helper kernel it inlines changes: `_helpers_digest`).
 
 The op that owns a kernel decides, per call, whether to use it:
 

@@ -51,3 +51,50 @@ def direct(op, input, other) -> Tensor | None:
     except ValueError:  # shapes that do not broadcast: the general path words the error
         return None
     return _make(out if type(out) is _ndarray else np.asarray(out))
+
+
+def direct_linear(input, weight, bias) -> Tensor | None:
+    """``input @ weight.T + bias`` on the arrays when nothing is recorded, else None.
+
+    The case of a linear layer at inference: a 2-D float input, a 2-D weight and an
+    optional 1-D bias (tensors or Parameters), all holding NumPy arrays of one dtype with
+    matching sizes.  The
+    arrays see the same operations as on the general path (addmm's product, then the bias
+    added into it), so the two give the same bits; a batch-1 layer's ~10 us of op and
+    view bookkeeping go.
+    """
+    if (not isinstance(input, Tensor) or not isinstance(weight, Tensor)  # (Parameters)
+            or PROCESS.observer is not None
+            or (STATE.enabled and (input._requires_grad or weight._requires_grad))):
+        return None
+    x, w = input._data, weight._data
+    if (type(x) is not _ndarray or type(w) is not _ndarray or x.dtype is not w.dtype
+            or x.dtype.kind != "f" or x.dtype.itemsize == 2
+            or x.ndim != 2 or w.ndim != 2 or x.shape[1] != w.shape[1]):
+        return None
+    if bias is not None:
+        if not isinstance(bias, Tensor) or (STATE.enabled and bias._requires_grad):
+            return None
+        b = bias._data
+        if type(b) is not _ndarray or b.dtype is not x.dtype or b.shape != (w.shape[0],):
+            return None
+    out = np.matmul(x, w.T)
+    if bias is not None:
+        out += b
+    return _make(out)
+
+
+def direct_unary(compute, input) -> Tensor | None:
+    """``compute(np, x)`` on a float array when nothing is recorded, else None.
+
+    For one-tensor ops whose forward runs no error-state block around its formula (relu's
+    maximum, softmax's rows): the same array work as `Function.apply`'s forward, without
+    the node and its bookkeeping (~2-4 us of a batch-1 relu or log_softmax).
+    """
+    if (not isinstance(input, Tensor) or (input._requires_grad and STATE.enabled)
+            or PROCESS.observer is not None):
+        return None
+    a = input._data
+    if type(a) is not _ndarray or a.dtype.kind != "f":
+        return None
+    return _make(compute(np, a))

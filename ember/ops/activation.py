@@ -23,9 +23,11 @@ from .._core.tensor import Tensor, _make
 from . import _kernels
 from . import _native_activation as _native_act
 from . import _native_rows
+from ._direct import direct_unary
 from ._inplace import named
 from ._util import wrap_dim, xp_of
 from .arithmetic import inplace_form, unsupported
+from .elementwise import Relu
 from .elementwise import relu as _relu
 from .elementwise import relu_ as _relu_
 from .elementwise import tanh as _tanh
@@ -68,9 +70,16 @@ def _last_dim_rows(z, dim):
 
 
 def _softmax_forward(ctx, x, dim, log: bool):
-    """softmax (or log-softmax) of `x` over `dim`, saved for backward: the numba row
-    kernels, the NumPy row kernels, or the formula, whichever takes the array."""
+    """softmax (or log-softmax) of `x` over `dim`, saved for backward."""
     ctx.dim = dim
+    y = _softmax_arrays(x, dim, log)
+    ctx.save_for_backward(y)
+    return y
+
+
+def _softmax_arrays(x, dim, log: bool):
+    """softmax (or log-softmax) of the array `x` over `dim`: the numba row kernels, the
+    NumPy row kernels, or the formula, whichever takes the array."""
     xp = xp_of(x)
     z = _as_2d(x)
     rows = _last_dim_rows(z, dim)
@@ -90,9 +99,7 @@ def _softmax_forward(ctx, x, dim, log: bool):
         else:
             xp.exp(y, out=y)  # in place: one result array in all
             y /= _kernels.sum_last(y, dim)
-    y = y.reshape(x.shape)
-    ctx.save_for_backward(y)
-    return y
+    return y.reshape(x.shape)
 
 
 def _softmax_backward(ctx, grad, log: bool):
@@ -196,7 +203,8 @@ def softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3,
     """
     input, dim = _softmax_input("softmax", "softmax_lastdim_kernel_impl", input, dim,
                                 _stacklevel, dtype)
-    return Softmax.apply(input, dim)
+    out = direct_unary(lambda xp, x: _softmax_arrays(x, dim, False), input)
+    return Softmax.apply(input, dim) if out is None else out
 
 
 def log_softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3,
@@ -204,7 +212,8 @@ def log_softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3,
     """``log(softmax(x, dim))``, computed directly (stable for large and small inputs)."""
     input, dim = _softmax_input("log_softmax", "log_softmax_lastdim_kernel_impl", input, dim,
                                 _stacklevel, dtype)
-    return LogSoftmax.apply(input, dim)
+    out = direct_unary(lambda xp, x: _softmax_arrays(x, dim, True), input)
+    return LogSoftmax.apply(input, dim) if out is None else out
 
 
 def softmin(input: Tensor, dim: int | None = None, _stacklevel: int = 3,
@@ -630,7 +639,10 @@ def celu_(input: Tensor, alpha: float = 1.0) -> Tensor:
 
 def relu(input: Tensor, inplace: bool = False) -> Tensor:
     """``max(x, 0)`` (integer tensors stay integers)."""
-    return _relu_(input) if inplace else _relu(input)
+    if inplace:
+        return _relu_(input)
+    out = direct_unary(Relu.compute, input)
+    return _relu(input) if out is None else out
 
 
 def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 
 from .._core.tensor import Tensor
+from ._direct import direct_linear
 from .linalg import addmm, matmul
 
 __all__ = ["linear", "bilinear"]
@@ -23,6 +24,9 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     >>> linear(ember.ones(2, 3), ember.ones(4, 3), ember.zeros(4)).shape
     torch.Size([2, 4])
     """
+    out = direct_linear(input, weight, bias)
+    if out is not None:
+        return out
     if input.dim() == 0 or weight.dim() == 0:
         raise RuntimeError("both arguments to linear need to be at least 1D, but they are "
                            f"{input.dim()}D and {weight.dim()}D")

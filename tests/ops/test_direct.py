@@ -1,4 +1,5 @@
-"""ops/_direct.py: arithmetic on the arrays when nothing is recorded.
+"""ops/_direct.py: arithmetic, linear layers and relu on the arrays when nothing is
+recorded.
 
 The direct path must give what the general path (`Function.apply`) gives, bit for bit,
 and step aside whenever the general path has more to do: recording, an observer (the
@@ -12,7 +13,7 @@ import pytest
 
 import ember
 from ember.ops import arithmetic
-from ember.ops._direct import direct
+from ember.ops._direct import direct, direct_linear
 
 OPS = [("add", operator.add), ("sub", operator.sub), ("mul", operator.mul),
        ("div", operator.truediv)]
@@ -97,3 +98,61 @@ def test_zero_dim_results_are_arrays():
     with ember.no_grad():
         y = ember.tensor(2.0) * ember.tensor(3.0)
     assert y.shape == () and type(y._data) is np.ndarray and y.item() == 6.0
+
+
+@pytest.mark.parametrize("with_bias", [True, False])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_inference_linear_equals_the_recorded_one(with_bias, dtype):
+    layer = ember.nn.Linear(7, 5, bias=with_bias).to(ember.float32 if dtype == np.float32
+                                                      else ember.float64)
+    x = ember.tensor(np.random.default_rng(1).standard_normal((3, 7)).astype(dtype))
+    recorded = layer(x)  # the weight requires grad: addmm through Function.apply
+    assert recorded.grad_fn is not None
+    with ember.no_grad():
+        direct_out = layer(x)
+    assert direct_out.grad_fn is None and direct_out.dtype == recorded.dtype
+    np.testing.assert_array_equal(direct_out.numpy(), recorded.detach().numpy())
+
+
+def test_linear_steps_aside_when_it_should():
+    w, b = ember.ones(4, 3), ember.ones(4)
+    assert direct_linear(ember.ones(2, 3), w, b) is not None
+    assert direct_linear(ember.ones(2, 2, 3), w, b) is None           # 3-D input
+    assert direct_linear(ember.ones(2, 5), w, b) is None              # sizes: the error
+    assert direct_linear(ember.ones(2, 3, dtype=ember.float64), w, b) is None  # dtypes
+    assert direct_linear(ember.ones(2, 3), w, ember.ones(5)) is None  # bias size
+    assert direct_linear(ember.ones(2, 3, dtype=ember.float16), w.half(), b.half()) is None
+    with pytest.raises(RuntimeError, match=r"mat1 and mat2 shapes cannot be multiplied"):
+        ember.nn.functional.linear(ember.ones(2, 5), w, b)
+    with ember.no_grad(), ember.profiler.profile() as prof:
+        ember.nn.functional.linear(ember.ones(2, 3), w, b)
+    assert "add_product" in [e.key for e in prof.key_averages()]  # (the general path)
+
+
+def test_inference_relu_equals_the_recorded_one():
+    x = np.array([np.nan, -0.0, 0.0, -np.inf, np.inf, -2.5, 3.0], np.float32)
+    t = ember.tensor(x, requires_grad=True)
+    recorded = ember.nn.functional.relu(t)
+    with ember.no_grad():
+        direct_out = ember.nn.functional.relu(t)
+    assert recorded.grad_fn is not None and direct_out.grad_fn is None
+    np.testing.assert_array_equal(direct_out.numpy(), recorded.detach().numpy())
+    np.testing.assert_array_equal(np.signbit(direct_out.numpy()),
+                                  np.signbit(recorded.detach().numpy()))
+    ints = ember.nn.functional.relu(ember.tensor([-1, 2]))
+    assert ints.dtype == ember.int64 and ints.tolist() == [0, 2]
+
+
+@pytest.mark.parametrize("log", [False, True])
+def test_inference_softmax_equals_the_recorded_one(log):
+    fn = ember.nn.functional.log_softmax if log else ember.nn.functional.softmax
+    x = np.random.default_rng(2).standard_normal((4, 9)).astype(np.float32)
+    x[0, 0] = -np.inf
+    t = ember.tensor(x, requires_grad=True)
+    recorded = fn(t, dim=1)
+    with ember.no_grad():
+        direct_out = fn(t, dim=1)
+        over_rows = fn(t, dim=0)  # not the last dim: another array path, same rule
+    assert recorded.grad_fn is not None and direct_out.grad_fn is None
+    np.testing.assert_array_equal(direct_out.numpy(), recorded.detach().numpy())
+    np.testing.assert_array_equal(over_rows.numpy(), fn(t, dim=0).detach().numpy())

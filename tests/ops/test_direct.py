@@ -156,3 +156,18 @@ def test_inference_softmax_equals_the_recorded_one(log):
     assert recorded.grad_fn is not None and direct_out.grad_fn is None
     np.testing.assert_array_equal(direct_out.numpy(), recorded.detach().numpy())
     np.testing.assert_array_equal(over_rows.numpy(), fn(t, dim=0).detach().numpy())
+
+
+def test_inference_convolution_equals_the_recorded_one():
+    conv = ember.nn.Conv2d(3, 4, 3, padding=1)
+    x = ember.tensor(np.random.default_rng(4).standard_normal((2, 3, 6, 5)).astype(np.float32))
+    recorded = conv(x)
+    with ember.no_grad():
+        direct_out = conv(x)
+        unbatched = conv(x[0])
+    assert recorded.grad_fn is not None and direct_out.grad_fn is None
+    np.testing.assert_array_equal(direct_out.numpy(), recorded.detach().numpy())
+    np.testing.assert_array_equal(unbatched.numpy(), recorded.detach().numpy()[0])
+    with ember.no_grad(), ember.profiler.profile() as prof:
+        conv(x)
+    assert "convolution" in [e.key for e in prof.key_averages()]  # watched: the op runs

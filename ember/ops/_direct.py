@@ -53,19 +53,32 @@ def direct(op, input, other) -> Tensor | None:
     return _make(out if type(out) is _ndarray else np.asarray(out))
 
 
+def records(*tensors) -> bool:
+    """Whether an op on `tensors` must go through `Function.apply`: something watches it
+    (a profiler, autocast, a tracer: `PROCESS.observer`) or, in grad mode, one of them
+    (None is allowed) needs a gradient."""
+    if PROCESS.observer is not None:
+        return True
+    if not STATE.enabled:
+        return False
+    for t in tensors:  # (a loop, not any() over a generator: this runs on every call)
+        if t is not None and t._requires_grad:
+            return True
+    return False
+
+
 def direct_linear(input, weight, bias) -> Tensor | None:
     """``input @ weight.T + bias`` on the arrays when nothing is recorded, else None.
 
     The case of a linear layer at inference: a 2-D float input, a 2-D weight and an
     optional 1-D bias (tensors or Parameters), all holding NumPy arrays of one dtype with
-    matching sizes.  The
-    arrays see the same operations as on the general path (addmm's product, then the bias
-    added into it), so the two give the same bits; a batch-1 layer's ~10 us of op and
-    view bookkeeping go.
+    matching sizes.  The arrays see the same operations as on the general path (addmm's
+    product, then the bias added into it), so the two give the same bits; a batch-1
+    layer's ~10 us of op and view bookkeeping go.
     """
     if (not isinstance(input, Tensor) or not isinstance(weight, Tensor)  # (Parameters)
-            or PROCESS.observer is not None
-            or (STATE.enabled and (input._requires_grad or weight._requires_grad))):
+            or (bias is not None and not isinstance(bias, Tensor))
+            or records(input, weight, bias)):
         return None
     x, w = input._data, weight._data
     if (type(x) is not _ndarray or type(w) is not _ndarray or x.dtype is not w.dtype
@@ -73,8 +86,6 @@ def direct_linear(input, weight, bias) -> Tensor | None:
             or x.ndim != 2 or w.ndim != 2 or x.shape[1] != w.shape[1]):
         return None
     if bias is not None:
-        if not isinstance(bias, Tensor) or (STATE.enabled and bias._requires_grad):
-            return None
         b = bias._data
         if type(b) is not _ndarray or b.dtype is not x.dtype or b.shape != (w.shape[0],):
             return None
@@ -91,8 +102,7 @@ def direct_unary(compute, input) -> Tensor | None:
     maximum, softmax's rows): the same array work as `Function.apply`'s forward, without
     the node and its bookkeeping (~2-4 us of a batch-1 relu or log_softmax).
     """
-    if (not isinstance(input, Tensor) or (input._requires_grad and STATE.enabled)
-            or PROCESS.observer is not None):
+    if not isinstance(input, Tensor) or records(input):
         return None
     a = input._data
     if type(a) is not _ndarray or a.dtype.kind != "f":

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from .._core.tensor import Tensor
+from ._direct import direct_unary
 
 __all__ = ["inplace_form", "op_function", "op_pair", "binary_function", "binary_pair",
            "named"]
@@ -39,12 +40,16 @@ def named(fn: Callable, name: str, doc: str, source) -> Callable:
 
 
 def op_function(cls, name: str, doc: str, *, prepare: Callable | None = None,
-                check: Callable | None = None):
-    """The public function ``name(input)`` of a one-tensor op class (`prepare` and `check`
-    as in `op_pair`)."""
+                check: Callable | None = None, direct: bool = False):
+    """The public function ``name(input)`` of a one-tensor op class (`prepare`, `check`
+    and `direct` as in `op_pair`)."""
     def op(input: Tensor) -> Tensor:
         if check is not None:
             check(input)
+        if direct:
+            out = direct_unary(cls.compute, input)
+            if out is not None:
+                return out
         return cls.apply(input if prepare is None else prepare(input))
 
     return named(op, name, doc, cls)
@@ -52,14 +57,16 @@ def op_function(cls, name: str, doc: str, *, prepare: Callable | None = None,
 
 def op_pair(cls, name: str, doc: str, *, prepare: Callable | None = None,
             check: Callable | None = None, check_: Callable | None = None,
-            inplace_name: str | None = None):
+            inplace_name: str | None = None, direct: bool = False):
     """The public functions ``name(input)`` and ``name_(input)`` of a one-tensor op class.
 
     `check(input)` runs first in both (argument checks that raise PyTorch's errors);
     `check_(op_name, input)` runs in the in-place one only (a float op can't write into an
     integer tensor); `prepare(input)` turns the input of the out-of-place one into what
     the class takes (an integer tensor into the default float dtype).  `inplace_name` is
-    the in-place node's name where PyTorch gives it another.
+    the in-place node's name where PyTorch gives it another.  With `direct`, the
+    out-of-place one computes ``cls.compute`` on the array when nothing is recorded
+    (`_direct.direct_unary`; for formulas that need no error-state block).
     """
     inplace = inplace_form(cls, inplace_name)
 
@@ -72,7 +79,7 @@ def op_pair(cls, name: str, doc: str, *, prepare: Callable | None = None,
 
     op_ = named(op_, name + "_", f"In-place ``{name}``.", cls)
     op_.Function = inplace  # the in-place class, for the tools that map ops to classes
-    return op_function(cls, name, doc, prepare=prepare, check=check), op_
+    return op_function(cls, name, doc, prepare=prepare, check=check, direct=direct), op_
 
 
 def binary_function(cls, name: str, doc: str, run: Callable):

@@ -101,7 +101,8 @@ def set_num_threads(num: int) -> None:
         _set_parallel_min(numba.get_num_threads())
 
 
-def kernel(fn=None, *, parallel: bool = False, fastmath: bool = False, inline: bool = False):
+def kernel(fn=None, *, parallel: bool = False, fastmath: bool | set = False,
+           inline: bool = False):
     """Decorator: compile a plain Python function with numba on its first call.
 
     ``@kernel`` gives a serial kernel; ``@kernel(parallel=True)`` one whose
@@ -121,7 +122,7 @@ def kernel(fn=None, *, parallel: bool = False, fastmath: bool = False, inline: b
 class Kernel:
     """A function compiled by numba on its first call (made by `kernel`)."""
 
-    def __init__(self, fn, *, parallel: bool, fastmath: bool, inline: bool = False):
+    def __init__(self, fn, *, parallel: bool, fastmath: bool | set, inline: bool = False):
         self.py_func = fn
         self.parallel = parallel
         self.fastmath = fastmath

@@ -27,7 +27,6 @@ from ._direct import direct_unary
 from ._inplace import named
 from ._util import wrap_dim, xp_of
 from .arithmetic import inplace_form, unsupported
-from .elementwise import Relu
 from .elementwise import relu as _relu
 from .elementwise import relu_ as _relu_
 from .elementwise import tanh as _tanh
@@ -639,10 +638,7 @@ def celu_(input: Tensor, alpha: float = 1.0) -> Tensor:
 
 def relu(input: Tensor, inplace: bool = False) -> Tensor:
     """``max(x, 0)`` (integer tensors stay integers)."""
-    if inplace:
-        return _relu_(input)
-    out = direct_unary(Relu.compute, input)
-    return _relu(input) if out is None else out
+    return _relu_(input) if inplace else _relu(input)
 
 
 def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:

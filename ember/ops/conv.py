@@ -14,9 +14,9 @@ from __future__ import annotations
 import numpy as np
 
 from .._core.function import Function
-from .._core.grad_mode import PROCESS, STATE
 from .._core.tensor import Tensor, _make
 from ._autocast import casts_together
+from ._direct import records
 from ._util import check_same_device
 from .conv_arrays import Geometry, conv_array, conv_transpose_array, conv_weight_array
 
@@ -225,9 +225,7 @@ def _conv(op: str, nd: int, input, weight, bias, stride, padding, dilation, grou
 def _direct_conv(x, weight, bias, geo):
     """The convolution on the arrays when nothing is recorded (inference), else None: the
     same `conv_array` call as Convolution's forward, without the node (~4 us a call)."""
-    if PROCESS.observer is not None or (STATE.enabled and (
-            x._requires_grad or weight._requires_grad
-            or (bias is not None and bias._requires_grad))):
+    if records(x, weight, bias):
         return None
     a, w = x._data, weight._data
     if type(a) is not np.ndarray or type(w) is not np.ndarray:

@@ -390,7 +390,7 @@ fix, fix_ = trunc, trunc_
 frac, frac_ = op_pair(Frac, "frac", "The fractional part, ``input - trunc(input)`` (floating "
                       "point only).", check=_check_frac)
 relu, relu_ = op_pair(Relu, "relu", "``max(input, 0)`` elementwise (the gradient at 0 is 0).",
-                      check=_check_relu)
+                      check=_check_relu, direct=True)
 _check_round = _check_rounding("round_vml_cpu")
 
 

@@ -19,11 +19,11 @@ OPS = [("add", operator.add), ("sub", operator.sub), ("mul", operator.mul),
        ("div", operator.truediv)]
 
 
-@pytest.fixture
-def general_calls(monkeypatch):
-    """How many times each Function of arithmetic.py ran through `apply`."""
+def _record_applies(monkeypatch, *classes) -> list:
+    """A list that gets the class name each time one of `classes` runs through
+    `Function.apply`."""
     calls = []
-    for cls in (arithmetic.Add, arithmetic.Sub, arithmetic.Mul, arithmetic.Div):
+    for cls in classes:
         real = cls.apply.__func__
 
         def spy(cls_, *args, _real=real, **params):
@@ -31,6 +31,13 @@ def general_calls(monkeypatch):
             return _real(cls_, *args, **params)
         monkeypatch.setattr(cls, "apply", classmethod(spy))
     return calls
+
+
+@pytest.fixture
+def general_calls(monkeypatch):
+    """Each Function of arithmetic.py that ran through `apply`, by name."""
+    return _record_applies(monkeypatch, arithmetic.Add, arithmetic.Sub, arithmetic.Mul,
+                           arithmetic.Div)
 
 
 @pytest.mark.parametrize("name,op", OPS)
@@ -143,8 +150,21 @@ def test_inference_relu_equals_the_recorded_one():
     assert ints.dtype == ember.int64 and ints.tolist() == [0, 2]
 
 
+def test_every_spelling_of_relu_goes_direct_at_inference(monkeypatch):
+    from ember.ops.elementwise import Relu
+    calls = _record_applies(monkeypatch, Relu)
+    x = ember.tensor([-1.0, 2.0])
+    with ember.no_grad():
+        outs = [ember.relu(x), x.relu(), ember.nn.functional.relu(x), ember.nn.ReLU()(x)]
+    assert calls == [] and all(o.tolist() == [0.0, 2.0] for o in outs)
+    ember.relu(ember.tensor([-1.0, 2.0], requires_grad=True))  # recorded: the Function
+    assert calls == ["Relu"]
+
+
 @pytest.mark.parametrize("log", [False, True])
-def test_inference_softmax_equals_the_recorded_one(log):
+def test_inference_softmax_equals_the_recorded_one(log, monkeypatch):
+    from ember.ops.activation import LogSoftmax, Softmax
+    calls = _record_applies(monkeypatch, LogSoftmax if log else Softmax)
     fn = ember.nn.functional.log_softmax if log else ember.nn.functional.softmax
     x = np.random.default_rng(2).standard_normal((4, 9)).astype(np.float32)
     x[0, 0] = -np.inf
@@ -154,11 +174,14 @@ def test_inference_softmax_equals_the_recorded_one(log):
         direct_out = fn(t, dim=1)
         over_rows = fn(t, dim=0)  # not the last dim: another array path, same rule
     assert recorded.grad_fn is not None and direct_out.grad_fn is None
+    assert len(calls) == 1  # only the recorded call ran the Function
     np.testing.assert_array_equal(direct_out.numpy(), recorded.detach().numpy())
     np.testing.assert_array_equal(over_rows.numpy(), fn(t, dim=0).detach().numpy())
 
 
-def test_inference_convolution_equals_the_recorded_one():
+def test_inference_convolution_equals_the_recorded_one(monkeypatch):
+    from ember.ops.conv import Convolution
+    calls = _record_applies(monkeypatch, Convolution)
     conv = ember.nn.Conv2d(3, 4, 3, padding=1)
     x = ember.tensor(np.random.default_rng(4).standard_normal((2, 3, 6, 5)).astype(np.float32))
     recorded = conv(x)
@@ -166,6 +189,7 @@ def test_inference_convolution_equals_the_recorded_one():
         direct_out = conv(x)
         unbatched = conv(x[0])
     assert recorded.grad_fn is not None and direct_out.grad_fn is None
+    assert len(calls) == 1  # only the recorded call ran the Function
     np.testing.assert_array_equal(direct_out.numpy(), recorded.detach().numpy())
     np.testing.assert_array_equal(unbatched.numpy(), recorded.detach().numpy()[0])
     with ember.no_grad(), ember.profiler.profile() as prof:

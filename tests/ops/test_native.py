@@ -121,3 +121,14 @@ def test_a_build_is_named_after_the_helpers_it_inlines():
     suffix = "_" + digest(_sum_of_squares_rows.py_func)
     assert _sum_of_squares_rows._compiled.py_func.__name__.endswith(suffix)
     assert _sum_of_squares_rows._serial.py_func.__name__.endswith("_serial" + suffix)
+
+
+def test_the_parallel_threshold_follows_the_thread_count(monkeypatch):
+    # two threads: only arrays of millions of elements are worth a launch; more: 64K
+    monkeypatch.setattr(native, "PARALLEL_MIN", native.PARALLEL_MIN)  # (restored after)
+    native._set_parallel_min(2)
+    assert native.PARALLEL_MIN == native.PARALLEL_MIN_TWO_THREADS == 1 << 21
+    native._set_parallel_min(8)
+    assert native.PARALLEL_MIN == native.PARALLEL_MIN_MORE_THREADS == 1 << 16
+    native._set_parallel_min(1)
+    assert native.PARALLEL_MIN == 1 << 21

@@ -279,3 +279,16 @@ def test_large_logits_keep_full_precision(threaded, monkeypatch):
     p = np.exp(ref)
     p[np.arange(rows), t] -= 1
     np.testing.assert_allclose(xt.grad.numpy(), p, atol=2e-6)
+
+
+def test_exp_below_the_normal_range_is_zero_in_float32_rows():
+    # the float32 exp flushes subnormal results (slow on x86) to 0: masked (-inf) and
+    # very small entries get probability 0 exactly, and each row still sums to 1
+    x = np.zeros((ROWS, 64), np.float32)
+    x[:, 1] = -np.inf
+    x[:, 2] = -100.0  # exp(-100) = 3.7e-44, a float32 subnormal
+    with native.use_numba(True):
+        p = F.softmax(ember.tensor(x), -1).numpy()
+    assert (p[:, 1] == 0).all() and (p[:, 2] == 0).all()
+    np.testing.assert_allclose(p.sum(axis=1), 1.0, rtol=1e-6)
+    np.testing.assert_allclose(p[:, 0], 1 / 62, rtol=1e-6)

@@ -14,7 +14,11 @@
    the engine made it in this pass (a sum of several gradients, the implicit root
    gradient), a built-in node declared it freshly allocated, or a view's node handed
    on a view of an owned gradient.  See `_add_to_buffer` and `_hands_over`.
-5. Unless ``retain_graph``, each node frees its saved tensors after it ran.
+5. A node whose class declares ``_reuses_grad`` (an activation's elementwise gradient)
+   may write its result over its incoming gradient when the engine owns that array and
+   nothing else can see it (`_may_overwrite`): one activation-sized array less per layer
+   at the peak of the pass.
+6. Unless ``retain_graph``, each node frees its saved tensors after it ran.
 """
 
 from __future__ import annotations
@@ -192,6 +196,8 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
                 continue
             if needed is not None and node not in needed:
                 continue
+            if node._reuses_grad:
+                node._owns_grad = _may_overwrite(node, owned, create_graph, captures)
             in_grads = _call_node(node, node_grads, retain_graph)
             hands_over = node._may_hand_over and captures is None \
                 and _hands_over(node, node_grads, owned)
@@ -204,7 +210,8 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
                         slots = buffers[child] = _new_slots(child, nr)
                     if slots[nr] is None:
                         slots[nr] = g
-                        if hands_over and _unshared(g, node_grads, node._is_view):
+                        if hands_over and _unshared(g, node_grads,
+                                                    node._is_view or node._owns_grad):
                             owned.add((child, nr))
                     else:
                         _sum_into(slots, owned, child, nr, g)
@@ -262,8 +269,9 @@ def _hands_over(node: Node, grads: list, owned: set) -> bool:
 
     Two kinds of built-in nodes hand the engine arrays nobody else holds: a node whose
     class declares ``_fresh_grads`` (its backward allocates each input's gradient) and a
-    view's node, whose gradient is a view of its incoming one when the engine owned that.
-    Hooks on the node, or on the tensors it made, may keep what they see: none then.
+    view's node, whose gradient is a view of its incoming one when the engine owned that
+    (as is the incoming array a ``_reuses_grad`` node wrote over).  Hooks on the node,
+    or on the tensors it made, may keep what they see: none then.
     """
     if node._hooks or node._prehooks or node._tensor_prehooks or node._retained:
         return False
@@ -273,6 +281,15 @@ def _hands_over(node: Node, grads: list, owned: set) -> bool:
         if g is not None and (node, nr) not in owned:
             return False
     return True
+
+
+def _may_overwrite(node: Node, owned: set, create_graph: bool, captures) -> bool:
+    """Whether `node`'s backward may write over its incoming gradient: the engine made or
+    was handed that array (see `_add_to_buffer`), no hook or retained grad has seen it,
+    nothing captures it, and no graph of the backward is recorded (which would save it)."""
+    return ((node, 0) in owned and not create_graph and captures is None
+            and not (node._hooks or node._prehooks or node._tensor_prehooks
+                     or node._retained))
 
 
 def _unshared(g: Tensor, incoming: list, is_view: bool) -> bool:

@@ -147,6 +147,11 @@ class Node:
     # incoming gradient's memory as another's, saved data, or one array twice): the
     # engine may then let a leaf keep it as .grad without a copy (engine.py).
     _fresh_grads = False
+    # A built-in backward that may write its input's gradient over its incoming one (an
+    # activation's elementwise gradient): before the call the engine sets `_owns_grad`
+    # on the node when it owns that incoming gradient and nothing else can see it.
+    _reuses_grad = False
+    _owns_grad = False
     _is_view = False
     _may_hand_over = False  # _fresh_grads or _is_view: one lookup per node for the engine
 

@@ -322,11 +322,13 @@ def forward(name: str, x: np.ndarray) -> np.ndarray:
     return out.reshape(x.shape)
 
 
-def backward(name: str, grad: np.ndarray, saved: np.ndarray) -> np.ndarray:
+def backward(name: str, grad: np.ndarray, saved: np.ndarray,
+             overwrite: bool = False) -> np.ndarray:
     """``grad * f'(x)`` in one parallel pass, for `supports` arrays; `saved` is the input x
-    (the output y for 'tanh' and 'relu')."""
+    (the output y for 'tanh' and 'relu').  With `overwrite` the result goes into `grad`
+    itself when it is C-contiguous (an array the caller owns and nothing else reads)."""
     flat = np.ascontiguousarray(saved).reshape(-1)
-    out = np.empty_like(flat)
-    run(_BACKWARD[name, flat.itemsize], flat.size, np.ascontiguousarray(grad).reshape(-1), flat,
-        out)
+    grad_flat = np.ascontiguousarray(grad).reshape(-1)
+    out = grad_flat if overwrite and grad.flags.c_contiguous else np.empty_like(flat)
+    run(_BACKWARD[name, flat.itemsize], flat.size, grad_flat, flat, out)
     return out.reshape(saved.shape)

@@ -57,9 +57,11 @@ def dropout(x: np.ndarray, words: np.ndarray, keep_probability: float) -> tuple:
     return out.reshape(x.shape), keep.reshape(x.shape)
 
 
-def dropout_backward(grad: np.ndarray, keep: np.ndarray, scale) -> np.ndarray:
-    """``grad * scale`` where `keep`, else 0 (C-contiguous arrays of one shape)."""
+def dropout_backward(grad: np.ndarray, keep: np.ndarray, scale,
+                     overwrite: bool = False) -> np.ndarray:
+    """``grad * scale`` where `keep`, else 0 (C-contiguous arrays of one shape); with
+    `overwrite`, written into `grad` itself when it is C-contiguous (the caller's own)."""
     flat = np.ascontiguousarray(grad).reshape(-1)
-    out = np.empty_like(flat)
+    out = flat if overwrite and grad.flags.c_contiguous else np.empty_like(flat)
     run(_dropout_backward_kernel, flat.size, flat, keep.reshape(-1), flat.dtype.type(scale), out)
     return out.reshape(grad.shape)

@@ -91,13 +91,14 @@ def _max_pool2d_k2s2(x, out, idx, with_index):
                     where[ox] = at
 
 
-def max_pool2d(x, geo, with_index: bool):
-    """(values, int64 flat indices or None) of 2-d max pooling of the (N, C, H, W) `x`."""
+def max_pool2d(x, geo, with_index: bool, index_dtype=np.int64):
+    """(values, flat indices or None) of 2-d max pooling of the (N, C, H, W) `x`; the
+    indices are int64, or `index_dtype` (int32 for the gradient alone: half the memory)."""
     x = np.ascontiguousarray(x)
     n, c, height, width = x.shape
     planes = x.reshape(n * c, height, width)
     out = np.empty((n * c,) + tuple(geo.out), dtype=x.dtype)
-    idx = np.empty(out.shape if with_index else (1, 1, 1), dtype=np.int64)
+    idx = np.empty(out.shape if with_index else (1, 1, 1), dtype=index_dtype)
     (kh, kw), (sh, sw), (ph, pw), (dh, dw) = geo.kernel, geo.stride, geo.pad, geo.dilation
     if (kh, kw, sh, sw, ph, pw, dh, dw) == (2, 2, 2, 2, 0, 0, 1, 1):
         run(_max_pool2d_k2s2, x.size, planes, out, idx, with_index)
@@ -123,9 +124,10 @@ def _scatter_planes(g, idx, out):
 
 
 def scatter_supported(g, idx) -> bool:
-    """True when `scatter` can take the gradient `g` and int64 indices `idx` (same shape)."""
+    """True when `scatter` can take the gradient `g` and int64 or int32 indices `idx`
+    (same shape)."""
     return (native.enabled() and native.is_cpu_array(g, idx) and g.ndim >= 3
-            and g.dtype in (np.float32, np.float64) and idx.dtype == np.int64
+            and g.dtype in (np.float32, np.float64) and idx.dtype in (np.int64, np.int32)
             and idx.shape == g.shape and g.size >= MIN_SIZE)
 
 

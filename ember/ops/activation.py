@@ -262,6 +262,9 @@ class Gelu(Function):
     the float32 kernel keeps ``2 Phi(x)`` for the backward, which then computes only the
     density (GELU's backward costs half as much; the array goes with the graph)."""
 
+    _fresh_grads = True   # a new array, or the engine's own overwritten (_reuses_grad)
+    _reuses_grad = True
+
     @staticmethod
     def forward(ctx, x, approximate="none", keep_cdf=False):
         ctx.approximate = approximate
@@ -285,10 +288,13 @@ class Gelu(Function):
         (x,) = ctx.saved_tensors
         if ctx.approximate == "tanh":
             if not is_grad_enabled() and _native_act.supports(grad._data, x._data):
-                return _make(_native_act.backward("gelu_tanh", grad._data, x._data))
+                return _make(_native_act.backward("gelu_tanh", grad._data, x._data,
+                                                  overwrite=ctx._owns_grad))
             t = (_SQRT_2_OVER_PI * (x + _GELU_C * x * x * x)).tanh()
             dinner = _SQRT_2_OVER_PI * (1 + 3 * _GELU_C * x * x)
             return grad * (0.5 * (1 + t) + 0.5 * x * (1 - t * t) * dinner)
+        if ctx._owns_grad and _native_act.supports(grad._data, x._data):
+            return _make(_native_act.backward("gelu", grad._data, x._data, overwrite=True))
         return GeluBackward.apply(grad, x, cdf2=ctx.cdf2)
 
     def _release(self) -> None:
@@ -344,6 +350,9 @@ def _softplus_array(xp, z):
 
 
 class Silu(Function):
+    _fresh_grads = True   # a new array, or the engine's own overwritten (_reuses_grad)
+    _reuses_grad = True
+
     @staticmethod
     def forward(ctx, x):
         ctx.save_for_backward(x)
@@ -356,7 +365,8 @@ class Silu(Function):
     def backward(ctx, grad):
         (x,) = ctx.saved_tensors
         if not is_grad_enabled() and _native_act.supports(grad._data, x._data):
-            return _make(_native_act.backward("silu", grad._data, x._data))
+            return _make(_native_act.backward("silu", grad._data, x._data,
+                                              overwrite=ctx._owns_grad))
         s = sigmoid(x)
         return grad * (s * (1 + x * (1 - s)))
 

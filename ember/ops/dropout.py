@@ -51,6 +51,8 @@ class NativeMasked(Function):
     ``q * 2**32``, else 0 (q = 1 - p); keeps the boolean mask for the gradient."""
 
     _name = "MulBackward0"
+    _fresh_grads = True   # a new array, or the engine's own overwritten (_reuses_grad)
+    _reuses_grad = True
 
     @staticmethod
     def forward(ctx, x, *, words, q):
@@ -62,7 +64,8 @@ class NativeMasked(Function):
     def backward(ctx, grad):
         g = grad._data
         if not is_grad_enabled() and type(g) is np.ndarray and g.shape == ctx.keep.shape:
-            return _make(_native_dropout.dropout_backward(g, ctx.keep, ctx.value))
+            return _make(_native_dropout.dropout_backward(g, ctx.keep, ctx.value,
+                                                          overwrite=ctx._owns_grad))
         scale = np.where(ctx.keep, ctx.value, ctx.value.dtype.type(0))
         return grad * _make(scale)
 

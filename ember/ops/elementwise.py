@@ -193,6 +193,8 @@ class Tanh(_Unary):
     ``grad * (1 - y * y)`` is one numba kernel of _native_activation.py."""
 
     saves = "y"
+    _fresh_grads = True   # a new array, or the engine's own overwritten (_reuses_grad)
+    _reuses_grad = True
     compute = staticmethod(lambda xp, x: xp.tanh(x))
     derivative = staticmethod(lambda x, y: 1 - y * y)
 
@@ -202,7 +204,8 @@ class Tanh(_Unary):
         # read would recompute the forward again.
         _, y = ctx.saved_tensors
         if not is_grad_enabled() and _native_act.supports(grad._data, y._data):
-            return _make(_native_act.backward("tanh", grad._data, y._data))
+            return _make(_native_act.backward("tanh", grad._data, y._data,
+                                              overwrite=ctx._owns_grad))
         with np.errstate(all="ignore"):
             return times_conj(grad, 1 - y * y)
 
@@ -323,6 +326,8 @@ class Frac(_Unary):
 
 class Relu(_Unary):
     saves = "y"
+    _fresh_grads = True   # a new array, or the engine's own overwritten (_reuses_grad)
+    _reuses_grad = True
 
     @staticmethod
     def compute(xp, x):
@@ -334,6 +339,9 @@ class Relu(_Unary):
     def backward(ctx, grad):
         _, y = ctx.saved_tensors
         # NOTE: relu'(0) = 0, as in PyTorch; a nan output passes the gradient (also PyTorch's).
+        if ctx._owns_grad and _native_act.supports(y._data, grad._data,
+                                                   min_size=_native_act.RELU_MIN_SIZE):
+            return _make(_native_act.backward("relu", grad._data, y._data, overwrite=True))
         return ReluBackward.apply(grad, y)
 
 

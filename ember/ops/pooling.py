@@ -239,10 +239,13 @@ def _padded_low(x, geo: PoolGeometry):
     return xp, floating, low, pad_array(x, geo.pad, geo.hi, low)
 
 
-def _max_pool_array(x, geo: PoolGeometry):
-    """(values, flat indices) of the window maxima; NaN wins, ties keep the first."""
+def _max_pool_array(x, geo: PoolGeometry, narrow: bool = False):
+    """(values, flat indices) of the window maxima; NaN wins, ties keep the first.  The
+    indices are int64; with `narrow` (only the gradient will read them) the numba path
+    keeps int32 ones, half the memory, when the planes allow."""
     if len(geo.size) == 2 and _native_pool.supports(x):
-        return _native_pool.max_pool2d(x, geo, with_index=True)
+        index_dtype = np.int32 if narrow and math.prod(geo.size) < 2**31 else np.int64
+        return _native_pool.max_pool2d(x, geo, with_index=True, index_dtype=index_dtype)
     xp, floating, low, padded = _padded_low(x, geo)
     best, which = _max_scan(xp, padded, geo, low, nan_aware=False)
     # NaN must win its window (the last NaN, as in PyTorch). `maximum` has carried any NaN
@@ -308,10 +311,13 @@ class MaxPoolValues(Function):
 class MaxPool(Function):
     """Max pooling; returns (values, indices), the indices non-differentiable."""
 
+    _fresh_grads = True  # the gradient is scattered into a new array
+    _materialize_grads = False  # (no zeros made for the integer indices' "gradient")
+
     @staticmethod
-    def forward(ctx, x, geo):
+    def forward(ctx, x, geo, narrow_indices=False):
         ctx._name = f"MaxPool{len(geo.size)}DWithIndicesBackward0"
-        out, idx = _max_pool_array(x, geo)
+        out, idx = _max_pool_array(x, geo, narrow_indices)
         ctx.idx, ctx.size, ctx.unique = idx, geo.size, geo.disjoint()
         return out, idx
 
@@ -327,7 +333,8 @@ def _max_pool(op: str, nd: int, input, kernel_size, stride, padding, dilation, c
     if not return_indices and not (x.requires_grad and is_grad_enabled()):
         out = MaxPoolValues.apply(x, geo)
         return out.squeeze(0) if unbatched else out
-    out, idx = MaxPool.apply(x, geo)
+    # (the caller never sees the indices unless it asks: then they must be int64)
+    out, idx = MaxPool.apply(x, geo, narrow_indices=not return_indices)
     if unbatched:
         out, idx = out.squeeze(0), idx.squeeze(0)
     return (out, idx) if return_indices else out

@@ -437,6 +437,8 @@ class _PickAlongDim(Function):
     here; kthvalue, median, mode in sorting.py): forward finds the indices and returns
     `_picked`; the gradient goes back to the picked positions."""
 
+    _materialize_grads = False  # (no zeros made for the integer indices' "gradient")
+
     @staticmethod
     def _picked(ctx, x, indices, dim: int, keepdim: bool):
         """(values, indices) at `indices` (int64, `dim` kept with size 1), squeezed unless

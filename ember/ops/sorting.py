@@ -199,6 +199,8 @@ def cumprod_(input: Tensor, dim: int, *, dtype=None) -> Tensor:
 class _CumExtreme(Function):
     """cummax/cummin: (values, indices); the latest index wins ties, NaN propagates."""
 
+    _materialize_grads = False  # (no zeros made for the integer indices' "gradient")
+
     @staticmethod
     def forward(ctx, x, dim, largest):
         xp = xp_of(x)
@@ -293,6 +295,8 @@ def logcumsumexp(input: Tensor, dim: int) -> Tensor:
 
 class _Sorted(Function):
     """sort / topk: values in order along `dim` (the first `k`) and their indices."""
+
+    _materialize_grads = False  # (no zeros made for the integer indices' "gradient")
 
     @staticmethod
     def forward(ctx, x, dim, descending, k=None, stable_given=False):

@@ -129,3 +129,50 @@ def test_matches_pytorch():
         np.testing.assert_array_equal(out, t_out.detach().numpy())
         np.testing.assert_array_equal(idx, t_idx.numpy())
         np.testing.assert_array_equal(grad, xt.grad.numpy())
+
+
+@needs_numba
+@pytest.mark.parametrize("geometry", GEOMETRIES[:2], ids=str)
+def test_indices_kept_for_the_gradient_alone_are_int32(geometry, monkeypatch):
+    # without return_indices the graph keeps int32 indices (half the memory); the user's
+    # indices are int64; both give the NumPy path's gradient
+    monkeypatch.setattr(_native_pool, "MIN_SIZE", 1 << 12)
+    kernel, stride, pad, dilation, ceil_mode = geometry
+    x = _input(dtype=np.float32)
+    g = np.arange(x.size, dtype=np.float32).reshape(x.shape) % 5 - 2
+    grads = {}
+    for flag, wanted in ((True, False), (True, True), (False, False)):
+        t = ember.tensor(x, requires_grad=True)
+        with native.use_numba(flag):
+            result = F.max_pool2d(t, kernel, stride, pad, dilation, ceil_mode,
+                                  return_indices=wanted)
+            out = result[0] if wanted else result
+            kept = out.grad_fn.idx
+            assert kept.dtype == (np.int32 if flag and not wanted else np.int64)
+            if wanted:
+                assert result[1].dtype == ember.int64
+            out.backward(ember.tensor(g[..., :out.shape[2], :out.shape[3]]))
+        grads[flag, wanted] = t.grad.numpy()
+    np.testing.assert_array_equal(grads[True, False], grads[False, False])
+    np.testing.assert_array_equal(grads[True, True], grads[False, False])
+
+
+@pytest.mark.parametrize("op", ["max_pool2d", "max_dim", "sort", "topk", "cummax"])
+def test_no_zeros_made_for_the_indices_gradient(op, monkeypatch):
+    # the integer indices get no gradient: the engine must not fill one with zeros
+    from ember._core import engine
+
+    made = []
+    real = engine._zeros_for
+    monkeypatch.setattr(engine, "_zeros_for", lambda meta, like: made.append(meta) or
+                        real(meta, like))
+    x = ember.tensor(np.random.default_rng(2).permutation(2 * 3 * 8 * 8)
+                     .reshape(2, 3, 8, 8) / 10.0, requires_grad=True)
+    pick = {"max_pool2d": lambda t: F.max_pool2d(t, 2),
+            "max_dim": lambda t: t.max(dim=3)[0],
+            "sort": lambda t: t.sort(dim=3)[0][..., :2],
+            "topk": lambda t: t.topk(3, dim=3)[0],
+            "cummax": lambda t: t.cummax(dim=3)[0]}[op]
+    (pick(x) * 2).sum().backward()
+    assert made == []
+    assert x.grad.sum().item() == pytest.approx(2 * pick(x).numel())

@@ -44,6 +44,14 @@ def _dropout_backward_kernel(grad, keep, scale, out):
         out[i] = grad[i] * (scale if keep[i] else zero)
 
 
+@native.kernel(parallel=True)
+def _dropout_backward_into(grad, keep, scale):
+    # (its own kernel, not out=grad: see _native_activation's backward kernels)
+    zero = scale - scale
+    for i in native.prange(grad.size):
+        grad[i] *= scale if keep[i] else zero
+
+
 def dropout(x: np.ndarray, words: np.ndarray, keep_probability: float) -> tuple:
     """``(out, keep)``: `x` (a `supports` array) with each element kept where its word of
     `words` (uint32, one per element) is below ``keep_probability * 2**32`` and scaled by
@@ -61,7 +69,11 @@ def dropout_backward(grad: np.ndarray, keep: np.ndarray, scale,
                      overwrite: bool = False) -> np.ndarray:
     """``grad * scale`` where `keep`, else 0 (C-contiguous arrays of one shape); with
     `overwrite`, written into `grad` itself when it is C-contiguous (the caller's own)."""
+    if overwrite and grad.flags.c_contiguous:
+        run(_dropout_backward_into, grad.size, grad.reshape(-1), keep.reshape(-1),
+            grad.dtype.type(scale))
+        return grad
     flat = np.ascontiguousarray(grad).reshape(-1)
-    out = flat if overwrite and grad.flags.c_contiguous else np.empty_like(flat)
+    out = np.empty_like(flat)
     run(_dropout_backward_kernel, flat.size, flat, keep.reshape(-1), flat.dtype.type(scale), out)
     return out.reshape(grad.shape)

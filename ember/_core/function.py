@@ -62,6 +62,8 @@ class Function(Node):
         super().__init_subclass__(**kwargs)
         # One flag for `apply` to test: in-place and view ops take its longer path.
         cls._plain = not (cls._inplace or cls._is_view)
+        if cls._reuses_grad:  # a new array, or the engine's own one overwritten
+            cls._fresh_grads = True
         cls._may_hand_over = cls._fresh_grads or cls._is_view  # (for the engine)
 
     @classmethod

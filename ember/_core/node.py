@@ -149,7 +149,8 @@ class Node:
     _fresh_grads = False
     # A built-in backward that may write its input's gradient over its incoming one (an
     # activation's elementwise gradient): before the call the engine sets `_owns_grad`
-    # on the node when it owns that incoming gradient and nothing else can see it.
+    # on the node when it owns that incoming gradient and nothing else can see it.  Its
+    # result is otherwise a new array: the class counts as `_fresh_grads` too.
     _reuses_grad = False
     _owns_grad = False
     _is_view = False

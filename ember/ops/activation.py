@@ -262,8 +262,7 @@ class Gelu(Function):
     the float32 kernel keeps ``2 Phi(x)`` for the backward, which then computes only the
     density (GELU's backward costs half as much; the array goes with the graph)."""
 
-    _fresh_grads = True   # a new array, or the engine's own overwritten (_reuses_grad)
-    _reuses_grad = True
+    _reuses_grad = True  # (see Node._reuses_grad)
 
     @staticmethod
     def forward(ctx, x, approximate="none", keep_cdf=False):
@@ -350,8 +349,7 @@ def _softplus_array(xp, z):
 
 
 class Silu(Function):
-    _fresh_grads = True   # a new array, or the engine's own overwritten (_reuses_grad)
-    _reuses_grad = True
+    _reuses_grad = True  # (see Node._reuses_grad)
 
     @staticmethod
     def forward(ctx, x):

@@ -51,8 +51,7 @@ class NativeMasked(Function):
     ``q * 2**32``, else 0 (q = 1 - p); keeps the boolean mask for the gradient."""
 
     _name = "MulBackward0"
-    _fresh_grads = True   # a new array, or the engine's own overwritten (_reuses_grad)
-    _reuses_grad = True
+    _reuses_grad = True  # (see Node._reuses_grad)
 
     @staticmethod
     def forward(ctx, x, *, words, q):

@@ -193,8 +193,7 @@ class Tanh(_Unary):
     ``grad * (1 - y * y)`` is one numba kernel of _native_activation.py."""
 
     saves = "y"
-    _fresh_grads = True   # a new array, or the engine's own overwritten (_reuses_grad)
-    _reuses_grad = True
+    _reuses_grad = True  # (see Node._reuses_grad)
     compute = staticmethod(lambda xp, x: xp.tanh(x))
     derivative = staticmethod(lambda x, y: 1 - y * y)
 
@@ -326,8 +325,7 @@ class Frac(_Unary):
 
 class Relu(_Unary):
     saves = "y"
-    _fresh_grads = True   # a new array, or the engine's own overwritten (_reuses_grad)
-    _reuses_grad = True
+    _reuses_grad = True  # (see Node._reuses_grad)
 
     @staticmethod
     def compute(xp, x):

@@ -47,15 +47,15 @@ class MaskedInplace(Masked):
 
 
 class NativeMasked(Function):
-    """Dropout by the numba kernel: ``x / q`` where the generator's word is below
-    ``q * 2**32``, else 0 (q = 1 - p); keeps the boolean mask for the gradient."""
+    """Dropout by the numba kernel: ``x / q`` where the mask's word (keyed by `key`) is
+    below ``q * 2**32``, else 0 (q = 1 - p); keeps the boolean mask for the gradient."""
 
     _name = "MulBackward0"
     _reuses_grad = True  # (see Node._reuses_grad)
 
     @staticmethod
-    def forward(ctx, x, *, words, q):
-        out, ctx.keep = _native_dropout.dropout(x, words, q)
+    def forward(ctx, x, *, key, q):
+        out, ctx.keep = _native_dropout.dropout(x, key, q)
         ctx.value = x.dtype.type(1.0) / x.dtype.type(q)
         return out
 
@@ -102,14 +102,15 @@ def _raw_bits(xp, src):
     return None
 
 
-def _words(bit_generator, n: int):
-    """`n` raw 32-bit words (each 64-bit draw gives two)."""
-    return bit_generator.random_raw((n + 1) // 2).view(np.uint32)[:n]
+def _draw_key(bit_generator) -> np.uint64:
+    """One raw 64-bit draw of the generator: the key of one mask's words."""
+    return np.uint64(bit_generator.random_raw())
 
 
 def _keep_bits(bit_generator, shape: tuple, q: float):
-    """A bool array of `shape`, True with probability `q`, from the generator's raw 32-bit
-    words compared with ``q * 2**32`` (each 64-bit draw gives two).
+    """A bool array of `shape`, True with probability `q`, from 32-bit words compared
+    with ``q * 2**32``: the words of `_native_dropout.mask_words`, keyed by one draw
+    of the generator (the numba kernels compute the same words in place).
 
     NOTE: about twice as fast as drawing float32 uniforms, which spend a 32-bit word per
     element and then convert it; the probability is exact to 2**-32 (uniform float32s
@@ -118,7 +119,7 @@ def _keep_bits(bit_generator, shape: tuple, q: float):
     n = 1
     for s in shape:
         n *= int(s)
-    words = _words(bit_generator, n)
+    words = _native_dropout.mask_words(_draw_key(bit_generator), n)
     if q >= 1.0:
         return np.ones(shape, bool)
     return (words < np.uint32(int(q * 2.0 ** 32))).reshape(shape)
@@ -157,8 +158,8 @@ def _dropout_impl(input: Tensor, p: float, training: bool, inplace: bool, shape:
 
 
 def _native_dropout_or_none(input: Tensor, p: float, shape: tuple, inplace: bool):
-    """Elementwise dropout by the numba kernel, from the same generator words as the NumPy
-    path (same seed, same mask); None where the kernel does not apply."""
+    """Elementwise dropout by the numba kernel, from the same words as the NumPy path
+    (same seed, same mask); None where the kernel does not apply."""
 
     data = input._data
     if shape != data.shape or not _native_dropout.supports(data):
@@ -168,7 +169,7 @@ def _native_dropout_or_none(input: Tensor, p: float, shape: tuple, inplace: bool
     if bit_generator is None:
         return None
     cls = NativeMaskedInplace if inplace else NativeMasked
-    return cls.apply(input, words=_words(bit_generator, data.size), q=1.0 - p)
+    return cls.apply(input, key=_draw_key(bit_generator), q=1.0 - p)
 
 
 def dropout(input: Tensor, p: float = 0.5, training: bool = True,

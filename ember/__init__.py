@@ -18,9 +18,12 @@ from ._core.grad_mode import (
 from ._core.printing import set_printoptions
 from ._threads import (
     get_num_interop_threads, get_num_threads, set_num_interop_threads, set_num_threads,
+    take_over_blas as _take_over_blas,
 )
 from ._core.tensor import Size, Tensor, is_tensor
 from .ops._util import result_type
+
+_take_over_blas()
 
 is_floating_point = Tensor.is_floating_point
 is_signed = Tensor.is_signed

@@ -9,51 +9,33 @@ its C API, found among the libraries the process has loaded.  Other BLAS builds
 
 from __future__ import annotations
 
-import ctypes
 import os
 
+from .ops import _blas, _parallel
 from .ops import _native as native
 
-# (setter, getter) symbol names of the OpenBLAS builds NumPy ships or links.
-_SYMBOLS = (
-    ("scipy_openblas_set_num_threads64_", "scipy_openblas_get_num_threads64_"),
-    ("openblas_set_num_threads64_", "openblas_get_num_threads64_"),
-    ("openblas_set_num_threads", "openblas_get_num_threads"),
-)
-
-_library = None
 _requested = None
 
 
 def _openblas():
-    """The loaded OpenBLAS as (setter, getter) ctypes functions, or None."""
-    global _library
-    if _library is not None:
-        return _library or None
-    _library = False
-    import numpy  # noqa: F401 - make sure NumPy's BLAS is loaded
+    """The loaded OpenBLAS's (setter, getter) of its thread count, or None."""
+    blas = _blas.openblas()
+    return None if blas is None else (blas.set_num_threads, blas.get_num_threads)
 
-    try:
-        with open("/proc/self/maps", encoding="utf-8") as maps:
-            paths = {line.split()[-1] for line in maps if "blas" in line.lower()}
-    except OSError:  # not Linux
-        return None
-    for path in sorted(paths):
-        if not os.path.exists(path):
-            continue
-        try:
-            lib = ctypes.CDLL(path)
-        except OSError:
-            continue
-        for set_name, get_name in _SYMBOLS:
-            setter = getattr(lib, set_name, None)
-            getter = getattr(lib, get_name, None)
-            if setter is not None and getter is not None:
-                setter.argtypes, setter.restype = [ctypes.c_int], None
-                getter.argtypes, getter.restype = [], ctypes.c_int
-                _library = (setter, getter)
-                return _library
-    return None
+
+_taken_over = False
+
+
+def take_over_blas() -> None:
+    """Keep OpenBLAS on one thread and run ember's products on ember's own threads, as
+    many as OpenBLAS had (see ops/_parallel.py for why)."""
+    global _taken_over
+    blas = _openblas()
+    if blas is None or _taken_over or os.environ.get("EMBER_OWN_THREADS", "1").strip() == "0":
+        return
+    _parallel.set_threads(int(blas[1]()))
+    blas[0](1)
+    _taken_over = True
 
 
 def set_num_threads(num: int) -> None:
@@ -63,13 +45,17 @@ def set_num_threads(num: int) -> None:
         raise RuntimeError(f"set_num_threads expects a positive integer, got {num!r}")
     _requested = num
     blas = _openblas()
-    if blas is not None:
+    if _taken_over:
+        _parallel.set_threads(num)
+    elif blas is not None:
         blas[0](num)
     native.set_num_threads(num)
 
 
 def get_num_threads() -> int:
     """The number of threads matrix products use."""
+    if _taken_over:
+        return _parallel.threads()
     blas = _openblas()
     if blas is not None:
         return int(blas[1]())

@@ -19,6 +19,7 @@ import numpy as np
 
 from .._core.grad_mode import PROCESS, STATE
 from .._core.tensor import Tensor, _make
+from . import _parallel
 
 _ndarray = np.ndarray
 _NUMBERS = (float, int)  # exact types: bool (an int subclass) takes the general path
@@ -89,7 +90,7 @@ def direct_linear(input, weight, bias) -> Tensor | None:
         b = bias._data
         if type(b) is not _ndarray or b.dtype is not x.dtype or b.shape != (w.shape[0],):
             return None
-    out = np.matmul(x, w.T)
+    out = _parallel.matmul(x, w.T)
     if bias is not None:
         out += b
     return _make(out)

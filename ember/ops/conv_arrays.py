@@ -22,6 +22,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from . import _parallel
 from ._util import xp_of
 
 # ----------------------------------------------------------------------
@@ -119,6 +120,14 @@ def _chunks(xp, n: int, item_bytes: int, budget: int = _CHUNK_BYTES) -> list:
     return [slice(s, min(s + step, n)) for s in range(0, n, step)]
 
 
+def _per_thread(xp, parts: list) -> list:
+    """The chunks `parts` dealt out to ember's threads as contiguous runs (one run on
+    GPU): each thread takes its run with buffers of its own."""
+    if xp is not np:
+        return [parts]
+    return [parts[s] for s in _parallel.split(len(parts), _parallel.threads())]
+
+
 def _column_view(a, kernel, geo):
     """The windows of zero-padded `a` as a view (C, *kernel, N, *out) (nothing copied)."""
     nd = len(kernel)
@@ -162,24 +171,28 @@ def conv_array(a, w, geo, bias=None):
         wg = xp.concatenate([wg[0], bias.reshape(co, 1).astype(wg.dtype, copy=False)],
                             axis=1)[None]                            # (1, Cout, C*k + 1)
     rows = depth + fold
-    cols = xp.empty(rows * step * p, dtype=a.dtype)                  # flat: chunks stay
-    prod = xp.empty(co * step * p, dtype=dtype)                      # contiguous
     per_channel = None if bias is None or fold else bias.reshape(co, 1)
-    for part in parts:
-        m = part.stop - part.start
-        block = cols[:rows * m * p]
-        chunk = block[:depth * m * p].reshape(lead + (m,) + out_shape)
-        xp.copyto(chunk, view[(slice(None),) * len(lead) + (part,)])   # im2col
-        if fold:
-            block[depth * m * p:] = 1
-        if m == 1:  # one image: the product is already laid out as the output
-            xp.matmul(wg, block.reshape(g, -1, p), out=out[part].reshape(g, co // g, p))
-        else:
-            result = xp.matmul(wg, block.reshape(g, -1, m * p),
-                               out=prod[:co * m * p].reshape(g, co // g, m * p))
-            _images_first(result, out[part], m)
-        if per_channel is not None:  # added while the chunk is still in cache
-            out[part] += per_channel
+
+    def run(chunks):
+        cols = xp.empty(rows * step * p, dtype=a.dtype)              # flat: chunks stay
+        prod = xp.empty(co * step * p, dtype=dtype)                  # contiguous
+        for part in chunks:
+            m = part.stop - part.start
+            block = cols[:rows * m * p]
+            chunk = block[:depth * m * p].reshape(lead + (m,) + out_shape)
+            xp.copyto(chunk, view[(slice(None),) * len(lead) + (part,)])   # im2col
+            if fold:
+                block[depth * m * p:] = 1
+            if m == 1:  # one image: the product is already laid out as the output
+                xp.matmul(wg, block.reshape(g, -1, p), out=out[part].reshape(g, co // g, p))
+            else:
+                result = xp.matmul(wg, block.reshape(g, -1, m * p),
+                                   out=prod[:co * m * p].reshape(g, co // g, m * p))
+                _images_first(result, out[part], m)
+            if per_channel is not None:  # added while the chunk is still in cache
+                out[part] += per_channel
+
+    _parallel.run_parts(run, _per_thread(xp, parts))
     return out.reshape((n, co) + out_shape)
 
 
@@ -257,29 +270,33 @@ def _transpose_by_shifts(c, w, geo, bias):
     out = np.empty((n, g * cg) + tuple(geo.size), dtype=dtype)
     parts = _chunks(np, n, g * cg * nk * pp * c.itemsize)
     step = parts[0].stop if parts else 0
-    cols = np.empty(g * cg * nk * step * pp, dtype=dtype)
-    acc = np.empty(g * cg * step * pp, dtype=dtype)
-    grids = {}                                       # zero-filled once per chunk size
     place = (slice(None), slice(None)) + tuple(slice(0, o) for o in c.shape[2:])
     crop = (slice(None), slice(None)) + tuple(slice(a, a + s) for a, s in zip(geo.lo, geo.size))
-    for part in parts:
-        m = part.stop - part.start
-        if m not in grids:
-            grids[m] = np.zeros((co, m) + padded, dtype=c.dtype)
-        grid = grids[m]
-        grid[place] = c[part].swapaxes(0, 1)
-        run = cg * m * pp                            # one group's columns for one offset
-        prod = np.matmul(wt, grid.reshape(g, co // g, m * pp),
-                         out=cols[:g * nk * run].reshape(g, nk * cg, m * pp))
-        prod = prod.reshape(g, nk, run)
-        total = acc[:g * run].reshape(g, run)
-        np.copyto(total, prod[:, 0])                 # offsets[0] == 0
-        length = run - max(offsets)
-        for j in range(1, nk):                                       # col2im
-            off = offsets[j]
-            total[:, off:off + length] += prod[:, j, :length]
-        result = total.reshape((g * cg, m) + padded)[crop]
-        np.copyto(out[part], result.swapaxes(0, 1))
+
+    def work(chunks):
+        cols = np.empty(g * cg * nk * step * pp, dtype=dtype)
+        acc = np.empty(g * cg * step * pp, dtype=dtype)
+        grids = {}                                   # zero-filled once per chunk size
+        for part in chunks:
+            m = part.stop - part.start
+            if m not in grids:
+                grids[m] = np.zeros((co, m) + padded, dtype=c.dtype)
+            grid = grids[m]
+            grid[place] = c[part].swapaxes(0, 1)
+            run = cg * m * pp                        # one group's columns for one offset
+            prod = np.matmul(wt, grid.reshape(g, co // g, m * pp),
+                             out=cols[:g * nk * run].reshape(g, nk * cg, m * pp))
+            prod = prod.reshape(g, nk, run)
+            total = acc[:g * run].reshape(g, run)
+            np.copyto(total, prod[:, 0])             # offsets[0] == 0
+            length = run - max(offsets)
+            for j in range(1, nk):                                   # col2im
+                off = offsets[j]
+                total[:, off:off + length] += prod[:, j, :length]
+            result = total.reshape((g * cg, m) + padded)[crop]
+            np.copyto(out[part], result.swapaxes(0, 1))
+
+    _parallel.run_parts(work, _per_thread(np, parts))
     if bias is not None:
         out += bias.reshape((-1,) + (1,) * len(kernel))
     return out
@@ -327,12 +344,17 @@ def conv_weight_array(a, c, kernel, geo):
     parts = _chunks(xp, n, ck * p * a.itemsize, budget=_WEIGHT_CHUNK_BYTES)
     step = parts[0].stop if parts else 0
     lead = view.shape[:1 + len(kernel)]                              # (C, *k)
-    cols = xp.empty(ck * step * p, dtype=a.dtype)                   # flat: chunks contiguous
-    gw_t = xp.zeros((g, ck // g, co // g), dtype=dtype)
-    for part in parts:
-        m = part.stop - part.start
-        chunk = cols[:ck * m * p].reshape(lead + (m,) + tuple(c.shape[2:]))
-        xp.copyto(chunk, view[(slice(None),) * len(lead) + (part,)])   # im2col
-        rows = _images_last(c[part], g, m)                           # (G, Og, m*P)
-        gw_t += xp.matmul(chunk.reshape(g, ck // g, m * p), rows.transpose(0, 2, 1))
+
+    def run(chunks):
+        cols = xp.empty(ck * step * p, dtype=a.dtype)               # flat: chunks contiguous
+        gw_t = xp.zeros((g, ck // g, co // g), dtype=dtype)
+        for part in chunks:
+            m = part.stop - part.start
+            chunk = cols[:ck * m * p].reshape(lead + (m,) + tuple(c.shape[2:]))
+            xp.copyto(chunk, view[(slice(None),) * len(lead) + (part,)])   # im2col
+            rows = _images_last(c[part], g, m)                       # (G, Og, m*P)
+            gw_t += xp.matmul(chunk.reshape(g, ck // g, m * p), rows.transpose(0, 2, 1))
+        return gw_t
+
+    gw_t = sum(_parallel.run_parts(run, _per_thread(xp, parts)))
     return xp.ascontiguousarray(gw_t.transpose(0, 2, 1)).reshape((co, ch // g) + kernel)

@@ -18,6 +18,7 @@ from .._core.function import Function
 from .._core.grad_mode import STATE
 from .._core.tensor import Tensor, _make
 from ._broadcast import broadcast_shapes
+from . import _parallel
 from ._kernels import sum_leading
 from ._autocast import casts_together
 from ._util import check_same_device, promote, with_out, wrap_dim, xp_of
@@ -143,11 +144,12 @@ def _matmul_arrays(a, b):
     dtype = a.dtype
     if xp is np:
         a, b = widen(a, b)
+    product = _parallel.matmul if xp is np else xp.matmul
     if a.ndim > 2 and b.ndim == 2:
         lead = a.shape[:-1]
-        out = xp.matmul(a.reshape(-1, a.shape[-1]), b).reshape(lead + (b.shape[-1],))
+        out = product(a.reshape(-1, a.shape[-1]), b).reshape(lead + (b.shape[-1],))
     else:
-        out = xp.matmul(a, b)
+        out = product(a, b)
     return out.astype(dtype, copy=False)
 
 

@@ -27,7 +27,7 @@ import numpy as np
 from .._core.function import Function
 from .._core.grad_mode import STATE
 from .._core.tensor import Tensor, _make
-from . import _native_rnn
+from . import _native_rnn, _parallel
 from ._util import xp_of
 from .._core.engine import grad as autograd_grad
 from .joining import cat
@@ -73,7 +73,7 @@ def _recurrent(xp, w_hh, h):
     NOTE: for a short batch (bs of ~20 rows) OpenBLAS computes the (G, bs) product about
     a third faster than the (bs, G) one; the result is read transposed by the next op.
     """
-    return xp.matmul(w_hh, h.T).T
+    return _parallel.matmul(w_hh, h.T).T
 
 
 def _state_arrays(xp, xw, h0, w_hh) -> tuple:
@@ -127,7 +127,7 @@ class LSTMSequence(_SequenceFunction):
         for s, e, bs in _steps(batch_sizes, reverse):
             hp, cp, tmp = h[:bs], c[:bs], scratch[:bs]
             if fused:  # the gate math of the lines below, in one native pass
-                _native_rnn.lstm_forward_step(xw[s:e], xp.matmul(w_rec, hp.T), hp, cp,
+                _native_rnn.lstm_forward_step(xw[s:e], _parallel.matmul(w_rec, hp.T), hp, cp,
                                               gates[s:e], h_prev[s:e], c_prev[s:e],
                                               tanh_c[s:e], out[s:e])
                 continue
@@ -150,7 +150,7 @@ class LSTMSequence(_SequenceFunction):
                 xp.multiply(g[:, three:], tc, out=out[s:e])
             else:
                 xp.multiply(g[:, three:], tc, out=h_raw[s:e])
-                xp.matmul(h_raw[s:e], w_hr_t, out=out[s:e])
+                _parallel.matmul(h_raw[s:e], w_hr_t, out=out[s:e])
             h[:bs] = out[s:e]
         ctx.save_for_backward(xw, h0, c0, w_hh, w_hr)
         ctx.arrays = (gates, tanh_c, c_prev, h_prev, h_raw)
@@ -190,17 +190,17 @@ class LSTMSequence(_SequenceFunction):
             dh = gout[s:e] + dh_next[:bs]
             if whr is not None:
                 dh_out[s:e] = dh
-                dh = dh @ whr
+                dh = _parallel.matmul(dh, whr)
             dcs = dc[:bs]
             xp.multiply(dh, to_c[s:e], out=dcs)
             dcs += dc_next[:bs]
             xp.multiply(dh, to_o[s:e], out=dgates[s:e, three:])
             xp.multiply(to_ifg[s:e], dcs[:, None, :], out=dgates_ifg[s:e])
             xp.multiply(dcs, f[s:e], out=dc_next[:bs])
-            xp.matmul(dgates[s:e], whh, out=dh_next[:bs])
+            _parallel.matmul(dgates[s:e], whh, out=dh_next[:bs])
         need = ctx.needs_input_grad
-        gw_hh = _make(dgates.T @ h_prev) if need[3] else None
-        gw_hr = _make(dh_out.T @ h_raw) if whr is not None and need[4] else None
+        gw_hh = _make(_parallel.matmul(dgates.T, h_prev)) if need[3] else None
+        gw_hr = _make(_parallel.matmul(dh_out.T, h_raw)) if whr is not None and need[4] else None
         return (_make(dgates), _make(dh_next) if need[1] else None,
                 _make(dc_next) if need[2] else None, gw_hh, gw_hr)
 
@@ -213,10 +213,11 @@ def _lstm_backward_fused(ctx, gout, ghn, gcn, whh):
     for s, e, bs in reversed(_steps(ctx.batch_sizes, ctx.reverse)):
         _native_rnn.lstm_backward_step(gout[s:e], dh_next[:bs], dc_next[:bs], gates[s:e],
                                        tanh_c[s:e], c_prev[s:e], dgates[s:e])
-        np.matmul(dgates[s:e], whh, out=dh_next[:bs])
+        _parallel.matmul(dgates[s:e], whh, out=dh_next[:bs])
     need = ctx.needs_input_grad
     return (_make(dgates), _make(dh_next) if need[1] else None,
-            _make(dc_next) if need[2] else None, _make(dgates.T @ h_prev) if need[3] else None,
+            _make(dc_next) if need[2] else None,
+            _make(_parallel.matmul(dgates.T, h_prev)) if need[3] else None,
             None)
 
 
@@ -327,11 +328,11 @@ class GRUSequence(_SequenceFunction):
             xp.multiply(dh, to_z[s:e], out=dxs[:, hidden:two])
             dhs[:, :two] = dxs[:, :two]
             dh *= z[s:e]
-            dh += dhs @ whh
+            dh += _parallel.matmul(dhs, whh)
             dh_next[:bs] = dh
         need = ctx.needs_input_grad
         return (_make(dx), _make(dh_next) if need[1] else None,
-                _make(dhw.T @ h_prev) if need[2] else None,
+                _make(_parallel.matmul(dhw.T, h_prev)) if need[2] else None,
                 _make(dhw.sum(axis=0)) if b_hh is not None and need[3] else None)
 
 
@@ -402,10 +403,10 @@ class RNNSequence(_SequenceFunction):
                 d *= 1 - o * o
             else:
                 d *= o > 0
-            dh_next[:bs] = d @ whh
+            dh_next[:bs] = _parallel.matmul(d, whh)
         need = ctx.needs_input_grad
         return (_make(dpre), _make(dh_next) if need[1] else None,
-                _make(dpre.T @ h_prev) if need[2] else None)
+                _make(_parallel.matmul(dpre.T, h_prev)) if need[2] else None)
 
 
 def rnn_composite(xw, h0, w_hh, batch_sizes=(), reverse=False, nonlinearity="tanh"):

@@ -1,0 +1,126 @@
+"""Work split over ember's threads (ops/_workers.py): a large matrix product cut into
+parts, each a single-threaded BLAS call, and any job given as parts.
+
+NOTE: why ember splits products itself rather than let OpenBLAS thread them.  After each
+threaded call OpenBLAS's worker threads keep spinning for ~0.1 s (2**28 cycles; the
+OPENBLAS_THREAD_TIMEOUT it reads once, when it loads), each holding a core.  A training
+step calls BLAS every few milliseconds, so they never stop, and whatever else ember
+runs on a second thread (a convolution split over the batch, numba's parallel kernels)
+finds no core free.  On the 2-core test VM a convolution split over two threads took
+6.8 ms with no threaded product before it and 12.9 ms right after one, as long as on
+one thread, while the process kept both cores busy (`/proc/self/task`: the OpenBLAS
+worker at 100%).  So `_threads.take_over_blas` keeps OpenBLAS on one thread, and the
+threads `ember.set_num_threads` asks for are ember's.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+
+from . import _workers
+from ._util import xp_of
+
+# Products of fewer multiply-adds stay whole on the calling thread: a part's hand-off
+# costs a few microseconds, and 2M multiply-adds take ~25 us on one thread.
+SPLIT_MIN = 1 << 21
+
+set_threads = _workers.set_threads
+threads = _workers.threads
+
+_busy = threading.local()
+_run_lock = threading.Lock()
+
+
+def split(n: int, parts: int) -> list:
+    """`n` items as `parts` contiguous slices of near-equal size (no empty ones)."""
+    parts = max(1, min(parts, n))
+    bounds = [n * i // parts for i in range(parts + 1)]
+    return [slice(bounds[i], bounds[i + 1]) for i in range(parts)]
+
+
+def _claim():
+    """The workers, for a caller that may hand them parts now; None when it may not:
+    one thread, a part of split work itself, or another thread's split in progress."""
+    if threads() <= 1 or getattr(_busy, "on", False) or not _run_lock.acquire(blocking=False):
+        return None
+    _busy.on = True
+    return _workers.workers()
+
+
+def _release() -> None:
+    _busy.on = False
+    _run_lock.release()
+
+
+def run_parts(fn, parts: list) -> list:
+    """``[fn(p) for p in parts]``, one part per thread (the first on the calling thread;
+    parts past the thread count run there too).  `fn` must release the GIL for this to
+    pay, as BLAS, NumPy's copies and numba kernels do."""
+    workers = _claim() if len(parts) > 1 else None
+    if workers is None:
+        return [fn(p) for p in parts]
+    try:
+        posted = list(zip(workers, parts[1:]))
+        for worker, part in posted:
+            worker.post(fn, part)
+        mine = [fn(parts[0])] + [fn(p) for p in parts[len(posted) + 1:]]
+        return mine[:1] + [worker.join() for worker, _ in posted] + mine[1:]
+    finally:
+        _release()
+
+
+def matmul(a, b, out=None):
+    """``np.matmul(a, b, out=out)``, cut over the threads when it is large: a batch of
+    products by the batch, one product by the rows of `a` or the columns of `b`
+    (whichever keeps the smaller operand whole: each part packs that one again).
+    Arrays of another library (CuPy) go to its own matmul."""
+    if type(a) is not np.ndarray or type(b) is not np.ndarray:
+        return xp_of(a).matmul(a, b, out=out)
+    if threads() <= 1 or a.ndim < 2 or b.ndim < 2:
+        return np.matmul(a, b, out=out)
+    m, k = a.shape[-2:]
+    n = b.shape[-1]
+    batch = max(a.size // max(m * k, 1), b.size // max(k * n, 1))
+    if batch * m * n * k < SPLIT_MIN:
+        return np.matmul(a, b, out=out)
+    if out is None:
+        shape = np.broadcast_shapes(a.shape[:-2], b.shape[:-2]) + (m, n)
+        out = np.empty(shape, np.result_type(a, b))
+    if a.ndim == 2 and b.ndim == 2:
+        return _split_product(a, b, out)
+    if out.ndim == 3 and a.ndim <= 3 and b.ndim <= 3 and out.shape[0] >= threads():
+        a3 = np.broadcast_to(a, out.shape[:1] + a.shape[-2:])
+        b3 = np.broadcast_to(b, out.shape[:1] + b.shape[-2:])
+        run_parts(lambda s: np.matmul(a3[s], b3[s], out=out[s]), split(out.shape[0], threads()))
+        return out
+    return np.matmul(a, b, out=out)
+
+
+def _split_product(a, b, out):
+    """`out` = a @ b for 2-D arrays, the parts posted to the workers as CBLAS calls."""
+    workers = _claim()
+    if workers is None:
+        return np.matmul(a, b, out=out)
+    try:
+        m, n = out.shape
+        by_rows = a.size >= b.size
+        parts = split(m if by_rows else n, len(workers) + 1)
+
+        def operands(s):
+            return (a[s], b, out[s]) if by_rows else (a, b[:, s], out[:, s])
+
+        posted = []
+        for worker, part in zip(workers, parts[1:]):
+            x, y, z = operands(part)
+            if not worker.post_product(x, y, z):
+                worker.post(lambda xyz: np.matmul(*xyz[:2], out=xyz[2]), (x, y, z))
+            posted.append(worker)
+        x, y, z = operands(parts[0])
+        np.matmul(x, y, out=z)
+        for worker in posted:
+            worker.join()
+        return out
+    finally:
+        _release()

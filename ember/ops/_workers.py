@@ -1,0 +1,239 @@
+"""ember's worker threads: the threads besides the caller's that split work runs on
+(ops/_parallel.py deals the parts out).
+
+A worker takes one part at a time, of two kinds:
+- a matrix product, which it runs by calling OpenBLAS's CBLAS product from numba code
+  that holds no GIL: it starts within microseconds of being posted;
+- a Python callable (a convolution's chunk), which first needs the GIL: ~30 us later
+  on the 2-core test VM.
+
+Between parts a worker polls its flag for `SPIN_SECONDS`, yielding its core to any
+other thread that wants it each time round, then sleeps on an event.  NOTE: a sleeping
+thread took 25-50 us to wake on the VM (its virtual CPU halts), a polled hand-off 4-8
+us, and a training step posts parts every few hundred microseconds; a product of
+128x784 by 784x512 took 578 us split this way, 591 us on OpenBLAS's own two threads,
+686 us split with Python's ThreadPoolExecutor.
+
+The poll loops are compiled at first use in each process (numba cannot keep the
+addresses of the C functions they call in its disk cache).  Without numba, on a CPU
+other than x86-64 (whose ordered stores the flags rely on) or without a known CBLAS
+interface, the workers take every part as a Python callable and sleep between parts.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import platform
+import threading
+import time
+from typing import NamedTuple
+
+import numpy as np
+
+from . import _blas
+from . import _native as native
+
+SPIN_SECONDS = 0.002
+
+_PYTHON, _SGEMM, _DGEMM = 1, 2, 3              # kinds of part (desc[0])
+_ROW_MAJOR, _NO_TRANS, _TRANS = 101, 111, 112  # CBLAS's enums
+
+
+class _Loops(NamedTuple):
+    serve: object      # serve(flag, desc, rounds) -> 1: a Python part waits; 0: idle
+    wait: object       # wait(flag, rounds) -> True once flag[1] == flag[0]
+    rounds: int        # poll rounds in SPIN_SECONDS
+
+
+_loops = None
+
+
+def _compiled_loops() -> _Loops | None:
+    """The numba poll loops (compiled once per process), or None where they cannot run."""
+    global _loops
+    if _loops is None:
+        _loops = _compile() or False
+    return _loops or None
+
+
+def _compile() -> _Loops | None:
+    blas = _blas.openblas()
+    numba = native._load_numba() if native.enabled() else None
+    if not numba or blas is None or blas.sgemm is None \
+            or platform.machine().lower() not in ("x86_64", "amd64"):
+        return None
+    sgemm, dgemm = blas.sgemm, blas.dgemm
+    sched_yield = ctypes.CDLL(None).sched_yield
+    sched_yield.argtypes, sched_yield.restype = [], ctypes.c_int
+    one32, zero32 = np.float32(1), np.float32(0)
+
+    def serve(flag, desc, rounds):
+        # (the calls are also what makes LLVM read flag[0] afresh each round)
+        idle = 0
+        while idle < rounds:
+            if flag[0] != flag[1]:
+                kind = desc[0]
+                if kind == _PYTHON:
+                    return 1
+                if kind == _SGEMM:
+                    sgemm(_ROW_MAJOR, desc[10], desc[11], desc[1], desc[2], desc[3], one32,
+                          desc[4], desc[5], desc[6], desc[7], zero32, desc[8], desc[9])
+                else:
+                    dgemm(_ROW_MAJOR, desc[10], desc[11], desc[1], desc[2], desc[3], 1.0,
+                          desc[4], desc[5], desc[6], desc[7], 0.0, desc[8], desc[9])
+                flag[1] = flag[0]
+                idle = 0
+            else:
+                sched_yield()
+                idle += 1
+        return 0
+
+    def wait(flag, rounds):
+        for _ in range(rounds):
+            if flag[1] == flag[0]:
+                return True
+            sched_yield()
+        return flag[1] == flag[0]
+
+    jit = numba.njit(nogil=True, cache=False)
+    serve, wait = jit(serve), jit(wait)
+    never = np.array([1, 0], np.int64)
+    wait(never, 10)
+    start = time.perf_counter()
+    wait(never, 20000)
+    rate = 20000 / max(time.perf_counter() - start, 1e-6)
+    serve(np.zeros(2, np.int64), np.zeros(12, np.int64), 1)
+    return _Loops(serve, wait, max(1, int(rate * SPIN_SECONDS)))
+
+
+def _operand(x) -> tuple | None:
+    """(leading dimension, CBLAS transpose flag) of a 2-D array as a row-major CBLAS
+    operand, or None when neither dimension has unit stride."""
+    item = x.itemsize
+    rows, cols = x.shape
+    s0, s1 = x.strides
+    if (s1 == item or cols == 1) and s0 % item == 0 and s0 // item >= max(cols, 1):
+        return s0 // item, _NO_TRANS
+    if (s0 == item or rows == 1) and s1 % item == 0 and s1 // item >= max(rows, 1):
+        return s1 // item, _TRANS
+    return None
+
+
+class Worker:
+    """One worker thread (see the module's docstring); `post` or `post_product`, then
+    `join` for the result, one part at a time."""
+
+    def __init__(self):
+        self.flag = np.zeros(2, np.int64)    # [0]: parts posted, [1]: parts done
+        self.desc = np.zeros(12, np.int64)   # the posted part (kinds above)
+        self._task = None
+        self._result = self._error = None
+        self._arrays = None                  # what a posted product reads and writes
+        self._lock = threading.Lock()
+        self._wake = threading.Event()
+        self._done = threading.Event()
+        self._sleeping = False
+        self._loops = _compiled_loops()
+        threading.Thread(target=self._serve, daemon=True, name="ember-worker").start()
+
+    def _serve(self) -> None:
+        loops = self._loops
+        while True:
+            if loops is not None:
+                if loops.serve(self.flag, self.desc, loops.rounds) == 1:
+                    self._run_python()
+                    continue
+            elif self.flag[0] != self.flag[1]:   # (a Python part is waiting)
+                self._run_python()
+                continue
+            with self._lock:
+                self._sleeping = self.flag[0] == self.flag[1]
+            if self._sleeping:
+                self._wake.wait()
+                with self._lock:
+                    self._wake.clear()
+                    self._sleeping = False
+
+    def _run_python(self) -> None:
+        fn, arg = self._task
+        try:
+            self._result = fn(arg)
+        except BaseException as exc:  # re-raised by join, on the posting thread
+            self._error = exc
+        self._task = None
+        self.flag[1] = self.flag[0]
+        self._done.set()
+
+    def _posted(self) -> None:
+        self._done.clear()
+        self.flag[0] += 1
+        with self._lock:
+            if self._sleeping:
+                self._wake.set()
+
+    def post(self, fn, arg) -> None:
+        """Run ``fn(arg)`` on this worker."""
+        self._task = (fn, arg)
+        self.desc[0] = _PYTHON
+        self._posted()
+
+    def post_product(self, a: np.ndarray, b: np.ndarray, out: np.ndarray) -> bool:
+        """Compute ``out = a @ b`` (2-D arrays of one float dtype) on this worker without
+        the GIL; False, and nothing posted, when the CBLAS call cannot take them."""
+        if self._loops is None or not (a.dtype == b.dtype == out.dtype) \
+                or a.dtype not in (np.float32, np.float64) or 0 in a.shape + b.shape:
+            return False
+        left, right, target = _operand(a), _operand(b), _operand(out)
+        if left is None or right is None or target is None or target[1] != _NO_TRANS:
+            return False
+        self._arrays = (a, b, out)
+        self.desc[:] = (_SGEMM if a.dtype == np.float32 else _DGEMM, a.shape[0], b.shape[1],
+                        a.shape[1], a.ctypes.data, left[0], b.ctypes.data, right[0],
+                        out.ctypes.data, target[0], left[1], right[1])
+        self._posted()
+        return True
+
+    def join(self):
+        """Wait for the posted part; its result (None for a product), or its exception."""
+        if self._loops is not None:
+            while not self._loops.wait(self.flag, self._loops.rounds):
+                if self._task is not None:   # a long Python part: sleep, do not poll
+                    self._done.wait()
+        else:
+            while self.flag[1] != self.flag[0]:
+                self._done.wait()
+        result, error = self._result, self._error
+        self._result = self._error = self._arrays = None
+        if error is not None:
+            raise error
+        return result
+
+
+_threads = 1
+_pool = []
+_pool_pid = None
+_pool_lock = threading.Lock()
+
+
+def set_threads(num: int) -> None:
+    """Use `num` threads (the caller's and num - 1 workers) for split work."""
+    global _threads
+    _threads = max(1, int(num))
+
+
+def threads() -> int:
+    """How many threads split work runs on."""
+    return _threads
+
+
+def workers() -> list:
+    """``threads() - 1`` workers, started on first use, and again in a forked child
+    (whose copies of the parent's have no threads behind them)."""
+    global _pool, _pool_pid
+    with _pool_lock:
+        if _pool_pid != os.getpid():
+            _pool, _pool_pid = [], os.getpid()
+        while len(_pool) < _threads - 1:
+            _pool.append(Worker())
+        return _pool[:_threads - 1]

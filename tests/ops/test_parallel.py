@@ -1,0 +1,141 @@
+"""Work split over ember's threads (ops/_parallel.py, ops/_workers.py): split products
+equal NumPy's, parts run in order and raise on the caller, the workers survive a fork,
+and OpenBLAS stays on one thread while ember's threads do the splitting."""
+
+import multiprocessing
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import ember
+from ember.ops import _blas, _parallel, _workers
+from ember.ops.conv_arrays import Geometry, conv_array, conv_transpose_array, conv_weight_array
+
+
+@pytest.fixture
+def two_threads(monkeypatch):
+    """Two threads, and products split from the smallest size up."""
+    before = ember.get_num_threads()
+    ember.set_num_threads(2)
+    monkeypatch.setattr(_parallel, "SPLIT_MIN", 1)
+    yield
+    ember.set_num_threads(before)
+
+
+def _operands(rng, m, k, n, dtype, layout):
+    a = rng.standard_normal((m, k)).astype(dtype)
+    b = rng.standard_normal((k, n)).astype(dtype)
+    if layout == "transposed":          # F-ordered views: CBLAS's transpose flags
+        a, b = np.asfortranarray(a), np.asfortranarray(b)
+    elif layout == "strided":           # no unit stride: the worker takes a NumPy call
+        a = np.repeat(a, 2, axis=1)[:, ::2]
+        b = np.repeat(b, 2, axis=1)[:, ::2]
+    return a, b
+
+
+@pytest.mark.parametrize("layout", ["rows", "transposed", "strided"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape", [(300, 17, 9), (5, 40, 301), (64, 64, 64), (1, 3, 2)])
+def test_split_product_equals_numpy(two_threads, shape, dtype, layout):
+    a, b = _operands(np.random.default_rng(0), *shape, dtype, layout)
+    got = _parallel.matmul(a, b)
+    # (BLAS may take other kernels for a part's fewer rows: rounding, not bits, agrees)
+    tol = 1e-5 if dtype == np.float32 else 1e-13
+    exact = a.astype(np.float64) @ b.astype(np.float64)
+    np.testing.assert_allclose(got, exact, rtol=tol, atol=tol * np.abs(exact).max())
+    assert got.dtype == dtype and got.shape == exact.shape
+    out = np.full(got.shape, np.nan, dtype)
+    assert _parallel.matmul(a, b, out=out) is out
+    np.testing.assert_array_equal(out, got)
+
+
+def test_split_product_of_integers_and_batches(two_threads):
+    rng = np.random.default_rng(1)
+    a, b = rng.integers(-9, 9, (40, 30)), rng.integers(-9, 9, (30, 20))
+    np.testing.assert_array_equal(_parallel.matmul(a, b), a @ b)
+    x, y = rng.standard_normal((6, 8, 5)), rng.standard_normal((5, 7))
+    np.testing.assert_allclose(_parallel.matmul(x, y), x @ y, rtol=1e-12)
+    z = rng.standard_normal((6, 5, 7))
+    np.testing.assert_allclose(_parallel.matmul(x, z), x @ z, rtol=1e-12)
+
+
+def test_products_without_the_poll_loops(two_threads, monkeypatch):
+    # no numba (or no CBLAS): a worker takes products as Python calls, and sleeps
+    monkeypatch.setattr(_workers, "_loops", False)
+    worker = _workers.Worker()
+    a, b = np.ones((4, 3), np.float32), np.ones((3, 5), np.float32)
+    out = np.zeros((4, 5), np.float32)
+    assert not worker.post_product(a, b, out)
+    worker.post(lambda xy: xy[0] @ xy[1], (a, b))
+    np.testing.assert_array_equal(worker.join(), np.full((4, 5), 3, np.float32))
+    worker.post(lambda _: 1 / 0, None)
+    with pytest.raises(ZeroDivisionError):
+        worker.join()
+
+
+def test_run_parts_order_errors_and_nesting(two_threads):
+    assert _parallel.run_parts(lambda x: x * 10, [1, 2, 3, 4, 5]) == [10, 20, 30, 40, 50]
+    with pytest.raises(ValueError, match="part 1"):
+        _parallel.run_parts(lambda x: (_ for _ in ()).throw(ValueError(f"part {x}"))
+                            if x == 1 else x, [0, 1])
+    # a part that splits work again runs it on its own thread: no deadlock
+    nested = _parallel.run_parts(lambda x: _parallel.run_parts(lambda y: x + y, [1, 2]),
+                                 [10, 20])
+    assert nested == [[11, 12], [21, 22]]
+    assert _parallel.split(10, 3) == [slice(0, 3), slice(3, 6), slice(6, 10)]
+    assert _parallel.split(2, 5) == [slice(0, 1), slice(1, 2)]
+
+
+def _child(queue):
+    a = np.arange(12.0).reshape(3, 4)
+    queue.put((_parallel.run_parts(lambda x: x + 1, [1, 2]),
+               _parallel.matmul(a, a.T).tolist()))
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_workers_start_again_in_a_forked_child(two_threads):
+    _parallel.run_parts(lambda x: x, [0, 1])   # the parent's workers exist
+    ctx = multiprocessing.get_context("fork")
+    queue = ctx.Queue()
+    child = ctx.Process(target=_child, args=(queue,))
+    child.start()
+    parts, product = queue.get(timeout=60)
+    child.join(timeout=60)
+    a = np.arange(12.0).reshape(3, 4)
+    assert parts == [2, 3] and product == (a @ a.T).tolist()
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_convolutions_split_over_the_batch_match_float64(threads):
+    before = ember.get_num_threads()
+    ember.set_num_threads(threads)
+    try:
+        rng = np.random.default_rng(2)
+        x = rng.standard_normal((9, 3, 10, 10)).astype(np.float32)
+        w = rng.standard_normal((4, 3, 3, 3)).astype(np.float32)
+        c = rng.standard_normal((9, 4, 10, 10)).astype(np.float32)
+        geo = Geometry((10, 10), (1, 1), (1, 1), (1, 1), (1, 1), 1)
+        for fn, args in ((conv_array, (x, w, geo)), (conv_transpose_array, (c, w, geo)),
+                         (conv_weight_array, (x, c, (3, 3), geo))):
+            wide = [t.astype(np.float64) if isinstance(t, np.ndarray) else t for t in args]
+            np.testing.assert_allclose(fn(*args), fn(*wide), rtol=1e-4, atol=1e-4)
+    finally:
+        ember.set_num_threads(before)
+
+
+@pytest.mark.skipif(_blas.openblas() is None, reason="NumPy's BLAS is not OpenBLAS")
+def test_openblas_stays_on_one_thread_and_can_be_left_alone():
+    assert _blas.openblas().get_num_threads() == 1
+    code = ("import numpy, ember; from ember.ops import _blas; "
+            "print(_blas.openblas().get_num_threads(), ember.get_num_threads())")
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="2", EMBER_OWN_THREADS="0")
+    left = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                          text=True, check=True).stdout.split()
+    assert left == ["2", "2"]
+    env["EMBER_OWN_THREADS"] = "1"
+    taken = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                           text=True, check=True).stdout.split()
+    assert taken == ["1", "2"]

@@ -22,7 +22,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from . import _parallel
+from . import _native_winograd, _parallel
 from ._util import xp_of
 
 # ----------------------------------------------------------------------
@@ -151,6 +151,11 @@ def _images_first(prod, target, m: int) -> None:
 def conv_array(a, w, geo, bias=None):
     """The convolution of `a` (N, C, *size) with `w` (Cout, C/groups, *k), plus `bias`."""
     xp = xp_of(a)
+    if xp is np and _native_winograd.supports(np.result_type(a, w), w.shape[1], w.shape[0],
+                                              w.shape[2:], geo):
+        out = _native_winograd.conv_forward(a, w, geo, bias)
+        if out is not None:
+            return out
     kernel = tuple(w.shape[2:])
     out_shape = geo.out(kernel)
     g, co, n, c = geo.groups, w.shape[0], a.shape[0], a.shape[1]
@@ -205,7 +210,9 @@ def conv_transpose_array(c, w, geo, bias=None):
         # no strided col2im: the helper that writes fewer columns, unless they are fewer
         # than `c`'s channels (then copying `c` costs the most: general path)
         co, ci, nk = w.shape[0], w.shape[1] * geo.groups, math.prod(w.shape[2:])
-        if co * math.prod(geo.size) < ci * math.prod(geo.padded()):
+        if co * math.prod(geo.size) < ci * math.prod(geo.padded()) \
+                or _native_winograd.supports(np.result_type(c, w), co, ci, w.shape[2:],
+                                             _as_conv_geometry(c, w, geo)):
             return _transpose_as_conv(c, w, geo, bias)
         if ci * nk >= co:
             return _transpose_by_shifts(c, w, geo, bias)
@@ -314,17 +321,32 @@ def _transpose_as_conv(c, w, geo, bias):
     kernel = tuple(w.shape[2:])
     nd, g = len(kernel), geo.groups
     co, cg = w.shape[:2]
-    lo = [d * (k - 1) - a for k, d, a in zip(kernel, geo.dilation, geo.lo)]
-    # c_pad must span size + d*(k-1): what is left after lo and c goes after it
-    hi = [n + a - o for n, a, o in zip(geo.size, geo.lo, c.shape[2:])]
+    lo, hi = _as_conv_padding(c, w, geo)
+    inner = _as_conv_geometry(c, w, geo, lo, hi)
     crop = tuple(slice(max(-a, 0), o - max(-b, 0)) for a, b, o in zip(lo, hi, c.shape[2:]))
     c = c[(Ellipsis,) + crop]
     flipped = w[(Ellipsis,) + (slice(None, None, -1),) * nd]
     wt = flipped.reshape((g, co // g, cg) + kernel).swapaxes(1, 2)
     wt = wt.reshape((g * cg, co // g) + kernel)                      # (C, Cout/G, *k)
-    inner = Geometry(tuple(c.shape[2:]), geo.stride, tuple(max(a, 0) for a in lo),
-                     tuple(max(b, 0) for b in hi), geo.dilation, g)
     return conv_array(c, wt, inner, bias)
+
+
+def _as_conv_padding(c, w, geo) -> tuple:
+    """(lo, hi) padding of `c` in `_transpose_as_conv` (negative: cropped)."""
+    kernel = tuple(w.shape[2:])
+    lo = [d * (k - 1) - a for k, d, a in zip(kernel, geo.dilation, geo.lo)]
+    # c_pad must span size + d*(k-1): what is left after lo and c goes after it
+    hi = [n + a - o for n, a, o in zip(geo.size, geo.lo, c.shape[2:])]
+    return lo, hi
+
+
+def _as_conv_geometry(c, w, geo, lo=None, hi=None) -> Geometry:
+    """The geometry of `_transpose_as_conv`'s forward convolution of `c` (once cropped)."""
+    if lo is None:
+        lo, hi = _as_conv_padding(c, w, geo)
+    size = tuple(o - max(-a, 0) - max(-b, 0) for a, b, o in zip(lo, hi, c.shape[2:]))
+    return Geometry(size, geo.stride, tuple(max(a, 0) for a in lo),
+                    tuple(max(b, 0) for b in hi), geo.dilation, geo.groups)
 
 
 def conv_weight_array(a, c, kernel, geo):
@@ -332,6 +354,7 @@ def conv_weight_array(a, c, kernel, geo):
     xp = xp_of(a)
     kernel = tuple(kernel)
     g, co, n, ch = geo.groups, c.shape[1], a.shape[0], a.shape[1]
+
     p = math.prod(c.shape[2:])
     view = _column_view(a, kernel, geo)                              # (C, *k, N, *out)
     # a transposed convolution's output_padding can leave windows that `c` does not cover

@@ -8,6 +8,7 @@ import pytest
 import ember
 import ember.nn.functional as F
 from ember.autograd import gradcheck, gradgradcheck
+from ember.ops import _native as native
 from ember.ops import conv_arrays as conv
 
 TOL = {np.float32: 2e-6, np.float64: 1e-13}    # relative to the result's largest value
@@ -75,20 +76,23 @@ def test_many_chunks(monkeypatch):
         _assert_same(helper(c, w, geo, bias), expected, np.float64)
 
 
-@pytest.mark.parametrize("cin,cout,groups,kernel,path", [
-    (32, 64, 1, 3, "_transpose_by_shifts"),      # MNIST conv2: c has more channels
-    (64, 32, 1, 3, "_transpose_as_conv"),        # c has fewer channels
-    (1, 16, 16, 3, "_transpose_as_conv"),        # depthwise
-    (1, 32, 1, 3, "_transpose_col2im"),          # 9 columns for 32 channels of c
+@pytest.mark.parametrize("cin,cout,groups,kernel,dtype,path", [
+    (32, 64, 1, 3, np.float64, "_transpose_by_shifts"),  # MNIST conv2: c has more channels
+    (64, 32, 1, 3, np.float64, "_transpose_as_conv"),    # c has fewer channels
+    (1, 16, 16, 3, np.float64, "_transpose_as_conv"),    # depthwise
+    (1, 32, 1, 3, np.float64, "_transpose_col2im"),      # 9 columns for 32 channels of c
+    (32, 64, 1, 3, np.float32, "_transpose_as_conv"),    # float32: Winograd's forward
 ])
-def test_choice_of_path(monkeypatch, cin, cout, groups, kernel, path):
+def test_choice_of_path(monkeypatch, cin, cout, groups, kernel, dtype, path):
+    if dtype == np.float32 and not native.enabled():
+        path = "_transpose_by_shifts"                    # (no Winograd without numba)
     called = []
     for name in ("_transpose_by_shifts", "_transpose_as_conv", "_transpose_col2im"):
         real = getattr(conv, name)
         monkeypatch.setattr(conv, name, lambda *a, _n=name, _f=real: called.append(_n) or _f(*a))
     geo = conv.Geometry((10, 10), (1, 1), (1, 1), (1, 1), (1, 1), groups)
-    c = np.ones((2, cout, 10, 10), np.float32)
-    conv.conv_transpose_array(c, np.ones((cout, cin, kernel, kernel), np.float32), geo)
+    c = np.ones((2, cout, 10, 10), dtype)
+    conv.conv_transpose_array(c, np.ones((cout, cin, kernel, kernel), dtype), geo)
     assert called == [path]
 
 

@@ -1,0 +1,250 @@
+"""Winograd F(4x4, 3x3) convolutions: 3x3, stride-1 convolutions in float32 with 4x fewer
+multiplies than im2col (conv_arrays.py sends the forward convolution and, as a forward
+convolution of the padded output gradient, the input gradient here).
+
+Winograd's minimal filtering computes a 4x4 block of a correlation's output from a 6x6
+input tile and a 3x3 filter as ``A^T [(G w G^T) * (B^T d B)] A``: the tile and the filter
+are each transformed to 6x6, multiplied position by position (36 multiplies instead of
+144), and the product transformed back.  Over channels the position-by-position product
+becomes 36 matrix products, one per tile position, which BLAS runs:
+``M[p] = V[p] @ U[p]``, V (tiles, C) from the input and U (C, O) from the filters.
+
+The matrices come from the Toom-Cook construction at the points 0, 1, -1, 2, -2 and
+infinity (`toom_cook`).  NOTE: the transforms add and subtract values up to 8x apart, so
+results differ from the direct sum by more rounding than im2col's: MNIST's conv2 at
+batch 64, against float64, 5.2e-5 (im2col 7.3e-6) on outputs up to 10.5; its input
+gradient 8.5e-5 (2.3e-6) on values up to 12.  float64 stays on im2col, and
+EMBER_NO_WINOGRAD=1 (or ``ENABLED = False``) turns the path off.  An inf or NaN in
+the input spreads through its tiles' transforms: such a convolution is computed again
+by im2col, so non-finite values land where the direct sum puts them.
+
+The weight gradient stays on im2col: its two transforms per image (the input's and the
+output gradient's) took longer than the products they save (13.5 against 10.3 ms).
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from . import _native as native
+from . import _parallel
+
+POINTS = (0.0, 1.0, -1.0, 2.0, -2.0)  # and infinity: the leading coefficient
+TILE = 4     # output block per tile
+SPAN = 6     # input tile: TILE + 3 - 1
+POSITIONS = SPAN * SPAN
+
+
+def _powers(k: int) -> np.ndarray:
+    """(SPAN, k): row i holds point_i ** 0..k-1; the last row picks the x**(k-1) coefficient."""
+    rows = [[p ** j for j in range(k)] for p in POINTS]
+    rows.append([0.0] * (k - 1) + [1.0])
+    return np.array(rows)
+
+
+def toom_cook(m: int, r: int) -> tuple:
+    """(A^T, G, B^T) of the 1-D correlation F(m, r) with ``m + r - 1 == SPAN``:
+    ``y = A^T [(G g) * (B^T d)]`` gives ``y[i] = sum_k d[i + k] g[k]`` for i < m.
+
+    Polynomial multiplication evaluates both factors at the points (``G``, ``A``) and
+    interpolates (the inverse Vandermonde ``C``); correlation is its transpose in the
+    first factor, so ``B^T = C^T``.  Each row of ``B^T`` is scaled to small integers (so
+    that the input transform rounds nothing) and ``G``'s row by the inverse.
+    """
+    assert m + r - 1 == SPAN
+    bt = np.linalg.inv(_powers(SPAN)).T
+    scale = np.array([1.0 / np.abs(row[row != 0]).min() for row in np.round(bt, 12)])
+    bt_int = np.round(bt * scale[:, None])
+    assert np.allclose(bt_int, bt * scale[:, None], atol=1e-9)
+    return _powers(m).T, _powers(r) / scale[:, None], bt_int
+
+
+AT_OUT, G_FILTER, BT = toom_cook(TILE, 3)      # 4x4 outputs from 3x3 filters
+
+
+ENABLED = os.environ.get("EMBER_NO_WINOGRAD", "").strip() in ("", "0")
+
+# Below these channel counts the products are too small for the transforms to pay.
+MIN_IN_CHANNELS = 8
+MIN_OUT_CHANNELS = 16
+
+
+def supports(dtype, in_channels: int, out_channels: int, kernel, geo) -> bool:
+    """Whether a convolution takes this path: numba on, float32, a 3x3 kernel, stride
+    and dilation 1, one group, zero padding (no cropping), and channels enough."""
+    return (ENABLED and dtype == np.float32 and tuple(kernel) == (3, 3)
+            and len(geo.size) == 2 and geo.stride == (1, 1) and geo.dilation == (1, 1)
+            and geo.groups == 1 and in_channels >= MIN_IN_CHANNELS
+            and out_channels >= MIN_OUT_CHANNELS and min(geo.lo + geo.hi) >= 0
+            and min(geo.padded()) >= 3 and native.enabled())
+
+
+def _tiles(geo) -> tuple:
+    """(output size, tiles down, tiles across) of a 3x3 stride-1 convolution."""
+    out = tuple(n - 2 for n in geo.padded())
+    return out, -(-out[0] // TILE), -(-out[1] // TILE)
+
+
+# ----------------------------------------------------------------------
+# kernels
+#
+# NOTE: the kernels work band by band (one tile row of one image), each band in the
+# core's cache from the images' (N, C, H, W) layout to the products' and back.  A band
+# is copied channels last first, so that every transform step is `_mix` over a long
+# contiguous run (all the band's tiles and channels at once), which LLVM vectorizes.
+# Transforms on the images' own layout ran over one tile's 4-6 pixels, and separate
+# whole-batch passes to and from channels last waited on memory: both took longer than
+# the products they feed.  fastmath "contract" lets the sums use fused multiply-adds,
+# "reassoc" lets the finiteness check's sum vectorize; no flag assumes values finite.
+
+_FAST = {"contract", "reassoc"}
+
+
+@native.kernel(inline=True, fastmath=_FAST)
+def _mix(mat, i, r0, r1, r2, r3, r4, r5, base, out):
+    """out = base + mat[i, 0] r0 + ... + mat[i, 5] r5: row i of mat times six rows.
+    (Six named rows: loops with an inner loop over them were not vectorized, 8x slower.)"""
+    m0, m1, m2, m3, m4, m5 = mat[i, 0], mat[i, 1], mat[i, 2], mat[i, 3], mat[i, 4], mat[i, 5]
+    for f in range(out.shape[0]):
+        out[f] = (base[f] + m0 * r0[f] + m1 * r1[f] + m2 * r2[f] + m3 * r3[f]
+                  + m4 * r4[f] + m5 * r5[f])
+
+
+@native.kernel(fastmath=_FAST)
+def _transform_tiles(src, lo_h, lo_w, mat, th, tw, dst):
+    """dst[i * 6 + j, n * th + ty, tx * C + c] = (mat @ d @ mat^T)[i, j], d the 6x6
+    tile of src[n, c] at row 4 ty - lo_h, column 4 tx - lo_w (zeros outside src).
+
+    Band by band (one tile row of one image): its tiles are copied as [row k, column
+    l, (tx, c)] (a pixel on a tile border goes to both tiles), then both products run
+    over whole (tx, c) rows."""
+    n_img, chans, height, width = src.shape
+    run = tw * chans
+    # where column x of src goes in a tile row: (l, tx) and, on a border, (l + 4, tx - 1)
+    first = np.empty(width, np.int64)
+    second = np.empty(width, np.int64)
+    for x in range(width):
+        col, tx = (lo_w + x) % TILE, (lo_w + x) // TILE
+        first[x] = col * run + tx * chans if tx < tw else -1
+        second[x] = (col + TILE) * run + (tx - 1) * chans if col < 2 and tx >= 1 else -1
+    for task in range(n_img * th):
+        n = task // th
+        ty = task - n * th
+        tiles = np.zeros((SPAN, SPAN * run), dst.dtype)             # [k, (l, tx, c)]
+        for k in range(SPAN):
+            y = TILE * ty + k - lo_h
+            if 0 <= y < height:
+                into = tiles[k]
+                for c in range(chans):
+                    pixels = src[n, c, y]
+                    for x in range(width):
+                        value = pixels[x]
+                        at = first[x]
+                        if at >= 0:
+                            into[at + c] = value
+                        at = second[x]
+                        if at >= 0:
+                            into[at + c] = value
+        zero = np.zeros(run, dst.dtype)
+        down = np.empty((SPAN, SPAN * run), dst.dtype)              # mat @ d: [i, (l, tx, c)]
+        for i in range(SPAN):
+            _mix(mat, i, tiles[0], tiles[1], tiles[2], tiles[3], tiles[4], tiles[5],
+                 np.zeros(SPAN * run, dst.dtype), down[i])
+        for i in range(SPAN):                                       # (mat @ d) @ mat^T
+            d = down[i]
+            for j in range(SPAN):
+                _mix(mat, j, d[:run], d[run:2 * run], d[2 * run:3 * run],
+                     d[3 * run:4 * run], d[4 * run:5 * run], d[5 * run:], zero,
+                     dst[i * SPAN + j, task])
+
+
+@native.kernel(fastmath=_FAST)
+def _untransform_tiles(prod, at, bias, th, tw, out, check):
+    """out[n, o, 4 ty + p, 4 tx + q] = (at @ M @ at^T)[p, q] + bias[o], M the 6x6
+    products of tile (n, ty, tx): prod[i * 6 + j, n * th + ty, tx * O + o]; blocks past
+    the output's edge are cut off.  check[n * th + ty] is 0 when the band's outputs
+    are finite, NaN when not."""
+    n_img, chans, height, width = out.shape
+    run = tw * chans
+    zero = np.zeros(run, out.dtype)
+    biases = np.empty(run, out.dtype)
+    for f in range(run):
+        biases[f] = bias[f % chans]
+    for task in range(n_img * th):
+        n = task // th
+        ty = task - n * th
+        half = np.empty((TILE, SPAN, run), out.dtype)              # at @ M: [p, j, (tx, o)]
+        for j in range(SPAN):
+            for p in range(TILE):
+                _mix(at, p, prod[j, task], prod[SPAN + j, task], prod[2 * SPAN + j, task],
+                     prod[3 * SPAN + j, task], prod[4 * SPAN + j, task],
+                     prod[5 * SPAN + j, task], zero, half[p, j])
+        block = np.empty((TILE, TILE, run), out.dtype)             # [p, q, (tx, o)]
+        for p in range(TILE):
+            h = half[p]
+            for q in range(TILE):
+                _mix(at, q, h[0], h[1], h[2], h[3], h[4], h[5], biases, block[p, q])
+        flat = block.reshape(-1)
+        total = np.float32(0)
+        for f in range(flat.size):     # value * 0 is 0 for a finite value, else NaN
+            total += flat[f] * np.float32(0)
+        check[task] = total
+        for p in range(min(TILE, height - TILE * ty)):
+            y = TILE * ty + p
+            for q in range(TILE):
+                for tx in range(tw):
+                    x = TILE * tx + q
+                    if x < width:
+                        values = block[p, q, tx * chans:(tx + 1) * chans]
+                        for o in range(chans):
+                            out[n, o, y, x] = values[o]
+
+
+# ----------------------------------------------------------------------
+# the convolutions
+
+
+def _filter_transform(w):
+    """(36, C, O) float32: G w[o, c] G^T of every 3x3 filter, computed in float64.
+    (Two products over all filters at once: einsum took 0.8 ms on MNIST's conv2.)"""
+    o, c = w.shape[:2]
+    half = w.astype(np.float64).reshape(-1, 3) @ G_FILTER.T          # (O*C*3 k, 6 j)
+    full = half.reshape(o, c, 3, SPAN).swapaxes(2, 3).reshape(-1, 3) @ G_FILTER.T
+    full = full.reshape(o, c, SPAN, SPAN)                            # [o, c, j, i]
+    return np.ascontiguousarray(full.transpose(3, 2, 1, 0).reshape(POSITIONS, c, o),
+                                dtype=np.float32)
+
+
+def conv_forward(x, w, geo, bias=None):
+    """The 3x3 stride-1 convolution of float32 `x` (N, C, H, W) with `w` (O, C, 3, 3),
+    plus `bias`: `conv_array`'s result, or None where it is not finite (an inf or NaN
+    in `x` or `w` spreads through a tile's transforms: the caller recomputes).
+
+    Each thread takes a run of images, one at a time: tiles, products and output all
+    stay in its core's cache (the whole batch's transformed tiles and products are
+    2.25x its input and output, and made the kernels wait on memory: 2x slower)."""
+    (out_h, out_w), th, tw = _tiles(geo)
+    n, o, c = x.shape[0], w.shape[0], w.shape[1]
+    u = _filter_transform(w)
+    b = np.zeros(o, np.float32) if bias is None else bias.astype(np.float32)
+    x = np.ascontiguousarray(x)
+    out = np.empty((n, o, out_h, out_w), np.float32)
+    check = np.empty(n * th, np.float32)
+
+    def images(run: slice) -> None:
+        v = np.empty((POSITIONS, th, tw * c), np.float32)
+        prod = np.empty((POSITIONS, th * tw, o), np.float32)
+        for i in range(run.start, run.stop):
+            _transform_tiles(x[i:i + 1], geo.lo[0], geo.lo[1], BT32, th, tw, v)
+            np.matmul(v.reshape(POSITIONS, th * tw, c), u, out=prod)
+            _untransform_tiles(prod.reshape(POSITIONS, th, tw * o), AT_OUT32, b, th, tw,
+                               out[i:i + 1], check[i * th:(i + 1) * th])
+
+    _parallel.run_parts(images, _parallel.split(n, _parallel.threads()))
+    return None if np.isnan(check).any() else out
+
+
+BT32 = BT.astype(np.float32)
+AT_OUT32 = AT_OUT.astype(np.float32)

@@ -1,0 +1,115 @@
+"""Winograd convolutions (ops/_native_winograd.py): the forward convolution and the
+input gradient of 3x3 stride-1 float32 convolutions, against float64 im2col, and the
+cases that stay on im2col."""
+
+import numpy as np
+import pytest
+
+import ember
+import ember.nn.functional as F
+from ember.ops import _native as native
+from ember.ops import _native_winograd as winograd
+from ember.ops import conv_arrays
+from ember.ops.conv_arrays import Geometry, conv_array, conv_transpose_array
+
+pytestmark = pytest.mark.skipif(not native.available(), reason="numba is not installed")
+
+
+def _case(rng, n, c, o, h, w):
+    x = rng.standard_normal((n, c, h, w)).astype(np.float32)
+    k = (rng.standard_normal((o, c, 3, 3)) / np.sqrt(9 * c)).astype(np.float32)
+    b = rng.standard_normal(o).astype(np.float32)
+    return x, k, b
+
+
+def _wide(*arrays):
+    return [a.astype(np.float64) for a in arrays]
+
+
+@pytest.mark.parametrize("n, c, o, h, w, pad", [
+    (5, 8, 16, 9, 9, 0), (3, 16, 24, 13, 7, 1), (2, 9, 17, 3, 30, 1), (1, 32, 64, 26, 26, 0),
+])
+def test_forward_matches_float64(n, c, o, h, w, pad):
+    x, k, b = _case(np.random.default_rng(n + c), n, c, o, h, w)
+    geo = Geometry((h, w), (1, 1), (pad, pad), (pad, pad), (1, 1), 1)
+    assert winograd.supports(np.float32, c, o, (3, 3), geo)
+    got = conv_array(x, k, geo, b)
+    exact = conv_array(*_wide(x, k), geo, b.astype(np.float64))
+    assert got.dtype == np.float32 and got.shape == exact.shape
+    # a few hundred float32 roundings of the output's scale (see the module's NOTE)
+    np.testing.assert_allclose(got, exact, rtol=0, atol=2e-5 * np.abs(exact).max())
+
+
+def test_input_gradient_goes_through_the_forward_path(monkeypatch):
+    x, k, _ = _case(np.random.default_rng(7), 4, 16, 32, 12, 12)
+    geo = Geometry((12, 12), (1, 1), (1, 1), (1, 1), (1, 1), 1)
+    c = np.random.default_rng(8).standard_normal((4, 32, 12, 12)).astype(np.float32)
+    calls = []
+    real = winograd.conv_forward
+    monkeypatch.setattr(winograd, "conv_forward",
+                        lambda *args: calls.append(args[0].shape) or real(*args))
+    got = conv_transpose_array(c, k, geo)
+    assert calls == [(4, 32, 12, 12)]
+    exact = conv_transpose_array(*_wide(c, k), geo)
+    np.testing.assert_allclose(got, exact, rtol=0, atol=2e-5 * np.abs(exact).max())
+
+
+def test_layer_gradients_match_float64():
+    rng = np.random.default_rng(3)
+    x, k, b = _case(rng, 3, 8, 16, 10, 10)
+    grads = []
+    for dtype in (ember.float32, ember.float64):
+        t = ember.tensor(x, dtype=dtype, requires_grad=True)
+        w = ember.tensor(k, dtype=dtype, requires_grad=True)
+        out = F.conv2d(t, w, ember.tensor(b, dtype=dtype), padding=1)
+        (out * ember.tensor(np.cos(np.arange(out.numel())).reshape(out.shape),
+                            dtype=dtype)).sum().backward()
+        grads.append((out.detach().numpy(), t.grad.numpy(), w.grad.numpy()))
+    for got, exact in zip(*grads):
+        np.testing.assert_allclose(got, exact, rtol=0, atol=3e-5 * np.abs(exact).max())
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+@pytest.mark.parametrize("bad", [np.inf, -np.inf, np.nan])
+def test_non_finite_inputs_land_where_im2col_puts_them(bad):
+    x, k, b = _case(np.random.default_rng(4), 2, 8, 16, 10, 10)
+    x[1, 3, 4, 5] = bad
+    geo = Geometry((10, 10), (1, 1), (0, 0), (0, 0), (1, 1), 1)
+    got = conv_array(x, k, geo, b)
+    winograd.ENABLED = False
+    try:
+        direct = conv_array(x, k, geo, b)
+    finally:
+        winograd.ENABLED = True
+    np.testing.assert_array_equal(np.isfinite(got), np.isfinite(direct))
+    np.testing.assert_allclose(got[np.isfinite(got)], direct[np.isfinite(direct)],
+                               rtol=1e-4, atol=1e-4)
+
+
+def test_what_stays_on_im2col(monkeypatch):
+    geo = Geometry((9, 9), (1, 1), (1, 1), (1, 1), (1, 1), 1)
+    assert winograd.supports(np.float32, 8, 16, (3, 3), geo)
+    assert not winograd.supports(np.float64, 8, 16, (3, 3), geo)          # float64
+    assert not winograd.supports(np.float32, 4, 16, (3, 3), geo)          # few channels
+    assert not winograd.supports(np.float32, 8, 8, (3, 3), geo)
+    assert not winograd.supports(np.float32, 8, 16, (5, 5), geo)          # other kernels
+    assert not winograd.supports(np.float32, 8, 16, (3, 3), geo._replace(stride=(2, 2)))
+    assert not winograd.supports(np.float32, 8, 16, (3, 3), geo._replace(dilation=(2, 1)))
+    assert not winograd.supports(np.float32, 8, 16, (3, 3), geo._replace(groups=2))
+    with native.use_numba(False):
+        assert not winograd.supports(np.float32, 8, 16, (3, 3), geo)
+    monkeypatch.setattr(winograd, "ENABLED", False)
+    assert not winograd.supports(np.float32, 8, 16, (3, 3), geo)
+    # with the path off, conv_array never calls it
+    monkeypatch.setattr(winograd, "conv_forward", lambda *a: pytest.fail("called"))
+    x, k, _ = _case(np.random.default_rng(5), 2, 8, 16, 9, 9)
+    conv_arrays.conv_array(x, k, geo)
+
+
+def test_toom_cook_matrices_give_the_correlation():
+    at, g, bt = winograd.toom_cook(4, 3)
+    rng = np.random.default_rng(6)
+    d, f = rng.standard_normal(6), rng.standard_normal(3)
+    np.testing.assert_allclose(at @ ((g @ f) * (bt @ d)),
+                               [d[i:i + 3] @ f for i in range(4)], rtol=1e-10, atol=1e-10)
+    assert np.array_equal(bt, np.round(bt))      # the input transform rounds nothing

@@ -87,7 +87,11 @@ def mlp_step(lib):
 
 def mlp_numpy_step():
     """The MLP step written by hand in NumPy: what ember's MLP step would take with no
-    framework at all (the same shapes, math and update as `mlp_step`)."""
+    framework at all (the same shapes, math and update as `mlp_step`).  Its products go
+    through ember's thread split, as ember's own do: ember keeps OpenBLAS on one
+    thread (ops/_parallel.py), so a plain ``@`` would run on one."""
+    from ember.ops._parallel import matmul as mm
+
     rng = np.random.default_rng(0)
     sizes = [784, 512, 256, 10]
     weights = [rng.uniform(-1 / np.sqrt(i), 1 / np.sqrt(i), (o, i)).astype(np.float32)
@@ -101,21 +105,21 @@ def mlp_numpy_step():
 
     def step():
         w0, w1, w2, b0, b1, b2 = params
-        h1 = x @ w0.T + b0
+        h1 = mm(x, w0.T) + b0
         a1 = np.maximum(h1, 0)
-        h2 = a1 @ w1.T + b1
+        h2 = mm(a1, w1.T) + b1
         a2 = np.maximum(h2, 0)
-        z = a2 @ w2.T + b2
+        z = mm(a2, w2.T) + b2
         z -= z.max(axis=1, keepdims=True)
         p = np.exp(z)
         p /= p.sum(axis=1, keepdims=True)
         p[rows, y] -= 1
         p /= 128
-        g2 = p @ w2
+        g2 = mm(p, w2)
         g2 *= h2 > 0
-        g1 = g2 @ w1
+        g1 = mm(g2, w1)
         g1 *= h1 > 0
-        grads = [g1.T @ x, g2.T @ a1, p.T @ a2, g1.sum(0), g2.sum(0), p.sum(0)]
+        grads = [mm(g1.T, x), mm(g2.T, a1), mm(p.T, a2), g1.sum(0), g2.sum(0), p.sum(0)]
         for param, v, g in zip(params, velocity, grads):
             v *= 0.9
             v += g

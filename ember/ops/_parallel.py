@@ -23,8 +23,8 @@ from . import _workers
 from ._util import xp_of
 
 # Products of fewer multiply-adds stay whole on the calling thread: a part's hand-off
-# costs a few microseconds, and 2M multiply-adds take ~25 us on one thread.
-SPLIT_MIN = 1 << 21
+# costs a few microseconds, and 1M multiply-adds take ~12 us on one thread.
+SPLIT_MIN = 1 << 20
 
 set_threads = _workers.set_threads
 threads = _workers.threads

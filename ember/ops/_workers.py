@@ -14,8 +14,8 @@ us, and a training step posts parts every few hundred microseconds; a product of
 128x784 by 784x512 took 578 us split this way, 591 us on OpenBLAS's own two threads,
 686 us split with Python's ThreadPoolExecutor.
 
-The poll loops are compiled at first use in each process (numba cannot keep the
-addresses of the C functions they call in its disk cache).  Without numba, on a CPU
+The poll loops are numba kernels, given the C functions they call as arguments.  Without
+numba, on a CPU
 other than x86-64 (whose ordered stores the flags rely on) or without a known CBLAS
 interface, the workers take every part as a Python callable and sleep between parts.
 """
@@ -27,7 +27,6 @@ import os
 import platform
 import threading
 import time
-from typing import NamedTuple
 
 import numpy as np
 
@@ -40,71 +39,82 @@ _PYTHON, _SGEMM, _DGEMM = 1, 2, 3              # kinds of part (desc[0])
 _ROW_MAJOR, _NO_TRANS, _TRANS = 101, 111, 112  # CBLAS's enums
 
 
-class _Loops(NamedTuple):
-    serve: object      # serve(flag, desc, rounds) -> 1: a Python part waits; 0: idle
-    wait: object       # wait(flag, rounds) -> True once flag[1] == flag[0]
-    rounds: int        # poll rounds in SPIN_SECONDS
+@native.kernel
+def _serve(flag, desc, rounds, sgemm, dgemm, pause):
+    """Poll `flag` for a posted part, up to `rounds` idle rounds (calling `pause`, libc's
+    sched_yield, in each); run each posted product with `sgemm`/`dgemm` and mark it
+    done.  1: a Python part waits (the caller runs it); 0: idle all along."""
+    # (the calls are also what makes LLVM read flag[0] afresh each round)
+    idle = 0
+    while idle < rounds:
+        if flag[0] != flag[1]:
+            kind = desc[0]
+            if kind == _PYTHON:
+                return 1
+            if kind == _SGEMM:
+                sgemm(_ROW_MAJOR, desc[10], desc[11], desc[1], desc[2], desc[3], np.float32(1),
+                      desc[4], desc[5], desc[6], desc[7], np.float32(0), desc[8], desc[9])
+            else:
+                dgemm(_ROW_MAJOR, desc[10], desc[11], desc[1], desc[2], desc[3], 1.0,
+                      desc[4], desc[5], desc[6], desc[7], 0.0, desc[8], desc[9])
+            flag[1] = flag[0]
+            idle = 0
+        else:
+            pause()
+            idle += 1
+    return 0
+
+
+@native.kernel
+def _wait(flag, rounds, pause):
+    """Poll until flag[1] == flag[0] (True), or for `rounds` rounds (False)."""
+    for _ in range(rounds):
+        if flag[1] == flag[0]:
+            return True
+        pause()
+    return flag[1] == flag[0]
+
+
+class _Loops:
+    """The poll loops bound to this process's C functions (passed to the kernels as
+    arguments, not read as globals: numba can then keep the builds in its disk cache)."""
+
+    def __init__(self, sgemm, dgemm, pause):
+        self._functions = (sgemm, dgemm, pause)
+        self._pause = pause
+        never = np.array([1, 0], np.int64)
+        _wait(never, 10, pause)
+        start = time.perf_counter()
+        _wait(never, 20000, pause)
+        rate = 20000 / max(time.perf_counter() - start, 1e-6)
+        self.rounds = max(1, int(rate * SPIN_SECONDS))     # poll rounds in SPIN_SECONDS
+
+    def serve(self, flag, desc, rounds) -> int:
+        return _serve(flag, desc, rounds, *self._functions)
+
+    def wait(self, flag, rounds) -> bool:
+        return _wait(flag, rounds, self._pause)
 
 
 _loops = None
 
 
 def _compiled_loops() -> _Loops | None:
-    """The numba poll loops (compiled once per process), or None where they cannot run."""
+    """The poll loops, or None where they cannot run."""
     global _loops
     if _loops is None:
-        _loops = _compile() or False
+        _loops = _make_loops() or False
     return _loops or None
 
 
-def _compile() -> _Loops | None:
+def _make_loops() -> _Loops | None:
     blas = _blas.openblas()
-    numba = native._load_numba() if native.enabled() else None
-    if not numba or blas is None or blas.sgemm is None \
+    if not native.enabled() or blas is None or blas.sgemm is None \
             or platform.machine().lower() not in ("x86_64", "amd64"):
         return None
-    sgemm, dgemm = blas.sgemm, blas.dgemm
-    sched_yield = ctypes.CDLL(None).sched_yield
-    sched_yield.argtypes, sched_yield.restype = [], ctypes.c_int
-    one32, zero32 = np.float32(1), np.float32(0)
-
-    def serve(flag, desc, rounds):
-        # (the calls are also what makes LLVM read flag[0] afresh each round)
-        idle = 0
-        while idle < rounds:
-            if flag[0] != flag[1]:
-                kind = desc[0]
-                if kind == _PYTHON:
-                    return 1
-                if kind == _SGEMM:
-                    sgemm(_ROW_MAJOR, desc[10], desc[11], desc[1], desc[2], desc[3], one32,
-                          desc[4], desc[5], desc[6], desc[7], zero32, desc[8], desc[9])
-                else:
-                    dgemm(_ROW_MAJOR, desc[10], desc[11], desc[1], desc[2], desc[3], 1.0,
-                          desc[4], desc[5], desc[6], desc[7], 0.0, desc[8], desc[9])
-                flag[1] = flag[0]
-                idle = 0
-            else:
-                sched_yield()
-                idle += 1
-        return 0
-
-    def wait(flag, rounds):
-        for _ in range(rounds):
-            if flag[1] == flag[0]:
-                return True
-            sched_yield()
-        return flag[1] == flag[0]
-
-    jit = numba.njit(nogil=True, cache=False)
-    serve, wait = jit(serve), jit(wait)
-    never = np.array([1, 0], np.int64)
-    wait(never, 10)
-    start = time.perf_counter()
-    wait(never, 20000)
-    rate = 20000 / max(time.perf_counter() - start, 1e-6)
-    serve(np.zeros(2, np.int64), np.zeros(12, np.int64), 1)
-    return _Loops(serve, wait, max(1, int(rate * SPIN_SECONDS)))
+    pause = ctypes.CDLL(None).sched_yield
+    pause.argtypes, pause.restype = [], ctypes.c_int
+    return _Loops(blas.sgemm, blas.dgemm, pause)
 
 
 def _operand(x) -> tuple | None:

@@ -437,6 +437,8 @@ def _machine() -> str:
 
 
 def _blas() -> str:
+    import ember
+
     try:
         from threadpoolctl import threadpool_info
 
@@ -446,7 +448,7 @@ def _blas() -> str:
         if info:
             i = info[0]
             return f"{i['internal_api']} {i['version']} ({i.get('architecture')}), " \
-                   f"{i['num_threads']} threads"
+                   f"{i['num_threads']} threads (ember's own: {ember.get_num_threads()})"
     except ImportError:
         pass
     return "unknown BLAS (pip install threadpoolctl to show it)"

@@ -21,6 +21,7 @@ def two_threads(monkeypatch):
     before = ember.get_num_threads()
     ember.set_num_threads(2)
     monkeypatch.setattr(_parallel, "SPLIT_MIN", 1)
+    monkeypatch.setattr(_parallel, "BATCH_ITEM_MIN", 1)
     yield
     ember.set_num_threads(before)
 
@@ -60,6 +61,9 @@ def test_split_product_of_integers_and_batches(two_threads):
     np.testing.assert_allclose(_parallel.matmul(x, y), x @ y, rtol=1e-12)
     z = rng.standard_normal((6, 5, 7))
     np.testing.assert_allclose(_parallel.matmul(x, z), x @ z, rtol=1e-12)
+    # 4-D batches, one side broadcast (attention's shapes)
+    q, kt = rng.standard_normal((4, 3, 8, 5)), rng.standard_normal((1, 3, 5, 8))
+    np.testing.assert_allclose(_parallel.matmul(q, kt), q @ kt, rtol=1e-12)
 
 
 def test_products_without_the_poll_loops(two_threads, monkeypatch):

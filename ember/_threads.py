@@ -1,10 +1,14 @@
-"""set_num_threads / get_num_threads: the thread count of the BLAS library NumPy uses
-(and of ember's parallel numba kernels, ops/_native.py).
+"""set_num_threads / get_num_threads: the threads ember's products, convolutions and
+parallel numba kernels run on.
 
-NumPy's own elementwise loops are single-threaded; the matrix products (and so
-linear layers and convolutions) run in OpenBLAS, whose thread count we set through
-its C API, found among the libraries the process has loaded.  Other BLAS builds
-(MKL, Accelerate) are left alone, and the calls then only record the request.
+NumPy's own elementwise loops are single-threaded; its matrix products run in its BLAS.
+When that BLAS is OpenBLAS (found among the libraries the process has loaded, through
+ops/_blas.py), `take_over_blas` keeps it on one thread at import and ember splits large
+products and convolutions over threads of its own (ops/_parallel.py says why), as many
+as OpenBLAS had; `set_num_threads` then sets how many.  With EMBER_OWN_THREADS=0
+OpenBLAS threads its own products and `set_num_threads` sets its count.  Other BLAS
+builds (MKL, Accelerate) are left alone: the call then sets the numba kernels' threads
+and records the request.
 """
 
 from __future__ import annotations

@@ -21,12 +21,6 @@ from .ops import _native as native
 _requested = None
 
 
-def _openblas():
-    """The loaded OpenBLAS's (setter, getter) of its thread count, or None."""
-    blas = _blas.openblas()
-    return None if blas is None else (blas.set_num_threads, blas.get_num_threads)
-
-
 _taken_over = False
 
 
@@ -34,11 +28,11 @@ def take_over_blas() -> None:
     """Keep OpenBLAS on one thread and run ember's products on ember's own threads, as
     many as OpenBLAS had (see ops/_parallel.py for why)."""
     global _taken_over
-    blas = _openblas()
+    blas = _blas.openblas()
     if blas is None or _taken_over or os.environ.get("EMBER_OWN_THREADS", "1").strip() == "0":
         return
-    _parallel.set_threads(int(blas[1]()))
-    blas[0](1)
+    _parallel.set_threads(int(blas.get_num_threads()))
+    blas.set_num_threads(1)
     _taken_over = True
 
 
@@ -48,11 +42,11 @@ def set_num_threads(num: int) -> None:
     if not isinstance(num, int) or isinstance(num, bool) or num < 1:
         raise RuntimeError(f"set_num_threads expects a positive integer, got {num!r}")
     _requested = num
-    blas = _openblas()
+    blas = _blas.openblas()
     if _taken_over:
         _parallel.set_threads(num)
     elif blas is not None:
-        blas[0](num)
+        blas.set_num_threads(num)
     native.set_num_threads(num)
 
 
@@ -60,9 +54,9 @@ def get_num_threads() -> int:
     """The number of threads matrix products use."""
     if _taken_over:
         return _parallel.threads()
-    blas = _openblas()
+    blas = _blas.openblas()
     if blas is not None:
-        return int(blas[1]())
+        return int(blas.get_num_threads())
     return _requested or os.cpu_count() or 1
 
 

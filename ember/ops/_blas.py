@@ -9,6 +9,7 @@ NumPy's BLAS as it is.
 from __future__ import annotations
 
 import ctypes
+import functools
 import os
 from typing import NamedTuple
 
@@ -38,18 +39,9 @@ class OpenBLAS(NamedTuple):
     dgemm: object
 
 
-_found = None
-
-
+@functools.cache
 def openblas() -> OpenBLAS | None:
-    """The OpenBLAS NumPy uses, or None."""
-    global _found
-    if _found is None:
-        _found = _find() or False
-    return _found or None
-
-
-def _find() -> OpenBLAS | None:
+    """The OpenBLAS NumPy uses, or None (looked for once per process)."""
     import numpy  # noqa: F401 - make sure NumPy's BLAS is loaded
 
     try:

@@ -90,11 +90,12 @@ def matmul(a, b, out=None):
     batch = max(a.size // max(m * k, 1), b.size // max(k * n, 1))
     if batch * m * n * k < SPLIT_MIN:
         return np.matmul(a, b, out=out)
+    if a.ndim == 2 and b.ndim == 2:
+        out = np.empty((m, n), np.result_type(a, b)) if out is None else out
+        return _split_product(a, b, out)
     if out is None:
         shape = np.broadcast_shapes(a.shape[:-2], b.shape[:-2]) + (m, n)
         out = np.empty(shape, np.result_type(a, b))
-    if a.ndim == 2 and b.ndim == 2:
-        return _split_product(a, b, out)
     if out.shape[0] >= threads() and m * n * k >= BATCH_ITEM_MIN:
         # split over the first batch dim (broadcast views: no copies)
         lead = out.shape[:-2]

@@ -15,14 +15,15 @@ us, and a training step posts parts every few hundred microseconds; a product of
 686 us split with Python's ThreadPoolExecutor.
 
 The poll loops are numba kernels, given the C functions they call as arguments.  Without
-numba, on a CPU
-other than x86-64 (whose ordered stores the flags rely on) or without a known CBLAS
-interface, the workers take every part as a Python callable and sleep between parts.
+numba, on a CPU other than x86-64 (whose ordered stores the flags rely on) or without a
+known CBLAS interface, the workers take every part as a Python callable and sleep
+between parts.
 """
 
 from __future__ import annotations
 
 import ctypes
+import functools
 import os
 import platform
 import threading
@@ -108,18 +109,9 @@ def _entry_point(kernel):
     return builds[0].entry_point if len(builds) == 1 else kernel
 
 
-_loops = None
-
-
+@functools.cache
 def _compiled_loops() -> _Loops | None:
-    """The poll loops, or None where they cannot run."""
-    global _loops
-    if _loops is None:
-        _loops = _make_loops() or False
-    return _loops or None
-
-
-def _make_loops() -> _Loops | None:
+    """The poll loops (made once per process), or None where they cannot run."""
     blas = _blas.openblas()
     if not native.enabled() or blas is None or blas.sgemm is None \
             or platform.machine().lower() not in ("x86_64", "amd64"):

@@ -363,7 +363,6 @@ def conv_weight_array(a, c, kernel, geo):
     xp = xp_of(a)
     kernel = tuple(kernel)
     g, co, n, ch = geo.groups, c.shape[1], a.shape[0], a.shape[1]
-
     p = math.prod(c.shape[2:])
     view = _column_view(a, kernel, geo)                              # (C, *k, N, *out)
     # a transposed convolution's output_padding can leave windows that `c` does not cover

@@ -144,12 +144,11 @@ def _matmul_arrays(a, b):
     dtype = a.dtype
     if xp is np:
         a, b = widen(a, b)
-    product = _parallel.matmul if xp is np else xp.matmul
     if a.ndim > 2 and b.ndim == 2:
         lead = a.shape[:-1]
-        out = product(a.reshape(-1, a.shape[-1]), b).reshape(lead + (b.shape[-1],))
+        out = _parallel.matmul(a.reshape(-1, a.shape[-1]), b).reshape(lead + (b.shape[-1],))
     else:
-        out = product(a, b)
+        out = _parallel.matmul(a, b)
     return out.astype(dtype, copy=False)
 
 

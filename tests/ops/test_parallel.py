@@ -6,6 +6,7 @@ import multiprocessing
 import os
 import subprocess
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -68,7 +69,7 @@ def test_split_product_of_integers_and_batches(two_threads):
 
 def test_products_without_the_poll_loops(two_threads, monkeypatch):
     # no numba (or no CBLAS): a worker takes products as Python calls, and sleeps
-    monkeypatch.setattr(_workers, "_loops", False)
+    monkeypatch.setattr(_workers, "_compiled_loops", lambda: None)
     worker = _workers.Worker()
     a, b = np.ones((4, 3), np.float32), np.ones((3, 5), np.float32)
     out = np.zeros((4, 5), np.float32)
@@ -78,6 +79,19 @@ def test_products_without_the_poll_loops(two_threads, monkeypatch):
     worker.post(lambda _: 1 / 0, None)
     with pytest.raises(ZeroDivisionError):
         worker.join()
+
+
+def test_workers_wake_after_sleeping(two_threads, monkeypatch):
+    # past SPIN_SECONDS of polling a worker blocks on its event; a new part wakes it
+    rng = np.random.default_rng(3)
+    a, b = rng.standard_normal((64, 40)), rng.standard_normal((40, 48))
+    for _ in range(3):
+        np.testing.assert_allclose(_parallel.matmul(a, b), a @ b, rtol=1e-12)
+        assert _parallel.run_parts(lambda x: x + 1, [1, 2]) == [2, 3]
+        deadline = time.monotonic() + 5   # (polling lasts longer on a loaded machine)
+        while not all(w._sleeping for w in _workers.workers()):
+            assert time.monotonic() < deadline, "a worker never went to sleep"
+            time.sleep(0.005)
 
 
 def test_run_parts_order_errors_and_nesting(two_threads):

@@ -113,3 +113,25 @@ def test_toom_cook_matrices_give_the_correlation():
     np.testing.assert_allclose(at @ ((g @ f) * (bt @ d)),
                                [d[i:i + 3] @ f for i in range(4)], rtol=1e-10, atol=1e-10)
     assert np.array_equal(bt, np.round(bt))      # the input transform rounds nothing
+
+
+def test_a_lone_image_stays_on_im2col(monkeypatch):
+    # one image: one product split over the threads beats one thread's Winograd
+    monkeypatch.setattr(winograd, "conv_forward", lambda *a: pytest.fail("called"))
+    x, k, b = _case(np.random.default_rng(9), 1, 8, 16, 9, 9)
+    geo = Geometry((9, 9), (1, 1), (1, 1), (1, 1), (1, 1), 1)
+    got = conv_array(x, k, geo, b)
+    exact = conv_array(*_wide(x, k), geo, b.astype(np.float64))
+    np.testing.assert_allclose(got, exact, rtol=1e-5, atol=1e-5)
+
+
+def test_environment_switch():
+    import os
+    import subprocess
+    import sys
+    code = "from ember.ops import _native_winograd as w; print(w.ENABLED)"
+    for value, expected in (("1", "False"), ("0", "True")):
+        env = dict(os.environ, EMBER_NO_WINOGRAD=value)
+        out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                             text=True, check=True).stdout.strip()
+        assert out == expected

@@ -105,7 +105,7 @@ def _shift(xp, x, y, left: bool):
     if isinstance(x, (bool, int)):
         x = xp.asarray(x, dtype=y.dtype)
     bits = x.dtype.itemsize * 8
-    over = (y < 0) | (y >= bits)
+    over = xp.asarray((y < 0) | (y >= bits))  # (CuPy's where wants an array condition)
     count = xp.clip(y, 0, bits - 1) if not isinstance(y, (bool, int)) else min(max(y, 0), bits - 1)
     if left:
         out = xp.where(over, 0, xp.left_shift(x, count))

@@ -51,7 +51,9 @@ def window_view(x, kernel, stride, dilation):
         view = np.ndarray(shape, x.dtype, buffer=x, strides=strides)
         view.flags.writeable = False
         return view
-    return xp.lib.stride_tricks.as_strided(x, shape, strides, writeable=False)
+    if xp is np:
+        return np.lib.stride_tricks.as_strided(x, shape, strides, writeable=False)
+    return xp.lib.stride_tricks.as_strided(x, shape, strides)  # (CuPy has no read-only views)
 
 
 def kernel_offsets(kernel, stride, dilation, out):

@@ -216,7 +216,7 @@ class Frexp(Function):
     @staticmethod
     def backward(ctx, grad_mantissa, grad_exponent):
         xp = xp_of(ctx.exponent)
-        scale = _make(xp.asarray(xp.ldexp(np.ones((), grad_mantissa._data.dtype),
+        scale = _make(xp.asarray(xp.ldexp(xp.ones((), grad_mantissa._data.dtype),
                                           -ctx.exponent)))
         return grad_mantissa * scale
 

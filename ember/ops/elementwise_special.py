@@ -20,7 +20,8 @@ from .._core import dtype as dtypes
 from .._core.function import Function
 from .._core.tensor import Tensor, _make
 from ._inplace import binary_function
-from ._util import float_input, is_scalar, promote, result_type, to_tensor, xp_of
+from ._util import (check_same_device, float_input, is_scalar, promote, result_type,
+                    to_tensor, xp_of)
 from .arithmetic import (
     _is_integral, _xp, cast, check_broadcast, check_inplace_shape, inplace_form, inplace_operand,
     require_float_target, unsupported,
@@ -625,6 +626,7 @@ def where(condition: Tensor, input=None, other=None):
     for v in (input, other):
         if not (isinstance(v, Tensor) or is_scalar(v)):
             raise TypeError(f"where(): expected a Tensor or a number, got {type(v).__name__}")
+    check_same_device("where", condition, input, other)
     check_broadcast(condition, input, other)
     rt = result_type(input, other)
     return Where.apply(condition, cast(input, rt), cast(other, rt), rt.np_dtype)

@@ -204,13 +204,23 @@ def logdet(input: Tensor) -> Tensor:
     return logabs + bad
 
 
+def _solve_arrays(A, B):
+    """X with A X = B, batch dimensions broadcast (NumPy does; CuPy needs them equal)."""
+    xp = xp_of(A)
+    if xp is not np and A.shape[:-2] != B.shape[:-2]:
+        batch = np.broadcast_shapes(A.shape[:-2], B.shape[:-2])
+        A = xp.broadcast_to(A, batch + A.shape[-2:])
+        B = xp.broadcast_to(B, batch + B.shape[-2:])
+    return xp.linalg.solve(A, B)
+
+
 class Solve(Function):
     _name = "LinalgSolveExBackward0"
 
     @staticmethod
     def forward(ctx, A, B):
         msg = "The solver failed because the input matrix is singular."
-        out = _lapack("torch.linalg.solve", msg, xp_of(A).linalg.solve, A, B)
+        out = _lapack("torch.linalg.solve", msg, _solve_arrays, A, B)
         ctx.save_for_backward(A, out)
         return out
 

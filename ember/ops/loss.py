@@ -22,7 +22,7 @@ from .._core.tensor import Tensor, _make, size_str
 from . import _kernels
 from . import _native_rows
 from ._autocast import float32_inputs
-from ._util import xp_of
+from ._util import check_same_device, xp_of
 from .activation import LogSigmoid, Softmax, log_softmax
 from .arithmetic import check_broadcast, unsupported
 from .elementwise_special import where, xlogy
@@ -351,6 +351,7 @@ def _class_target(op: str, input: Tensor, target: Tensor, weight, ignore_index: 
                                f"{list(target.shape)}")
         x, t = input, target
     c = x.shape[1]
+    check_same_device(op, input, target, weight)
     if weight is not None and weight.numel() != c:
         if nd <= 2:
             raise RuntimeError(f"weight tensor should be defined either for all {c} classes or "

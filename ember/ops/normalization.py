@@ -21,7 +21,7 @@ from .._core.grad_mode import is_grad_enabled
 from .._core.tensor import Tensor, _make, size_str
 from . import _kernels
 from . import _native_batchnorm, _native_rows
-from ._util import wrap_dim, xp_of
+from ._util import check_same_device, wrap_dim, xp_of
 from .arithmetic import unsupported
 from .joining import cat
 
@@ -287,6 +287,7 @@ def _channels(op: str, input: Tensor, running_mean, running_var, weight, bias) -
     if input.dim() < 2:
         wrap_dim(1, input.dim(), op)
     channels = input.shape[1]
+    check_same_device(op, input, running_mean, running_var, weight, bias)
     for name, t in (("running_mean", running_mean), ("running_var", running_var),
                     ("weight", weight), ("bias", bias)):
         if t is not None and t.numel() != channels:

@@ -14,7 +14,7 @@ import math
 import numpy as np
 
 from .._core.tensor import Tensor, _make
-from ._util import xp_of
+from ._util import check_same_device, xp_of
 from .pooling import _INTS, FlatGather, FlatScatter, _tuple_arg
 from .resample import axis_map
 
@@ -167,6 +167,7 @@ def _max_unpool(op: str, nd: int, input, indices, kernel_size, stride, padding, 
         raise RuntimeError(
             f"Expected shape of indices to be same as that of the input tensor "
             f"({list(input.shape)}) but got indices tensor with shape: {list(indices.shape)}")
+    check_same_device(op, input, indices)
     kernel = _tuple_arg(op, kernel_size, nd, "kernel_size")
     stride = _tuple_arg(op, stride, nd, "stride", default=kernel)
     pad = _tuple_arg(op, padding, nd, "padding")

@@ -387,7 +387,9 @@ def _lower_median(x, dims, skip_nan: bool):
     s = xp.sort(flat, axis=-1)
     n_nan = xp.isnan(s).sum(axis=-1, keepdims=True) if _is_float(x) else 0
     n = s.shape[-1]
-    if skip_nan:
+    if not _is_float(x):
+        pos = (n - 1) // 2
+    elif skip_nan:
         pos = xp.maximum((n - n_nan - 1) // 2, 0)
     else:
         pos = xp.where(n_nan > 0, n - n_nan, (n - 1) // 2)

@@ -390,7 +390,9 @@ class _SelectAlong(_PickAlongDim):
                 pos = k - 1
             else:
                 n_nan = xp.isnan(x).sum(axis=dim, keepdims=True) if _is_float(x) else 0
-                if kind == "nanmedian":
+                if not _is_float(x):
+                    pos = (n - 1) // 2
+                elif kind == "nanmedian":
                     pos = xp.maximum((n - n_nan - 1) // 2, 0)
                 else:  # NaN anywhere: the result is the first NaN
                     pos = xp.where(n_nan > 0, n - n_nan, (n - 1) // 2)

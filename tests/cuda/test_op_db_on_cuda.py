@@ -48,9 +48,22 @@ def _tensors(sample, dtype: str, device: str, requires_grad: bool) -> list:
             if requires_grad and wants and t.is_floating_point():
                 t.requires_grad_()
             args.append(t)
+        elif isinstance(a, ember.Tensor):  # a sample's fixed tensor (indices, masks...)
+            args.append(a.to(device))
         else:
             args.append(a)
     return args
+
+
+def _call(op, args: list, kwargs: dict, device: str):
+    """The op on `args`, with `device` as the default device, so that tensors the op's
+    entry makes itself (fixed indices, masks) are made there too."""
+    kwargs = {k: v.to(device) if isinstance(v, ember.Tensor) else v for k, v in kwargs.items()}
+    ember.set_default_device(device)
+    try:
+        return _select(op, op.op(*args, **kwargs))
+    finally:
+        ember.set_default_device(None)
 
 
 def _select(op, out):
@@ -87,8 +100,8 @@ def test_forward_matches_cpu(op):
     values = op.name not in RANDOM_OPS
     for dtype in op.dtypes:
         for sample in op.samples(_rng(op.name)):
-            cpu = _select(op, op.op(*_tensors(sample, dtype, "cpu", False), **sample.kwargs))
-            gpu = _select(op, op.op(*_tensors(sample, dtype, "cuda", False), **sample.kwargs))
+            cpu = _call(op, _tensors(sample, dtype, "cpu", False), sample.kwargs, "cpu")
+            gpu = _call(op, _tensors(sample, dtype, "cuda", False), sample.kwargs, "cuda")
             _assert_same(gpu, cpu, op, f"forward in {dtype}", values)
 
 
@@ -99,7 +112,7 @@ def _grads(op, sample, device: str, order: int):
     inputs = [a for a in args if isinstance(a, ember.Tensor) and a.requires_grad]
     if not inputs:
         return None
-    outs = [o for o in _flat_outputs(_select(op, op.op(*args, **sample.kwargs)))
+    outs = [o for o in _flat_outputs(_call(op, args, sample.kwargs, device))
             if o.requires_grad]
     if not outs:
         return None

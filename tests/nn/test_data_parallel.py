@@ -6,6 +6,7 @@ import ember
 from ember import nn
 
 
+@pytest.mark.skipif(ember.cuda.is_available(), reason="a GPU is present")
 def test_without_cuda_the_module_runs_unchanged_and_trains():
     ember.manual_seed(0)
     inner = nn.Linear(3, 2)

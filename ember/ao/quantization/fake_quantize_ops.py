@@ -14,19 +14,21 @@ import numpy as np
 
 from ..._core.function import Function
 from ..._core.tensor import Tensor, _make
+from ...ops._util import xp_of
 
 __all__ = ["fake_quantize_per_tensor_affine", "fake_quantize_per_channel_affine"]
 
 
-def _fake_quantize(x: np.ndarray, scale, zero_point, quant_min: int, quant_max: int):
+def _fake_quantize(x, scale, zero_point, quant_min: int, quant_max: int):
     """(values, mask): the fake-quantized array and where the gradient passes."""
-    scale = np.asarray(scale).astype(x.dtype)
-    zero_point = np.asarray(zero_point).astype(x.dtype)
+    xp = xp_of(x)
+    scale = xp.asarray(scale).astype(x.dtype)
+    zero_point = xp.asarray(zero_point).astype(x.dtype)
     inv_scale = x.dtype.type(1.0) / scale
     # (PyTorch rounds x * inv_scale, then adds the integer zero point)
-    q = np.rint(x * inv_scale) + zero_point
+    q = xp.rint(x * inv_scale) + zero_point
     mask = (q >= quant_min) & (q <= quant_max)
-    out = (np.clip(q, quant_min, quant_max) - zero_point) * scale
+    out = (xp.clip(q, quant_min, quant_max) - zero_point) * scale
     return out.astype(x.dtype, copy=False), mask
 
 

@@ -51,17 +51,34 @@ def _ufunc_at(xp, name: str, out, key, values) -> None:
     if xp is np:
         getattr(np, name).at(out, key, values)
         return
-    try:
-        getattr(xp, name).at(out, key, values)
-        return
-    except (AttributeError, NotImplementedError, TypeError):
-        pass
-    import cupyx  # older CuPy: only the scatter kernels of cupyx
+    # NOTE: not CuPy's own ``maximum.at``: on an H200 (CuPy 14.2) the float64 maxima it
+    # wrote did not compare equal to the inputs they came from, so the gradient, which
+    # goes to the inputs equal to the result, came out zero; CuPy has no ``multiply.at``.
+    _at_in_rounds(xp, getattr(xp, name), out, key, values)
 
-    fallback = {"maximum": "scatter_max", "minimum": "scatter_min"}.get(name)
-    if fallback is None:
-        raise NotImplementedError(f"scatter with reduction '{name}' is not supported on CUDA")
-    getattr(cupyx, fallback)(out, key, values)
+
+def _at_in_rounds(xp, ufunc, out, key, values) -> None:
+    """``ufunc.at`` for array modules without it (CuPy has no ``multiply.at``).
+
+    Each update is ranked by how many updates to the same position come before it; the
+    updates of one rank hit distinct positions, so each rank is one plain indexed update."""
+    keys = xp.broadcast_arrays(*key)
+    flat = xp.zeros(keys[0].shape, dtype=np.int64)
+    for k, size in zip(keys, out.shape):
+        flat = flat * size + k
+    flat = flat.reshape(-1)
+    values = xp.broadcast_to(xp.asarray(values, dtype=out.dtype), keys[0].shape).reshape(-1)
+    order = xp.argsort(flat, kind="stable")
+    ordered = flat[order]
+    rank = xp.empty_like(flat)
+    rank[order] = xp.arange(flat.size) - xp.searchsorted(ordered, ordered, side="left")
+    target = xp.ascontiguousarray(out).reshape(-1)  # (a view of `out` when contiguous)
+    for r in range(int(rank.max()) + 1 if flat.size else 0):
+        chosen = rank == r
+        where, update = flat[chosen], values[chosen]
+        target[where] = ufunc(target[where], update)
+    if not out.flags.c_contiguous:
+        out[...] = target.reshape(out.shape)
 
 
 def _hit_mask(shape, key, xp):

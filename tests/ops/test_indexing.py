@@ -504,3 +504,22 @@ def test_nonzero_argwhere_where():
     assert tuple(ember.nonzero(ember.tensor(5)).shape) == (1, 0)
     assert ember.tensor(0).nonzero(as_tuple=True)[0].tolist() == []
     assert tuple(ember.zeros(0, 3).nonzero().shape) == (0, 2)
+
+
+@pytest.mark.parametrize("ufunc", [np.multiply, np.maximum, np.minimum])
+@pytest.mark.parametrize("transposed", [False, True])
+def test_ufunc_at_in_rounds_matches_numpy(ufunc, transposed):
+    """The fallback for array modules without ``ufunc.at`` (CuPy's multiply), run on NumPy:
+    repeated positions combine as np.<ufunc>.at combines them, also into a strided view."""
+    from ember.ops.scatter import _at_in_rounds
+
+    rng = np.random.default_rng(7)
+    for _ in range(20):
+        base = rng.uniform(0.5, 2.0, (5, 4) if transposed else (4, 5))
+        out = base.T if transposed else base
+        expected = out.copy()
+        key = (rng.integers(0, 4, (6, 5)), np.arange(5).reshape(1, 5))
+        values = rng.uniform(0.5, 2.0, (6, 5))
+        ufunc.at(expected, key, values)
+        _at_in_rounds(np, ufunc, out, key, values)
+        np.testing.assert_array_equal(out, expected)

@@ -113,14 +113,15 @@ def _mix(mat, i, r0, r1, r2, r3, r4, r5, base, out):
 
 
 @native.kernel(fastmath=_FAST)
-def _transform_tiles(src, lo_h, lo_w, mat, th, tw, dst):
-    """dst[i * 6 + j, n * th + ty, tx * C + c] = (mat @ d @ mat^T)[i, j], d the 6x6
-    tile of src[n, c] at row 4 ty - lo_h, column 4 tx - lo_w (zeros outside src).
+def _transform_tiles(src, lo_h, lo_w, mat, th, tw, dst, start, stop):
+    """dst[i * 6 + j, band - start, tx * C + c] = (mat @ d @ mat^T)[i, j] for the bands
+    start..stop-1 (band = n * th + ty), d the 6x6 tile of src[n, c] at row 4 ty - lo_h,
+    column 4 tx - lo_w (zeros outside src).
 
     Band by band (one tile row of one image): its tiles are copied as [row k, column
     l, (tx, c)] (a pixel on a tile border goes to both tiles), then both products run
     over whole (tx, c) rows."""
-    n_img, chans, height, width = src.shape
+    chans, height, width = src.shape[1:]
     run = tw * chans
     # where column x of src goes in a tile row: (l, tx) and, on a border, (l + 4, tx - 1)
     first = np.empty(width, np.int64)
@@ -129,7 +130,7 @@ def _transform_tiles(src, lo_h, lo_w, mat, th, tw, dst):
         col, tx = (lo_w + x) % TILE, (lo_w + x) // TILE
         first[x] = col * run + tx * chans if tx < tw else -1
         second[x] = (col + TILE) * run + (tx - 1) * chans if col < 2 and tx >= 1 else -1
-    for task in range(n_img * th):
+    for task in range(start, stop):
         n = task // th
         ty = task - n * th
         tiles = np.zeros((SPAN, SPAN * run), dst.dtype)             # [k, (l, tx, c)]
@@ -157,30 +158,31 @@ def _transform_tiles(src, lo_h, lo_w, mat, th, tw, dst):
             for j in range(SPAN):
                 _mix(mat, j, d[:run], d[run:2 * run], d[2 * run:3 * run],
                      d[3 * run:4 * run], d[4 * run:5 * run], d[5 * run:], zero,
-                     dst[i * SPAN + j, task])
+                     dst[i * SPAN + j, task - start])
 
 
 @native.kernel(fastmath=_FAST)
-def _untransform_tiles(prod, at, bias, th, tw, out, check):
-    """out[n, o, 4 ty + p, 4 tx + q] = (at @ M @ at^T)[p, q] + bias[o], M the 6x6
-    products of tile (n, ty, tx): prod[i * 6 + j, n * th + ty, tx * O + o]; blocks past
-    the output's edge are cut off.  check[n * th + ty] is 0 when the band's outputs
-    are finite, NaN when not."""
-    n_img, chans, height, width = out.shape
+def _untransform_tiles(prod, at, bias, th, tw, out, check, start, stop):
+    """out[n, o, 4 ty + p, 4 tx + q] = (at @ M @ at^T)[p, q] + bias[o] for the bands
+    start..stop-1, M the 6x6 products of tile (n, ty, tx): prod[i * 6 + j, band - start,
+    tx * O + o]; blocks past the output's edge are cut off.  check[band] is 0 when the
+    band's outputs are finite, NaN when not."""
+    chans, height, width = out.shape[1:]
     run = tw * chans
     zero = np.zeros(run, out.dtype)
     biases = np.empty(run, out.dtype)
     for f in range(run):
         biases[f] = bias[f % chans]
-    for task in range(n_img * th):
+    for task in range(start, stop):
         n = task // th
         ty = task - n * th
+        row = task - start
         half = np.empty((TILE, SPAN, run), out.dtype)              # at @ M: [p, j, (tx, o)]
         for j in range(SPAN):
             for p in range(TILE):
-                _mix(at, p, prod[j, task], prod[SPAN + j, task], prod[2 * SPAN + j, task],
-                     prod[3 * SPAN + j, task], prod[4 * SPAN + j, task],
-                     prod[5 * SPAN + j, task], zero, half[p, j])
+                _mix(at, p, prod[j, row], prod[SPAN + j, row], prod[2 * SPAN + j, row],
+                     prod[3 * SPAN + j, row], prod[4 * SPAN + j, row],
+                     prod[5 * SPAN + j, row], zero, half[p, j])
         block = np.empty((TILE, TILE, run), out.dtype)             # [p, q, (tx, o)]
         for p in range(TILE):
             h = half[p]
@@ -206,15 +208,19 @@ def _untransform_tiles(prod, at, bias, th, tw, out, check):
 # the convolutions
 
 
+# FILTER_TAPS[i * 6 + j, k * 3 + l] = G[i, k] G[j, l]: the filter transform of one 3x3
+# filter (its 9 taps in a column) as one matrix product
+FILTER_TAPS = np.kron(G_FILTER, G_FILTER).astype(np.float32)
+
+
 def _filter_transform(w):
-    """(36, C, O) float32: G w[o, c] G^T of every 3x3 filter, computed in float64.
-    (Two products over all filters at once: einsum took 0.8 ms on MNIST's conv2.)"""
+    """(36, C, O) float32: G w[o, c] G^T of every 3x3 filter, as one product of the
+    taps (a (9, C*O) copy of `w`) laid out as the result.  (Two products with a
+    transposing copy after them took 230 us on MNIST's conv2, this 26; the float32 sums
+    of 3x3 terms round the products of a float64 transform by at most about an ulp.)"""
     o, c = w.shape[:2]
-    half = w.astype(np.float64).reshape(-1, 3) @ G_FILTER.T          # (O*C*3 k, 6 j)
-    full = half.reshape(o, c, 3, SPAN).swapaxes(2, 3).reshape(-1, 3) @ G_FILTER.T
-    full = full.reshape(o, c, SPAN, SPAN)                            # [o, c, j, i]
-    return np.ascontiguousarray(full.transpose(3, 2, 1, 0).reshape(POSITIONS, c, o),
-                                dtype=np.float32)
+    taps = w.reshape(o, c, 9).transpose(2, 1, 0).reshape(9, c * o)   # [k * 3 + l, (c, o)]
+    return (FILTER_TAPS @ taps.astype(np.float32, copy=False)).reshape(POSITIONS, c, o)
 
 
 def conv_forward(x, w, geo, bias=None):
@@ -222,9 +228,13 @@ def conv_forward(x, w, geo, bias=None):
     plus `bias`: `conv_array`'s result, or None where it is not finite (an inf or NaN
     in `x` or `w` spreads through a tile's transforms: the caller recomputes).
 
-    Each thread takes a run of images, one at a time: tiles, products and output all
-    stay in its core's cache (the whole batch's transformed tiles and products are
-    2.25x its input and output, and made the kernels wait on memory: 2x slower)."""
+    The bands (tile rows) of all images are dealt out to the threads in contiguous runs
+    of at least an image's worth, which each thread takes an image's worth at a time:
+    tiles, products and output all stay in its core's cache (the whole batch's
+    transformed tiles and products are 2.25x its input and output, and made the kernels
+    wait on memory: 2x slower).  A lone image runs on one thread: on MNIST's conv2 that
+    took 205-230 us, split over two 228-300 us (handing a part to a worker costs tens of
+    microseconds), and im2col's product split over two 273-350 us."""
     (out_h, out_w), th, tw = _tiles(geo)
     n, o, c = x.shape[0], w.shape[0], w.shape[1]
     u = _filter_transform(w)
@@ -233,16 +243,19 @@ def conv_forward(x, w, geo, bias=None):
     out = np.empty((n, o, out_h, out_w), np.float32)
     check = np.empty(n * th, np.float32)
 
-    def images(run: slice) -> None:
-        v = np.empty((POSITIONS, th, tw * c), np.float32)
-        prod = np.empty((POSITIONS, th * tw, o), np.float32)
-        for i in range(run.start, run.stop):
-            _transform_tiles(x[i:i + 1], geo.lo[0], geo.lo[1], BT32, th, tw, v)
-            np.matmul(v.reshape(POSITIONS, th * tw, c), u, out=prod)
-            _untransform_tiles(prod.reshape(POSITIONS, th, tw * o), AT_OUT32, b, th, tw,
-                               out[i:i + 1], check[i * th:(i + 1) * th])
+    def bands(run: slice) -> None:
+        tiles = np.empty(POSITIONS * th * tw * c, np.float32)   # flat: a run of fewer
+        prods = np.empty(POSITIONS * th * tw * o, np.float32)   # bands stays contiguous
+        for first in range(run.start, run.stop, th):
+            last = min(first + th, run.stop)
+            k = last - first
+            v = tiles[:POSITIONS * k * tw * c].reshape(POSITIONS, k, tw * c)
+            prod = prods[:POSITIONS * k * tw * o].reshape(POSITIONS, k, tw * o)
+            _transform_tiles(x, geo.lo[0], geo.lo[1], BT32, th, tw, v, first, last)
+            np.matmul(v.reshape(POSITIONS, k * tw, c), u, out=prod.reshape(POSITIONS, k * tw, o))
+            _untransform_tiles(prod, AT_OUT32, b, th, tw, out, check, first, last)
 
-    _parallel.run_parts(images, _parallel.split(n, _parallel.threads()))
+    _parallel.run_parts(bands, _parallel.split(n * th, min(n, _parallel.threads())))
     return None if np.isnan(check).any() else out
 
 

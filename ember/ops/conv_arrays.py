@@ -157,11 +157,8 @@ def _images_first(prod, target, m: int) -> None:
 def conv_array(a, w, geo, bias=None):
     """The convolution of `a` (N, C, *size) with `w` (Cout, C/groups, *k), plus `bias`."""
     xp = xp_of(a)
-    # (Winograd takes a run of images per thread; a lone image goes faster as one
-    # product split over the threads)
-    if xp is np and a.shape[0] >= max(2, _parallel.threads()) \
-            and _native_winograd.supports(np.result_type(a, w), w.shape[1], w.shape[0],
-                                          w.shape[2:], geo):
+    if xp is np and _native_winograd.supports(np.result_type(a, w), w.shape[1], w.shape[0],
+                                              w.shape[2:], geo):
         out = _native_winograd.conv_forward(a, w, geo, bias)
         if out is not None:
             return out

@@ -115,14 +115,30 @@ def test_toom_cook_matrices_give_the_correlation():
     assert np.array_equal(bt, np.round(bt))      # the input transform rounds nothing
 
 
-def test_a_lone_image_stays_on_im2col(monkeypatch):
-    # one image: one product split over the threads beats one thread's Winograd
-    monkeypatch.setattr(winograd, "conv_forward", lambda *a: pytest.fail("called"))
-    x, k, b = _case(np.random.default_rng(9), 1, 8, 16, 9, 9)
-    geo = Geometry((9, 9), (1, 1), (1, 1), (1, 1), (1, 1), 1)
-    got = conv_array(x, k, geo, b)
+@pytest.mark.parametrize("n, threads", [(1, 2), (1, 3), (3, 2), (2, 4)])
+def test_bands_split_over_threads_across_images(n, threads):
+    """Runs of bands dealt to the threads, also across images (a lone image: one run)."""
+    from ember.ops import _parallel
+
+    x, k, b = _case(np.random.default_rng(9 + n), n, 8, 16, 18, 11)
+    geo = Geometry((18, 11), (1, 1), (1, 1), (1, 1), (1, 1), 1)
+    before = _parallel.threads()
+    _parallel.set_threads(threads)
+    try:
+        got = winograd.conv_forward(x, k, geo, b)
+    finally:
+        _parallel.set_threads(before)
     exact = conv_array(*_wide(x, k), geo, b.astype(np.float64))
-    np.testing.assert_allclose(got, exact, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(got, exact, rtol=0, atol=2e-5 * np.abs(exact).max())
+
+
+def test_filter_transform_is_g_w_gt():
+    w = np.random.default_rng(10).standard_normal((5, 3, 3, 3)).astype(np.float32)
+    g = winograd.G_FILTER
+    expected = np.einsum("ik,ockl,jl->ijco", g, w.astype(np.float64), g).reshape(36, 3, 5)
+    # float32 sums of nine terms: an ulp or two of the largest of them
+    np.testing.assert_allclose(winograd._filter_transform(w), expected, rtol=1e-6,
+                               atol=1e-6 * np.abs(expected).max())
 
 
 def test_environment_switch():

@@ -76,10 +76,8 @@ def _pool(x, geometry, flag):
 @needs_numba
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("geometry", GEOMETRIES, ids=str)
-def test_native_equals_numpy_path_and_loop(geometry, dtype, monkeypatch):
-    monkeypatch.setattr(_native_pool, "MIN_SIZE", 1 << 12)  # the kernels on this input
+def test_native_equals_numpy_path_and_loop(geometry, dtype):
     x = _input(dtype=dtype)
-    assert x.size >= _native_pool.MIN_SIZE
     native_result = _pool(x, geometry, True)
     numpy_result = _pool(x, geometry, False)
     for a, b in zip(native_result, numpy_result):
@@ -95,9 +93,8 @@ def test_native_equals_numpy_path_and_loop(geometry, dtype, monkeypatch):
 
 @pytest.mark.parametrize("flag", [True, False], ids=["numba", "numpy"])
 @pytest.mark.parametrize("geometry", GEOMETRIES[:3], ids=str)
-def test_gradcheck_both_paths(geometry, flag, monkeypatch):
+def test_gradcheck_both_paths(geometry, flag):
     kernel, stride, pad, dilation, ceil_mode = geometry
-    monkeypatch.setattr(_native_pool, "MIN_SIZE", 0)  # the kernels on a small input
     # distinct values (no ties) so that the maximum is differentiable
     x = np.random.default_rng(1).permutation(2 * 3 * 7 * 6).reshape(2, 3, 7, 6) / 100.0
     with native.use_numba(flag):
@@ -133,10 +130,9 @@ def test_matches_pytorch():
 
 @needs_numba
 @pytest.mark.parametrize("geometry", GEOMETRIES[:2], ids=str)
-def test_indices_kept_for_the_gradient_alone_are_int32(geometry, monkeypatch):
+def test_indices_kept_for_the_gradient_alone_are_int32(geometry):
     # without return_indices the graph keeps int32 indices (half the memory); the user's
     # indices are int64; both give the NumPy path's gradient
-    monkeypatch.setattr(_native_pool, "MIN_SIZE", 1 << 12)
     kernel, stride, pad, dilation, ceil_mode = geometry
     x = _input(dtype=np.float32)
     g = np.arange(x.size, dtype=np.float32).reshape(x.shape) % 5 - 2

@@ -233,8 +233,8 @@ def conv_forward(x, w, geo, bias=None):
     tiles, products and output all stay in its core's cache (the whole batch's
     transformed tiles and products are 2.25x its input and output, and made the kernels
     wait on memory: 2x slower).  A lone image runs on one thread: on MNIST's conv2 that
-    took 205-230 us, split over two 228-300 us (handing a part to a worker costs tens of
-    microseconds), and im2col's product split over two 273-350 us."""
+    took 197-202 us, its bands split over two threads 209-226 us (handing a part to a
+    worker costs tens of microseconds), and im2col's product split over two 249-318 us."""
     (out_h, out_w), th, tw = _tiles(geo)
     n, o, c = x.shape[0], w.shape[0], w.shape[1]
     u = _filter_transform(w)

@@ -2,8 +2,9 @@
 (ops/_parallel.py deals the parts out).
 
 A worker takes one part at a time, of two kinds:
-- a matrix product, which it runs by calling OpenBLAS's CBLAS product from numba code
-  that holds no GIL: it starts within microseconds of being posted;
+- a matrix product, or a stack of them (items at fixed strides), which it runs by
+  calling OpenBLAS's CBLAS product from numba code that holds no GIL: it starts within
+  microseconds of being posted;
 - a Python callable (a convolution's chunk), which first needs the GIL: ~30 us later
   on the 2-core test VM.
 
@@ -40,11 +41,18 @@ _PYTHON, _SGEMM, _DGEMM = 1, 2, 3              # kinds of part (desc[0])
 _ROW_MAJOR, _NO_TRANS, _TRANS = 101, 111, 112  # CBLAS's enums
 
 
+# desc: kind, M, N, K, A, lda, B, ldb, C, ldc, trans A, trans B (CBLAS's arguments, the
+# arrays by address); then, for stacks of products, the counts of items along two batch
+# dims and the byte strides of A, B and C along the first dim, then along the second
+_DESC = 20
+
+
 @native.kernel
 def _serve(flag, desc, rounds, sgemm, dgemm, pause):
     """Poll `flag` for a posted part, up to `rounds` idle rounds (calling `pause`, libc's
-    sched_yield, in each); run each posted product with `sgemm`/`dgemm` and mark it
-    done.  1: a Python part waits (the caller runs it); 0: idle all along."""
+    sched_yield, in each); run each posted product (or stack of them) with
+    `sgemm`/`dgemm` and mark it done.  1: a Python part waits (the caller runs it); 0:
+    idle all along."""
     # (the calls are also what makes LLVM read flag[0] afresh each round)
     idle = 0
     while idle < rounds:
@@ -52,12 +60,17 @@ def _serve(flag, desc, rounds, sgemm, dgemm, pause):
             kind = desc[0]
             if kind == _PYTHON:
                 return 1
-            if kind == _SGEMM:
-                sgemm(_ROW_MAJOR, desc[10], desc[11], desc[1], desc[2], desc[3], np.float32(1),
-                      desc[4], desc[5], desc[6], desc[7], np.float32(0), desc[8], desc[9])
-            else:
-                dgemm(_ROW_MAJOR, desc[10], desc[11], desc[1], desc[2], desc[3], 1.0,
-                      desc[4], desc[5], desc[6], desc[7], 0.0, desc[8], desc[9])
+            for i in range(desc[12]):
+                for j in range(desc[13]):
+                    a = desc[4] + i * desc[14] + j * desc[17]
+                    b = desc[6] + i * desc[15] + j * desc[18]
+                    c = desc[8] + i * desc[16] + j * desc[19]
+                    if kind == _SGEMM:
+                        sgemm(_ROW_MAJOR, desc[10], desc[11], desc[1], desc[2], desc[3],
+                              np.float32(1), a, desc[5], b, desc[7], np.float32(0), c, desc[9])
+                    else:
+                        dgemm(_ROW_MAJOR, desc[10], desc[11], desc[1], desc[2], desc[3], 1.0,
+                              a, desc[5], b, desc[7], 0.0, c, desc[9])
             flag[1] = flag[0]
             idle = 0
         else:
@@ -84,7 +97,7 @@ class _Loops:
         self._functions = (sgemm, dgemm, pause)
         self._pause = pause
         never = np.array([1, 0], np.int64)
-        _serve(np.zeros(2, np.int64), np.zeros(12, np.int64), 1, sgemm, dgemm, pause)
+        _serve(np.zeros(2, np.int64), np.zeros(_DESC, np.int64), 1, sgemm, dgemm, pause)
         _wait(never, 10, pause)
         # NOTE: the builds' entry points, called directly: numba's dispatcher types each
         # argument on every call, and typing the ctypes functions took 144 us a call of
@@ -140,7 +153,7 @@ class Worker:
 
     def __init__(self):
         self.flag = np.zeros(2, np.int64)    # [0]: parts posted, [1]: parts done
-        self.desc = np.zeros(12, np.int64)   # the posted part (kinds above)
+        self.desc = np.zeros(_DESC, np.int64)  # the posted part (see _DESC)
         self._task = None
         self._result = self._error = None
         self._arrays = None                  # what a posted product reads and writes
@@ -193,18 +206,26 @@ class Worker:
         self._posted()
 
     def post_product(self, a: np.ndarray, b: np.ndarray, out: np.ndarray) -> bool:
-        """Compute ``out = a @ b`` (2-D arrays of one float dtype) on this worker without
-        the GIL; False, and nothing posted, when the CBLAS call cannot take them."""
+        """Compute ``out = a @ b`` on this worker without the GIL: 2-D arrays of one float
+        dtype, or stacks of them with up to two batch dims of one shape (any strides).
+        False, and nothing posted, when the CBLAS call cannot take them."""
         if self._loops is None or not (a.dtype == b.dtype == out.dtype) \
-                or a.dtype not in (np.float32, np.float64) or 0 in a.shape + b.shape:
+                or a.dtype not in (np.float32, np.float64) or 0 in a.shape + b.shape \
+                or not 2 <= a.ndim == b.ndim == out.ndim <= 4 \
+                or not a.shape[:-2] == b.shape[:-2] == out.shape[:-2]:
             return False
+        lead = (1,) * (4 - a.ndim) + out.shape[:-2]
+        steps = [(0,) * (4 - x.ndim) + x.strides[:-2] for x in (a, b, out)]
+        corner = (0,) * (a.ndim - 2)
+        a, b, out = a[corner], b[corner], out[corner]      # the first item of each
         left, right, target = _operand(a), _operand(b), _operand(out)
         if left is None or right is None or target is None or target[1] != _NO_TRANS:
             return False
         self._arrays = (a, b, out)
         self.desc[:] = (_SGEMM if a.dtype == np.float32 else _DGEMM, a.shape[0], b.shape[1],
                         a.shape[1], a.ctypes.data, left[0], b.ctypes.data, right[0],
-                        out.ctypes.data, target[0], left[1], right[1])
+                        out.ctypes.data, target[0], left[1], right[1], *lead,
+                        *(step[0] for step in steps), *(step[1] for step in steps))
         self._posted()
         return True
 

@@ -67,6 +67,34 @@ def test_split_product_of_integers_and_batches(two_threads):
     np.testing.assert_allclose(_parallel.matmul(q, kt), q @ kt, rtol=1e-12)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_stacks_of_products_split_over_the_workers(two_threads, dtype, monkeypatch):
+    """Stacks posted to a worker as CBLAS loops: transposed views (attention's q @ k^T,
+    two batch dims that do not merge), broadcast operands, a first batch dim of one, and
+    more batch dims than the workers take (NumPy's own split then)."""
+    stacks = []
+    real = _parallel._split_stack
+    monkeypatch.setattr(_parallel, "_split_stack",
+                        lambda *args: stacks.append(real(*args)) or stacks[-1])
+    rng = np.random.default_rng(4)
+    qkv = rng.standard_normal((6, 10, 3 * 8)).astype(dtype)
+    q = qkv[..., :8].reshape(6, 10, 2, 4).transpose(0, 2, 1, 3)       # (6, 2, 10, 4)
+    k = qkv[..., 8:16].reshape(6, 10, 2, 4).transpose(0, 2, 3, 1)     # (6, 2, 4, 10)
+    cases = [(q, k), (rng.standard_normal((5, 7, 3)).astype(dtype),
+                      rng.standard_normal((3, 4)).astype(dtype)),
+             (rng.standard_normal((1, 5, 7, 3)).astype(dtype),
+              rng.standard_normal((1, 5, 3, 4)).astype(dtype)),
+             (rng.standard_normal((2, 3, 2, 4, 5)).astype(dtype),
+              rng.standard_normal((5, 3)).astype(dtype))]
+    tol = 1e-5 if dtype == np.float32 else 1e-12
+    for a, b in cases:
+        exact = a.astype(np.float64) @ b.astype(np.float64)
+        got = _parallel.matmul(a, b)
+        assert got.dtype == dtype
+        np.testing.assert_allclose(got, exact, rtol=tol, atol=tol * np.abs(exact).max())
+    assert stacks == [True, True, True, False]
+
+
 def test_products_without_the_poll_loops(two_threads, monkeypatch):
     # no numba (or no CBLAS): a worker takes products as Python calls, and sleeps
     monkeypatch.setattr(_workers, "_compiled_loops", lambda: None)

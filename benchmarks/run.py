@@ -507,7 +507,7 @@ def main() -> None:
         inner = _inner_for(ours) if key in ("latency",) else 1
         e, t = alternate(ours, theirs, args.repeats, inner, rounds=args.rounds)
         if args.compiled and key in COMPILED_TARGET:
-            name, target = f"{name} (compiled)", COMPILED_TARGET[key]
+            name, target = f"{name}, compiled", COMPILED_TARGET[key]
         rows.append((name, "ms", e * 1e3, t * 1e3 if t else None, target))
     if wanted("memory"):
         e = peak_memory("ember", threads)
@@ -524,16 +524,16 @@ def main() -> None:
     print(f"ember vs PyTorch {torch.__version__ if torch else '(not installed)'}, {stamp}; "
           f"{_machine()}; {threads} threads; NumPy {np.__version__}, {_blas()}; "
           f"median of {args.repeats} alternated runs")
-    print(f"| {'workload':<48} | {'unit':>4} | {'ember':>9} | {'PyTorch':>9} | {'ratio':>5} "
-          f"| {'target':>6} |")
-    print(f"|{'-' * 50}|{'-' * 6}|{'-' * 11}|{'-' * 11}|{'-' * 7}|{'-' * 8}|")
+    print(f"| {'workload':<52} | {'unit':>4} | {'ember':>9} | {'PyTorch':>9} | {'ratio':>5} "
+          f"| {'target':>7} |")
+    print(f"|{'-' * 54}|{'-' * 6}|{'-' * 11}|{'-' * 11}|{'-' * 7}|{'-' * 9}|")
     results = []
     for name, unit, e, t, target in rows:
         ratio = e / t if t else None
         met = "" if ratio is None or target is None else (" ok" if ratio <= target else " !")
-        print(f"| {name:<48} | {unit:>4} | {e:9.2f} | "
+        print(f"| {name:<52} | {unit:>4} | {e:9.2f} | "
               f"{(f'{t:9.2f}' if t else '-'):>9} | {(f'{ratio:5.2f}' if ratio else '-'):>5} | "
-              f"{(f'{target:.1f}' + met if target else ''):>6} |")
+              f"{(f'{target:g}' + met if target else ''):>7} |")
         results.append({"workload": name, "unit": unit, "ember": e, "torch": t, "ratio": ratio,
                         "target": target})
     if args.json:

@@ -9,14 +9,15 @@ Runs only where CuPy sees a GPU.
 
 from __future__ import annotations
 
-import zlib
-
 import numpy as np
 import pytest
 
 import ember
 from ember.testing import assert_close
 from tests.ops.op_db import OP_DB
+from tests.ops.test_op_db import _cast_input as _cast
+from tests.ops.test_op_db import _outputs as _flat_outputs
+from tests.ops.test_op_db import _rng, _select
 
 pytestmark = pytest.mark.cuda
 
@@ -24,18 +25,6 @@ pytestmark = pytest.mark.cuda
 # result's shape, dtype and device (and the gradients' shapes) can be compared.
 RANDOM_OPS = {"rrelu_train", "dropout", "dropout2d", "alpha_dropout", "feature_alpha_dropout",
               "fractional_max_pool2d", "fractional_max_pool3d"}
-
-
-def _rng(name: str):
-    return np.random.default_rng(zlib.crc32(name.encode()))
-
-
-def _cast(a: np.ndarray, dtype: str) -> np.ndarray:
-    if dtype in ("int64", "int32", "int16", "int8", "uint8"):
-        return np.round(a * 3).astype(dtype)
-    if dtype == "bool":
-        return a > 0
-    return a.astype(dtype)
 
 
 def _tensors(sample, dtype: str, device: str, requires_grad: bool) -> list:
@@ -64,17 +53,6 @@ def _call(op, args: list, kwargs: dict, device: str):
         return _select(op, op.op(*args, **kwargs))
     finally:
         ember.set_default_device(None)
-
-
-def _select(op, out):
-    if op.output_index is not None and isinstance(out, tuple):
-        return out[op.output_index]
-    return out
-
-
-def _flat_outputs(out) -> list:
-    items = out if isinstance(out, (tuple, list)) else (out,)
-    return [o for o in items if isinstance(o, ember.Tensor)]
 
 
 def _assert_same(cuda_out, cpu_out, op, what: str, values: bool = True):

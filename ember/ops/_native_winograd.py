@@ -193,15 +193,13 @@ def _untransform_tiles(prod, at, bias, th, tw, out, check, start, stop):
         for f in range(flat.size):     # value * 0 is 0 for a finite value, else NaN
             total += flat[f] * np.float32(0)
         check[task] = total
-        for p in range(min(TILE, height - TILE * ty)):
-            y = TILE * ty + p
-            for q in range(TILE):
-                for tx in range(tw):
-                    x = TILE * tx + q
-                    if x < width:
-                        values = block[p, q, tx * chans:(tx + 1) * chans]
-                        for o in range(chans):
-                            out[n, o, y, x] = values[o]
+        # (row by row of the output, so that the stores run along x: stores along o,
+        # a plane apart each, took longer than the transform's arithmetic)
+        for o in range(chans):
+            for p in range(min(TILE, height - TILE * ty)):
+                line = out[n, o, TILE * ty + p]
+                for x in range(width):
+                    line[x] = block[p, x % TILE, (x // TILE) * chans + o]
 
 
 # ----------------------------------------------------------------------

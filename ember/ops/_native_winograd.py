@@ -138,16 +138,14 @@ def _transform_tiles(src, lo_h, lo_w, mat, th, tw, dst, start, stop):
             y = TILE * ty + k - lo_h
             if 0 <= y < height:
                 into = tiles[k]
-                for c in range(chans):
-                    pixels = src[n, c, y]
-                    for x in range(width):
-                        value = pixels[x]
-                        at = first[x]
+                for x in range(width):     # (c innermost: the stores run along c)
+                    at, again = first[x], second[x]
+                    for c in range(chans):
+                        value = src[n, c, y, x]
                         if at >= 0:
                             into[at + c] = value
-                        at = second[x]
-                        if at >= 0:
-                            into[at + c] = value
+                        if again >= 0:
+                            into[again + c] = value
         zero = np.zeros(run, dst.dtype)
         down = np.empty((SPAN, SPAN * run), dst.dtype)              # mat @ d: [i, (l, tx, c)]
         for i in range(SPAN):

@@ -113,8 +113,8 @@ def _split_stack(a, b, out) -> bool:
     the workers' shares posted as loops of CBLAS calls that hold no GIL.  False, and
     nothing computed, where the workers cannot take them.
     NOTE: why not Python parts, as `run_parts` posts: GPT's attention products (128 of
-    64x32 @ 32x64, ~310 us on one thread) took 250-300 us split that way, since a Python
-    part waits tens of microseconds for the GIL, and 220-250 us so."""
+    64x32 @ 32x64: 305-363 us on one thread) took 246-294 us split that way, a Python
+    part waiting tens of microseconds for the GIL, and 219-261 us so."""
     lead = out.shape[:-2]
     if len(lead) > 2:
         return False

@@ -385,14 +385,15 @@ def _lower_median(x, dims, skip_nan: bool):
     rest = [d for d in range(x.ndim) if d not in dims]
     flat = x.transpose(rest + list(dims)).reshape([x.shape[d] for d in rest] + [-1])
     s = xp.sort(flat, axis=-1)
-    n_nan = xp.isnan(s).sum(axis=-1, keepdims=True) if _is_float(x) else 0
     n = s.shape[-1]
-    if not _is_float(x):
+    if not _is_float(x):  # (no NaN: the middle)
         pos = (n - 1) // 2
-    elif skip_nan:
-        pos = xp.maximum((n - n_nan - 1) // 2, 0)
     else:
-        pos = xp.where(n_nan > 0, n - n_nan, (n - 1) // 2)
+        n_nan = xp.isnan(s).sum(axis=-1, keepdims=True)
+        if skip_nan:
+            pos = xp.maximum((n - n_nan - 1) // 2, 0)
+        else:
+            pos = xp.where(n_nan > 0, n - n_nan, (n - 1) // 2)
     pos = xp.broadcast_to(xp.asarray(pos), s.shape[:-1] + (1,))
     return xp.take_along_axis(s, pos, axis=-1).reshape(_kept_shape(x.shape, dims))
 

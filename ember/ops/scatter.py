@@ -58,7 +58,8 @@ def _ufunc_at(xp, name: str, out, key, values) -> None:
 
 
 def _at_in_rounds(xp, ufunc, out, key, values) -> None:
-    """``ufunc.at`` for array modules without it (CuPy has no ``multiply.at``).
+    """``ufunc.at(out, key, values)`` for array modules other than NumPy (see
+    `_ufunc_at` for why CuPy's own is not used).
 
     Each update is ranked by how many updates to the same position come before it; the
     updates of one rank hit distinct positions, so each rank is one plain indexed update."""

@@ -389,13 +389,14 @@ class _SelectAlong(_PickAlongDim):
             if kind == "kthvalue":
                 pos = k - 1
             else:
-                n_nan = xp.isnan(x).sum(axis=dim, keepdims=True) if _is_float(x) else 0
-                if not _is_float(x):
+                if not _is_float(x):  # (no NaN: the middle)
                     pos = (n - 1) // 2
-                elif kind == "nanmedian":
-                    pos = xp.maximum((n - n_nan - 1) // 2, 0)
-                else:  # NaN anywhere: the result is the first NaN
-                    pos = xp.where(n_nan > 0, n - n_nan, (n - 1) // 2)
+                else:
+                    n_nan = xp.isnan(x).sum(axis=dim, keepdims=True)
+                    if kind == "nanmedian":
+                        pos = xp.maximum((n - n_nan - 1) // 2, 0)
+                    else:  # NaN anywhere: the result is the first NaN
+                        pos = xp.where(n_nan > 0, n - n_nan, (n - 1) // 2)
             kept = x.shape[:dim] + (1,) + x.shape[dim + 1:]
             pos = xp.broadcast_to(xp.asarray(pos, dtype=np.int64), kept)
             indices = xp.take_along_axis(order, pos, axis=dim)

@@ -316,3 +316,13 @@ def test_errors_name_the_devices():
         ember.add(a, b)
     with pytest.raises(RuntimeError, match="cuda.*cpu|cpu.*cuda"):
         ember.matmul(ember.ones(2, 2, device="cuda"), ember.ones(2, 2))
+    # the ops that reached a CuPy TypeError on the first GPU run (docs/gpu.md)
+    logits, labels = ember.randn(4, 3, device="cuda"), ember.tensor([0, 2, 1, 0])
+    for call in (lambda: ember.where(ember.ones(2, dtype=ember.bool), a, 0.0),
+                 lambda: F.cross_entropy(logits, labels),
+                 lambda: F.nll_loss(logits, labels),
+                 lambda: F.batch_norm(logits, ember.zeros(3), ember.ones(3), training=True),
+                 lambda: F.max_unpool2d(ember.ones(1, 1, 2, 2, device="cuda"),
+                                        ember.zeros(1, 1, 2, 2, dtype=ember.int64), 2)):
+        with pytest.raises(RuntimeError, match="cuda.*cpu|cpu.*cuda"):
+            call()

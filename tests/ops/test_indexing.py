@@ -509,8 +509,8 @@ def test_nonzero_argwhere_where():
 @pytest.mark.parametrize("ufunc", [np.multiply, np.maximum, np.minimum])
 @pytest.mark.parametrize("transposed", [False, True])
 def test_ufunc_at_in_rounds_matches_numpy(ufunc, transposed):
-    """The fallback for array modules without ``ufunc.at`` (CuPy's multiply), run on NumPy:
-    repeated positions combine as np.<ufunc>.at combines them, also into a strided view."""
+    """The scatter path of array modules other than NumPy (CuPy), run on NumPy: repeated
+    positions combine as np.<ufunc>.at combines them, also into a strided view."""
     from ember.ops.scatter import _at_in_rounds
 
     rng = np.random.default_rng(7)

@@ -115,19 +115,25 @@ def test_toom_cook_matrices_give_the_correlation():
     assert np.array_equal(bt, np.round(bt))      # the input transform rounds nothing
 
 
-@pytest.mark.parametrize("n, threads", [(1, 2), (1, 3), (3, 2), (2, 4)])
-def test_bands_split_over_threads_across_images(n, threads):
-    """Runs of bands dealt to the threads, also across images (a lone image: one run)."""
+@pytest.mark.parametrize("n, threads, runs", [(1, 2, 1), (1, 3, 1), (3, 2, 2), (2, 4, 2)])
+def test_bands_split_over_threads_across_images(n, threads, runs, monkeypatch):
+    """Runs of bands dealt to the threads, also across images; a lone image, which
+    conv_array sends here too, is one run."""
     from ember.ops import _parallel
 
+    dealt = []
+    real = _parallel.run_parts
+    monkeypatch.setattr(_parallel, "run_parts",
+                        lambda fn, parts: dealt.append(len(parts)) or real(fn, parts))
     x, k, b = _case(np.random.default_rng(9 + n), n, 8, 16, 18, 11)
     geo = Geometry((18, 11), (1, 1), (1, 1), (1, 1), (1, 1), 1)
     before = _parallel.threads()
     _parallel.set_threads(threads)
     try:
-        got = winograd.conv_forward(x, k, geo, b)
+        got = conv_array(x, k, geo, b)
     finally:
         _parallel.set_threads(before)
+    assert dealt == [runs]
     exact = conv_array(*_wide(x, k), geo, b.astype(np.float64))
     np.testing.assert_allclose(got, exact, rtol=0, atol=2e-5 * np.abs(exact).max())
 

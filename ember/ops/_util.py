@@ -111,10 +111,11 @@ def promote(op: str, a, b, wrap: bool = True):
             f"{op}(): unsupported operand type {type(bad).__name__}; expected a Tensor or a number"
         )
     target = result_type(a, b)
-    return cast(a, target, wrap), cast(b, target, wrap)
+    like = a if isinstance(a, Tensor) else b
+    return cast(a, target, wrap, like), cast(b, target, wrap, like)
 
 
-def cast(value, target: dtypes.dtype, wrap: bool = False):
+def cast(value, target: dtypes.dtype, wrap: bool = False, like: Tensor | None = None):
     """A tensor converted to `target` (differentiably); scalars converted to Python types.
 
     A Python int out of an integer `target`'s range is taken modulo 2**bits with `wrap`
@@ -131,7 +132,8 @@ def cast(value, target: dtypes.dtype, wrap: bool = False):
     if target is dtypes.bfloat16:
         # NOTE: ml_dtypes does not treat Python numbers as "weak" the way NumPy's own
         # types do (bfloat16 array * 0.5 would give float32): wrap the number instead.
-        return _make(np.asarray(value, dtype=target.np_dtype))
+        # (on `like`'s device: CuPy takes no NumPy array as an operand)
+        return _make((np if like is None else _xp(like)).asarray(value, dtype=target.np_dtype))
     if target.is_floating_point and isinstance(value, (bool, int)):
         return float(value)
     if target is dtypes.bool and isinstance(value, numbers.Number):

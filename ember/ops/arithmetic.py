@@ -38,7 +38,7 @@ def inplace_operand(op: str, target: Tensor, other):
             f"result type {_short(rt)} can't be cast to the desired output type "
             f"{_short(target_dtype)}"
         )
-    return cast(other, target_dtype, wrap=True)
+    return cast(other, target_dtype, wrap=True, like=target)
 
 
 _short = cpp_name  # dtype names as PyTorch's messages spell them ("Float", "Long")
@@ -277,7 +277,8 @@ def div(input, other, *, rounding_mode: str | None = None, out=None) -> Tensor:
     rt = result_type(input, other)
     if not (rt.is_floating_point or rt.is_complex):
         rt = dtypes.get_default_dtype()
-    return Div.apply(cast(input, rt), cast(other, rt))
+    like = input if isinstance(input, Tensor) else other
+    return Div.apply(cast(input, rt, like=like), cast(other, rt, like=like))
 
 
 def true_divide(input, other, *, out=None) -> Tensor:

@@ -75,7 +75,8 @@ def _addc_operands(op: str, input, tensor1, tensor2, value):
         if not dtypes.can_cast(result_type(input, tensor1, tensor2), rt):
             raise RuntimeError(f"result type {_short(result_type(tensor1, tensor2))} can't be "
                                f"cast to the desired output type {_short(rt)}")
-    return cast(input, rt), cast(tensor1, rt), cast(tensor2, rt), value
+    return (cast(input, rt, like=input), cast(tensor1, rt, like=input),
+            cast(tensor2, rt, like=input), value)
 
 
 def addcmul(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value=1) -> Tensor:

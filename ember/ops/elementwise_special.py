@@ -535,7 +535,7 @@ def _clamp_operands(op: str, input: Tensor, min, max, inplace: bool):  # noqa: A
     else:
         check_broadcast(input, min, max)
         rt = result_type(input, min, max)
-        x, lo, hi = cast(input, rt), cast(min, rt), cast(max, rt)
+        x, lo, hi = (cast(v, rt, like=input) for v in (input, min, max))
     if isinstance(lo, Tensor) or isinstance(hi, Tensor):
         # mixed number/tensor bounds: make both tensors
         lo = lo if lo is None or isinstance(lo, Tensor) else to_tensor(lo, x).to(x.dtype)
@@ -629,7 +629,8 @@ def where(condition: Tensor, input=None, other=None):
     check_same_device("where", condition, input, other)
     check_broadcast(condition, input, other)
     rt = result_type(input, other)
-    return Where.apply(condition, cast(input, rt), cast(other, rt), rt.np_dtype)
+    return Where.apply(condition, cast(input, rt, like=condition), cast(other, rt, like=condition),
+                       rt.np_dtype)
 
 
 class NanToNum(Function):

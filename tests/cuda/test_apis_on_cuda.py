@@ -114,6 +114,22 @@ def test_complex_and_bfloat16_arithmetic():
     _same(bg * 2 + 1, bc * 2 + 1)
 
 
+def test_bfloat16_ops_with_numbers_and_gradients():
+    # numbers become bfloat16 arrays on the tensor's device (CuPy takes no NumPy operand)
+    a = np.random.default_rng(5).standard_normal((4, 6)).astype(np.float32)
+    results = []
+    for device in ("cpu", "cuda"):
+        x = ember.tensor(a, dtype=ember.bfloat16, device=device, requires_grad=True)
+        y = (3 - x) / 2
+        y = ember.where(x > 0, y, 0.5).clamp(-1, 1).addcmul(x, x, value=0.25)
+        z = (y @ x.T).relu().sum() + F.softmax(x, dim=-1).sum()
+        z.backward()
+        results.append((y.detach(), z.detach(), x.grad))
+    for got, want in zip(results[1], results[0]):
+        assert got.dtype == ember.bfloat16
+        _same(got, want, rtol=2e-2, atol=2e-2)
+
+
 def test_channels_last_convolution():
     ember.manual_seed(0)
     conv = nn.Conv2d(3, 5, 3, padding=1).double()

@@ -409,7 +409,7 @@ def forward(name: str, x: np.ndarray) -> np.ndarray:
     `supports` array, in one parallel pass."""
     flat = np.ascontiguousarray(x).reshape(-1)
     out = np.empty_like(flat)
-    run(_FORWARD[name, flat.itemsize], flat.size, flat, out)
+    run(_FORWARD[name, flat.itemsize], flat.size, flat, out, cut=(0, 1))
     return out.reshape(x.shape)
 
 
@@ -420,9 +420,9 @@ def backward(name: str, grad: np.ndarray, saved: np.ndarray,
     itself when it is C-contiguous (an array the caller owns and nothing else reads)."""
     flat = np.ascontiguousarray(saved).reshape(-1)
     if overwrite and grad.flags.c_contiguous:
-        run(_BACKWARD_INTO[name, flat.itemsize], flat.size, grad.reshape(-1), flat)
+        run(_BACKWARD_INTO[name, flat.itemsize], flat.size, grad.reshape(-1), flat, cut=(0, 1))
         return grad
     out = np.empty_like(flat)
     run(_BACKWARD[name, flat.itemsize], flat.size, np.ascontiguousarray(grad).reshape(-1), flat,
-        out)
+        out, cut=(0, 1, 2))
     return out.reshape(saved.shape)

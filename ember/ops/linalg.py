@@ -234,10 +234,15 @@ def _matrix_grads(g: Tensor, a: Tensor, b: Tensor, need_a: bool, need_b: bool) -
     NOTE: as ember ops each product also made a transposed view and ran a Function
     (~10 us per linear layer's backward, a batch-1 layer's whole cost)."""
     gd, ad, bd = g._data, a._data, b._data
+    transposed = bd.flags.f_contiguous and not bd.flags.c_contiguous  # see _right_grad
+    if need_a and need_b and gd.dtype == ad.dtype == bd.dtype and gd.dtype.kind == "f":
+        # the two products side by side (see `_parallel.matmul_pair`)
+        ga, gb = _parallel.matmul_pair(gd, bd.T, *((gd.T, ad) if transposed else (ad.T, gd)))
+        return _make(ga), _make(gb.T if transposed else gb)
     ga = _make(_matmul_arrays(gd, bd.T)) if need_a else None
     gb = None
     if need_b:
-        if bd.flags.f_contiguous and not bd.flags.c_contiguous:  # see _right_grad
+        if transposed:
             gb = _make(_matmul_arrays(gd.T, ad).T)
         else:
             gb = _make(_matmul_arrays(ad.T, gd))

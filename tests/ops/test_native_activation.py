@@ -149,31 +149,66 @@ def test_gradcheck_and_double_backward_with_numba_on(name, monkeypatch):
     np.testing.assert_allclose(g1.detach().numpy(), g0.numpy(), rtol=1e-12, atol=1e-14)
 
 
-def test_parallel_and_single_thread_runs_agree(monkeypatch):
-    """Every kernel, forced onto all threads and forced onto its serial build, gives the
-    same numbers (the tests above run small arrays on the serial build)."""
+# the three ways `native.run` can run a kernel: (PARALLEL_MIN, SPLIT_MIN)
+_WAYS = {"numba's threads": (1, 1 << 62), "cut over ember's threads": (1 << 62, 1),
+         "serial": (1 << 62, 1 << 62)}
+
+
+def test_parallel_split_and_single_thread_runs_agree(monkeypatch):
+    """Every kernel run on numba's threads, cut into shares on ember's own threads
+    (`native.run`'s `cut`), and on its serial build gives the same numbers (the tests
+    above run small arrays on the serial build)."""
     rng = np.random.default_rng(4)
     x = rng.standard_normal((512, 64)).astype(np.float32)
     t = rng.integers(0, 64, 512)
-    ops = [F.gelu, lambda a: F.gelu(a, approximate="tanh"), F.silu, ember.tanh,
+    ops = [F.gelu, lambda a: F.gelu(a, approximate="tanh"), F.silu, ember.tanh, F.relu,
            lambda a: F.softmax(a, -1), lambda a: F.log_softmax(a, -1),
            lambda a: F.softmax(a.reshape(512, 8, 8), 1),
            lambda a: F.log_softmax(a.reshape(512, 8, 8), 1),
            lambda a: F.layer_norm(a, (64,), ember.ones(64), ember.zeros(64)),
+           lambda a: F.layer_norm(a, (64,)),
+           lambda a: (ember.manual_seed(7), F.dropout(a, 0.3))[1],
            lambda a: F.cross_entropy(a, ember.tensor(t), label_smoothing=0.1)]
-    runs = []
-    for parallel_min in (1, 10**12):  # every kernel on all threads; every one on one
-        monkeypatch.setattr(native, "PARALLEL_MIN", parallel_min)
-        results = []
-        for fn in ops:
-            a = ember.tensor(x, requires_grad=True)
-            y = fn(a)
-            (y.sum() if y.dim() else y).backward()
-            results.append((y.detach().numpy(), a.grad.numpy()))
-        runs.append(results)
-    for (y1, g1), (y2, g2) in zip(*runs):
-        np.testing.assert_allclose(y1, y2, rtol=1e-6, atol=1e-7)
-        np.testing.assert_allclose(g1, g2, rtol=1e-6, atol=1e-7)
+    threads = ember.get_num_threads()
+    ember.set_num_threads(2)
+    try:
+        runs = []
+        for parallel_min, split_min in _WAYS.values():
+            monkeypatch.setattr(native, "PARALLEL_MIN", parallel_min)
+            monkeypatch.setattr(native, "SPLIT_MIN", split_min)
+            results = []
+            for fn in ops:
+                a = ember.tensor(x, requires_grad=True)
+                y = fn(a)
+                (y.sum() if y.dim() else y).backward()
+                results.append((y.detach().numpy(), a.grad.numpy()))
+            runs.append(results)
+    finally:
+        ember.set_num_threads(threads)
+    for other in runs[1:]:
+        for (y1, g1), (y2, g2) in zip(runs[0], other):
+            np.testing.assert_allclose(y1, y2, rtol=1e-6, atol=1e-7)
+            np.testing.assert_allclose(g1, g2, rtol=1e-6, atol=1e-7)
+
+
+def test_cut_work_is_dealt_in_contiguous_shares_the_callers_largest(monkeypatch):
+    shares = native._shares(1000, 1 << 20, 2)
+    assert shares[0].start == 0 and shares[-1].stop == 1000
+    assert all(a.stop == b.start for a, b in zip(shares, shares[1:]))
+    lead = 1000 * native.LEAD // (1 << 20)
+    assert shares[0].stop - shares[0].start == 500 + lead // 2 + lead % 2 or \
+        shares[0].stop - shares[0].start > shares[1].stop - shares[1].start
+    assert native._shares(3, 1 << 20, 3) == [slice(0, 1), slice(1, 2), slice(2, 3)]
+    # every element computed once: a kernel cut over 3 threads fills all of `out`
+    ember.set_num_threads(3)
+    try:
+        monkeypatch.setattr(native, "SPLIT_MIN", 1)
+        flat = np.random.default_rng(0).standard_normal(1001).astype(np.float32)
+        out = np.full_like(flat, np.nan)
+        native.run(nact._FORWARD["relu", 4], flat.size, flat, out, cut=(0, 1))
+    finally:
+        ember.set_num_threads(2)
+    np.testing.assert_array_equal(out, np.maximum(flat, 0))
 
 
 # (the threaded builds of two of the kernels: each build costs ~1 s of compiling in CI)

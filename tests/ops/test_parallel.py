@@ -95,6 +95,48 @@ def test_stacks_of_products_split_over_the_workers(two_threads, dtype, monkeypat
     assert stacks == [True, True, True, False]
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_product_pairs_run_side_by_side_and_equal_numpy(two_threads, dtype, monkeypatch):
+    """`matmul_pair`: the second product posted whole to the worker, the first on the
+    caller; operands the worker cannot take (no unit stride) go one after the other."""
+    posted = []
+    real = _workers.Worker.post_product
+    monkeypatch.setattr(_workers.Worker, "post_product",
+                        lambda self, *args: posted.append(real(self, *args)) or posted[-1])
+    rng = np.random.default_rng(6)
+    g, x, w = (rng.standard_normal(s).astype(dtype) for s in ((30, 8), (30, 12), (8, 12)))
+    tol = 1e-5 if dtype == np.float32 else 1e-12
+    strided = np.repeat(x, 2, axis=1)[:, ::2]
+    for a1, b1, a2, b2 in [(g, w, g.T, x), (g, w, x.T, g), (g, w, g.T, strided)]:
+        got = _parallel.matmul_pair(a1, b1, a2, b2)
+        for product, (a, b) in zip(got, [(a1, b1), (a2, b2)]):
+            exact = a.astype(np.float64) @ b.astype(np.float64)
+            assert product.dtype == dtype and product.shape == exact.shape
+            np.testing.assert_allclose(product, exact, rtol=tol, atol=tol * np.abs(exact).max())
+    # (the strided pair's refused post is followed by the two products split in turn)
+    assert posted[:3] == [True, True, False]
+    ember.set_num_threads(1)   # one thread: in turn, nothing posted
+    before = len(posted)
+    got = _parallel.matmul_pair(g, w, g.T, x)
+    np.testing.assert_array_equal(got[0], g @ w)
+    assert len(posted) == before
+
+
+def test_linear_backward_with_the_pair_matches_float64(two_threads):
+    # a linear layer's input and weight gradients come from `matmul_pair` (weight.t() is
+    # an F-ordered view: its gradient is computed transposed and given back C-ordered)
+    rng = np.random.default_rng(7)
+    x = ember.tensor(rng.standard_normal((9, 5)), requires_grad=True)
+    w = ember.tensor(rng.standard_normal((4, 5)), requires_grad=True)
+    b = ember.tensor(rng.standard_normal(4), requires_grad=True)
+    g = rng.standard_normal((9, 4))
+    ember.nn.functional.linear(x, w, b).backward(ember.tensor(g))
+    np.testing.assert_allclose(x.grad.numpy(), g @ w.detach().numpy(), rtol=1e-12)
+    np.testing.assert_allclose(w.grad.numpy(), g.T @ x.detach().numpy(), rtol=1e-12)
+    np.testing.assert_allclose(b.grad.numpy(), g.sum(0), rtol=1e-12)
+    assert w.grad.numpy().flags.c_contiguous
+
+
 def test_products_without_the_poll_loops(two_threads, monkeypatch):
     # no numba (or no CBLAS): a worker takes products as Python calls, and sleeps
     monkeypatch.setattr(_workers, "_compiled_loops", lambda: None)

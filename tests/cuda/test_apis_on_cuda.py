@@ -3,8 +3,8 @@ distributions, sparse tensors, packed sequences, complex and bfloat16 arithmetic
 channels-last convolutions, tracing, the profiler, DLPack and the errors a GPU tensor
 gives where NumPy cannot follow.  Runs only where CuPy sees a GPU.
 
-NOTE: written after the first GPU runs (2026-12-04, docs/gpu.md); these tests had not
-run on a GPU when they were committed, only their logic on the CPU.
+Written after the first GPU runs (2026-12-04); first run on a GPU in the second
+session's runs 4 and 5 (docs/gpu.md).
 """
 
 from __future__ import annotations

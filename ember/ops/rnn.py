@@ -27,7 +27,7 @@ import numpy as np
 from .._core.function import Function
 from .._core.grad_mode import STATE
 from .._core.tensor import Tensor, _make
-from . import _native_rnn, _parallel
+from . import _native_lstm_threads, _native_rnn, _parallel
 from ._util import xp_of
 from .._core.engine import grad as autograd_grad
 from .joining import cat
@@ -124,7 +124,15 @@ class LSTMSequence(_SequenceFunction):
         w_hr_t = None if w_hr is None else xp.ascontiguousarray(w_hr.T)
         two, three = 2 * hidden, 3 * hidden
         fused = w_hr is None and _native_rnn.supports(xw, h, c, w_rec)
-        for s, e, bs in _steps(batch_sizes, reverse):
+        threaded = None
+        if fused and xw.dtype == np.float32 and h0.dtype == c0.dtype == xw.dtype:
+            # every thread at once, each on its own hidden units (_native_lstm_threads.py)
+            threaded = _native_lstm_threads.forward(xw, w_rec, h0, c0,
+                                                    _steps(batch_sizes, reverse), gates,
+                                                    h_prev, c_prev, tanh_c, out)
+        if threaded is not None:
+            h, c = threaded
+        for s, e, bs in () if threaded is not None else _steps(batch_sizes, reverse):
             hp, cp, tmp = h[:bs], c[:bs], scratch[:bs]
             if fused:  # the gate math of the lines below, in one native pass
                 _native_rnn.lstm_forward_step(xw[s:e], _parallel.matmul(w_rec, hp.T), hp, cp,

@@ -1,0 +1,119 @@
+"""An LSTM layer's forward loop on all threads at once (ops/_native_lstm_threads.py): the
+same numbers as the one-step-at-a-time loop for padded and packed batches, both
+directions and uneven shares of the hidden units; the cases it leaves to that loop; and
+no thread left waiting when another fails."""
+
+import time
+
+import numpy as np
+import pytest
+
+import ember
+from ember.nn.utils.rnn import pack_padded_sequence
+from ember.ops import _native as native
+from ember.ops import _native_lstm_threads as threaded
+from ember.ops import _workers
+
+pytestmark = pytest.mark.skipif(
+    not native.available() or _workers._compiled_loops() is None,
+    reason="needs numba and the CBLAS poll loops")
+
+
+@pytest.fixture
+def threads(request, monkeypatch):
+    before = ember.get_num_threads()
+    ember.set_num_threads(request.param)
+    monkeypatch.setattr(threaded, "MIN_UNITS", 4)
+    yield request.param
+    ember.set_num_threads(before)
+
+
+def _both_ways(monkeypatch, run):
+    """`run()` with the threaded loop (which must have been taken) and without it."""
+    taken = []
+    real = threaded.forward
+    monkeypatch.setattr(threaded, "forward",
+                        lambda *args: taken.append(real(*args)) or taken[-1])
+    with_threads = run()
+    assert taken and all(t is not None for t in taken)
+    monkeypatch.setattr(threaded, "forward", lambda *args: None)
+    return with_threads, run()
+
+
+@pytest.mark.parametrize("threads", [2, 3], indirect=True)
+@pytest.mark.parametrize("hidden", [13, 40])
+def test_threaded_forward_and_gradients_equal_the_step_loop(threads, hidden, monkeypatch):
+    ember.manual_seed(0)
+    lstm = ember.nn.LSTM(7, hidden, num_layers=2, bidirectional=True)
+    x = ember.randn(9, 5, 7)
+    state = (ember.randn(4, 5, hidden), ember.randn(4, 5, hidden))
+
+    def run():
+        lstm.zero_grad()
+        out, (h, c) = lstm(x, state)
+        (out.sum() + h.square().sum() + c.sum()).backward()
+        return [out, h, c] + [p.grad for p in lstm.parameters()]
+
+    for got, want in zip(*_both_ways(monkeypatch, run)):
+        np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(),
+                                   rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("threads", [2], indirect=True)
+def test_packed_sequences_keep_each_sequences_last_state(threads, monkeypatch):
+    ember.manual_seed(1)
+    lstm = ember.nn.LSTM(3, 16, bidirectional=True)
+    x = ember.randn(6, 4, 3)
+    packed = pack_padded_sequence(x, [6, 4, 4, 1])
+
+    def run():
+        out, (h, c) = lstm(packed)
+        return [out.data, h, c]
+
+    for got, want in zip(*_both_ways(monkeypatch, run)):
+        np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(),
+                                   rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("threads", [1, 2], indirect=True)
+def test_cases_left_to_the_step_loop(threads):
+    rng = np.random.default_rng(2)
+    hidden = 8
+    xw = rng.standard_normal((6, 4 * hidden)).astype(np.float32)
+    w = rng.standard_normal((4 * hidden, hidden)).astype(np.float32)
+    h0 = c0 = np.zeros((2, hidden), np.float32)
+    arrays = [np.empty_like(xw)] + [np.empty((6, hidden), np.float32) for _ in range(4)]
+    steps = [(0, 2, 2), (2, 4, 2), (4, 6, 2)]
+    got = threaded.forward(xw, w, h0, c0, steps, *arrays)
+    assert (got is None) == (threads == 1)   # one thread: nothing to share
+    assert threaded.forward(xw.astype(np.float64), w, h0, c0, steps, *arrays) is None
+    threaded.MIN_UNITS = 5                     # (the fixture restores it)
+    assert threaded.forward(xw, w, h0, c0, steps, *arrays) is None   # 4 units a thread
+
+
+@pytest.mark.parametrize("threads", [2], indirect=True)
+def test_a_failing_share_stops_the_others_waiting(threads, monkeypatch):
+    class Failing:
+        """Thread 1 fails at once; thread 0 waits for it, as the kernel's barrier does,
+        until the abort flag is raised."""
+
+        def has_run(self):
+            return False
+
+        def __call__(self, *args):
+            me, flags = args[15], args[17]
+            if me == 1:
+                raise ValueError("share 1 failed")
+            deadline = time.monotonic() + 10
+            while flags[threaded._ABORT] == 0:
+                assert time.monotonic() < deadline, "thread 0 was left waiting"
+                time.sleep(0.001)
+
+    monkeypatch.setattr(threaded, "_lstm_share", Failing())
+    hidden = 8
+    xw = np.zeros((2, 4 * hidden), np.float32)
+    arrays = [np.empty_like(xw)] + [np.empty((2, hidden), np.float32) for _ in range(4)]
+    h0 = np.zeros((2, hidden), np.float32)
+    with pytest.raises(ValueError, match="share 1 failed"):
+        threaded.forward(xw, np.zeros((4 * hidden, hidden), np.float32), h0, h0,
+                         [(0, 2, 2)], *arrays)

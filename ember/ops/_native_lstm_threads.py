@@ -1,4 +1,5 @@
-"""An LSTM layer's forward time loop on all of ember's threads at once (float32).
+"""An LSTM layer's forward and backward time loops on all of ember's threads at once
+(float32).
 
 `LSTMSequence` (rnn.py) otherwise runs each time step as one recurrent product, split
 over the threads, and then the gate math on the calling thread: per step two hand-offs
@@ -13,6 +14,10 @@ per step: a step's product needs the whole hidden state of the step before.
                        gates, c, h_{t+1} of units_k        (xw + rec_k, activations)
                        announce: step t done
 
+The backward loop shares the units the same way: at each step (last to first) a thread
+computes its units' gate gradients, waits until every thread has, then computes its
+units' columns of ``dh = dgates @ W_hh`` (which reads every unit's gate gradients).
+
 The hidden state lives in two buffers used in turn (step t reads one, writes the other),
 so a thread that finishes early cannot overwrite what another is still reading; no
 thread is ever more than one step ahead.  The cell state needs no such care: each
@@ -23,6 +28,9 @@ LSTM's forward (2 layers of 256, seq 35, batch 20, float32) took 15.4-15.7 ms wi
 per-step loop and 13.6-14.1 ms so; PyTorch's (oneDNN's fused RNN) ~10.5 ms.  A step of
 a 128-unit share costs ~110 us on one thread: its product ~70 us, the gate math the
 rest, most of it reading `rec` across its rows (a transposed copy first was slower).
+The backward loop of one layer (no weight gradient) took 4.8-5.0 ms per step and
+4.0-4.3 ms so; a 128-unit share alone takes 2.9 ms, two of them side by side without
+meeting 2.9-3.2 ms: the rest is the threads waiting for each other at every step.
 """
 
 from __future__ import annotations
@@ -32,7 +40,7 @@ import numpy as np
 from . import _native as native
 from . import _parallel, _workers
 from ._native_activation import _tanh32
-from ._native_rnn import _activate32
+from ._native_rnn import _ONE, _activate32
 
 _ROW_MAJOR, _NO_TRANS, _TRANS = 101, 111, 112  # CBLAS's enums
 _STRIDE = 8           # int64s between two threads' step counters (their own cache lines)
@@ -91,60 +99,148 @@ def _lstm_share(xw, w_share, hbuf, c, h_last, gates, h_prev, c_prev, tanh_c, out
         flags[(me + 1) * _STRIDE] = t + 1
 
 
-def forward(xw, w_hh, h0, c0, steps, gates, h_prev, c_prev, tanh_c, out) -> tuple | None:
-    """The forward loop of `LSTMSequence` for float32 NumPy arrays, on every thread: fills
-    gates, h_prev, c_prev, tanh_c and out, returns (h_n, c_n); None, with nothing
-    computed, where it cannot run (one thread, no CBLAS poll loops, too few units)."""
+@native.kernel(fastmath={"contract"})
+def _lstm_backward_share(gout, dh_next, dc_next, gates, tanh_c, c_prev, dgates, w_cols,
+                         starts, sizes, j0, me, parts, flags, sgemm, pause):
+    """Thread `me`'s share (hidden units j0 .. j0 + units) of the backward loop, steps in
+    the order given (the forward's, reversed): the gate gradients of its units (as
+    `_native_rnn.lstm_backward_step`), then, once every thread has written its units'
+    gate gradients of the step, its units' columns of ``dh_next = dgates @ W_hh``
+    (`w_cols`: W_hh's columns of those units, (4H, units))."""
+    hidden = dh_next.shape[1]
+    units = w_cols.shape[1]
+    for t in range(starts.size):
+        s, bs = starts[t], sizes[t]
+        for b in range(bs):
+            row = s + b
+            z, dz = gates[row], dgates[row]
+            a0, a1, a2, a3 = j0, hidden + j0, 2 * hidden + j0, 3 * hidden + j0  # gate offsets
+            i, f, g, o = z[a0:a0 + units], z[a1:a1 + units], z[a2:a2 + units], z[a3:a3 + units]
+            di, df = dz[a0:a0 + units], dz[a1:a1 + units]
+            dg, do = dz[a2:a2 + units], dz[a3:a3 + units]
+            dout, dh_carry = gout[row, j0:j0 + units], dh_next[b, j0:j0 + units]
+            dc, tc = dc_next[b, j0:j0 + units], tanh_c[row, j0:j0 + units]
+            cp = c_prev[row, j0:j0 + units]
+            for u in range(units):
+                dh = dout[u] + dh_carry[u]
+                do[u] = dh * tc[u] * o[u] * (_ONE - o[u])
+                dc[u] = dh * o[u] * (_ONE - tc[u] * tc[u]) + dc[u]
+            for u in range(units):
+                di[u] = dc[u] * g[u] * i[u] * (_ONE - i[u])
+                df[u] = dc[u] * cp[u] * f[u] * (_ONE - f[u])
+                dg[u] = dc[u] * i[u] * (_ONE - g[u] * g[u])
+                dc[u] = dc[u] * f[u]
+        pause()  # (a call: the stores above are not moved past the announcement)
+        flags[(me + 1) * _STRIDE] = t + 1
+        for other in range(parts):   # every thread has written the step's gate gradients
+            if other != me:
+                while flags[(other + 1) * _STRIDE] <= t and flags[_ABORT] == 0:
+                    pause()
+        if flags[_ABORT] != 0:
+            return
+        # dh_next[:bs, j0:j0 + units] = dgates[s:s + bs] @ w_cols
+        sgemm(_ROW_MAJOR, _NO_TRANS, _NO_TRANS, bs, units, 4 * hidden, np.float32(1),
+              dgates[s:].ctypes.data, 4 * hidden, w_cols.ctypes.data, units, np.float32(0),
+              dh_next[0, j0:].ctypes.data, hidden)
+
+
+def _usable(dtype, hidden: int):
+    """(the CBLAS functions, the workers) when the loops can run on every thread now,
+    else None: float32, numba's poll loops, two threads or more, `MIN_UNITS` a thread,
+    and no other split work in progress (then the caller must `_parallel._release`)."""
     loops = _workers._compiled_loops()
-    hidden = c0.shape[1]
     parts = _parallel.threads()
-    if loops is None or parts < 2 or hidden < MIN_UNITS * parts or xw.dtype != np.float32:
+    if loops is None or parts < 2 or hidden < MIN_UNITS * parts or dtype != np.float32:
         return None
     workers = _parallel._claim()
-    if workers is None:
-        return None
-    try:
-        return _run(loops, workers, xw, w_hh, h0, c0, steps, gates, h_prev, c_prev, tanh_c,
-                    out, parts)
-    finally:
-        _parallel._release()
+    return None if workers is None else (loops._functions, workers)
 
 
-def _run(loops, workers, xw, w_hh, h0, c0, steps, gates, h_prev, c_prev, tanh_c, out, parts):
-    sgemm, _, pause = loops._functions
-    batch, hidden = c0.shape
-    starts = np.array([s for s, _, _ in steps], np.int64)
-    sizes = np.array([bs for _, _, bs in steps], np.int64)
-    hbuf = np.empty((2, batch, hidden), np.float32)
-    hbuf[:] = h0   # (both: in reverse, a packed batch grows, and a row joining reads h0)
-    c, h_last = c0.copy(), h0.copy()
-    flags = np.zeros((parts + 1) * _STRIDE, np.int64)
-    w = w_hh.reshape(4, hidden, hidden)
-    shares = _parallel.split(hidden, parts)
-
+def _on_every_thread(kernel, workers, share, flags) -> None:
+    """Run ``share(k, kernel)`` for k = 0 .. len(workers) on the caller and the workers
+    (a share that fails raises the abort flag, so that none waits forever for it)."""
     # NOTE: past the first call, the build's entry point (see `_workers._entry_point`):
     # the dispatcher types the two ctypes functions anew on every call, ~140 us each
-    kernel = _workers._entry_point(_lstm_share) if _lstm_share.has_run() else _lstm_share
+    call = _workers._entry_point(kernel) if kernel.has_run() else kernel
 
-    def share(k):
-        j = shares[k]
-        units = j.stop - j.start
-        w_share = np.ascontiguousarray(w[:, j].reshape(4 * units, hidden))
-        rec = np.empty(4 * units * batch, np.float32)
-        z = np.empty(4 * units, np.float32)
+    def run(k):
         try:
-            kernel(xw, w_share, hbuf, c, h_last, gates, h_prev, c_prev, tanh_c, out,
-                   rec, z, starts, sizes, j.start, k, parts, flags, sgemm, pause)
+            share(k, call)
         except BaseException:
             flags[_ABORT] = 1
             raise
 
-    posted = list(zip(workers, range(1, parts)))
+    posted = list(zip(workers, range(1, len(workers) + 1)))
     for worker, k in posted:
-        worker.post(share, k)
+        worker.post(run, k)
     try:
-        share(0)
+        run(0)
     finally:
         for worker, _ in posted:
             worker.join()
-    return h_last, c
+
+
+def forward(xw, w_hh, h0, c0, steps, gates, h_prev, c_prev, tanh_c, out) -> tuple | None:
+    """The forward loop of `LSTMSequence` for float32 NumPy arrays, on every thread: fills
+    gates, h_prev, c_prev, tanh_c and out, returns (h_n, c_n); None, with nothing
+    computed, where it cannot run (see `_usable`)."""
+    batch, hidden = c0.shape
+    usable = _usable(xw.dtype, hidden)
+    if usable is None:
+        return None
+    (sgemm, _, pause), workers = usable
+    try:
+        parts = len(workers) + 1
+        starts = np.array([s for s, _, _ in steps], np.int64)
+        sizes = np.array([bs for _, _, bs in steps], np.int64)
+        hbuf = np.empty((2, batch, hidden), np.float32)
+        hbuf[:] = h0   # (both: in reverse, a packed batch grows, and a row joining reads h0)
+        c, h_last = c0.copy(), h0.copy()
+        flags = np.zeros((parts + 1) * _STRIDE, np.int64)
+        w = w_hh.reshape(4, hidden, hidden)
+        shares = _parallel.split(hidden, parts)
+
+        def share(k, kernel):
+            j = shares[k]
+            units = j.stop - j.start
+            w_share = np.ascontiguousarray(w[:, j].reshape(4 * units, hidden))
+            rec = np.empty(4 * units * batch, np.float32)
+            z = np.empty(4 * units, np.float32)
+            kernel(xw, w_share, hbuf, c, h_last, gates, h_prev, c_prev, tanh_c, out,
+                   rec, z, starts, sizes, j.start, k, parts, flags, sgemm, pause)
+
+        _on_every_thread(_lstm_share, workers, share, flags)
+        return h_last, c
+    finally:
+        _parallel._release()
+
+
+def backward(gout, ghn, gcn, gates, tanh_c, c_prev, w_hh, steps) -> tuple | None:
+    """The backward loop of `LSTMSequence` (no projection) for float32 NumPy arrays, on
+    every thread, `steps` in the forward's order: returns (dgates, dh0, dc0); None, with
+    nothing computed, where it cannot run (see `_usable`)."""
+    hidden = ghn.shape[1]
+    usable = _usable(gates.dtype, hidden)
+    if usable is None:
+        return None
+    (sgemm, _, pause), workers = usable
+    try:
+        parts = len(workers) + 1
+        order = steps[::-1]
+        starts = np.array([s for s, _, _ in order], np.int64)
+        sizes = np.array([bs for _, _, bs in order], np.int64)
+        dgates = np.empty_like(gates)
+        dh_next, dc_next = ghn.copy(), gcn.copy()
+        flags = np.zeros((parts + 1) * _STRIDE, np.int64)
+        shares = _parallel.split(hidden, parts)
+
+        def share(k, kernel):
+            j = shares[k]
+            w_cols = np.ascontiguousarray(w_hh[:, j])
+            kernel(gout, dh_next, dc_next, gates, tanh_c, c_prev, dgates, w_cols, starts,
+                   sizes, j.start, k, parts, flags, sgemm, pause)
+
+        _on_every_thread(_lstm_backward_share, workers, share, flags)
+        return dgates, dh_next, dc_next
+    finally:
+        _parallel._release()

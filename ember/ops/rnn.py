@@ -173,8 +173,10 @@ class LSTMSequence(_SequenceFunction):
                                        (gout, ghn, gcn), batch_sizes=ctx.batch_sizes,
                                        reverse=ctx.reverse)
         gates, tanh_c, c_prev, h_prev, h_raw = ctx.arrays
-        if w_hr is None and _native_rnn.supports(gates, gout._data, ghn._data, gcn._data):
-            return _lstm_backward_fused(ctx, gout._data, ghn._data, gcn._data, w_hh._data)
+        # (a bidirectional layer's output gradient is a strided half of the concatenation's)
+        g = gout._data if type(gout._data) is not np.ndarray else np.ascontiguousarray(gout._data)
+        if w_hr is None and _native_rnn.supports(gates, g, ghn._data, gcn._data):
+            return _lstm_backward_fused(ctx, g, ghn._data, gcn._data, w_hh._data)
         xp = xp_of(gates)
         n, hidden = c_prev.shape
         two, three = 2 * hidden, 3 * hidden
@@ -216,9 +218,16 @@ class LSTMSequence(_SequenceFunction):
 def _lstm_backward_fused(ctx, gout, ghn, gcn, whh):
     """`LSTMSequence.backward` without projection, each step's gate math one native pass."""
     gates, tanh_c, c_prev, h_prev, _ = ctx.arrays
-    dgates = np.empty_like(gates)
-    dh_next, dc_next = ghn.copy(), gcn.copy()
-    for s, e, bs in reversed(_steps(ctx.batch_sizes, ctx.reverse)):
+    steps = _steps(ctx.batch_sizes, ctx.reverse)
+    # every thread at once, each on its own hidden units (_native_lstm_threads.py)
+    threaded = _native_lstm_threads.backward(gout, ghn, gcn, gates, tanh_c, c_prev, whh,
+                                             steps) if whh.dtype == np.float32 else None
+    if threaded is not None:
+        dgates, dh_next, dc_next = threaded
+    else:
+        dgates = np.empty_like(gates)
+        dh_next, dc_next = ghn.copy(), gcn.copy()
+    for s, e, bs in () if threaded is not None else reversed(steps):
         _native_rnn.lstm_backward_step(gout[s:e], dh_next[:bs], dc_next[:bs], gates[s:e],
                                        tanh_c[s:e], c_prev[s:e], dgates[s:e])
         _parallel.matmul(dgates[s:e], whh, out=dh_next[:bs])

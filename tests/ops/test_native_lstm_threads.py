@@ -1,7 +1,7 @@
-"""An LSTM layer's forward loop on all threads at once (ops/_native_lstm_threads.py): the
-same numbers as the one-step-at-a-time loop for padded and packed batches, both
-directions and uneven shares of the hidden units; the cases it leaves to that loop; and
-no thread left waiting when another fails."""
+"""An LSTM layer's forward and backward loops on all threads at once
+(ops/_native_lstm_threads.py): the same numbers as the one-step-at-a-time loops for
+padded and packed batches, both directions and uneven shares of the hidden units; the
+cases they leave to those loops; and no thread left waiting when another fails."""
 
 import time
 
@@ -28,15 +28,19 @@ def threads(request, monkeypatch):
     ember.set_num_threads(before)
 
 
-def _both_ways(monkeypatch, run):
-    """`run()` with the threaded loop (which must have been taken) and without it."""
-    taken = []
-    real = threaded.forward
-    monkeypatch.setattr(threaded, "forward",
-                        lambda *args: taken.append(real(*args)) or taken[-1])
+def _both_ways(monkeypatch, run, backward: bool = True):
+    """`run()` with the threaded loops (which must have been taken: the forward's, and
+    the backward's if `backward`) and without them."""
+    taken = {"forward": [], "backward": []}
+    for name, calls in taken.items():
+        real = getattr(threaded, name)
+        monkeypatch.setattr(threaded, name, lambda *args, real=real, calls=calls:
+                            calls.append(real(*args)) or calls[-1])
     with_threads = run()
-    assert taken and all(t is not None for t in taken)
-    monkeypatch.setattr(threaded, "forward", lambda *args: None)
+    for name, calls in taken.items():
+        if name == "forward" or backward:
+            assert calls and all(c is not None for c in calls), name
+        monkeypatch.setattr(threaded, name, lambda *args: None)
     return with_threads, run()
 
 
@@ -48,10 +52,13 @@ def test_threaded_forward_and_gradients_equal_the_step_loop(threads, hidden, mon
     x = ember.randn(9, 5, 7)
     state = (ember.randn(4, 5, hidden), ember.randn(4, 5, hidden))
 
+    weights = [ember.randn(9, 5, 2 * hidden), ember.randn(4, 5, hidden)]
+
     def run():
+        # (weighted sums: contiguous gradients, which the native loops take)
         lstm.zero_grad()
         out, (h, c) = lstm(x, state)
-        (out.sum() + h.square().sum() + c.sum()).backward()
+        ((out * weights[0]).sum() + h.square().sum() + (c * weights[1]).sum()).backward()
         return [out, h, c] + [p.grad for p in lstm.parameters()]
 
     for got, want in zip(*_both_ways(monkeypatch, run)):
@@ -66,9 +73,13 @@ def test_packed_sequences_keep_each_sequences_last_state(threads, monkeypatch):
     x = ember.randn(6, 4, 3)
     packed = pack_padded_sequence(x, [6, 4, 4, 1])
 
+    weight = ember.randn(2, 4, 16)
+
     def run():
+        lstm.zero_grad()
         out, (h, c) = lstm(packed)
-        return [out.data, h, c]
+        (out.data.square().sum() + h.square().sum() + (c * weight).sum()).backward()
+        return [out.data, h, c] + [p.grad for p in lstm.parameters()]
 
     for got, want in zip(*_both_ways(monkeypatch, run)):
         np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(),
@@ -87,8 +98,12 @@ def test_cases_left_to_the_step_loop(threads):
     got = threaded.forward(xw, w, h0, c0, steps, *arrays)
     assert (got is None) == (threads == 1)   # one thread: nothing to share
     assert threaded.forward(xw.astype(np.float64), w, h0, c0, steps, *arrays) is None
+    back = threaded.backward(arrays[4], h0, c0, arrays[0], arrays[3], arrays[2], w, steps)
+    assert (back is None) == (threads == 1)
     threaded.MIN_UNITS = 5                     # (the fixture restores it)
     assert threaded.forward(xw, w, h0, c0, steps, *arrays) is None   # 4 units a thread
+    assert threaded.backward(arrays[4], h0, c0, arrays[0], arrays[3], arrays[2], w,
+                             steps) is None
 
 
 @pytest.mark.parametrize("threads", [2], indirect=True)

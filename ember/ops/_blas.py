@@ -1,5 +1,6 @@
-"""The OpenBLAS that NumPy loaded, reached through its C API: its thread count, and its
-CBLAS matrix products for ember's worker threads (ops/_workers.py).
+"""The OpenBLAS that NumPy loaded, reached through its C API: its thread count, its
+CBLAS matrix products for ember's worker threads (ops/_workers.py), and which of its
+kernel families runs (`choose_core`: on AMD processors, its Haswell kernels).
 
 The library is found among the files the process has mapped (Linux's /proc/self/maps).
 Other BLAS builds (MKL, Accelerate) and other systems give None: ember then leaves
@@ -27,6 +28,9 @@ _GEMM_SYMBOLS = (
     ("cblas_sgemm64_", "cblas_dgemm64_", ctypes.c_int64),
     ("cblas_sgemm", "cblas_dgemm", ctypes.c_int),
 )
+# their matrix-vector products, by the same prefixes
+_GEMV_SYMBOLS = tuple((s.replace("gemm", "gemv"), d.replace("gemm", "gemv"), integer)
+                      for s, d, integer in _GEMM_SYMBOLS)
 
 
 class OpenBLAS(NamedTuple):
@@ -37,11 +41,30 @@ class OpenBLAS(NamedTuple):
     get_num_threads: object
     sgemm: object
     dgemm: object
+    sgemv: object = None
+    dgemv: object = None
 
 
 @functools.cache
 def openblas() -> OpenBLAS | None:
     """The OpenBLAS NumPy uses, or None (looked for once per process)."""
+    lib = _library()
+    if lib is None:
+        return None
+    for set_name, get_name in _THREAD_SYMBOLS:
+        setter = getattr(lib, set_name, None)
+        getter = getattr(lib, get_name, None)
+        if setter is not None and getter is not None:
+            setter.argtypes, setter.restype = [ctypes.c_int], None
+            getter.argtypes, getter.restype = [], ctypes.c_int
+            return OpenBLAS(setter, getter, *_gemms(lib), *_gemvs(lib))
+    return None
+
+
+@functools.cache
+def _library():
+    """The loaded OpenBLAS as a ctypes library (the first mapped file with its thread
+    functions), or None."""
     import numpy  # noqa: F401 - make sure NumPy's BLAS is loaded
 
     try:
@@ -56,14 +79,91 @@ def openblas() -> OpenBLAS | None:
             lib = ctypes.CDLL(path)
         except OSError:
             continue
-        for set_name, get_name in _THREAD_SYMBOLS:
-            setter = getattr(lib, set_name, None)
-            getter = getattr(lib, get_name, None)
-            if setter is not None and getter is not None:
-                setter.argtypes, setter.restype = [ctypes.c_int], None
-                getter.argtypes, getter.restype = [], ctypes.c_int
-                return OpenBLAS(setter, getter, *_gemms(lib))
+        if any(getattr(lib, name, None) is not None for name, _ in _THREAD_SYMBOLS):
+            return lib
     return None
+
+
+# ---------------------------------------------------------------------------
+# which of OpenBLAS's kernel families runs
+
+
+def core_name() -> str | None:
+    """The kernel family ("core type") the loaded OpenBLAS runs, e.g. 'SkylakeX', or None
+    when that cannot be asked."""
+    lib = _library()
+    for name in _CORENAME_SYMBOLS:
+        fn = getattr(lib, name, None) if lib is not None else None
+        if fn is not None:
+            fn.argtypes, fn.restype = [], ctypes.c_char_p
+            return fn().decode()
+    return None
+
+
+# The corename functions of the OpenBLAS builds NumPy ships or links.
+_CORENAME_SYMBOLS = ("scipy_openblas_get_corename64_", "openblas_get_corename64_",
+                     "openblas_get_corename")
+
+# OpenBLAS's AVX-512 families, which it picks for AMD's Zen 4 and later as for Intel.
+_AVX512_CORES = ("SkylakeX", "Cooperlake", "SapphireRapids")
+
+
+def preferred_core(vendor: str, core: str | None, setting: str | None) -> str | None:
+    """The family ember switches OpenBLAS to, or None to leave it: `setting` is the
+    EMBER_BLAS_CORETYPE variable ('keep', a family name, or unset), `core` the family
+    OpenBLAS chose, `vendor` the processor's vendor id.
+
+    NOTE: on AMD processors OpenBLAS's Haswell (AVX2) float32 kernels beat its AVX-512
+    ones, which are tuned for Intel's two 512-bit FMA units (Zen 4 runs 512-bit
+    instructions as two 256-bit halves).  One thread, Zen 4 (2026-12-04), SkylakeX against
+    Haswell kernels: 128x784 @ 784x256 583 -> 499 us, 128x512 @ 512x128 195 -> 165,
+    20x256 @ 256x512 115 -> 69-77, 2048^3 164 -> 156-159 ms.  float64's large products
+    lose ~5% (2048^3: 317-320 -> 335-336 ms), its small ones gain (8x512 @ 512x512: 241
+    -> 140 us); ember trains in float32.  Some small float32 products lose too, which
+    OpenBLAS's AVX-512 build runs without packing: Winograd's 36 x (72x32 @ 32x64) 101 ->
+    131 us, batch-1 CNN inference 0.43-0.46 -> 0.47-0.50 ms.  The MLP training step
+    (benchmarks/run.py, alternated in one process) went from 2.74-2.80 to 2.57 ms.
+    """
+    if setting is not None and setting.strip():
+        setting = setting.strip()
+        return None if setting.lower() == "keep" or setting == core else setting
+    if vendor == "AuthenticAMD" and core in _AVX512_CORES:
+        return "Haswell"
+    return None
+
+
+def _cpu_vendor() -> str:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as info:
+            for line in info:
+                if line.startswith("vendor_id"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return ""
+
+
+def choose_core() -> str | None:
+    """Switch the loaded OpenBLAS to `preferred_core`'s family, if any, before ember runs
+    a product (OpenBLAS reads OPENBLAS_CORETYPE when it starts; this starts its kernel
+    selection again with it set, then puts the environment back).  Returns the family
+    now running, or None where nothing was changed (a user's own OPENBLAS_CORETYPE is
+    left alone)."""
+    lib = _library()
+    if lib is None or os.environ.get("OPENBLAS_CORETYPE") \
+            or getattr(lib, "gotoblas_dynamic_init", None) is None:
+        return None
+    core = core_name()
+    wanted = preferred_core(_cpu_vendor(), core, os.environ.get("EMBER_BLAS_CORETYPE"))
+    if wanted is None:
+        return None
+    os.environ["OPENBLAS_CORETYPE"] = wanted
+    try:
+        lib.gotoblas_dynamic_quit()
+        lib.gotoblas_dynamic_init()
+    finally:
+        del os.environ["OPENBLAS_CORETYPE"]
+    return core_name()
 
 
 def _gemms(lib) -> tuple:
@@ -80,4 +180,20 @@ def _gemms(lib) -> tuple:
                            real, ctypes.c_int64, integer]
             fn.restype = None
         return sgemm, dgemm
+    return None, None
+
+
+def _gemvs(lib) -> tuple:
+    """(sgemv, dgemv) of `lib`'s CBLAS interface, typed as `_gemms` types its products,
+    or (None, None)."""
+    for s_name, d_name, integer in _GEMV_SYMBOLS:
+        sgemv, dgemv = getattr(lib, s_name, None), getattr(lib, d_name, None)
+        if sgemv is None or dgemv is None:
+            continue
+        for fn, real in ((sgemv, ctypes.c_float), (dgemv, ctypes.c_double)):
+            # order, trans, M, N, alpha, A, lda, X, incX, beta, Y, incY
+            fn.argtypes = [ctypes.c_int, ctypes.c_int, integer, integer, real, ctypes.c_int64,
+                           integer, ctypes.c_int64, integer, real, ctypes.c_int64, integer]
+            fn.restype = None
+        return sgemv, dgemv
     return None, None

@@ -153,7 +153,7 @@ def _usable(dtype, hidden: int):
     if loops is None or parts < 2 or hidden < MIN_UNITS * parts or dtype != np.float32:
         return None
     workers = _parallel._claim()
-    return None if workers is None else (loops._functions, workers)
+    return None if workers is None else ((loops.sgemm, loops._pause), workers)
 
 
 def _on_every_thread(kernel, workers, share, flags) -> None:
@@ -188,7 +188,7 @@ def forward(xw, w_hh, h0, c0, steps, gates, h_prev, c_prev, tanh_c, out) -> tupl
     usable = _usable(xw.dtype, hidden)
     if usable is None:
         return None
-    (sgemm, _, pause), workers = usable
+    (sgemm, pause), workers = usable
     try:
         parts = len(workers) + 1
         starts = np.array([s for s, _, _ in steps], np.int64)
@@ -223,7 +223,7 @@ def backward(gout, ghn, gcn, gates, tanh_c, c_prev, w_hh, steps) -> tuple | None
     usable = _usable(gates.dtype, hidden)
     if usable is None:
         return None
-    (sgemm, _, pause), workers = usable
+    (sgemm, pause), workers = usable
     try:
         parts = len(workers) + 1
         order = steps[::-1]

@@ -204,19 +204,40 @@ def _untransform_tiles(prod, at, bias, th, tw, out, check, start, stop):
 # the convolutions
 
 
-# FILTER_TAPS[i * 6 + j, k * 3 + l] = G[i, k] G[j, l]: the filter transform of one 3x3
-# filter (its 9 taps in a column) as one matrix product
-FILTER_TAPS = np.kron(G_FILTER, G_FILTER).astype(np.float32)
+G32 = G_FILTER.astype(np.float32)
+
+
+@native.kernel(fastmath=_FAST)
+def _filter_kernel(g, taps, half, out):
+    """out[i * 6 + j] = sum over k, l of g[i, k] g[j, l] taps[k * 3 + l]: G w G^T of
+    every filter at once, rows of (C*O) values; `half` (18, C*O) is scratch for G w."""
+    for i in range(6):
+        for col in range(3):
+            a, b, c = g[i, 0], g[i, 1], g[i, 2]
+            r0, r1, r2, dst = taps[col], taps[3 + col], taps[6 + col], half[i * 3 + col]
+            for f in range(dst.shape[0]):
+                dst[f] = a * r0[f] + b * r1[f] + c * r2[f]
+    for i in range(6):
+        for j in range(6):
+            a, b, c = g[j, 0], g[j, 1], g[j, 2]
+            r0, r1, r2, dst = half[i * 3], half[i * 3 + 1], half[i * 3 + 2], out[i * 6 + j]
+            for f in range(dst.shape[0]):
+                dst[f] = a * r0[f] + b * r1[f] + c * r2[f]
 
 
 def _filter_transform(w):
-    """(36, C, O) float32: G w[o, c] G^T of every 3x3 filter, as one product of the
-    taps (a (9, C*O) copy of `w`) laid out as the result.  (Two products with a
-    transposing copy after them took 230 us on MNIST's conv2, this 26; the float32 sums
-    of 3x3 terms round the products of a float64 transform by at most about an ulp.)"""
+    """(36, C, O) float32: G w[o, c] G^T of every 3x3 filter, in two passes of 3-term
+    sums over the taps (a (9, C*O) copy of `w`) laid out as the result.  (Two
+    products with a transposing copy after them took 230 us on MNIST's conv2; one BLAS
+    product by kron(G, G), 15 us with OpenBLAS's AVX-512 kernels and 29 with its
+    Haswell ones (_blas.preferred_core); this ~10.  The float32 sums round a float64
+    transform by at most about an ulp.)"""
     o, c = w.shape[:2]
-    taps = w.reshape(o, c, 9).transpose(2, 1, 0).reshape(9, c * o)   # [k * 3 + l, (c, o)]
-    return (FILTER_TAPS @ taps.astype(np.float32, copy=False)).reshape(POSITIONS, c, o)
+    taps = np.ascontiguousarray(w.reshape(o, c, 9).transpose(2, 1, 0).reshape(9, c * o),
+                                dtype=np.float32)                     # [k * 3 + l, (c, o)]
+    out = np.empty((POSITIONS, c * o), np.float32)
+    _filter_kernel(G32, taps, np.empty((18, c * o), np.float32), out)
+    return out.reshape(POSITIONS, c, o)
 
 
 def conv_forward(x, w, geo, bias=None):

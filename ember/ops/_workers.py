@@ -37,22 +37,23 @@ from . import _native as native
 
 SPIN_SECONDS = 0.002
 
-_PYTHON, _SGEMM, _DGEMM = 1, 2, 3              # kinds of part (desc[0])
+_PYTHON, _SGEMM, _DGEMM, _SGEMV, _DGEMV = 1, 2, 3, 4, 5  # kinds of part (desc[0])
 _ROW_MAJOR, _NO_TRANS, _TRANS = 101, 111, 112  # CBLAS's enums
 
 
 # desc: kind, M, N, K, A, lda, B, ldb, C, ldc, trans A, trans B (CBLAS's arguments, the
 # arrays by address); then, for stacks of products, the counts of items along two batch
-# dims and the byte strides of A, B and C along the first dim, then along the second
+# dims and the byte strides of A, B and C along the first dim, then along the second.
+# A matrix-vector part: kind, M, N, -, A, lda, x, incx, y, incy, trans.
 _DESC = 20
 
 
 @native.kernel
-def _serve(flag, desc, rounds, sgemm, dgemm, pause):
+def _serve(flag, desc, rounds, sgemm, dgemm, sgemv, dgemv, pause):
     """Poll `flag` for a posted part, up to `rounds` idle rounds (calling `pause`, libc's
     sched_yield, in each); run each posted product (or stack of them) with
-    `sgemm`/`dgemm` and mark it done.  1: a Python part waits (the caller runs it); 0:
-    idle all along."""
+    `sgemm`/`dgemm`, or matrix-vector product with `sgemv`/`dgemv`, and mark it done.
+    1: a Python part waits (the caller runs it); 0: idle all along."""
     # (the calls are also what makes LLVM read flag[0] afresh each round)
     idle = 0
     while idle < rounds:
@@ -60,7 +61,13 @@ def _serve(flag, desc, rounds, sgemm, dgemm, pause):
             kind = desc[0]
             if kind == _PYTHON:
                 return 1
-            for i in range(desc[12]):
+            if kind == _SGEMV:
+                sgemv(_ROW_MAJOR, desc[10], desc[1], desc[2], np.float32(1), desc[4], desc[5],
+                      desc[6], desc[7], np.float32(0), desc[8], desc[9])
+            elif kind == _DGEMV:
+                dgemv(_ROW_MAJOR, desc[10], desc[1], desc[2], 1.0, desc[4], desc[5], desc[6],
+                      desc[7], 0.0, desc[8], desc[9])
+            for i in range(desc[12] if kind < _SGEMV else 0):
                 for j in range(desc[13]):
                     a = desc[4] + i * desc[14] + j * desc[17]
                     b = desc[6] + i * desc[15] + j * desc[18]
@@ -93,11 +100,11 @@ class _Loops:
     """The poll loops bound to this process's C functions (passed to the kernels as
     arguments, not read as globals: numba can then keep the builds in its disk cache)."""
 
-    def __init__(self, sgemm, dgemm, pause):
-        self._functions = (sgemm, dgemm, pause)
-        self._pause = pause
+    def __init__(self, sgemm, dgemm, sgemv, dgemv, pause):
+        self._functions = (sgemm, dgemm, sgemv, dgemv, pause)
+        self.sgemm, self._pause = sgemm, pause
         never = np.array([1, 0], np.int64)
-        _serve(np.zeros(2, np.int64), np.zeros(_DESC, np.int64), 1, sgemm, dgemm, pause)
+        _serve(np.zeros(2, np.int64), np.zeros(_DESC, np.int64), 1, *self._functions)
         _wait(never, 10, pause)
         # NOTE: the builds' entry points, called directly: numba's dispatcher types each
         # argument on every call, and typing the ctypes functions took 144 us a call of
@@ -126,12 +133,12 @@ def _entry_point(kernel):
 def _compiled_loops() -> _Loops | None:
     """The poll loops (made once per process), or None where they cannot run."""
     blas = _blas.openblas()
-    if not native.enabled() or blas is None or blas.sgemm is None \
+    if not native.enabled() or blas is None or blas.sgemm is None or blas.sgemv is None \
             or platform.machine().lower() not in ("x86_64", "amd64"):
         return None
     pause = ctypes.CDLL(None).sched_yield
     pause.argtypes, pause.restype = [], ctypes.c_int
-    return _Loops(blas.sgemm, blas.dgemm, pause)
+    return _Loops(blas.sgemm, blas.dgemm, blas.sgemv, blas.dgemv, pause)
 
 
 def _operand(x) -> tuple | None:
@@ -214,6 +221,8 @@ class Worker:
                 or not 2 <= a.ndim == b.ndim == out.ndim <= 4 \
                 or not a.shape[:-2] == b.shape[:-2] == out.shape[:-2]:
             return False
+        if a.ndim == 2 and a.shape[0] == 1:
+            return self._post_row(a, b, out)
         lead = (1,) * (4 - a.ndim) + out.shape[:-2]
         steps = [(0,) * (4 - x.ndim) + x.strides[:-2] for x in (a, b, out)]
         corner = (0,) * (a.ndim - 2)
@@ -226,6 +235,26 @@ class Worker:
                         a.shape[1], a.ctypes.data, left[0], b.ctypes.data, right[0],
                         out.ctypes.data, target[0], left[1], right[1], *lead,
                         *(step[0] for step in steps), *(step[1] for step in steps))
+        self._posted()
+        return True
+
+    def _post_row(self, a, b, out) -> bool:
+        """``out = a @ b`` for one row `a` as a matrix-vector product (BLAS's GEMM packs
+        `b` first, which OpenBLAS's Haswell kernels do even for one row: see
+        `_parallel.matmul`)."""
+        right = _operand(b)
+        item = a.itemsize
+        if right is None or a.strides[1] % item or out.strides[1] % item \
+                or a.strides[1] <= 0 or out.strides[1] <= 0:
+            return False
+        ld, trans = right
+        k, n = b.shape
+        # b (k, n) row-major: y = b^T a; b transposed storage (n, k): y = B a
+        m_rows, n_cols, flag = (k, n, _TRANS) if trans == _NO_TRANS else (n, k, _NO_TRANS)
+        self._arrays = (a, b, out)
+        self.desc[:11] = (_SGEMV if a.dtype == np.float32 else _DGEMV, m_rows, n_cols, 0,
+                          b.ctypes.data, ld, a.ctypes.data, a.strides[1] // item,
+                          out.ctypes.data, out.strides[1] // item, flag)
         self._posted()
         return True
 

@@ -191,7 +191,9 @@ def test_inference_convolution_equals_the_recorded_one(monkeypatch):
     assert recorded.grad_fn is not None and direct_out.grad_fn is None
     assert len(calls) == 1  # only the recorded call ran the Function
     np.testing.assert_array_equal(direct_out.numpy(), recorded.detach().numpy())
-    np.testing.assert_array_equal(unbatched.numpy(), recorded.detach().numpy()[0])
+    # (one image is a product of other row counts, which BLAS may round differently)
+    np.testing.assert_allclose(unbatched.numpy(), recorded.detach().numpy()[0], rtol=1e-6,
+                               atol=1e-6)
     with ember.no_grad(), ember.profiler.profile() as prof:
         conv(x)
     assert "convolution" in [e.key for e in prof.key_averages()]  # watched: the op runs

@@ -227,3 +227,64 @@ def test_openblas_stays_on_one_thread_and_can_be_left_alone():
     taken = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
                            text=True, check=True).stdout.split()
     assert taken == ["1", "2"]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_single_rows_go_to_the_worker_as_matrix_vector_products(two_threads, dtype,
+                                                                 monkeypatch):
+    # a (1, k) row times a (k, n) matrix, stored either way round, into a strided output
+    posted = []
+    real = _workers.Worker.post_product
+    monkeypatch.setattr(_workers.Worker, "post_product",
+                        lambda self, *args: posted.append(real(self, *args)) or posted[-1])
+    rng = np.random.default_rng(8)
+    row = rng.standard_normal((1, 40)).astype(dtype)
+    weight = rng.standard_normal((30, 40)).astype(dtype)            # (n, k): b = weight.T
+    tol = 1e-5 if dtype == np.float32 else 1e-12
+    for a, b in [(row, weight.T), (row, np.ascontiguousarray(weight.T)),
+                 (np.repeat(row, 2, axis=1)[:, ::2], weight.T)]:
+        exact = a.astype(np.float64) @ b.astype(np.float64)
+        got = _parallel.matmul(a, b)
+        np.testing.assert_allclose(got, exact, rtol=tol, atol=tol * np.abs(exact).max())
+        wide = np.full((1, 60), np.nan, dtype)
+        _parallel.matmul(a, b, out=wide[:, ::2])
+        np.testing.assert_allclose(wide[:, ::2], exact, rtol=tol,
+                                   atol=tol * np.abs(exact).max())
+        assert np.isnan(wide[:, 1::2]).all()
+    assert posted and all(posted)
+
+
+def test_openblas_kernel_family_choice():
+    # on AMD processors ember prefers OpenBLAS's Haswell kernels to its AVX-512 ones;
+    # EMBER_BLAS_CORETYPE=keep leaves OpenBLAS's choice, a name asks for that family
+    choose = _blas.preferred_core
+    assert choose("AuthenticAMD", "SkylakeX", None) == "Haswell"
+    assert choose("AuthenticAMD", "Cooperlake", "") == "Haswell"
+    assert choose("GenuineIntel", "SkylakeX", None) is None
+    assert choose("AuthenticAMD", "Haswell", None) is None
+    assert choose("AuthenticAMD", "SkylakeX", "keep") is None
+    assert choose("GenuineIntel", "SkylakeX", " Haswell ") == "Haswell"
+    assert choose("GenuineIntel", "Haswell", "Haswell") is None
+
+
+@pytest.mark.skipif(_blas.core_name() is None, reason="OpenBLAS does not say its kernels")
+@pytest.mark.parametrize("setting, user, expected", [
+    ("Haswell", None, "Haswell"), ("SkylakeX", None, "SkylakeX"), ("keep", None, None),
+    ("Haswell", "Sandybridge", "Sandybridge")])
+def test_openblas_kernel_family_switch_in_a_fresh_process(setting, user, expected):
+    code = ("import numpy as np; from ember.ops import _blas; before = _blas.core_name(); "
+            "import ember, os; a = np.random.default_rng(0).standard_normal((70, 90)); "
+            "b = a.astype(np.float32); "
+            "ok = np.allclose(b @ b.T, a @ a.T, rtol=1e-4, atol=1e-3) and "
+            "np.allclose(a @ a.T, np.einsum('ik,jk->ij', a, a)); "
+            "print(before, _blas.core_name(), ok, os.environ.get('OPENBLAS_CORETYPE'))")
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_CORETYPE"}
+    env["EMBER_BLAS_CORETYPE"] = setting
+    if user is not None:
+        env["OPENBLAS_CORETYPE"] = user
+    before, after, ok, left = subprocess.run([sys.executable, "-c", code], env=env,
+                                             capture_output=True, text=True,
+                                             check=True).stdout.split()
+    assert ok == "True"
+    assert after == (before if expected is None else expected)
+    assert left == (user or "None")   # the environment is put back as it was

@@ -35,12 +35,14 @@ meeting 2.9-3.2 ms: the rest is the threads waiting for each other at every step
 
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 
 from . import _native as native
 from . import _parallel, _workers
 from ._native_activation import _tanh32
-from ._native_rnn import _ONE, _activate32
+from ._native_rnn import _activate32, cell_gradients
 
 _ROW_MAJOR, _NO_TRANS, _TRANS = 101, 111, 112  # CBLAS's enums
 _STRIDE = 8           # int64s between two threads' step counters (their own cache lines)
@@ -118,18 +120,9 @@ def _lstm_backward_share(gout, dh_next, dc_next, gates, tanh_c, c_prev, dgates, 
             i, f, g, o = z[a0:a0 + units], z[a1:a1 + units], z[a2:a2 + units], z[a3:a3 + units]
             di, df = dz[a0:a0 + units], dz[a1:a1 + units]
             dg, do = dz[a2:a2 + units], dz[a3:a3 + units]
-            dout, dh_carry = gout[row, j0:j0 + units], dh_next[b, j0:j0 + units]
-            dc, tc = dc_next[b, j0:j0 + units], tanh_c[row, j0:j0 + units]
-            cp = c_prev[row, j0:j0 + units]
-            for u in range(units):
-                dh = dout[u] + dh_carry[u]
-                do[u] = dh * tc[u] * o[u] * (_ONE - o[u])
-                dc[u] = dh * o[u] * (_ONE - tc[u] * tc[u]) + dc[u]
-            for u in range(units):
-                di[u] = dc[u] * g[u] * i[u] * (_ONE - i[u])
-                df[u] = dc[u] * cp[u] * f[u] * (_ONE - f[u])
-                dg[u] = dc[u] * i[u] * (_ONE - g[u] * g[u])
-                dc[u] = dc[u] * f[u]
+            cell_gradients(gout[row, j0:j0 + units], dh_next[b, j0:j0 + units],
+                           dc_next[b, j0:j0 + units], tanh_c[row, j0:j0 + units],
+                           c_prev[row, j0:j0 + units], i, f, g, o, di, df, dg, do)
         pause()  # (a call: the stores above are not moved past the announcement)
         flags[(me + 1) * _STRIDE] = t + 1
         for other in range(parts):   # every thread has written the step's gate gradients
@@ -154,6 +147,25 @@ def _usable(dtype, hidden: int):
         return None
     workers = _parallel._claim()
     return None if workers is None else ((loops.sgemm, loops._pause), workers)
+
+
+@contextlib.contextmanager
+def _threads_for(dtype, hidden: int):
+    """`_usable`'s answer for the block, the workers given back after it."""
+    usable = _usable(dtype, hidden)
+    try:
+        yield usable
+    finally:
+        if usable is not None:
+            _parallel._release()
+
+
+def _loop_arrays(steps, parts: int) -> tuple:
+    """(first rows, batch sizes) of `steps` in the order given, as arrays, and the
+    threads' zeroed step counters (see _STRIDE, _ABORT)."""
+    return (np.array([s for s, _, _ in steps], np.int64),
+            np.array([bs for _, _, bs in steps], np.int64),
+            np.zeros((parts + 1) * _STRIDE, np.int64))
 
 
 def _on_every_thread(kernel, workers, share, flags) -> None:
@@ -185,18 +197,15 @@ def forward(xw, w_hh, h0, c0, steps, gates, h_prev, c_prev, tanh_c, out) -> tupl
     gates, h_prev, c_prev, tanh_c and out, returns (h_n, c_n); None, with nothing
     computed, where it cannot run (see `_usable`)."""
     batch, hidden = c0.shape
-    usable = _usable(xw.dtype, hidden)
-    if usable is None:
-        return None
-    (sgemm, pause), workers = usable
-    try:
+    with _threads_for(xw.dtype, hidden) as usable:
+        if usable is None:
+            return None
+        (sgemm, pause), workers = usable
         parts = len(workers) + 1
-        starts = np.array([s for s, _, _ in steps], np.int64)
-        sizes = np.array([bs for _, _, bs in steps], np.int64)
+        starts, sizes, flags = _loop_arrays(steps, parts)
         hbuf = np.empty((2, batch, hidden), np.float32)
         hbuf[:] = h0   # (both: in reverse, a packed batch grows, and a row joining reads h0)
         c, h_last = c0.copy(), h0.copy()
-        flags = np.zeros((parts + 1) * _STRIDE, np.int64)
         w = w_hh.reshape(4, hidden, hidden)
         shares = _parallel.split(hidden, parts)
 
@@ -211,8 +220,6 @@ def forward(xw, w_hh, h0, c0, steps, gates, h_prev, c_prev, tanh_c, out) -> tupl
 
         _on_every_thread(_lstm_share, workers, share, flags)
         return h_last, c
-    finally:
-        _parallel._release()
 
 
 def backward(gout, ghn, gcn, gates, tanh_c, c_prev, w_hh, steps) -> tuple | None:
@@ -220,18 +227,14 @@ def backward(gout, ghn, gcn, gates, tanh_c, c_prev, w_hh, steps) -> tuple | None
     every thread, `steps` in the forward's order: returns (dgates, dh0, dc0); None, with
     nothing computed, where it cannot run (see `_usable`)."""
     hidden = ghn.shape[1]
-    usable = _usable(gates.dtype, hidden)
-    if usable is None:
-        return None
-    (sgemm, pause), workers = usable
-    try:
+    with _threads_for(gates.dtype, hidden) as usable:
+        if usable is None:
+            return None
+        (sgemm, pause), workers = usable
         parts = len(workers) + 1
-        order = steps[::-1]
-        starts = np.array([s for s, _, _ in order], np.int64)
-        sizes = np.array([bs for _, _, bs in order], np.int64)
+        starts, sizes, flags = _loop_arrays(steps[::-1], parts)
         dgates = np.empty_like(gates)
         dh_next, dc_next = ghn.copy(), gcn.copy()
-        flags = np.zeros((parts + 1) * _STRIDE, np.int64)
         shares = _parallel.split(hidden, parts)
 
         def share(k, kernel):
@@ -242,5 +245,3 @@ def backward(gout, ghn, gcn, gates, tanh_c, c_prev, w_hh, steps) -> tuple | None
 
         _on_every_thread(_lstm_backward_share, workers, share, flags)
         return dgates, dh_next, dc_next
-    finally:
-        _parallel._release()

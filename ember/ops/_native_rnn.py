@@ -112,13 +112,21 @@ def lstm_backward_step(gout, dh_next, dc_next, gates, tanh_c, c_prev, dgates):
         i, f, g, o = z[:hidden], z[hidden:2 * hidden], z[2 * hidden:3 * hidden], z[3 * hidden:]
         di, df = dz[:hidden], dz[hidden:2 * hidden]
         dg, do = dz[2 * hidden:3 * hidden], dz[3 * hidden:]
-        dout, dh_carry, dc, tc, cp = gout[b], dh_next[b], dc_next[b], tanh_c[b], c_prev[b]
-        for k in range(hidden):  # dc = dh * o * tanh'(c) + the carried dc
-            dh = dout[k] + dh_carry[k]
-            do[k] = dh * tc[k] * o[k] * (_ONE - o[k])
-            dc[k] = dh * o[k] * (_ONE - tc[k] * tc[k]) + dc[k]
-        for k in range(hidden):
-            di[k] = dc[k] * g[k] * i[k] * (_ONE - i[k])
-            df[k] = dc[k] * cp[k] * f[k] * (_ONE - f[k])
-            dg[k] = dc[k] * i[k] * (_ONE - g[k] * g[k])
-            dc[k] = dc[k] * f[k]
+        cell_gradients(gout[b], dh_next[b], dc_next[b], tanh_c[b], c_prev[b], i, f, g, o,
+                       di, df, dg, do)
+
+
+@native.kernel(inline=True, fastmath=FUSED_MULTIPLY_ADD)
+def cell_gradients(dout, dh_carry, dc, tc, cp, i, f, g, o, di, df, dg, do):
+    """One row's gate gradients (di, df, dg, do) over its units, from the output gradient
+    `dout` plus the carried `dh_carry`; `dc` (the carried cell gradient) is updated to
+    the previous step's.  (Rows of units: the whole row, or a thread's share.)"""
+    for k in range(dout.shape[0]):  # dc = dh * o * tanh'(c) + the carried dc
+        dh = dout[k] + dh_carry[k]
+        do[k] = dh * tc[k] * o[k] * (_ONE - o[k])
+        dc[k] = dh * o[k] * (_ONE - tc[k] * tc[k]) + dc[k]
+    for k in range(dout.shape[0]):
+        di[k] = dc[k] * g[k] * i[k] * (_ONE - i[k])
+        df[k] = dc[k] * cp[k] * f[k] * (_ONE - f[k])
+        dg[k] = dc[k] * i[k] * (_ONE - g[k] * g[k])
+        dc[k] = dc[k] * f[k]

@@ -12,6 +12,7 @@ from __future__ import annotations
 import ctypes
 import functools
 import os
+import threading
 from typing import NamedTuple
 
 # (setter, getter) symbol names of the OpenBLAS builds NumPy ships or links.
@@ -148,14 +149,22 @@ def choose_core() -> str | None:
     a product (OpenBLAS reads OPENBLAS_CORETYPE when it starts; this starts its kernel
     selection again with it set, then puts the environment back).  Returns the family
     now running, or None where nothing was changed (a user's own OPENBLAS_CORETYPE is
-    left alone)."""
+    left alone).
+
+    NOTE: OpenBLAS has no kernels at all for a moment while it selects them again: a
+    product running on another thread then would crash.  So the automatic switch is made
+    only while the process has one Python thread (at `import ember` in a script; not in
+    a notebook, whose kernel runs threads of its own); an EMBER_BLAS_CORETYPE set by the
+    user is applied regardless.
+    """
     lib = _library()
     if lib is None or os.environ.get("OPENBLAS_CORETYPE") \
             or getattr(lib, "gotoblas_dynamic_init", None) is None:
         return None
     core = core_name()
-    wanted = preferred_core(_cpu_vendor(), core, os.environ.get("EMBER_BLAS_CORETYPE"))
-    if wanted is None:
+    setting = os.environ.get("EMBER_BLAS_CORETYPE")
+    wanted = preferred_core(_cpu_vendor(), core, setting)
+    if wanted is None or (not (setting or "").strip() and threading.active_count() > 1):
         return None
     os.environ["OPENBLAS_CORETYPE"] = wanted
     try:

@@ -210,11 +210,12 @@ def _set_parallel_min(threads: int) -> None:
     PARALLEL_MIN = PARALLEL_MIN_TWO_THREADS if threads <= 2 else PARALLEL_MIN_MORE_THREADS
 
 
-# From this many elements of work, a kernel whose call says how to `cut` it runs as parts
-# on ember's own threads (ops/_workers.py) rather than through numba's workqueue: a part
-# reaches a worker in ~30 us (it waits for the GIL, which the caller's part lets go of
-# once inside its nogil build), a workqueue launch in 40-160 us.  Exact GELU over 1M
-# float32 elements after this change: see the NOTE at `run`.
+# From this many elements of work, on two threads, a kernel whose call says how to `cut`
+# it runs as parts on ember's own threads (ops/_workers.py) rather than through numba's
+# workqueue: a part reaches the worker in ~40 us (it waits for the GIL, which the
+# caller's part lets go of once inside its nogil build), a workqueue launch in 40-160 us.
+# (Only two threads were measured: with many, each worker would wait its turn for the
+# GIL, and numba's pool, which starts them all at once, keeps the work.)
 SPLIT_MIN = 1 << 18
 # A worker starts its share 40-46 us after the caller (measured on 2 threads: it waits,
 # asleep, for the GIL): the caller's share is larger by this many elements of work
@@ -238,9 +239,9 @@ def run(kernel: Kernel, size: int, *args, cut: tuple = ()):
 
     `cut` names the arguments (by position) that the work divides along: arrays whose
     first dimension indexes independent items (the elements of a flat activation, the
-    rows of a softmax).  With it, from `SPLIT_MIN` elements on two or more threads, the
-    serial build runs once per thread on each one's share of those arrays, the other
-    arguments passed whole.
+    rows of a softmax).  With it, from `SPLIT_MIN` elements on two threads, the serial
+    build runs once per thread on each one's share of those arrays, the other arguments
+    passed whole.
 
     NOTE: exact GELU forward on 1M float32 elements (GPT's MLP, 2 threads) took 628 us
     serial and 364-419 us cut in two (PyTorch: 252 us); forward and backward 1.82 ms and
@@ -250,14 +251,13 @@ def run(kernel: Kernel, size: int, *args, cut: tuple = ()):
     if cut and size >= SPLIT_MIN:
         from . import _parallel  # (it imports this module)
 
-        threads = _parallel.threads()
-        if threads > 1:
+        if _parallel.threads() == 2:
             serial = kernel.serial
 
             def part(share):
                 return serial(*[a[share] if i in cut else a for i, a in enumerate(args)])
 
-            _parallel.run_parts(part, _shares(args[cut[0]].shape[0], size, threads))
+            _parallel.run_parts(part, _shares(args[cut[0]].shape[0], size, 2))
             return None
     if size >= PARALLEL_MIN:
         return kernel(*args)

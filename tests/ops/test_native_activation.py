@@ -199,15 +199,20 @@ def test_cut_work_is_dealt_in_contiguous_shares_the_callers_largest(monkeypatch)
     assert shares[0].stop - shares[0].start == 500 + lead // 2 + lead % 2 or \
         shares[0].stop - shares[0].start > shares[1].stop - shares[1].start
     assert native._shares(3, 1 << 20, 3) == [slice(0, 1), slice(1, 2), slice(2, 3)]
-    # every element computed once: a kernel cut over 3 threads fills all of `out`
-    ember.set_num_threads(3)
+    # every element computed once: a kernel cut over the two threads fills all of `out`
+    threads = ember.get_num_threads()
+    ember.set_num_threads(2)
     try:
         monkeypatch.setattr(native, "SPLIT_MIN", 1)
+        cuts = []
+        real = native._shares
+        monkeypatch.setattr(native, "_shares", lambda *a: cuts.append(real(*a)) or cuts[-1])
         flat = np.random.default_rng(0).standard_normal(1001).astype(np.float32)
         out = np.full_like(flat, np.nan)
         native.run(nact._FORWARD["relu", 4], flat.size, flat, out, cut=(0, 1))
     finally:
-        ember.set_num_threads(2)
+        ember.set_num_threads(threads)
+    assert len(cuts) == 1 and len(cuts[0]) == 2
     np.testing.assert_array_equal(out, np.maximum(flat, 0))
 
 

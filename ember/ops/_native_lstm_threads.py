@@ -28,8 +28,8 @@ LSTM's forward (2 layers of 256, seq 35, batch 20, float32) took 15.4-15.7 ms wi
 per-step loop and 13.6-14.1 ms so; PyTorch's (oneDNN's fused RNN) ~10.5 ms.  A step of
 a 128-unit share costs ~110 us on one thread: its product ~70 us, the gate math the
 rest, most of it reading `rec` across its rows (a transposed copy first was slower).
-The backward loop of one layer (no weight gradient) took 4.8-5.0 ms per step and
-4.0-4.3 ms so; a 128-unit share alone takes 2.9 ms, two of them side by side without
+The backward loop of one layer (no weight gradient) took 4.8-5.0 ms with the per-step
+loop and 4.0-4.3 ms so; a 128-unit share alone takes 2.9 ms, two of them side by side without
 meeting 2.9-3.2 ms: the rest is the threads waiting for each other at every step.
 """
 
@@ -48,7 +48,8 @@ _ROW_MAJOR, _NO_TRANS, _TRANS = 101, 111, 112  # CBLAS's enums
 _STRIDE = 8           # int64s between two threads' step counters (their own cache lines)
 _ABORT = 0            # flags[0]: set when a thread failed, so that no other waits forever
 
-# Fewer hidden units than this per thread and the steps are too small to share.
+# Fewer hidden units than this per thread and the steps are too small to share (a
+# judgement, not a measurement: such a share's product is a few microseconds).
 MIN_UNITS = 32
 
 

@@ -27,7 +27,7 @@ NOTE: measured on the 2-core test VM (2026-12-04, three alternations), the bench
 LSTM's forward (2 layers of 256, seq 35, batch 20, float32) took 15.4-15.7 ms with the
 per-step loop and 13.6-14.1 ms so; PyTorch's (oneDNN's fused RNN) ~10.5 ms.  A step of
 a 128-unit share costs ~110 us on one thread: its product ~70 us, the gate math the
-rest, most of it reading `rec` across its rows (a transposed copy first was slower).
+rest (reading `rec` for four rows at a time was no faster, a transposed copy slower).
 The backward loop of one layer (no weight gradient) took 4.8-5.0 ms with the per-step
 loop and 4.0-4.3 ms so; a 128-unit share alone takes 2.9 ms, two of them side by side without
 meeting 2.9-3.2 ms: the rest is the threads waiting for each other at every step.

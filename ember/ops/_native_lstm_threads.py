@@ -183,13 +183,17 @@ def _on_every_thread(kernel, workers, share, flags) -> None:
             flags[_ABORT] = 1
             raise
 
-    posted = list(zip(workers, range(1, len(workers) + 1)))
-    for worker, k in posted:
-        worker.post(run, k)
+    posted, finished = [], False
     try:
+        for k, worker in enumerate(workers, start=1):
+            worker.post(run, k)
+            posted.append(worker)
         run(0)
+        finished = True
     finally:
-        for worker, _ in posted:
+        if not finished:  # (also an interrupt before share 0 started: none may wait for it)
+            flags[_ABORT] = 1
+        for worker in posted:
             worker.join()
 
 

@@ -107,21 +107,22 @@ def test_cases_left_to_the_step_loop(threads):
 
 
 @pytest.mark.parametrize("threads", [2], indirect=True)
-def test_a_failing_share_stops_the_others_waiting(threads, monkeypatch):
+@pytest.mark.parametrize("failing", [0, 1])
+def test_a_failing_share_stops_the_others_waiting(threads, failing, monkeypatch):
     class Failing:
-        """Thread 1 fails at once; thread 0 waits for it, as the kernel's barrier does,
-        until the abort flag is raised."""
+        """One share (the caller's, 0, or the worker's, 1) fails at once; the other waits
+        for it, as the kernel's barrier does, until the abort flag is raised."""
 
         def has_run(self):
             return False
 
         def __call__(self, *args):
             me, flags = args[15], args[17]
-            if me == 1:
-                raise ValueError("share 1 failed")
+            if me == failing:
+                raise ValueError(f"share {failing} failed")
             deadline = time.monotonic() + 10
             while flags[threaded._ABORT] == 0:
-                assert time.monotonic() < deadline, "thread 0 was left waiting"
+                assert time.monotonic() < deadline, "a share was left waiting"
                 time.sleep(0.001)
 
     monkeypatch.setattr(threaded, "_lstm_share", Failing())
@@ -129,6 +130,6 @@ def test_a_failing_share_stops_the_others_waiting(threads, monkeypatch):
     xw = np.zeros((2, 4 * hidden), np.float32)
     arrays = [np.empty_like(xw)] + [np.empty((2, hidden), np.float32) for _ in range(4)]
     h0 = np.zeros((2, hidden), np.float32)
-    with pytest.raises(ValueError, match="share 1 failed"):
+    with pytest.raises(ValueError, match=f"share {failing} failed"):
         threaded.forward(xw, np.zeros((4 * hidden, hidden), np.float32), h0, h0,
                          [(0, 2, 2)], *arrays)

@@ -42,8 +42,8 @@ class OpenBLAS(NamedTuple):
     get_num_threads: object
     sgemm: object
     dgemm: object
-    sgemv: object = None
-    dgemv: object = None
+    sgemv: object
+    dgemv: object
 
 
 @functools.cache

@@ -147,7 +147,7 @@ def _usable(dtype, hidden: int):
     if loops is None or parts < 2 or hidden < MIN_UNITS * parts or dtype != np.float32:
         return None
     workers = _parallel._claim()
-    return None if workers is None else ((loops.sgemm, loops._pause), workers)
+    return None if workers is None else ((loops.sgemm, loops.pause), workers)
 
 
 @contextlib.contextmanager
@@ -197,11 +197,12 @@ def _on_every_thread(kernel, workers, share, flags) -> None:
             worker.join()
 
 
-def forward(xw, w_hh, h0, c0, steps, gates, h_prev, c_prev, tanh_c, out) -> tuple | None:
+def forward(xw, w_hh, h, c, steps, gates, h_prev, c_prev, tanh_c, out) -> tuple | None:
     """The forward loop of `LSTMSequence` for float32 NumPy arrays, on every thread: fills
-    gates, h_prev, c_prev, tanh_c and out, returns (h_n, c_n); None, with nothing
+    gates, h_prev, c_prev, tanh_c and out, and turns the running states `h` and `c` (the
+    caller's copies of h0 and c0) into h_n and c_n, which it returns; None, with nothing
     computed, where it cannot run (see `_usable`)."""
-    batch, hidden = c0.shape
+    batch, hidden = c.shape
     with _threads_for(xw.dtype, hidden) as usable:
         if usable is None:
             return None
@@ -209,8 +210,7 @@ def forward(xw, w_hh, h0, c0, steps, gates, h_prev, c_prev, tanh_c, out) -> tupl
         parts = len(workers) + 1
         starts, sizes, flags = _loop_arrays(steps, parts)
         hbuf = np.empty((2, batch, hidden), np.float32)
-        hbuf[:] = h0   # (both: in reverse, a packed batch grows, and a row joining reads h0)
-        c, h_last = c0.copy(), h0.copy()
+        hbuf[:] = h   # (both: in reverse, a packed batch grows, and a row joining reads h0)
         w = w_hh.reshape(4, hidden, hidden)
         shares = _parallel.split(hidden, parts)
 
@@ -220,26 +220,27 @@ def forward(xw, w_hh, h0, c0, steps, gates, h_prev, c_prev, tanh_c, out) -> tupl
             w_share = np.ascontiguousarray(w[:, j].reshape(4 * units, hidden))
             rec = np.empty(4 * units * batch, np.float32)
             z = np.empty(4 * units, np.float32)
-            kernel(xw, w_share, hbuf, c, h_last, gates, h_prev, c_prev, tanh_c, out,
+            kernel(xw, w_share, hbuf, c, h, gates, h_prev, c_prev, tanh_c, out,
                    rec, z, starts, sizes, j.start, k, parts, flags, sgemm, pause)
 
         _on_every_thread(_lstm_share, workers, share, flags)
-        return h_last, c
+        return h, c
 
 
-def backward(gout, ghn, gcn, gates, tanh_c, c_prev, w_hh, steps) -> tuple | None:
+def backward(gout, dh_next, dc_next, gates, tanh_c, c_prev, dgates, w_hh,
+             steps) -> tuple | None:
     """The backward loop of `LSTMSequence` (no projection) for float32 NumPy arrays, on
-    every thread, `steps` in the forward's order: returns (dgates, dh0, dc0); None, with
-    nothing computed, where it cannot run (see `_usable`)."""
-    hidden = ghn.shape[1]
+    every thread, `steps` in the forward's order: fills `dgates` and turns `dh_next` and
+    `dc_next` (the caller's copies of the gradients of h_n and c_n) into those of h0 and
+    c0; returns (dgates, dh0, dc0), or None, with nothing computed, where it cannot run
+    (see `_usable`)."""
+    hidden = dh_next.shape[1]
     with _threads_for(gates.dtype, hidden) as usable:
         if usable is None:
             return None
         (sgemm, pause), workers = usable
         parts = len(workers) + 1
         starts, sizes, flags = _loop_arrays(steps[::-1], parts)
-        dgates = np.empty_like(gates)
-        dh_next, dc_next = ghn.copy(), gcn.copy()
         shares = _parallel.split(hidden, parts)
 
         def share(k, kernel):

@@ -229,8 +229,8 @@ def _filter_transform(w):
     """(36, C, O) float32: G w[o, c] G^T of every 3x3 filter, in two passes of 3-term
     sums over the taps (a (9, C*O) copy of `w`) laid out as the result.  (Two
     products with a transposing copy after them took 230 us on MNIST's conv2; one BLAS
-    product by kron(G, G), 15 us with OpenBLAS's AVX-512 kernels and 29 with its
-    Haswell ones (_blas.preferred_core); this ~10.  The float32 sums round a float64
+    product by kron(G, G): 25 us in all with OpenBLAS's AVX-512 kernels and 39 with its
+    Haswell ones (_blas.preferred_core); this 25-26.  The float32 sums round a float64
     transform by at most about an ulp.)"""
     o, c = w.shape[:2]
     taps = np.ascontiguousarray(w.reshape(o, c, 9).transpose(2, 1, 0).reshape(9, c * o),

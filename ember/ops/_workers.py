@@ -102,7 +102,7 @@ class _Loops:
 
     def __init__(self, sgemm, dgemm, sgemv, dgemv, pause):
         self._functions = (sgemm, dgemm, sgemv, dgemv, pause)
-        self.sgemm, self._pause = sgemm, pause
+        self.sgemm, self.pause = sgemm, pause
         never = np.array([1, 0], np.int64)
         _serve(np.zeros(2, np.int64), np.zeros(_DESC, np.int64), 1, *self._functions)
         _wait(never, 10, pause)
@@ -119,7 +119,7 @@ class _Loops:
         return self._serve(flag, desc, rounds, *self._functions)
 
     def wait(self, flag, rounds) -> bool:
-        return self._wait(flag, rounds, self._pause)
+        return self._wait(flag, rounds, self.pause)
 
 
 def _entry_point(kernel):

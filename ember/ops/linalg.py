@@ -235,8 +235,10 @@ def _matrix_grads(g: Tensor, a: Tensor, b: Tensor, need_a: bool, need_b: bool) -
     (~10 us per linear layer's backward, a batch-1 layer's whole cost)."""
     gd, ad, bd = g._data, a._data, b._data
     transposed = bd.flags.f_contiguous and not bd.flags.c_contiguous  # see _right_grad
-    if need_a and need_b and gd.dtype == ad.dtype == bd.dtype and gd.dtype.kind == "f":
-        # the two products side by side (see `_parallel.matmul_pair`)
+    if need_a and need_b and gd.dtype == ad.dtype == bd.dtype and gd.dtype.kind == "f" \
+            and gd.dtype.itemsize >= 4:
+        # the two products side by side (see `_parallel.matmul_pair`); half precision
+        # goes through `_matmul_arrays`, which computes it in float32 (`widen`)
         ga, gb = _parallel.matmul_pair(gd, bd.T, *((gd.T, ad) if transposed else (ad.T, gd)))
         return _make(ga), _make(gb.T if transposed else gb)
     ga = _make(_matmul_arrays(gd, bd.T)) if need_a else None

@@ -124,15 +124,12 @@ class LSTMSequence(_SequenceFunction):
         w_hr_t = None if w_hr is None else xp.ascontiguousarray(w_hr.T)
         two, three = 2 * hidden, 3 * hidden
         fused = w_hr is None and _native_rnn.supports(xw, h, c, w_rec)
-        threaded = None
-        if fused and xw.dtype == np.float32 and h0.dtype == c0.dtype == xw.dtype:
-            # every thread at once, each on its own hidden units (_native_lstm_threads.py)
-            threaded = _native_lstm_threads.forward(xw, w_rec, h0, c0,
-                                                    _steps(batch_sizes, reverse), gates,
-                                                    h_prev, c_prev, tanh_c, out)
-        if threaded is not None:
-            h, c = threaded
-        for s, e, bs in () if threaded is not None else _steps(batch_sizes, reverse):
+        steps = _steps(batch_sizes, reverse)
+        # every thread at once, each on its own hidden units (_native_lstm_threads.py)
+        if fused and _native_lstm_threads.forward(xw, w_rec, h, c, steps, gates, h_prev,
+                                                  c_prev, tanh_c, out) is not None:
+            steps = ()
+        for s, e, bs in steps:
             hp, cp, tmp = h[:bs], c[:bs], scratch[:bs]
             if fused:  # the gate math of the lines below, in one native pass
                 _native_rnn.lstm_forward_step(xw[s:e], _parallel.matmul(w_rec, hp.T), hp, cp,
@@ -219,15 +216,13 @@ def _lstm_backward_fused(ctx, gout, ghn, gcn, whh):
     """`LSTMSequence.backward` without projection, each step's gate math one native pass."""
     gates, tanh_c, c_prev, h_prev, _ = ctx.arrays
     steps = _steps(ctx.batch_sizes, ctx.reverse)
+    dgates = np.empty_like(gates)
+    dh_next, dc_next = ghn.copy(), gcn.copy()
     # every thread at once, each on its own hidden units (_native_lstm_threads.py)
-    threaded = _native_lstm_threads.backward(gout, ghn, gcn, gates, tanh_c, c_prev, whh,
-                                             steps) if whh.dtype == np.float32 else None
-    if threaded is not None:
-        dgates, dh_next, dc_next = threaded
-    else:
-        dgates = np.empty_like(gates)
-        dh_next, dc_next = ghn.copy(), gcn.copy()
-    for s, e, bs in () if threaded is not None else reversed(steps):
+    if _native_lstm_threads.backward(gout, dh_next, dc_next, gates, tanh_c, c_prev, dgates,
+                                     whh, steps) is not None:
+        steps = ()
+    for s, e, bs in reversed(steps):
         _native_rnn.lstm_backward_step(gout[s:e], dh_next[:bs], dc_next[:bs], gates[s:e],
                                        tanh_c[s:e], c_prev[s:e], dgates[s:e])
         _parallel.matmul(dgates[s:e], whh, out=dh_next[:bs])

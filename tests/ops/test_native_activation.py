@@ -195,9 +195,9 @@ def test_cut_work_is_dealt_in_contiguous_shares_the_callers_largest(monkeypatch)
     shares = native._shares(1000, 1 << 20, 2)
     assert shares[0].start == 0 and shares[-1].stop == 1000
     assert all(a.stop == b.start for a, b in zip(shares, shares[1:]))
-    lead = 1000 * native.LEAD // (1 << 20)
-    assert shares[0].stop - shares[0].start == 500 + lead // 2 + lead % 2 or \
-        shares[0].stop - shares[0].start > shares[1].stop - shares[1].start
+    lead = 1000 * native.LEAD // (1 << 20)   # the caller's extra items
+    assert [s.stop - s.start for s in shares] == [(1000 - lead) // 2 + lead,
+                                                  1000 - lead - (1000 - lead) // 2]
     assert native._shares(3, 1 << 20, 3) == [slice(0, 1), slice(1, 2), slice(2, 3)]
     # every element computed once: a kernel cut over the two threads fills all of `out`
     threads = ember.get_num_threads()

@@ -92,18 +92,20 @@ def test_cases_left_to_the_step_loop(threads):
     hidden = 8
     xw = rng.standard_normal((6, 4 * hidden)).astype(np.float32)
     w = rng.standard_normal((4 * hidden, hidden)).astype(np.float32)
-    h0 = c0 = np.zeros((2, hidden), np.float32)
+    h0, c0 = np.zeros((2, hidden), np.float32), np.zeros((2, hidden), np.float32)
     arrays = [np.empty_like(xw)] + [np.empty((6, hidden), np.float32) for _ in range(4)]
     steps = [(0, 2, 2), (2, 4, 2), (4, 6, 2)]
-    got = threaded.forward(xw, w, h0, c0, steps, *arrays)
+    got = threaded.forward(xw, w, h0.copy(), c0.copy(), steps, *arrays)
     assert (got is None) == (threads == 1)   # one thread: nothing to share
     assert threaded.forward(xw.astype(np.float64), w, h0, c0, steps, *arrays) is None
-    back = threaded.backward(arrays[4], h0, c0, arrays[0], arrays[3], arrays[2], w, steps)
+    dgates = np.empty_like(xw)
+    back = threaded.backward(arrays[4], h0.copy(), c0.copy(), arrays[0], arrays[3], arrays[2],
+                             dgates, w, steps)
     assert (back is None) == (threads == 1)
     threaded.MIN_UNITS = 5                     # (the fixture restores it)
     assert threaded.forward(xw, w, h0, c0, steps, *arrays) is None   # 4 units a thread
-    assert threaded.backward(arrays[4], h0, c0, arrays[0], arrays[3], arrays[2], w,
-                             steps) is None
+    assert threaded.backward(arrays[4], h0.copy(), c0.copy(), arrays[0], arrays[3], arrays[2],
+                             dgates, w, steps) is None
 
 
 @pytest.mark.parametrize("threads", [2], indirect=True)

@@ -137,6 +137,26 @@ def test_linear_backward_with_the_pair_matches_float64(two_threads):
     assert w.grad.numpy().flags.c_contiguous
 
 
+def test_half_precision_linear_gradients_take_float32_products(two_threads, monkeypatch):
+    # the side-by-side pair takes float32/float64 only; half precision keeps `widen`'s
+    # float32 BLAS products (NumPy's float16 matmul has no BLAS kernel)
+    pairs = []
+    real = _parallel.matmul_pair
+    monkeypatch.setattr(_parallel, "matmul_pair",
+                        lambda *args: pairs.append(args[0].dtype) or real(*args))
+    rng = np.random.default_rng(0)
+    for dtype in (np.float16, np.float32):
+        x = ember.tensor(rng.standard_normal((64, 96)).astype(dtype), requires_grad=True)
+        w = ember.tensor(rng.standard_normal((64, 96)).astype(dtype), requires_grad=True)
+        g = rng.standard_normal((64, 64)).astype(dtype)
+        ember.nn.functional.linear(x, w).backward(ember.tensor(g))
+        tol = 2 ** -10 if dtype == np.float16 else 1e-5
+        exact = g.astype(np.float64) @ w.detach().numpy().astype(np.float64)
+        np.testing.assert_allclose(x.grad.numpy(), exact, rtol=tol, atol=tol * np.abs(exact).max())
+        assert x.grad.dtype == (ember.float16 if dtype == np.float16 else ember.float32)
+    assert pairs == [np.dtype(np.float32)]
+
+
 def test_products_without_the_poll_loops(two_threads, monkeypatch):
     # no numba (or no CBLAS): a worker takes products as Python calls, and sleeps
     monkeypatch.setattr(_workers, "_compiled_loops", lambda: None)

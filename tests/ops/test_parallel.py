@@ -40,7 +40,8 @@ def _operands(rng, m, k, n, dtype, layout):
 
 @pytest.mark.parametrize("layout", ["rows", "transposed", "strided"])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-@pytest.mark.parametrize("shape", [(300, 17, 9), (5, 40, 301), (64, 64, 64), (1, 3, 2)])
+@pytest.mark.parametrize("shape", [(300, 17, 9), (5, 40, 301), (260, 8, 300), (64, 64, 64),
+                                   (1, 3, 2)])
 def test_split_product_equals_numpy(two_threads, shape, dtype, layout):
     a, b = _operands(np.random.default_rng(0), *shape, dtype, layout)
     got = _parallel.matmul(a, b)
@@ -52,6 +53,15 @@ def test_split_product_equals_numpy(two_threads, shape, dtype, layout):
     out = np.full(got.shape, np.nan, dtype)
     assert _parallel.matmul(a, b, out=out) is out
     np.testing.assert_array_equal(out, got)
+
+
+def test_split_direction():
+    def by_rows(m, k, n):
+        return _parallel._split_by_rows(np.empty((m, k)), np.empty((k, n)))
+    assert by_rows(512, 128, 784)       # many rows: by rows, though `a` is the smaller
+    assert by_rows(300, 17, 9)          # `a` the larger
+    assert not by_rows(64, 9216, 128)   # few rows, `b` the larger: keep `b` whole
+    assert not by_rows(5, 40, 301)
 
 
 def test_split_product_of_integers_and_batches(two_threads):

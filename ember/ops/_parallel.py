@@ -183,7 +183,8 @@ def _split_by_rows(a, b) -> bool:
     NOTE: measured inside the training steps, two threads, OpenBLAS's Haswell kernels:
     the MLP's weight gradient 512x128 @ 128x784 took 526 us by rows against 573-576 by
     columns, the LSTM's input projection 700x256 @ 256x1024 2.12 against 2.35 ms, and no
-    product of the suite with 256 rows or more was slower by rows.  Below that the
+    product of the steps with 256 rows or more was slower by rows (timed alone, 2 of 72
+    shapes and layouts were: docs/performance.md, tenth session).  Below that the
     columns can win (the CNN's 64x9216 @ 9216x128: 1.03 against 1.09 ms)."""
     return a.shape[0] >= ROWS_SPLIT_MIN or a.size >= b.size
 

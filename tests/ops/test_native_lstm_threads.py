@@ -119,7 +119,7 @@ def test_a_failing_share_stops_the_others_waiting(threads, failing, monkeypatch)
             return False
 
         def __call__(self, *args):
-            me, flags = args[15], args[17]
+            me, flags = args[14], args[16]
             if me == failing:
                 raise ValueError(f"share {failing} failed")
             deadline = time.monotonic() + 10

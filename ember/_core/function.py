@@ -126,12 +126,15 @@ def _separate_shared_arrays(args, arrays: list) -> None:
     names its tensor unambiguously (else a second-order gradient reaches the wrong one)."""
     for i in range(1, len(arrays)):
         a = arrays[i]
+        if type(a) in _PLAIN_VALUES:  # (an op's parameter: no array to share)
+            continue
         for j in range(i):
             if arrays[j] is a and args[j] is not args[i]:
                 arrays[i] = a.view()
                 break
 
 
+_PLAIN_VALUES = frozenset({int, float, bool, complex, str, type(None)})
 _new_object = object.__new__
 _ndarray = np.ndarray
 Function._plain = True

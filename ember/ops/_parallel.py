@@ -85,11 +85,10 @@ def matmul(a, b, out=None):
         return xp_of(a).matmul(a, b, out=out)
     if threads() <= 1 or a.ndim < 2 or b.ndim < 2:
         return np.matmul(a, b, out=out)
-    m, k = a.shape[-2:]
-    n = b.shape[-1]
-    batch = max(a.size // max(m * k, 1), b.size // max(k * n, 1))
-    if batch * m * n * k < SPLIT_MIN:
+    m, n = a.shape[-2], b.shape[-1]
+    if a.size * n < SPLIT_MIN and b.size * m < SPLIT_MIN:  # (multiply-adds, batch included)
         return np.matmul(a, b, out=out)
+    k = a.shape[-1]
     if a.ndim == 2 and b.ndim == 2:
         out = np.empty((m, n), np.result_type(a, b)) if out is None else out
         return _split_product(a, b, out)

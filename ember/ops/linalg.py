@@ -140,9 +140,8 @@ def widen(*arrays):
 
 def _matmul_arrays(a, b):
     """`a @ b` with NumPy's rules, folding the batch of `a` into one GEMM when `b` is 2-D."""
-    xp = xp_of(a)
     dtype = a.dtype
-    if xp is np:
+    if (dtype.itemsize == 2 or b.dtype.itemsize == 2) and xp_of(a) is np:
         a, b = widen(a, b)
     if a.ndim > 2 and b.ndim == 2:
         lead = a.shape[:-1]
@@ -503,7 +502,7 @@ class AddProduct(Function):
         if beta == 0:  # NOTE: input is ignored then, even when it holds nan or inf
             return prod.astype(dtype, copy=False)
         shift = input * beta if beta != 1 else input
-        if shift.dtype == prod.dtype and xp.broadcast_shapes(shift.shape, prod.shape) == prod.shape:
+        if shift.dtype == prod.dtype and _fits_into(shift.shape, prod.shape):
             prod += shift  # into the fresh product: no second result array (a linear's bias)
             return prod.astype(dtype, copy=False)
         return (shift + prod).astype(dtype, copy=False)
@@ -541,6 +540,15 @@ class AddProductInplace(AddProduct):
 
 _ADD_NAMES = {"addmm": "AddmmBackward0", "addmv": "AddmvBackward0", "addr": "AddrBackward0",
               "baddbmm": "BaddbmmBackward0", "addbmm": "AddbmmBackward0"}
+
+
+def _fits_into(shape: tuple, target: tuple) -> bool:
+    """Whether an array of `shape` broadcasts to `target` unchanged (so that it can be
+    added into an array of that shape in place)."""
+    if shape == target[len(target) - len(shape):]:  # (a linear layer's bias: no call)
+        return True
+    return len(shape) <= len(target) and all(
+        d == 1 or d == t for d, t in zip(shape[::-1], target[::-1]))
 
 
 def _usual_addmm(input, a, b) -> bool:

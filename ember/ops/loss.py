@@ -210,6 +210,11 @@ class CrossEntropy(_ClassIndexLoss):
         c = x.shape[1]
         s = ctx.smoothing
         dtype = x._data.dtype
+        if not is_grad_enabled() and ctx.native is not None and ctx.factor != math.inf:
+            # (first order, fused kernel: each sample's gradient scaled on the arrays)
+            g = grad._data if ctx.factor is None else grad._data * ctx.factor
+            g = np.ascontiguousarray(np.broadcast_to(g, x.shape[:1]), dtype)
+            return _make(_native_rows.cross_entropy_backward(g, x._data, *ctx.native)), None
         grad = _per_sample(ctx, grad, x.dim())
         if not is_grad_enabled() and ctx.native is not None:
             g = np.ascontiguousarray(np.broadcast_to(grad._data, x.shape[:1]), dtype)
@@ -234,8 +239,11 @@ def _native_cross_entropy(ctx, x, weight, target, picked_weight, valid, smoothin
     of the target in one pass over each row); keeps on `ctx` what its backward needs:
     each row's max and log-normalizer instead of the log-probabilities."""
     dtype, c = x.dtype, x.shape[1]
-    coef_t = ((1 - smoothing) * picked_weight).astype(dtype)
-    coef_u = ((smoothing / c) * valid).astype(dtype)
+    if smoothing == 0 and picked_weight.dtype == dtype:  # (the usual loss: no array math)
+        coef_t, coef_u = picked_weight, np.zeros(picked_weight.shape, dtype)
+    else:
+        coef_t = ((1 - smoothing) * picked_weight).astype(dtype)
+        coef_u = ((smoothing / c) * valid).astype(dtype)
     w = np.ones(c, dtype) if weight is None else np.ascontiguousarray(weight.reshape(-1))
     loss, norm = _native_rows.cross_entropy(x, target, coef_t, coef_u, w)
     ctx.target, ctx.picked_weight, ctx.valid = target, picked_weight, valid
@@ -299,6 +307,8 @@ def _reduced(ctx, xp, loss, reduction: str, total: float):
         ctx.factor = None
         return loss
     ctx.factor = 1.0 if reduction == "sum" else math.inf if total == 0 else 1.0 / total
+    if total != 0:  # (no division warnings to silence)
+        return xp.asarray(loss.sum() / (total if reduction == "mean" else 1.0))
     with np.errstate(invalid="ignore", divide="ignore"):
         return xp.asarray(loss.sum() / (total if reduction == "mean" else 1.0))
 

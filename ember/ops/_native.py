@@ -233,6 +233,16 @@ def _shares(items: int, size: int, threads: int) -> list:
                                                for r in rest[1:]]
 
 
+def cuts(size: int) -> bool:
+    """Whether work of `size` elements is cut over the threads (`run` with a `cut`, the
+    fused optimizer steps): from `SPLIT_MIN` elements, on exactly two threads."""
+    if size < SPLIT_MIN:
+        return False
+    from . import _parallel  # (it imports this module)
+
+    return _parallel.threads() == 2
+
+
 def run(kernel: Kernel, size: int, *args, cut: tuple = ()):
     """``kernel(*args)``, on every allowed thread when `size` (elements of work) reaches
     `PARALLEL_MIN`, else its serial build on this thread alone.
@@ -248,17 +258,16 @@ def run(kernel: Kernel, size: int, *args, cut: tuple = ()):
     1.16-1.25 ms.  The GPT step went from 53.0 to 52.2 ms (median of 8 alternated
     blocks).  numba's workqueue on two threads was no faster than serial at this size.
     """
-    if cut and size >= SPLIT_MIN:
+    if cut and cuts(size):
         from . import _parallel  # (it imports this module)
 
-        if _parallel.threads() == 2:
-            serial = kernel.serial
+        serial = kernel.serial
 
-            def part(share):
-                return serial(*[a[share] if i in cut else a for i, a in enumerate(args)])
+        def part(share):
+            return serial(*[a[share] if i in cut else a for i, a in enumerate(args)])
 
-            _parallel.run_parts(part, _shares(args[cut[0]].shape[0], size, 2))
-            return None
+        _parallel.run_parts(part, _shares(args[cut[0]].shape[0], size, 2))
+        return None
     if size >= PARALLEL_MIN:
         return kernel(*args)
     return kernel.serial(*args)

@@ -1,10 +1,12 @@
 """ember's worker threads: the threads besides the caller's that split work runs on
 (ops/_parallel.py deals the parts out).
 
-A worker takes one part at a time, of two kinds:
+A worker takes one part at a time, of three kinds:
 - a matrix product, or a stack of them (items at fixed strides), which it runs by
   calling OpenBLAS's CBLAS product from numba code that holds no GIL: it starts within
   microseconds of being posted;
+- a native part (ops/_native_parts.py): a numba-compiled C function it calls the same
+  way, on an argument block giving its share of the work (a fused optimizer step's);
 - a Python callable (a convolution's chunk), which first needs the GIL: ~30 us later
   on the 2-core test VM.
 
@@ -37,7 +39,7 @@ from . import _native as native
 
 SPIN_SECONDS = 0.002
 
-_PYTHON, _SGEMM, _DGEMM, _SGEMV, _DGEMV = 1, 2, 3, 4, 5  # kinds of part (desc[0])
+_PYTHON, _SGEMM, _DGEMM, _SGEMV, _DGEMV, _NATIVE = 1, 2, 3, 4, 5, 6  # kinds of part (desc[0])
 _ROW_MAJOR, _NO_TRANS, _TRANS = 101, 111, 112  # CBLAS's enums
 
 
@@ -45,7 +47,12 @@ _ROW_MAJOR, _NO_TRANS, _TRANS = 101, 111, 112  # CBLAS's enums
 # arrays by address); then, for stacks of products, the counts of items along two batch
 # dims and the byte strides of A, B and C along the first dim, then along the second.
 # A matrix-vector part: kind, M, N, -, A, lda, x, incx, y, incy, trans.
+# A native part (ops/_native_parts.py): kind, the C function's address, its block's.
 _DESC = 20
+
+# numba's call of a C function by address (`_native_parts.call_address`), for `_serve`;
+# set by `_compiled_loops`, which imports that module only once numba is known usable.
+call_address = None
 
 
 @native.kernel
@@ -61,6 +68,8 @@ def _serve(flag, desc, rounds, sgemm, dgemm, sgemv, dgemv, pause):
             kind = desc[0]
             if kind == _PYTHON:
                 return 1
+            if kind == _NATIVE:
+                call_address(desc[1], desc[2])
             if kind == _SGEMV:
                 sgemv(_ROW_MAJOR, desc[10], desc[1], desc[2], np.float32(1), desc[4], desc[5],
                       desc[6], desc[7], np.float32(0), desc[8], desc[9])
@@ -132,10 +141,12 @@ def _entry_point(kernel):
 @functools.cache
 def _compiled_loops() -> _Loops | None:
     """The poll loops (made once per process), or None where they cannot run."""
+    global call_address
     blas = _blas.openblas()
     if not native.enabled() or blas is None or blas.sgemm is None or blas.sgemv is None \
             or platform.machine().lower() not in ("x86_64", "amd64"):
         return None
+    from ._native_parts import call_address
     pause = ctypes.CDLL(None).sched_yield
     pause.argtypes, pause.restype = [], ctypes.c_int
     return _Loops(blas.sgemm, blas.dgemm, blas.sgemv, blas.dgemv, pause)
@@ -235,6 +246,17 @@ class Worker:
                         a.shape[1], a.ctypes.data, left[0], b.ctypes.data, right[0],
                         out.ctypes.data, target[0], left[1], right[1], *lead,
                         *(step[0] for step in steps), *(step[1] for step in steps))
+        self._posted()
+        return True
+
+    def post_native(self, address: int, block: np.ndarray, arrays: tuple) -> bool:
+        """Run the native part at `address` (ops/_native_parts.py) on `block`, which
+        describes its share of `arrays` (kept alive until `join`).  False, and nothing
+        posted, where the worker has no poll loop to call it from."""
+        if self._loops is None:
+            return False
+        self._arrays = (block, arrays)
+        self.desc[:3] = (_NATIVE, address, block.ctypes.data)
         self._posted()
         return True
 

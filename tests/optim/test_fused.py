@@ -33,12 +33,11 @@ def test_numpy_path_follows_reference_rule(name, options, problem):
                                atol=1e-9)
 
 
-def _large_run(name, options, steps=4, size=(520, 512)):
+def _large_run(name, options, steps=4, size=(520, 512), dtype=np.float32):
     """Parameters after `steps` steps on fixed random gradients (float32, > PARALLEL_MIN)."""
     rng = np.random.default_rng(5)
-    values = [rng.standard_normal(size).astype(np.float32), rng.standard_normal(31)
-              .astype(np.float32)]
-    grads = [[rng.standard_normal(v.shape).astype(np.float32) for v in values]
+    values = [rng.standard_normal(size).astype(dtype), rng.standard_normal(31).astype(dtype)]
+    grads = [[rng.standard_normal(v.shape).astype(dtype) for v in values]
              for _ in range(steps)]
     params = [ember.tensor(v, requires_grad=True) for v in values]
     opt = getattr(ember.optim, name)(params, lr=0.03, **options)
@@ -53,8 +52,9 @@ def _large_run(name, options, steps=4, size=(520, 512)):
 @pytest.mark.parametrize("name,options", FUSED_CASES, ids=FUSED_IDS)
 def test_fused_equals_numpy_rule_in_float32(name, options, monkeypatch):
     # the large parameter takes the threaded blocks (on two threads the ops' threshold
-    # would keep it serial: lowered here), the small one the serial loop
+    # would keep it serial, or split it in two: not here), the small one the serial loop
     monkeypatch.setattr(native, "PARALLEL_MIN", 1 << 16)
+    monkeypatch.setattr(native, "SPLIT_MIN", 1 << 40)
     sizes = [p.size for p in _large_run(name, {}, steps=0)[0]]
     assert _fused._threaded(sizes[0]) and not _fused._threaded(sizes[1])
     options = {k: v for k, v in options.items() if k != "lr"}
@@ -69,6 +69,50 @@ def test_fused_equals_numpy_rule_in_float32(name, options, monkeypatch):
         for key, value in state.items():
             np.testing.assert_allclose(value.numpy(), plain_state[key].numpy(), rtol=2e-6,
                                        atol=1e-7)
+
+
+@needs_numba
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("name,options", FUSED_CASES, ids=FUSED_IDS)
+def test_update_split_with_a_worker_equals_the_serial_loop(name, options, dtype,
+                                                           monkeypatch):
+    """On two threads a large parameter's second half is updated on a worker, as a
+    native part (ops/_native_parts.py): bit for bit what the serial loop gives."""
+    before = ember.get_num_threads()
+    ember.set_num_threads(2)
+    monkeypatch.setattr(native, "SPLIT_MIN", 1 << 10)
+    options = {k: v for k, v in options.items() if k != "lr"}
+    split_update, calls = _fused._split_update, []
+
+    def counted(*args):
+        done = split_update(*args)
+        calls.append(done)
+        return done
+
+    try:
+        monkeypatch.setattr(_fused, "_split_update", counted)
+        split, opt = _large_run(name, options, size=(61, 37), dtype=dtype)
+        assert calls and all(calls)          # (the 31-element bias stays whole)
+        monkeypatch.setattr(_fused, "_split_update", lambda *args: False)
+        serial, serial_opt = _large_run(name, options, size=(61, 37), dtype=dtype)
+    finally:
+        ember.set_num_threads(before)
+    for a, b in zip(split, serial):
+        np.testing.assert_array_equal(a, b)
+    for state, serial_state in zip(opt.state.values(), serial_opt.state.values()):
+        for key, value in state.items():
+            np.testing.assert_array_equal(value.numpy(), serial_state[key].numpy())
+
+
+@needs_numba
+def test_a_busy_worker_leaves_the_update_on_the_caller(monkeypatch):
+    monkeypatch.setattr(native, "SPLIT_MIN", 1 << 10)
+    monkeypatch.setattr(_fused._parallel, "_claim", lambda: None)  # (another split running)
+    p, g, buf = (np.full(5000, v, np.float32) for v in (1.0, 2.0, 0.5))
+    _fused.sgd_step(p, g, buf, lr=0.5, momentum=0.5, dampening=0.0, weight_decay=0.0,
+                    nesterov=False, maximize=False, first=False)
+    np.testing.assert_array_equal(buf, np.full(5000, 2.25, np.float32))   # 0.5 * 0.5 + 2
+    np.testing.assert_array_equal(p, np.full(5000, -0.125, np.float32))   # 1 - 0.5 * 2.25
 
 
 @needs_numba

@@ -1,0 +1,75 @@
+"""Native parts: kernels a worker thread (ops/_workers.py) runs without taking the GIL.
+
+A worker polls for work inside numba code.  A Python part makes it return to Python and
+wait for the GIL, which the posting thread holds until it enters a kernel of its own:
+the worker then starts ~40 us late (its wake-up from the GIL's wait, on the VM).  A
+native part is a C function ``void part(int64 block)``, compiled by numba's `cfunc`,
+whose one argument is the address of an int64 array describing the work (arrays by
+address and length, numbers as float64 bits): the worker calls it directly, within a
+few microseconds of its posting.
+
+This module holds the numba plumbing that needs (numba has no public way to call a C
+function, or to read an array, given only its address as an integer) and the compiler
+of parts.  It imports numba, so it is imported only where `native.enabled()`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from llvmlite import ir
+from numba import carray, cfunc, types
+from numba.extending import intrinsic
+
+from . import _native as native
+
+BLOCK_SIZE = 16  # int64s in a part's argument block
+
+
+@intrinsic
+def call_address(typingctx, function, argument):
+    """Call the C function ``void f(int64)`` at address `function` with `argument`."""
+    def codegen(context, builder, signature, args):
+        kind = ir.FunctionType(ir.VoidType(), [ir.IntType(64)])
+        builder.call(builder.inttoptr(args[0], kind.as_pointer()), [args[1]])
+        return context.get_dummy_value()
+
+    return types.void(types.int64, types.int64), codegen
+
+
+@intrinsic
+def pointer_to(typingctx, address, dtype):
+    """`address` (an int64) as a pointer to elements of `dtype` (a NumPy scalar type)."""
+    target = types.CPointer(dtype.instance_type)
+
+    def codegen(context, builder, signature, args):
+        return builder.inttoptr(args[0], context.get_value_type(target))
+
+    return target(types.int64, dtype), codegen
+
+
+@native.kernel(inline=True)
+def array_at(address, length, dtype):
+    """The 1-D array of `length` elements of `dtype` at `address` (the memory of a NumPy
+    array that the posting thread keeps alive until the part is done)."""
+    return carray(pointer_to(address, dtype), length)
+
+
+@native.kernel(inline=True)
+def block_at(address):
+    """A part's argument block: (its int64s, the same memory as float64s)."""
+    return (carray(pointer_to(address, np.int64), BLOCK_SIZE),
+            carray(pointer_to(address, np.float64), BLOCK_SIZE))
+
+
+def new_block() -> tuple:
+    """A zeroed argument block and its float64 view, for the posting side to fill."""
+    block = np.zeros(BLOCK_SIZE, np.int64)
+    return block, block.view(np.float64)
+
+
+def compile_part(fn) -> int:
+    """The address of `fn` compiled as a C function ``void fn(int64 block)`` (cached on
+    disk as numba caches kernels; the kernels `fn` names are compiled first)."""
+    source = native._with_kernels_compiled(fn)
+    return cfunc(types.void(types.int64), nopython=True, cache=True,
+                 error_model="numpy")(source).address

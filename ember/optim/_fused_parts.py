@@ -1,0 +1,102 @@
+"""The fused optimizer steps of ``_fused.py`` as native parts (ops/_native_parts.py):
+the share of a parameter that a worker thread updates without taking the GIL.
+
+A part's block, as ``_fused._split_update`` fills it: int64s 0-4 the addresses of the
+step's arrays (parameter, gradient, state...) at the share's first element, 5 the
+share's length, 6 how many of the arrays are real (the others are ``unused`` stand-ins
+of one element); from `FIRST_NUMBER` on, as float64s, the step's numbers in the order
+its kernel takes them (flags as 0 or 1).  Imported only where ``native.enabled()`` (it
+imports numba).
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from ..ops import _native as native
+from ..ops._native_parts import array_at, block_at, compile_part
+from ._fused import _adadelta_range, _adam_range, _sgd_range
+
+FIRST_NUMBER = 7  # the block's index of the step's first number
+
+
+@native.kernel(inline=True)
+def _arrays(ints, dtype):
+    """The block's five arrays (those past the real ones of one element)."""
+    n, real = ints[5], ints[6]
+    return (array_at(ints[0], n if real > 0 else 1, dtype),
+            array_at(ints[1], n if real > 1 else 1, dtype),
+            array_at(ints[2], n if real > 2 else 1, dtype),
+            array_at(ints[3], n if real > 3 else 1, dtype),
+            array_at(ints[4], n if real > 4 else 1, dtype))
+
+
+@native.kernel(inline=True)
+def _sgd_part(address, dtype):
+    ints, numbers = block_at(address)
+    p, g, buf, _, _ = _arrays(ints, dtype)
+    k = FIRST_NUMBER
+    _sgd_range(p, g, buf, 0, ints[5], dtype(numbers[k]), dtype(numbers[k + 1]),
+               dtype(numbers[k + 2]), dtype(numbers[k + 3]), dtype(numbers[k + 4]),
+               numbers[k + 5] != 0, numbers[k + 6] != 0)
+
+
+@native.kernel(inline=True)
+def _adam_part(address, dtype):
+    ints, numbers = block_at(address)
+    p, g, m, v, vmax = _arrays(ints, dtype)
+    k = FIRST_NUMBER
+    _adam_range(p, g, m, v, vmax, 0, ints[5], dtype(numbers[k]), dtype(numbers[k + 1]),
+                dtype(numbers[k + 2]), dtype(numbers[k + 3]), dtype(numbers[k + 4]),
+                dtype(numbers[k + 5]), dtype(numbers[k + 6]), numbers[k + 7] != 0)
+
+
+@native.kernel(inline=True)
+def _adadelta_part(address, dtype):
+    ints, numbers = block_at(address)
+    p, g, v, u, _ = _arrays(ints, dtype)
+    k = FIRST_NUMBER
+    _adadelta_range(p, g, v, u, 0, ints[5], dtype(numbers[k]), dtype(numbers[k + 1]),
+                    dtype(numbers[k + 2]), dtype(numbers[k + 3]), dtype(numbers[k + 4]),
+                    dtype(numbers[k + 5]))
+
+
+# the C entry points, one per step and dtype
+def _sgd_part32(address):
+    _sgd_part(address, np.float32)
+
+
+def _sgd_part64(address):
+    _sgd_part(address, np.float64)
+
+
+def _adam_part32(address):
+    _adam_part(address, np.float32)
+
+
+def _adam_part64(address):
+    _adam_part(address, np.float64)
+
+
+def _adadelta_part32(address):
+    _adadelta_part(address, np.float32)
+
+
+def _adadelta_part64(address):
+    _adadelta_part(address, np.float64)
+
+
+_ENTRY_POINTS = {
+    ("sgd", 4): _sgd_part32, ("sgd", 8): _sgd_part64,
+    ("adam", 4): _adam_part32, ("adam", 8): _adam_part64,
+    ("adadelta", 4): _adadelta_part32, ("adadelta", 8): _adadelta_part64,
+}
+
+
+@functools.cache
+def address(step: str, itemsize: int) -> int:
+    """The C function updating a share of a parameter by `step` ('sgd', 'adam' or
+    'adadelta') in the float dtype of `itemsize` bytes (compiled on first use)."""
+    return compile_part(_ENTRY_POINTS[step, itemsize])

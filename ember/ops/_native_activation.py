@@ -412,7 +412,7 @@ def forward(name: str, x: np.ndarray) -> np.ndarray:
     `supports` array, in one parallel pass."""
     flat = np.ascontiguousarray(x).reshape(-1)
     out = np.empty_like(flat)
-    run(_FORWARD[name, flat.itemsize], flat.size, flat, out, cut=(0, 1))
+    run(_FORWARD[name, flat.itemsize], flat.size, flat, out, cut=(0, 1), part="flat2")
     return out.reshape(x.shape)
 
 
@@ -423,9 +423,10 @@ def backward(name: str, grad: np.ndarray, saved: np.ndarray,
     itself when it is C-contiguous (an array the caller owns and nothing else reads)."""
     flat = np.ascontiguousarray(saved).reshape(-1)
     if overwrite and grad.flags.c_contiguous:
-        run(_BACKWARD_INTO[name, flat.itemsize], flat.size, grad.reshape(-1), flat, cut=(0, 1))
+        run(_BACKWARD_INTO[name, flat.itemsize], flat.size, grad.reshape(-1), flat, cut=(0, 1),
+            part="flat2")
         return grad
     out = np.empty_like(flat)
     run(_BACKWARD[name, flat.itemsize], flat.size, np.ascontiguousarray(grad).reshape(-1), flat,
-        out, cut=(0, 1, 2))
+        out, cut=(0, 1, 2), part="flat3")
     return out.reshape(saved.shape)

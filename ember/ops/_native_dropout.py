@@ -105,7 +105,8 @@ def dropout(x: np.ndarray, key: np.uint64, keep_probability: float) -> tuple:
     draws = np.empty((flat.size + 1) // 2, np.uint64)
     run(_words_kernel, flat.size, np.uint64(key), draws)
     run(_dropout_kernel, flat.size, flat, draws.view(np.uint32),
-        np.int64(keep_probability * 2.0 ** 32), scale, out, keep, cut=(0, 1, 4, 5))
+        np.int64(keep_probability * 2.0 ** 32), scale, out, keep, cut=(0, 1, 4, 5),
+        part="dropout")
     return out.reshape(x.shape), keep.reshape(x.shape)
 
 
@@ -115,10 +116,10 @@ def dropout_backward(grad: np.ndarray, keep: np.ndarray, scale,
     `overwrite`, written into `grad` itself when it is C-contiguous (the caller's own)."""
     if overwrite and grad.flags.c_contiguous:
         run(_dropout_backward_into, grad.size, grad.reshape(-1), keep.reshape(-1),
-            grad.dtype.type(scale), cut=(0, 1))
+            grad.dtype.type(scale), cut=(0, 1), part="dropout_grad_into")
         return grad
     flat = np.ascontiguousarray(grad).reshape(-1)
     out = np.empty_like(flat)
     run(_dropout_backward_kernel, flat.size, flat, keep.reshape(-1), flat.dtype.type(scale), out,
-        cut=(0, 1, 3))
+        cut=(0, 1, 3), part="dropout_grad")
     return out.reshape(grad.shape)

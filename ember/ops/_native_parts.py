@@ -22,7 +22,7 @@ from numba.extending import intrinsic
 
 from . import _native as native
 
-BLOCK_SIZE = 16  # int64s in a part's argument block
+BLOCK_SIZE = 32  # int64s in a part's argument block
 
 
 @intrinsic

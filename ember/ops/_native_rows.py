@@ -206,7 +206,7 @@ def softmax(x: np.ndarray, log: bool) -> np.ndarray:
     holding nan or +inf comes out nan, as with NumPy.
     """
     out = np.empty_like(x)
-    run(_softmax_kernel, x.size, x, out, log, cut=(0, 1))
+    run(_softmax_kernel, x.size, x, out, log, cut=(0, 1), part="rows2_flag")
     return out
 
 
@@ -214,7 +214,7 @@ def softmax_backward(g: np.ndarray, y: np.ndarray, log: bool) -> np.ndarray:
     """The first-order gradient of `softmax` from its output `y` (log-probabilities when
     `log`) and the incoming gradient `g` (both `supports` arrays of one shape)."""
     out = np.empty_like(y)
-    run(_softmax_backward_kernel, y.size, g, y, out, log, cut=(0, 1, 2))
+    run(_softmax_backward_kernel, y.size, g, y, out, log, cut=(0, 1, 2), part="rows3_flag")
     return out
 
 
@@ -284,7 +284,7 @@ def layer_norm(x: np.ndarray, eps: float, weight, bias) -> tuple:
     mean = np.empty((rows, 1), x.dtype)
     rstd = np.empty((rows, 1), x.dtype)
     run(_layer_norm_kernel, x.size, x, x.dtype.type(1.0 / n), x.dtype.type(eps), w, b, affine,
-        y, out, mean.reshape(-1), rstd.reshape(-1), cut=(0, 6, 7, 8, 9))
+        y, out, mean.reshape(-1), rstd.reshape(-1), cut=(0, 6, 7, 8, 9), part="layer_norm")
     return y, (out if affine else None), mean, rstd
 
 

@@ -6,7 +6,8 @@ A worker takes one part at a time, of three kinds:
   calling OpenBLAS's CBLAS product from numba code that holds no GIL: it starts within
   microseconds of being posted;
 - a native part (ops/_native_parts.py): a numba-compiled C function it calls the same
-  way, on an argument block giving its share of the work (a fused optimizer step's);
+  way, on an argument block giving its share of the work (an activation's, a fused
+  optimizer step's);
 - a Python callable (a convolution's chunk), which first needs the GIL: ~30 us later
   on the 2-core test VM.
 

@@ -1,0 +1,127 @@
+"""Kernels cut over two threads as native parts (ops/_native_cuts.py): each family's
+result equals the serial kernel's bit for bit, and the worker's half really ran as a
+native part."""
+
+import numpy as np
+import pytest
+
+import ember
+from ember.ops import _native as native
+
+pytestmark = pytest.mark.skipif(not native.available(), reason="numba is not installed")
+
+
+@pytest.fixture
+def cut_or_serial(monkeypatch):
+    """A function running `compute()` twice: cut over two threads from the smallest size
+    (asserting that a native part ran), then on one thread; returns both results."""
+    from ember.ops import _native_cuts
+
+    before = ember.get_num_threads()
+    ember.set_num_threads(2)
+    run_cut, taken = _native_cuts.run_cut, []
+
+    def counted(*args):
+        done = run_cut(*args)
+        taken.append(done)
+        return done
+
+    monkeypatch.setattr(_native_cuts, "run_cut", counted)
+
+    def both(compute):
+        taken.clear()
+        monkeypatch.setattr(native, "SPLIT_MIN", 1)
+        cut = compute()
+        assert taken and all(taken), "no native part ran"
+        monkeypatch.setattr(native, "SPLIT_MIN", 1 << 40)
+        return cut, compute()
+
+    yield both
+    ember.set_num_threads(before)
+
+
+def _assert_same(a, b):
+    for x, y in zip(a if isinstance(a, tuple) else (a,), b if isinstance(b, tuple) else (b,)):
+        np.testing.assert_array_equal(x, y)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("name", ["gelu", "gelu_tanh", "silu", "relu"])
+def test_activations(cut_or_serial, name, dtype):
+    from ember.ops import _native_activation as act
+
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal(1001).astype(dtype)
+    g = rng.standard_normal(1001).astype(dtype)
+    _assert_same(*cut_or_serial(lambda: act.forward(name, x)))
+    _assert_same(*cut_or_serial(lambda: act.backward(name, g, x)))
+    _assert_same(*cut_or_serial(lambda: act.backward(name, g.copy(), x, overwrite=True)))
+
+
+@pytest.mark.parametrize("log", [False, True])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_softmax_rows(cut_or_serial, dtype, log):
+    from ember.ops import _native_rows as rows
+
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((37, 19)).astype(dtype)
+    g = rng.standard_normal((37, 19)).astype(dtype)
+    _assert_same(*cut_or_serial(lambda: rows.softmax(x, log)))
+    y = rows.softmax(x, log)
+    _assert_same(*cut_or_serial(lambda: rows.softmax_backward(g, y, log)))
+
+
+@pytest.mark.parametrize("affine", [False, True])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_layer_norm(cut_or_serial, dtype, affine):
+    from ember.ops import _native_rows as rows
+
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((33, 24)).astype(dtype)
+    weight = rng.standard_normal(24).astype(dtype) if affine else None
+    bias = rng.standard_normal(24).astype(dtype) if affine else None
+    cut, serial = cut_or_serial(lambda: rows.layer_norm(x, 1e-5, weight, bias))
+    for a, b in zip(cut, serial):
+        assert (a is None) == (b is None)
+        if a is not None:
+            np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_dropout(cut_or_serial, dtype):
+    from ember.ops import _native_dropout as drop
+
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((41, 25)).astype(dtype)
+    g = rng.standard_normal((41, 25)).astype(dtype)
+    out, keep = cut_or_serial(lambda: drop.dropout(x, np.uint64(12345), 0.7))
+    _assert_same(out, keep)
+    assert 0.5 < out[1].mean() < 0.9      # (the mask: about 70% kept)
+    _assert_same(*cut_or_serial(lambda: drop.dropout_backward(g, out[1], 1 / 0.7)))
+    _assert_same(*cut_or_serial(
+        lambda: drop.dropout_backward(g.copy(), out[1], 1 / 0.7, overwrite=True)))
+
+
+def test_a_busy_worker_leaves_the_cut_to_python_parts(monkeypatch):
+    from ember.ops import _native_activation as act
+    from ember.ops import _native_cuts, _parallel
+
+    before = ember.get_num_threads()
+    ember.set_num_threads(2)
+    monkeypatch.setattr(native, "SPLIT_MIN", 1)
+    claim, calls = _parallel._claim, []
+
+    def first_busy():   # the first claim (the native part's) finds the workers busy
+        calls.append(1)
+        return None if len(calls) == 1 else claim()
+
+    monkeypatch.setattr(_parallel, "_claim", first_busy)
+    try:
+        x = np.linspace(-3, 3, 999, dtype=np.float32)
+        assert not _native_cuts.run_cut(act._FORWARD["relu", 4], "flat2",
+                                        (x, np.empty_like(x)), (0, 1))
+        calls.clear()
+        np.testing.assert_array_equal(act.forward("relu", x), np.maximum(x, 0))
+        assert len(calls) == 2   # refused as a native part, then cut as Python parts
+    finally:
+        ember.set_num_threads(before)

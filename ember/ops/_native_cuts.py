@@ -25,14 +25,13 @@ Python part (which waits for the GIL), 606-682 us on one thread.
 from __future__ import annotations
 
 import functools
-import types
 
 import numpy as np
 from numba import carray
 
 from . import _native as native
 from . import _parallel
-from ._native_parts import array_at, block_at, compile_part, new_block, pointer_to
+from ._native_parts import array_at, block_at, compile_bound, new_block, pointer_to
 
 ARGS, LENGTHS = 2, 18  # (a block holds BLOCK_SIZE = 32 int64s)
 
@@ -113,19 +112,10 @@ FAMILIES = {f.__name__: f for f in (flat2, flat3, rows2_flag, rows3_flag, dropou
 def _entry(family: str, kernel, dtype) -> int:
     """The address of `family`'s entry point bound to `kernel`'s serial build and `dtype`
     (compiled on first use, then cached on disk under a name of its own)."""
-    template = FAMILIES[family]
     build = kernel._serial or kernel._compile(parallel=False) if kernel.parallel \
         else kernel._compiled or kernel._compile()
-    scope = dict(template.__globals__, KERNEL=build, DTYPE=dtype.type)
-    # (a code object of its own name: numba names the disk cache of a C entry point after
-    # its code, and entries sharing one would load each other's machine code)
-    name = f"{family}_{kernel.__name__}_{dtype.name}"
-    code = template.__code__.replace(co_name=name)
-    if hasattr(code, "co_qualname"):  # (Python 3.11 on)
-        code = code.replace(co_qualname=name)
-    fn = types.FunctionType(code, scope, name)
-    fn.__qualname__ = name
-    return compile_part(fn)
+    return compile_bound(FAMILIES[family], f"{family}_{kernel.__name__}_{dtype.name}",
+                         KERNEL=build, DTYPE=dtype.type)
 
 
 def run_cut(kernel, family: str, args: tuple, cut: tuple) -> bool:

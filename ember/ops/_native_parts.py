@@ -15,6 +15,8 @@ of parts.  It imports numba, so it is imported only where `native.enabled()`.
 
 from __future__ import annotations
 
+import types as pytypes
+
 import numpy as np
 from llvmlite import ir
 from numba import carray, cfunc, types
@@ -73,3 +75,18 @@ def compile_part(fn) -> int:
     source = native._with_kernels_compiled(fn)
     return cfunc(types.void(types.int64), nopython=True, cache=True,
                  error_model="numpy")(source).address
+
+
+def compile_bound(template, name: str, **names) -> int:
+    """`compile_part` of `template` with the global `names` bound to the values given
+    (a kernel, a dtype), under `name`.
+
+    NOTE: numba names a C entry point's disk cache after its code object: bindings of one
+    template sharing its code would load each other's machine code (a GELU gradient came
+    out as GELU), so each gets a code object of its own name."""
+    code = template.__code__.replace(co_name=name)
+    if hasattr(code, "co_qualname"):  # (Python 3.11 on)
+        code = code.replace(co_qualname=name)
+    fn = pytypes.FunctionType(code, dict(template.__globals__, **names), name)
+    fn.__qualname__ = name
+    return compile_part(fn)

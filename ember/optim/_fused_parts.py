@@ -16,7 +16,7 @@ import functools
 import numpy as np
 
 from ..ops import _native as native
-from ..ops._native_parts import array_at, block_at, compile_part
+from ..ops._native_parts import array_at, block_at, compile_bound
 from ._fused import _adadelta_range, _adam_range, _sgd_range
 
 FIRST_NUMBER = 7  # the block's index of the step's first number
@@ -33,70 +33,45 @@ def _arrays(ints, dtype):
             array_at(ints[4], n if real > 4 else 1, dtype))
 
 
-@native.kernel(inline=True)
-def _sgd_part(address, dtype):
+# Stand-in for the name each compiled entry point binds: the parameter's dtype (see
+# `address`).
+DTYPE = None
+
+
+def sgd(address):
     ints, numbers = block_at(address)
-    p, g, buf, _, _ = _arrays(ints, dtype)
+    p, g, buf, _, _ = _arrays(ints, DTYPE)
     k = FIRST_NUMBER
-    _sgd_range(p, g, buf, 0, ints[5], dtype(numbers[k]), dtype(numbers[k + 1]),
-               dtype(numbers[k + 2]), dtype(numbers[k + 3]), dtype(numbers[k + 4]),
+    _sgd_range(p, g, buf, 0, ints[5], DTYPE(numbers[k]), DTYPE(numbers[k + 1]),
+               DTYPE(numbers[k + 2]), DTYPE(numbers[k + 3]), DTYPE(numbers[k + 4]),
                numbers[k + 5] != 0, numbers[k + 6] != 0)
 
 
-@native.kernel(inline=True)
-def _adam_part(address, dtype):
+def adam(address):
     ints, numbers = block_at(address)
-    p, g, m, v, vmax = _arrays(ints, dtype)
+    p, g, m, v, vmax = _arrays(ints, DTYPE)
     k = FIRST_NUMBER
-    _adam_range(p, g, m, v, vmax, 0, ints[5], dtype(numbers[k]), dtype(numbers[k + 1]),
-                dtype(numbers[k + 2]), dtype(numbers[k + 3]), dtype(numbers[k + 4]),
-                dtype(numbers[k + 5]), dtype(numbers[k + 6]), numbers[k + 7] != 0)
+    _adam_range(p, g, m, v, vmax, 0, ints[5], DTYPE(numbers[k]), DTYPE(numbers[k + 1]),
+                DTYPE(numbers[k + 2]), DTYPE(numbers[k + 3]), DTYPE(numbers[k + 4]),
+                DTYPE(numbers[k + 5]), DTYPE(numbers[k + 6]), numbers[k + 7] != 0)
 
 
-@native.kernel(inline=True)
-def _adadelta_part(address, dtype):
+def adadelta(address):
     ints, numbers = block_at(address)
-    p, g, v, u, _ = _arrays(ints, dtype)
+    p, g, v, u, _ = _arrays(ints, DTYPE)
     k = FIRST_NUMBER
-    _adadelta_range(p, g, v, u, 0, ints[5], dtype(numbers[k]), dtype(numbers[k + 1]),
-                    dtype(numbers[k + 2]), dtype(numbers[k + 3]), dtype(numbers[k + 4]),
-                    dtype(numbers[k + 5]))
+    _adadelta_range(p, g, v, u, 0, ints[5], DTYPE(numbers[k]), DTYPE(numbers[k + 1]),
+                    DTYPE(numbers[k + 2]), DTYPE(numbers[k + 3]), DTYPE(numbers[k + 4]),
+                    DTYPE(numbers[k + 5]))
 
 
-# the C entry points, one per step and dtype
-def _sgd_part32(address):
-    _sgd_part(address, np.float32)
-
-
-def _sgd_part64(address):
-    _sgd_part(address, np.float64)
-
-
-def _adam_part32(address):
-    _adam_part(address, np.float32)
-
-
-def _adam_part64(address):
-    _adam_part(address, np.float64)
-
-
-def _adadelta_part32(address):
-    _adadelta_part(address, np.float32)
-
-
-def _adadelta_part64(address):
-    _adadelta_part(address, np.float64)
-
-
-_ENTRY_POINTS = {
-    ("sgd", 4): _sgd_part32, ("sgd", 8): _sgd_part64,
-    ("adam", 4): _adam_part32, ("adam", 8): _adam_part64,
-    ("adadelta", 4): _adadelta_part32, ("adadelta", 8): _adadelta_part64,
-}
+STEPS = {f.__name__: f for f in (sgd, adam, adadelta)}
 
 
 @functools.cache
 def address(step: str, itemsize: int) -> int:
     """The C function updating a share of a parameter by `step` ('sgd', 'adam' or
-    'adadelta') in the float dtype of `itemsize` bytes (compiled on first use)."""
-    return compile_part(_ENTRY_POINTS[step, itemsize])
+    'adadelta') in the float dtype of `itemsize` bytes (compiled on first use, then
+    cached on disk)."""
+    dtype = np.dtype(np.float32 if itemsize == 4 else np.float64)
+    return compile_bound(STEPS[step], f"{step}_part_{dtype.name}", DTYPE=dtype.type)

@@ -10,7 +10,10 @@ rebuilds them and calls the kernel's serial build on the worker's share:
 - ``rows2_flag`` / ``rows3_flag``: two or three 2-D arrays cut by rows, and a bool
   (softmax and its gradient);
 - ``dropout``, ``dropout_grad``, ``dropout_grad_into``: dropout's kernels;
-- ``layer_norm``: the layer-norm forward kernel.
+- ``layer_norm``: the layer-norm forward kernel;
+- ``sgd``, ``adam``, ``adadelta``: the fused optimizer steps' range kernels
+  (optim/_fused.py), whose state arrays a step without them replaces by whole
+  one-element stand-ins.
 
 The block (int64s): 0 the share's first-dimension length, 1 the cut arrays' second
 dimension (2-D families), from `ARGS` one slot per argument in order: an array's
@@ -94,6 +97,43 @@ def dropout_grad_into(address):   # (grad, keep, scale)
            DTYPE(numbers[ARGS + 2]))
 
 
+@native.kernel(inline=True)
+def _flat_at(ints, i, n, dtype):
+    """Argument `i` as a 1-D array: a cut one of the share's `n` elements, or a whole one
+    of its own length (an optimizer's ``unused`` stand-in)."""
+    length = ints[LENGTHS + i]
+    return array_at(ints[ARGS + i], length if length > 0 else n, dtype)
+
+
+def sgd(address):   # (p, g, buf, start, stop, 5 numbers, first, nesterov)
+    ints, numbers = block_at(address)
+    n, k = ints[0], ARGS + 5
+    KERNEL(_flat_at(ints, 0, n, DTYPE), _flat_at(ints, 1, n, DTYPE),
+           _flat_at(ints, 2, n, DTYPE), ints[ARGS + 3], ints[ARGS + 4], DTYPE(numbers[k]),
+           DTYPE(numbers[k + 1]), DTYPE(numbers[k + 2]), DTYPE(numbers[k + 3]),
+           DTYPE(numbers[k + 4]), ints[k + 5] != 0, ints[k + 6] != 0)
+
+
+def adam(address):   # (p, g, m, v, vmax, start, stop, 7 numbers, amsgrad)
+    ints, numbers = block_at(address)
+    n, k = ints[0], ARGS + 7
+    KERNEL(_flat_at(ints, 0, n, DTYPE), _flat_at(ints, 1, n, DTYPE),
+           _flat_at(ints, 2, n, DTYPE), _flat_at(ints, 3, n, DTYPE),
+           _flat_at(ints, 4, n, DTYPE), ints[ARGS + 5], ints[ARGS + 6], DTYPE(numbers[k]),
+           DTYPE(numbers[k + 1]), DTYPE(numbers[k + 2]), DTYPE(numbers[k + 3]),
+           DTYPE(numbers[k + 4]), DTYPE(numbers[k + 5]), DTYPE(numbers[k + 6]),
+           ints[k + 7] != 0)
+
+
+def adadelta(address):   # (p, g, v, u, start, stop, 6 numbers)
+    ints, numbers = block_at(address)
+    n, k = ints[0], ARGS + 6
+    KERNEL(_flat_at(ints, 0, n, DTYPE), _flat_at(ints, 1, n, DTYPE),
+           _flat_at(ints, 2, n, DTYPE), _flat_at(ints, 3, n, DTYPE), ints[ARGS + 4],
+           ints[ARGS + 5], DTYPE(numbers[k]), DTYPE(numbers[k + 1]), DTYPE(numbers[k + 2]),
+           DTYPE(numbers[k + 3]), DTYPE(numbers[k + 4]), DTYPE(numbers[k + 5]))
+
+
 def layer_norm(address):   # (x, inv_n, eps, weight, bias, affine, y, out, mean, rstd)
     ints, numbers = block_at(address)
     r, c = ints[0], ints[1]
@@ -105,7 +145,8 @@ def layer_norm(address):   # (x, inv_n, eps, weight, bias, affine, y, out, mean,
 
 
 FAMILIES = {f.__name__: f for f in (flat2, flat3, rows2_flag, rows3_flag, dropout,
-                                    dropout_grad, dropout_grad_into, layer_norm)}
+                                    dropout_grad, dropout_grad_into, layer_norm, sgd, adam,
+                                    adadelta)}
 
 
 @functools.cache

@@ -15,7 +15,6 @@ from __future__ import annotations
 import numpy as np
 
 from ..ops import _native as native
-from ..ops import _parallel
 
 # Below this many elements a parameter is updated by the serial loop: a vectorized step
 # takes ~0.3 ns an element, and on this shared 2-core machine a parallel launch measured
@@ -32,58 +31,31 @@ def _threaded(size: int) -> bool:
 
 def _update(step: str, range_kernel, blocks_kernel, arrays: list, state: int,
             scalars: tuple) -> None:
-    """Update a parameter by `step` (a name of `_fused_parts`): on two threads, from
-    `native.SPLIT_MIN` elements, half of it on a worker (`_split_update`); else numba's
+    """Update a parameter by `step` ('sgd', 'adam', 'adadelta'): on two threads, from
+    `native.SPLIT_MIN` elements, the second half on a worker as a native part
+    (ops/_native_cuts.py: it starts at once, without waiting for the GIL); else numba's
     threaded blocks for the largest parameters, or the serial loop.  `arrays` are the
     kernel's (parameter, gradient, state...), the first `state` of them real, the rest
-    `unused` stand-ins."""
-    size = arrays[0].size
-    if native.cuts(size) and _split_update(step, range_kernel, arrays, state, scalars):
-        return
-    if _threaded(size):
-        blocks_kernel(*arrays, *scalars)
-    else:
-        range_kernel(*arrays, 0, size, *scalars)
-
-
-def _split_update(step: str, range_kernel, arrays: list, state: int, scalars: tuple) -> bool:
-    """`_update` with the second half of the parameter posted to a worker as a native part
-    (ops/_native_parts.py: it starts at once, without waiting for the GIL), the first
-    half on this thread.  False, and nothing updated, when no worker is free.
+    `unused` stand-ins (passed whole).
 
     NOTE: measured on the 2-core test VM (2026-12-04), the MLP step's `opt.step` (two
-    weights take this path), alternating with the serial loop step by step over 1100
-    steps: 10th/50th/90th percentiles 200/274/414 against 212/275/440 us in one run,
+    weights split so), alternating with the serial loop step by step over 1100 steps:
+    10th/50th/90th percentiles 200/274/414 against 212/275/440 us in one run,
     210/230/302 against 234/256/324 in another; in one of the host's slow phases, when
     the arrays come from a contended memory, 456 against 944-1218 us.  Posted as a
     Python part instead, the half waits ~40 us for the GIL: 229-254 against 171-207 us.
     """
-    workers = _parallel._claim()
-    if workers is None:
-        return False
-    try:
-        from ..ops import _native_parts
-        from . import _fused_parts
+    size = arrays[0].size
+    if native.cuts(size):
+        from ..ops import _native_cuts  # (imports numba's extension API)
 
-        size = arrays[0].size
-        half = size // 2
-        block, numbers = _native_parts.new_block()
-        for i, a in enumerate(arrays):
-            block[i] = a.ctypes.data + (half * a.itemsize if i < state else 0)
-        block[5], block[6] = size - half, state
-        first = _fused_parts.FIRST_NUMBER
-        numbers[first:first + len(scalars)] = [float(s) for s in scalars]
-        worker = workers[0]
-        if not worker.post_native(_fused_parts.address(step, arrays[0].itemsize), block,
-                                  tuple(arrays)):
-            return False
-        try:
-            range_kernel(*arrays, 0, half, *scalars)
-        finally:
-            worker.join()
-        return True
-    finally:
-        _parallel._release()
+        if _native_cuts.run_cut(range_kernel, step, (*arrays, 0, size, *scalars),
+                                tuple(range(state))):
+            return
+    if _threaded(size):
+        blocks_kernel(*arrays, *scalars)
+    else:
+        range_kernel(*arrays, 0, size, *scalars)
 
 
 def usable(group: dict, *arrays) -> bool:

@@ -78,22 +78,24 @@ def test_update_split_with_a_worker_equals_the_serial_loop(name, options, dtype,
                                                            monkeypatch):
     """On two threads a large parameter's second half is updated on a worker, as a
     native part (ops/_native_parts.py): bit for bit what the serial loop gives."""
+    from ember.ops import _native_cuts
+
     before = ember.get_num_threads()
     ember.set_num_threads(2)
     monkeypatch.setattr(native, "SPLIT_MIN", 1 << 10)
     options = {k: v for k, v in options.items() if k != "lr"}
-    split_update, calls = _fused._split_update, []
+    run_cut, calls = _native_cuts.run_cut, []
 
     def counted(*args):
-        done = split_update(*args)
+        done = run_cut(*args)
         calls.append(done)
         return done
 
     try:
-        monkeypatch.setattr(_fused, "_split_update", counted)
+        monkeypatch.setattr(_native_cuts, "run_cut", counted)
         split, opt = _large_run(name, options, size=(61, 37), dtype=dtype)
         assert calls and all(calls)          # (the 31-element bias stays whole)
-        monkeypatch.setattr(_fused, "_split_update", lambda *args: False)
+        monkeypatch.setattr(_native_cuts, "run_cut", lambda *args: False)
         serial, serial_opt = _large_run(name, options, size=(61, 37), dtype=dtype)
     finally:
         ember.set_num_threads(before)
@@ -106,8 +108,10 @@ def test_update_split_with_a_worker_equals_the_serial_loop(name, options, dtype,
 
 @needs_numba
 def test_a_busy_worker_leaves_the_update_on_the_caller(monkeypatch):
+    from ember.ops import _parallel
+
     monkeypatch.setattr(native, "SPLIT_MIN", 1 << 10)
-    monkeypatch.setattr(_fused._parallel, "_claim", lambda: None)  # (another split running)
+    monkeypatch.setattr(_parallel, "_claim", lambda: None)  # (another split running)
     p, g, buf = (np.full(5000, v, np.float32) for v in (1.0, 2.0, 0.5))
     _fused.sgd_step(p, g, buf, lr=0.5, momentum=0.5, dampening=0.0, weight_decay=0.0,
                     nesterov=False, maximize=False, first=False)

@@ -153,8 +153,10 @@ FAMILIES = {f.__name__: f for f in (flat2, flat3, rows2_flag, rows3_flag, dropou
 def _entry(family: str, kernel, dtype) -> int:
     """The address of `family`'s entry point bound to `kernel`'s serial build and `dtype`
     (compiled on first use, then cached on disk under a name of its own)."""
-    build = kernel._serial or kernel._compile(parallel=False) if kernel.parallel \
-        else kernel._compiled or kernel._compile()
+    if kernel.parallel:
+        build = kernel._serial or kernel._compile(parallel=False)
+    else:
+        build = kernel._compiled or kernel._compile()
     return compile_bound(FAMILIES[family], f"{family}_{kernel.__name__}_{dtype.name}",
                          KERNEL=build, DTYPE=dtype.type)
 
@@ -162,9 +164,10 @@ def _entry(family: str, kernel, dtype) -> int:
 def run_cut(kernel, family: str, args: tuple, cut: tuple) -> bool:
     """``kernel(*args)`` with the arrays at positions `cut` halved along their first
     dimension: the second halves on a worker (a native part), the first on this thread.
-    False, and nothing run, when no worker is free or an array is not C-contiguous."""
+    False, and nothing run, when no worker is free, an array is not C-contiguous or the
+    arguments do not fit in a block."""
     first = args[cut[0]]
-    if not all(args[i].flags.c_contiguous for i in cut):
+    if len(args) > LENGTHS - ARGS or not all(args[i].flags.c_contiguous for i in cut):
         return False
     workers = _parallel._claim()
     if workers is None:

@@ -47,7 +47,7 @@ import numpy as np
 from . import _native as native
 from . import _parallel, _workers
 from ._native_activation import _sigmoid32, _tanh32
-from ._native_rnn import cell_gradients
+from ._native_rnn import cell_gradients, cell_update
 
 _ROW_MAJOR, _NO_TRANS, _TRANS = 101, 111, 112  # CBLAS's enums
 _STRIDE = 8           # int64s between two threads' step counters (their own cache lines)
@@ -102,12 +102,7 @@ def _lstm_share(xw, w_share, hbuf, c, h_last, gates, h_prev, c_prev, tanh_c, out
                 hp[u] = hc[u]
             for u in range(units):
                 cp[u] = cell[u]
-            for u in range(units):
-                cell[u] = f[u] * cell[u] + i[u] * g[u]
-            for u in range(units):
-                tc[u] = _tanh32(cell[u])
-            for u in range(units):
-                h[u] = o[u] * tc[u]
+            cell_update(i, f, g, o, cell, tc, h)
             nx, hl = nxt[b, j0:j1], h_last[b, j0:j1]
             for u in range(units):
                 nx[u] = h[u]

@@ -92,13 +92,19 @@ def lstm_forward_step(xw, rec_t, h, c, gates, h_prev, c_prev, tanh_c, out):
         else:
             _activate64(z, hidden)
         i, f, g, o = z[:hidden], z[hidden:2 * hidden], z[2 * hidden:3 * hidden], z[3 * hidden:]
-        cell, tc, hidden_out = c[b], tanh_c[b], out[b]
-        for k in range(hidden):
-            cell[k] = f[k] * cell[k] + i[k] * g[k]
-        _tanh_row(cell, tc)
-        for k in range(hidden):
-            hidden_out[k] = o[k] * tc[k]
+        cell_update(i, f, g, o, c[b], tanh_c[b], out[b])
     h[...] = out
+
+
+@native.kernel(inline=True, fastmath=FUSED_MULTIPLY_ADD)
+def cell_update(i, f, g, o, cell, tc, h):
+    """One row's new cell state (in place), its tanh and the new hidden state, from the
+    activated gates.  (Rows of units: the whole row, or a thread's share.)"""
+    for k in range(cell.shape[0]):
+        cell[k] = f[k] * cell[k] + i[k] * g[k]
+    _tanh_row(cell, tc)
+    for k in range(cell.shape[0]):
+        h[k] = o[k] * tc[k]
 
 
 @native.kernel(fastmath=FUSED_MULTIPLY_ADD)

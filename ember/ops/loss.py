@@ -210,15 +210,14 @@ class CrossEntropy(_ClassIndexLoss):
         c = x.shape[1]
         s = ctx.smoothing
         dtype = x._data.dtype
-        if not is_grad_enabled() and ctx.native is not None and ctx.factor != math.inf:
-            # (first order, fused kernel: each sample's gradient scaled on the arrays)
-            g = grad._data if ctx.factor is None else grad._data * ctx.factor
+        if not is_grad_enabled() and ctx.native is not None:  # first order, fused kernel
+            if ctx.factor == math.inf:
+                g = _per_sample(ctx, grad, x.dim())._data
+            else:  # (each sample's gradient scaled on the arrays, not by tensor ops)
+                g = grad._data if ctx.factor is None else grad._data * ctx.factor
             g = np.ascontiguousarray(np.broadcast_to(g, x.shape[:1]), dtype)
             return _make(_native_rows.cross_entropy_backward(g, x._data, *ctx.native)), None
         grad = _per_sample(ctx, grad, x.dim())
-        if not is_grad_enabled() and ctx.native is not None:
-            g = np.ascontiguousarray(np.broadcast_to(grad._data, x.shape[:1]), dtype)
-            return _make(_native_rows.cross_entropy_backward(g, x._data, *ctx.native)), None
         if not is_grad_enabled() and s == 0:
             return _cross_entropy_grad(ctx, grad._data, dtype), None
         onehot = (xp.arange(c).reshape(ctx.bshape) == ctx.target[:, None]).astype(dtype)

@@ -85,3 +85,15 @@ def test_mask_from_outside_the_trace_is_refused():
 def test_accumulate_needs_opset_16():
     with pytest.raises(ember.onnx.UnsupportedOperatorError, match="opset 16"):
         check_fn(PUTS["index_put_accumulate"], ember.randn(3, 4, 6), opset=15)
+
+
+def test_mask_whose_positions_repeat_in_the_check_trace():
+    """All three rows selected in the trace, and (by the values) the first three of the
+    check trace's four (its input: the rows grown to four, the values rolled by one): the
+    positions match, yet they come from a mask and must stay NonZero(mask) in the graph,
+    not a constant."""
+    x = ember.randn(3, 4, 6)
+    x[:, 0, 0] = x[:, 0, 0].abs() + 0.1          # the trace: every row
+    x[0, 3, 5], x[1, 3, 5], x[2, 3, 5] = 1.0, 1.0, -1.0   # the check trace: rows 0-2 of 4
+    proto = check_fn(lambda x: x[x[:, 0, 0] > 0], x)
+    assert "NonZero" in op_types(proto)

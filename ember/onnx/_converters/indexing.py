@@ -106,11 +106,36 @@ def _columns(c: Call, x: str, key, sources, key2, sources2) -> tuple:
         *[s[0] for s in shapes])), positions
 
 
+def _mask_run(c: Call, key, key2, start: int, stop: int, shape, shape2):
+    """(m, ONNX name of the mask) when key[start:start + m] are the nonzero positions of
+    a bool tensor of the trace (the longest such run), else None.
+
+    NOTE: looked for before taking equal arrays in both traces for constants: a mask's
+    positions can be the same in both by chance (all 3 rows of the trace, the first 3
+    of the check trace's 4), and a constant would freeze them into the graph."""
+    arrays = [to_numpy(a) for a in key[start:stop]]
+    arrays2 = [to_numpy(a) for a in key2[start:stop]]
+    for m in range(stop - start, 0, -1):
+        lengths = {a.shape for a in arrays[:m]} | {a.shape for a in arrays2[:m]}
+        if any(len(s) != 1 for s in lengths):
+            continue
+        mask = _find_mask(c, arrays[:m], arrays2[:m], tuple(shape[start:start + m]),
+                          tuple(shape2[start:start + m]))
+        if mask is not None:
+            return m, mask
+    return None
+
+
 def _const_run(c: Call, x: str, key, key2, start: int, stop: int, shape, shape2):
     """Columns for the constant index arrays key[start:stop]: the nonzero positions of a
     mask found in the graph, or the constants themselves when they do not vary."""
     arrays = [to_numpy(a) for a in key[start:stop]]
     arrays2 = [to_numpy(a) for a in key2[start:stop]]
+    found = _mask_run(c, key, key2, start, stop, shape, shape2)
+    if found is not None:
+        m, mask = found
+        col = c.transpose(c.op("NonZero", mask), [1, 0])
+        return col, (m, (arrays[0].shape, arrays2[0].shape))
     if all(same(a, b) for a, b in zip(arrays, arrays2)):
         a = to_numpy(arrays[0]).astype(np.int64)
         static = shape[start] == shape2[start]
@@ -119,15 +144,6 @@ def _const_run(c: Call, x: str, key, key2, start: int, stop: int, shape, shape2)
         else:
             col = c.unsqueeze(_wrap_negative(c, c.const(a), x, start, None), [-1])
         return col, (1, (a.shape, np.shape(arrays2[0])))
-    for m in range(stop - start, 0, -1):
-        lengths = {a.shape for a in arrays[:m]} | {a.shape for a in arrays2[:m]}
-        if any(len(s) != 1 for s in lengths):
-            continue
-        mask = _find_mask(c, arrays[:m], arrays2[:m], tuple(shape[start:start + m]),
-                          tuple(shape2[start:start + m]))
-        if mask is not None:
-            col = c.transpose(c.op("NonZero", mask), [1, 0])
-            return col, (m, (arrays[0].shape, arrays2[0].shape))
     c.fail("an index (or boolean mask) depends on the input values but was computed "
            "outside ember's traced ops, so the graph cannot recompute it; index with a "
            "tensor computed from the inputs, or write the update with torch.where")
@@ -180,7 +196,8 @@ def convert_index(c: Call) -> None:
     x = c.input(0)
     if len(positions) == 1:
         p = positions[0]
-        if sources[p].kind != "const" or same(key[p], key2[p]):
+        if sources[p].kind != "const" or (same(key[p], key2[p]) and _mask_run(
+                c, key, key2, p, p + 1, c.shape(0), c.shape2(0)) is None):
             c.done(c.op("Gather", x, _index_source(c, p), axis=p))
             return
     ndim = len(c.shape(0))

@@ -62,8 +62,8 @@ def main() -> None:
     for name in chosen:
         build = WORKLOADS[name]
         steps = [_synchronised(lib, build(lib)) for lib in libs]
-        ours, theirs = suite.alternate(steps[0], steps[1] if len(steps) > 1 else None,
-                                       args.repeats)
+        ours, theirs, _ = suite.alternate(steps[0], steps[1] if len(steps) > 1 else None,
+                                          args.repeats)
         ratio = f"{ours / theirs:8.2f}" if theirs else f"{'-':>8}"
         theirs_ms = f"{theirs * 1e3:10.2f}" if theirs else f"{'-':>10}"
         print(f"{name:<16}{ours * 1e3:10.2f}{theirs_ms}{ratio}", flush=True)

@@ -4,7 +4,9 @@ Each workload is written once and run on both libraries (the same model code, th
 initial weights, fixed seeds).  The two take turns in one process, three turns each,
 every turn warmed up before it is timed (see `alternate` for why not call by call), so
 that noise from other processes hits both alike; the table shows the median time of
-each and the ratio ember/PyTorch (lower is better) with its target.  Peak memory is
+each and the ratio ember/PyTorch (lower is better) with its target, and the range of
+the ratio over the turns ("rounds": a wide one means the machine's load moved during the
+run, so read that ratio with care).  Peak memory is
 measured in two fresh processes, one per library.  docs/performance.md has the results.
 
 Both libraries use the same thread count: NumPy's BLAS (OpenBLAS) uses all cores by
@@ -349,7 +351,8 @@ WARM = 0.25  # seconds each library runs untimed when its turn comes (see `alter
 
 
 def alternate(ours, theirs, repeats: int, inner: int = 1, rounds: int = 3) -> tuple:
-    """Median seconds per call of each closure, timed in alternating blocks.
+    """Median seconds per call of each closure, timed in alternating blocks, and the
+    ratio ours/theirs of each round's medians (empty without `theirs`).
 
     The two libraries take turns `rounds` times, so that changes in the machine's load hit
     both alike; each turn first runs its workload untimed for WARM seconds, then times
@@ -364,6 +367,7 @@ def alternate(ours, theirs, repeats: int, inner: int = 1, rounds: int = 3) -> tu
     fns = [fn for fn in (ours, theirs) if fn is not None]
     times = [[] for _ in fns]
     per_round = -(-repeats // rounds)
+    round_ratios = []  # each round's median ratio: how far the machine moved during the run
     for _ in range(rounds):
         for fn, acc in zip(fns, times):
             end = time.perf_counter() + WARM
@@ -375,8 +379,11 @@ def alternate(ours, theirs, repeats: int, inner: int = 1, rounds: int = 3) -> tu
                 for _ in range(inner):
                     fn()
                 acc.append((time.perf_counter() - start) / inner)
+        if theirs is not None:
+            round_ratios.append(statistics.median(times[0][-per_round:])
+                                / statistics.median(times[1][-per_round:]))
     medians = [statistics.median(acc) for acc in times]
-    return medians[0], (medians[1] if theirs is not None else None)
+    return medians[0], (medians[1] if theirs is not None else None), round_ratios
 
 
 def _inner_for(fn) -> int:
@@ -497,28 +504,32 @@ def main() -> None:
         torch.set_num_threads(threads)
     only = {s.strip() for s in args.only.split(",") if s.strip()}
     wanted = (lambda key: not only or key in only)  # noqa: E731
-    rows = []  # (name, unit, ember, torch, target)
+    rows = []  # (name, unit, ember, torch, target, per-round ratios)
 
     if wanted("overhead"):
         ours = op_overhead(ember)
         theirs = op_overhead(torch) if torch is not None else {}
         for name, fn in ours.items():
-            e, t = alternate(fn, theirs.get(name), args.repeats, inner=50, rounds=args.rounds)
+            e, t, spread = alternate(fn, theirs.get(name), args.repeats, inner=50,
+                                     rounds=args.rounds)
             rows.append((f"op overhead, {name} (per op)", "us", e / CHAIN * 1e6,
-                         t / CHAIN * 1e6 if t else None, OVERHEAD_TARGET.get(name, 1.2)))
+                         t / CHAIN * 1e6 if t else None, OVERHEAD_TARGET.get(name, 1.2),
+                         spread))
     if wanted("mlp") and torch is not None:  # the floor under the MLP target
-        e, t = alternate(mlp_numpy_step(), mlp_step(torch), args.repeats, rounds=args.rounds)
-        rows.append(("MLP step, hand-written NumPy (reference)", "ms", e * 1e3, t * 1e3, None))
+        e, t, spread = alternate(mlp_numpy_step(), mlp_step(torch), args.repeats,
+                                 rounds=args.rounds)
+        rows.append(("MLP step, hand-written NumPy (reference)", "ms", e * 1e3, t * 1e3, None,
+                     spread))
     for key, name, build, target in STEPS:
         if not wanted(key):
             continue
         ours = build(ember)
         theirs = build(torch) if torch is not None else None
         inner = _inner_for(ours) if key in ("latency",) else 1
-        e, t = alternate(ours, theirs, args.repeats, inner, rounds=args.rounds)
+        e, t, spread = alternate(ours, theirs, args.repeats, inner, rounds=args.rounds)
         if args.compiled and key in COMPILED_TARGET:
             name, target = f"{name}, compiled", COMPILED_TARGET[key]
-        rows.append((name, "ms", e * 1e3, t * 1e3 if t else None, target))
+        rows.append((name, "ms", e * 1e3, t * 1e3 if t else None, target, spread))
     if wanted("memory"):
         e = peak_memory("ember", threads)
         t = peak_memory("torch", threads) if torch is not None else None
@@ -526,26 +537,27 @@ def main() -> None:
             mib = 2 ** 20
             rows.append(("CNN training batch 256: peak RSS growth", "MiB",
                          (e["peak"] - e["before"]) / mib,
-                         (t["peak"] - t["before"]) / mib if t else None, MEMORY_TARGET))
+                         (t["peak"] - t["before"]) / mib if t else None, MEMORY_TARGET, []))
             rows.append(("CNN training batch 256: peak RSS (process)", "MiB", e["peak"] / mib,
-                         t["peak"] / mib if t else None, None))
+                         t["peak"] / mib if t else None, None, []))
 
     stamp = datetime.datetime.now().strftime("%Y-%m-%d %H:%M")
     print(f"ember vs PyTorch {torch.__version__ if torch else '(not installed)'}, {stamp}; "
           f"{_machine()}; {threads} threads; NumPy {np.__version__}, {_blas()}; "
           f"median of {args.repeats} alternated runs")
     print(f"| {'workload':<52} | {'unit':>4} | {'ember':>9} | {'PyTorch':>9} | {'ratio':>5} "
-          f"| {'target':>7} |")
-    print(f"|{'-' * 54}|{'-' * 6}|{'-' * 11}|{'-' * 11}|{'-' * 7}|{'-' * 9}|")
+          f"| {'rounds':>9} | {'target':>7} |")
+    print(f"|{'-' * 54}|{'-' * 6}|{'-' * 11}|{'-' * 11}|{'-' * 7}|{'-' * 11}|{'-' * 9}|")
     results = []
-    for name, unit, e, t, target in rows:
+    for name, unit, e, t, target, spread in rows:
         ratio = e / t if t else None
         met = "" if ratio is None or target is None else (" ok" if ratio <= target else " !")
+        rounds = f"{min(spread):.2f}-{max(spread):.2f}" if spread else "-"
         print(f"| {name:<52} | {unit:>4} | {e:9.2f} | "
               f"{(f'{t:9.2f}' if t else '-'):>9} | {(f'{ratio:5.2f}' if ratio else '-'):>5} | "
-              f"{(f'{target:g}' + met if target else ''):>7} |")
+              f"{rounds:>9} | {(f'{target:g}' + met if target else ''):>7} |")
         results.append({"workload": name, "unit": unit, "ember": e, "torch": t, "ratio": ratio,
-                        "target": target})
+                        "round_ratios": spread, "target": target})
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"date": stamp, "machine": _machine(), "threads": threads,

@@ -22,7 +22,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from . import _native_winograd, _parallel
+from . import _native_direct_conv, _native_winograd, _parallel
 from ._util import xp_of
 
 # ----------------------------------------------------------------------
@@ -157,6 +157,9 @@ def _images_first(prod, target, m: int) -> None:
 def conv_array(a, w, geo, bias=None):
     """The convolution of `a` (N, C, *size) with `w` (Cout, C/groups, *k), plus `bias`."""
     xp = xp_of(a)
+    if xp is np and _native_direct_conv.supports(np.result_type(a, w), a.shape[0], w.shape[1],
+                                                 w.shape[0], w.shape[2:], geo):
+        return _native_direct_conv.conv_forward(pad_array(a, geo.lo, geo.hi), w, bias)
     if xp is np and _native_winograd.supports(np.result_type(a, w), w.shape[1], w.shape[0],
                                               w.shape[2:], geo):
         out = _native_winograd.conv_forward(a, w, geo, bias)

@@ -1,0 +1,108 @@
+"""Direct 3x3 convolutions for few input channels (numba): the first layer of an image
+network, where im2col's column matrix has only 9-63 rows.
+
+With one input channel (MNIST) im2col copies the image nine times into a column matrix
+and multiplies it by a 32x10 weight matrix: a product far too thin for BLAS to pay, so
+the copies and the calls are the cost.  Here each (image, output channel) pair is one
+task that sums the nine shifted rows of each input channel straight into the output.
+
+The trick that lets the sum vectorize: the output plane is computed over the input's full
+width, so that output element ``p = y * W + x`` reads input elements ``p + ky * W + kx``
+-- for every tap one contiguous run, the same offset for all p.  The columns x >= OW of
+that wide plane are not outputs (their windows wrap around a row's end) and are dropped
+when the plane is copied out.  One pass over the plane sums all nine taps of a channel
+(nine loads, nine multiply-adds, one store per element), the weights held in registers.
+
+conv_arrays.py sends 3x3, stride-1, undilated, ungrouped, zero-padded float32/float64
+convolutions with few channels here (see `supports`); they are summed in
+a different order than im2col's product, so results differ from it by rounding.
+EMBER_NO_DIRECT_CONV=1 (or ``ENABLED = False``) turns the path off.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from . import _native as native
+from ._native_activation import FUSED_MULTIPLY_ADD
+
+ENABLED = os.environ.get("EMBER_NO_DIRECT_CONV", "") in ("", "0")
+
+# NOTE: the direct sum costs 9 multiply-adds per output element and input channel, while
+# im2col's product reuses each loaded value across output channels, and gains on it as
+# they grow.  Measured (2 threads, float32, ms; direct / im2col / PyTorch 2.13):
+#   images, channels in -> out, size   direct   im2col   PyTorch
+#   1, 1 -> 32, 28x28                  0.016    0.028    0.016
+#   64, 1 -> 32, 28x28                 0.44     0.72     0.27
+#   1, 3 -> 32, 28x28                  0.029    0.040    0.024
+#   64, 3 -> 16, 28x28                 0.47     0.59     0.27
+#   64, 4 -> 32, 28x28                 1.12     1.24     0.60
+#   64, 6 -> 32, 28x28                 1.58     1.51     0.82
+#   1, 7 -> 32, 30x30 (padded)         0.071    0.112    0.059
+#   128, 3 -> 64, 34x34 (padded)       5.93     5.11     4.14
+# so: fewer than 8 input channels (Winograd takes over from 8), and either at most 128
+# input times output channels or a small output (the calls then cost more than the sums).
+MAX_IN_CHANNELS = 8
+MAX_CHANNEL_PRODUCT = 128
+SMALL_OUTPUT = 1 << 16  # elements
+
+
+def supports(dtype, images: int, in_channels: int, out_channels: int, kernel, geo) -> bool:
+    """Whether a convolution takes this path: numba on, float32 or float64, a 3x3 kernel,
+    stride and dilation 1, one group, no cropping, and few channels (see the NOTE)."""
+    if not (ENABLED and dtype in (np.float32, np.float64) and tuple(kernel) == (3, 3)
+            and len(geo.size) == 2 and geo.stride == (1, 1) and geo.dilation == (1, 1)
+            and geo.groups == 1 and in_channels < MAX_IN_CHANNELS
+            and min(geo.lo + geo.hi) >= 0 and min(geo.padded()) >= 3 and native.enabled()):
+        return False
+    h, w = geo.padded()
+    return (in_channels * out_channels <= MAX_CHANNEL_PRODUCT
+            or images * out_channels * (h - 2) * (w - 2) < SMALL_OUTPUT)
+
+
+@native.kernel(parallel=True, fastmath=FUSED_MULTIPLY_ADD)
+def _conv3x3(x, w, bias, out):
+    """out (N, O, H-2, W-2) = the 3x3 correlation of the padded images x (N, C, H, W)
+    with w (O, C, 3, 3), plus bias (O,); one task per (image, output channel)."""
+    images, channels_out, out_h, out_w = out.shape
+    channels_in, width = x.shape[1], x.shape[3]
+    span = (out_h - 1) * width + out_w   # the wide plane, up to its last output element
+    planes = x.reshape(images, channels_in, -1)
+    for task in native.prange(images * channels_out):
+        i, o = task // channels_out, task % channels_out
+        acc = np.empty(span, x.dtype)
+        b = bias[o]
+        for p in range(span):
+            acc[p] = b
+        for c in range(channels_in):
+            f = w[o, c]
+            w0, w1, w2 = f[0, 0], f[0, 1], f[0, 2]
+            w3, w4, w5 = f[1, 0], f[1, 1], f[1, 2]
+            w6, w7, w8 = f[2, 0], f[2, 1], f[2, 2]
+            r0 = planes[i, c]
+            r1, r2 = r0[width:], r0[2 * width:]
+            for p in range(span):
+                acc[p] += (w0 * r0[p] + w1 * r0[p + 1] + w2 * r0[p + 2]
+                           + w3 * r1[p] + w4 * r1[p + 1] + w5 * r1[p + 2]
+                           + w6 * r2[p] + w7 * r2[p + 1] + w8 * r2[p + 2])
+        plane = out[i, o]
+        for y in range(out_h):
+            row, wide = plane[y], acc[y * width:]
+            for j in range(out_w):
+                row[j] = wide[j]
+
+
+def conv_forward(padded, w, bias=None):
+    """The 3x3 correlation of `padded` (N, C, H, W; already zero-padded) with `w`
+    (O, C, 3, 3), plus `bias`: (N, O, H - 2, W - 2), of their common dtype; batches are
+    cut over ember's threads by images."""
+    dtype = np.result_type(padded, w)
+    x = np.ascontiguousarray(padded, dtype)
+    k = np.ascontiguousarray(w, dtype)
+    b = np.zeros(k.shape[0], dtype) if bias is None else np.ascontiguousarray(bias, dtype)
+    n, _, h, width = x.shape
+    out = np.empty((n, k.shape[0], h - 2, width - 2), dtype)
+    native.run(_conv3x3, out.size, x, k, b, out, cut=(0, 3))
+    return out

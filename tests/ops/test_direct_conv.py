@@ -1,0 +1,159 @@
+"""Direct 3x3 convolutions for few input channels (ops/_native_direct_conv.py): the
+forward convolution against float64 im2col, its cut over the threads, the layer's
+gradients, non-finite inputs, and the cases that stay on the other paths."""
+
+import numpy as np
+import pytest
+
+import ember
+import ember.nn.functional as F
+from ember.ops import _native as native
+from ember.ops import _native_direct_conv as direct
+from ember.ops import _parallel, conv_arrays
+from ember.ops.conv_arrays import Geometry, conv_array
+
+pytestmark = pytest.mark.skipif(not native.available(), reason="numba is not installed")
+
+
+def _case(rng, n, c, o, h, w, dtype=np.float32):
+    x = rng.standard_normal((n, c, h, w)).astype(dtype)
+    k = (rng.standard_normal((o, c, 3, 3)) / np.sqrt(9 * c)).astype(dtype)
+    b = rng.standard_normal(o).astype(dtype)
+    return x, k, b
+
+
+def _im2col(x, k, geo, b):
+    """The im2col path's result in float64 (the direct path switched off)."""
+    before = direct.ENABLED
+    direct.ENABLED = False
+    try:
+        return conv_array(x.astype(np.float64), k.astype(np.float64), geo,
+                          None if b is None else b.astype(np.float64))
+    finally:
+        direct.ENABLED = before
+
+
+def _geometry(h, w, pad):
+    return Geometry((h, w), (1, 1), (pad, pad), (pad, pad), (1, 1), 1)
+
+
+@pytest.mark.parametrize("dtype, tol", [(np.float32, 2e-6), (np.float64, 1e-14)])
+@pytest.mark.parametrize("n, c, o, h, w, pad, bias", [
+    (1, 1, 32, 28, 28, 0, True),    # MNIST's first layer, one image
+    (3, 1, 8, 7, 11, 1, True),      # padded, not square
+    (2, 3, 16, 9, 5, 1, False),     # no bias
+    (1, 7, 4, 3, 3, 0, True),       # a 1x1 output
+    (4, 2, 5, 4, 30, 0, True),
+])
+def test_forward_matches_float64_im2col(n, c, o, h, w, pad, bias, dtype, tol):
+    x, k, b = _case(np.random.default_rng(n + c + o), n, c, o, h, w, dtype)
+    b = b if bias else None
+    geo = _geometry(h, w, pad)
+    assert direct.supports(np.dtype(dtype), n, c, o, (3, 3), geo)
+    got = conv_array(x, k, geo, b)
+    exact = _im2col(x, k, geo, b)
+    assert got.dtype == dtype and got.shape == exact.shape
+    np.testing.assert_allclose(got, exact, rtol=0, atol=tol * np.abs(exact).max())
+
+
+def test_the_path_is_taken(monkeypatch):
+    calls = []
+    real = direct.conv_forward
+    monkeypatch.setattr(direct, "conv_forward",
+                        lambda *args: calls.append(args[0].shape) or real(*args))
+    x, k, b = _case(np.random.default_rng(1), 2, 1, 8, 6, 6)
+    conv_array(x, k, _geometry(6, 6, 1), b)
+    assert calls == [(2, 1, 8, 8)]   # (the zero-padded images)
+
+
+def test_batches_cut_over_the_threads_give_the_serial_result(monkeypatch):
+    x, k, b = _case(np.random.default_rng(2), 16, 1, 32, 28, 28)
+    geo = _geometry(28, 28, 0)
+    cut = []
+    real = _parallel.run_parts
+    monkeypatch.setattr(_parallel, "run_parts",
+                        lambda fn, parts: cut.append(len(parts)) or real(fn, parts))
+    before = _parallel.threads()
+    _parallel.set_threads(2)
+    try:
+        threaded = conv_array(x, k, geo, b)
+    finally:
+        _parallel.set_threads(before)
+    assert cut == [2]
+    out = np.empty_like(threaded)
+    direct._conv3x3.serial(x, k, b, out)
+    np.testing.assert_array_equal(threaded, out)   # each image is summed the same way
+
+
+def test_layer_gradients_match_float64():
+    rng = np.random.default_rng(3)
+    x, k, b = _case(rng, 2, 3, 6, 8, 9)
+    results = []
+    for dtype in (ember.float32, ember.float64):
+        t = ember.tensor(x, dtype=dtype, requires_grad=True)
+        w = ember.tensor(k, dtype=dtype, requires_grad=True)
+        bias = ember.tensor(b, dtype=dtype, requires_grad=True)
+        out = F.conv2d(t, w, bias, padding=1)
+        weights = np.cos(np.arange(out.numel())).reshape(out.shape)
+        (out * ember.tensor(weights, dtype=dtype)).sum().backward()
+        results.append([a.numpy() for a in (out.detach(), t.grad, w.grad, bias.grad)])
+    for got, exact in zip(*results):
+        np.testing.assert_allclose(got, exact, rtol=0, atol=1e-5 * np.abs(exact).max())
+
+
+def test_gradcheck_float64():
+    rng = np.random.default_rng(4)
+    x, k, b = _case(rng, 2, 2, 3, 5, 4, np.float64)
+    args = [ember.tensor(a, requires_grad=True) for a in (x, k, b)]
+    assert ember.autograd.gradcheck(lambda *a: F.conv2d(*a, padding=1), args)
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+@pytest.mark.parametrize("bad", [np.inf, -np.inf, np.nan])
+def test_non_finite_inputs_land_where_im2col_puts_them(bad):
+    x, k, b = _case(np.random.default_rng(5), 2, 1, 8, 10, 10)
+    x[1, 0, 4, 9] = bad     # on a row's last column: the wide plane's wrapped columns read it
+    x[0, 0, 0, 0] = bad
+    geo = _geometry(10, 10, 0)
+    got = conv_array(x, k, geo, b)
+    exact = _im2col(x, k, geo, b)
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(exact))
+    np.testing.assert_array_equal(np.isinf(got), np.isinf(exact))
+    finite = np.isfinite(exact)
+    np.testing.assert_allclose(got[finite], exact[finite], rtol=0, atol=1e-5)
+
+
+def test_what_takes_the_other_paths(monkeypatch):
+    geo = _geometry(28, 28, 0)
+    assert direct.supports(np.float32, 1, 1, 32, (3, 3), geo)
+    assert direct.supports(np.float64, 64, 4, 32, (3, 3), geo)
+    assert not direct.supports(np.float16, 1, 1, 32, (3, 3), geo)            # dtype
+    assert not direct.supports(np.float32, 1, 8, 32, (3, 3), geo)            # Winograd's
+    assert not direct.supports(np.float32, 1, 1, 32, (5, 5), geo)            # other kernels
+    assert not direct.supports(np.float32, 1, 1, 32, (3, 3), geo._replace(stride=(2, 1)))
+    assert not direct.supports(np.float32, 1, 1, 32, (3, 3), geo._replace(dilation=(2, 2)))
+    assert not direct.supports(np.float32, 1, 2, 32, (3, 3), geo._replace(groups=2))
+    assert not direct.supports(np.float32, 1, 1, 32, (3, 3), geo._replace(lo=(-1, 0)))
+    # many channels on a large output: im2col's product does better
+    assert not direct.supports(np.float32, 64, 6, 32, (3, 3), geo)
+    assert direct.supports(np.float32, 1, 6, 32, (3, 3), geo)                # (small output)
+    with native.use_numba(False):
+        assert not direct.supports(np.float32, 1, 1, 32, (3, 3), geo)
+    monkeypatch.setattr(direct, "ENABLED", False)
+    assert not direct.supports(np.float32, 1, 1, 32, (3, 3), geo)
+    monkeypatch.setattr(direct, "conv_forward", lambda *a: pytest.fail("called"))
+    x, k, b = _case(np.random.default_rng(6), 1, 1, 4, 6, 6)
+    np.testing.assert_allclose(conv_arrays.conv_array(x, k, _geometry(6, 6, 0), b),
+                               _im2col(x, k, _geometry(6, 6, 0), b), rtol=0, atol=1e-5)
+
+
+def test_environment_switch():
+    import os
+    import subprocess
+    import sys
+    code = "from ember.ops import _native_direct_conv as d; print(d.ENABLED)"
+    for value, expected in (("1", "False"), ("0", "True")):
+        env = dict(os.environ, EMBER_NO_DIRECT_CONV=value)
+        out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                             text=True, check=True).stdout.strip()
+        assert out == expected

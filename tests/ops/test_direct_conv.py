@@ -1,6 +1,7 @@
 """Direct 3x3 convolutions for few input channels (ops/_native_direct_conv.py): the
-forward convolution against float64 im2col, its cut over the threads, the layer's
-gradients, non-finite inputs, and the cases that stay on the other paths."""
+forward convolution against float64 im2col, its cut over the threads, gradcheck,
+non-finite inputs, and the cases that stay on the other paths (test_winograd.py also
+checks a layer's float32 gradients and the environment switch of this path)."""
 
 import numpy as np
 import pytest
@@ -85,22 +86,6 @@ def test_batches_cut_over_the_threads_give_the_serial_result(monkeypatch):
     np.testing.assert_array_equal(threaded, out)   # each image is summed the same way
 
 
-def test_layer_gradients_match_float64():
-    rng = np.random.default_rng(3)
-    x, k, b = _case(rng, 2, 3, 6, 8, 9)
-    results = []
-    for dtype in (ember.float32, ember.float64):
-        t = ember.tensor(x, dtype=dtype, requires_grad=True)
-        w = ember.tensor(k, dtype=dtype, requires_grad=True)
-        bias = ember.tensor(b, dtype=dtype, requires_grad=True)
-        out = F.conv2d(t, w, bias, padding=1)
-        weights = np.cos(np.arange(out.numel())).reshape(out.shape)
-        (out * ember.tensor(weights, dtype=dtype)).sum().backward()
-        results.append([a.numpy() for a in (out.detach(), t.grad, w.grad, bias.grad)])
-    for got, exact in zip(*results):
-        np.testing.assert_allclose(got, exact, rtol=0, atol=1e-5 * np.abs(exact).max())
-
-
 def test_gradcheck_float64():
     rng = np.random.default_rng(4)
     x, k, b = _case(rng, 2, 2, 3, 5, 4, np.float64)
@@ -146,14 +131,3 @@ def test_what_takes_the_other_paths(monkeypatch):
     np.testing.assert_allclose(conv_arrays.conv_array(x, k, _geometry(6, 6, 0), b),
                                _im2col(x, k, _geometry(6, 6, 0), b), rtol=0, atol=1e-5)
 
-
-def test_environment_switch():
-    import os
-    import subprocess
-    import sys
-    code = "from ember.ops import _native_direct_conv as d; print(d.ENABLED)"
-    for value, expected in (("1", "False"), ("0", "True")):
-        env = dict(os.environ, EMBER_NO_DIRECT_CONV=value)
-        out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
-                             text=True, check=True).stdout.strip()
-        assert out == expected

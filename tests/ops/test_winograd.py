@@ -54,9 +54,13 @@ def test_input_gradient_goes_through_the_forward_path(monkeypatch):
     np.testing.assert_allclose(got, exact, rtol=0, atol=2e-5 * np.abs(exact).max())
 
 
-def test_layer_gradients_match_float64():
+@pytest.mark.parametrize("n, c, o, h, w", [(3, 8, 16, 10, 10),
+                                           (2, 3, 6, 8, 9)])   # (the direct path's)
+def test_layer_gradients_match_float64(n, c, o, h, w):
+    """A layer's output and gradients in float32 (Winograd, or the direct path for few
+    input channels) against float64."""
     rng = np.random.default_rng(3)
-    x, k, b = _case(rng, 3, 8, 16, 10, 10)
+    x, k, b = _case(rng, n, c, o, h, w)
     grads = []
     for dtype in (ember.float32, ember.float64):
         t = ember.tensor(x, dtype=dtype, requires_grad=True)
@@ -147,13 +151,16 @@ def test_filter_transform_is_g_w_gt():
                                atol=1e-6 * np.abs(expected).max())
 
 
-def test_environment_switch():
+@pytest.mark.parametrize("module, variable", [("_native_winograd", "EMBER_NO_WINOGRAD"),
+                                              ("_native_direct_conv", "EMBER_NO_DIRECT_CONV")])
+def test_environment_switch(module, variable):
+    """Each convolution kernel path's variable (this one's and the direct path's)."""
     import os
     import subprocess
     import sys
-    code = "from ember.ops import _native_winograd as w; print(w.ENABLED)"
+    code = f"from ember.ops import {module} as m; print(m.ENABLED)"
     for value, expected in (("1", "False"), ("0", "True")):
-        env = dict(os.environ, EMBER_NO_WINOGRAD=value)
+        env = dict(os.environ, **{variable: value})
         out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
                              text=True, check=True).stdout.strip()
         assert out == expected

@@ -12,8 +12,14 @@ import numpy as np
 import pytest
 
 import ember
-from ember.ops import _blas, _parallel, _workers
+from ember.ops import _blas, _native, _parallel, _workers
 from ember.ops.conv_arrays import Geometry, conv_array, conv_transpose_array, conv_weight_array
+
+
+# Tests that count the products a worker took: its CBLAS loops are numba kernels.
+needs_worker_loops = pytest.mark.skipif(
+    not _native.available(), reason="the workers' CBLAS loops need numba (EMBER_NO_NUMBA=1 "
+                                    "or numba missing: the caller computes every product)")
 
 
 @pytest.fixture
@@ -105,6 +111,7 @@ def test_stacks_of_products_split_over_the_workers(two_threads, dtype, monkeypat
     assert stacks == [True, True, True, False]
 
 
+@needs_worker_loops
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_product_pairs_run_side_by_side_and_equal_numpy(two_threads, dtype, monkeypatch):
     """`matmul_pair`: the second product posted whole to the worker, the first on the
@@ -259,6 +266,7 @@ def test_openblas_stays_on_one_thread_and_can_be_left_alone():
     assert taken == ["1", "2"]
 
 
+@needs_worker_loops
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_single_rows_go_to_the_worker_as_matrix_vector_products(two_threads, dtype,
                                                                  monkeypatch):

@@ -28,6 +28,7 @@ from ..autograd import grad as autograd_grad
 from ..jit._graph import Literal
 from ..onnx._trace import Source
 from ..ops import _native as native
+from ..ops._broadcast import broadcasts_to
 from .codegen import ELEMENTWISE, ChainKernel, Member, operands
 from .memory import BufferPool
 
@@ -97,17 +98,10 @@ def _elementwise(node, index: int, meta) -> bool:
         if isinstance(arg, Literal):
             if not isinstance(arg.value, (int, float)) or isinstance(arg.value, bool):
                 return False
-        elif not isinstance(arg, Source) or meta(arg)[1] != dtype or not _broadcasts(
+        elif not isinstance(arg, Source) or meta(arg)[1] != dtype or not broadcasts_to(
                 meta(arg)[0], shape):
             return False
     return True
-
-
-def _broadcasts(shape: tuple, to: tuple) -> bool:
-    """Whether an operand of `shape` broadcasts to `to` (the op's output shape)."""
-    if len(shape) > len(to):
-        return False
-    return all(a in (1, b) for a, b in zip(shape[::-1], to[::-1]))
 
 
 def _chain(group: list, nodes: list, meta) -> Chain:

@@ -1,4 +1,5 @@
-"""sum_to_shape: the one helper every broadcasting backward uses."""
+"""Broadcasting helpers: sum_to_shape (the one every broadcasting backward uses),
+broadcast_shapes, and broadcasts_to."""
 
 from __future__ import annotations
 
@@ -46,3 +47,12 @@ def broadcast_shapes(*shapes, on_mismatch=None) -> tuple:
                 f"at non-singleton dimension {i}"
             )
     return tuple(out)
+
+
+def broadcasts_to(shape: tuple, target: tuple) -> bool:
+    """Whether an array of `shape` broadcasts to `target` unchanged (so that it can be
+    added into an array of that shape in place, or read by a loop over `target`)."""
+    if shape == target[len(target) - len(shape):]:  # (a linear layer's bias: no loop)
+        return True
+    return len(shape) <= len(target) and all(
+        d == 1 or d == t for d, t in zip(shape[::-1], target[::-1]))

@@ -271,10 +271,10 @@ def run(kernel: Kernel, size: int, *args, cut: tuple = (), part: str | None = No
                 return None
         serial = kernel.serial
 
-        def part(share):
+        def run_share(share):
             return serial(*[a[share] if i in cut else a for i, a in enumerate(args)])
 
-        _parallel.run_parts(part, _shares(args[cut[0]].shape[0], size, 2))
+        _parallel.run_parts(run_share, _shares(args[cut[0]].shape[0], size, 2))
         return None
     if size >= PARALLEL_MIN:
         return kernel(*args)

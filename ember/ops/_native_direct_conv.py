@@ -27,6 +27,7 @@ import numpy as np
 
 from . import _native as native
 from ._native_activation import FUSED_MULTIPLY_ADD
+from ._native_winograd import plain_3x3
 
 ENABLED = os.environ.get("EMBER_NO_DIRECT_CONV", "") in ("", "0")
 
@@ -53,12 +54,10 @@ SMALL_OUTPUT = 1 << 16  # elements
 
 
 def supports(dtype, images: int, in_channels: int, out_channels: int, kernel, geo) -> bool:
-    """Whether a convolution takes this path: numba on, float32 or float64, a 3x3 kernel,
-    stride and dilation 1, one group, no cropping, and few channels (see the NOTE)."""
-    if not (ENABLED and dtype in (np.float32, np.float64) and tuple(kernel) == (3, 3)
-            and len(geo.size) == 2 and geo.stride == (1, 1) and geo.dilation == (1, 1)
-            and geo.groups == 1 and in_channels < MAX_IN_CHANNELS
-            and min(geo.lo + geo.hi) >= 0 and min(geo.padded()) >= 3 and native.enabled()):
+    """Whether a convolution takes this path: float32 or float64, the geometry of
+    `_native_winograd.plain_3x3`, and few channels (see the NOTE)."""
+    if not (ENABLED and dtype in (np.float32, np.float64) and in_channels < MAX_IN_CHANNELS
+            and plain_3x3(kernel, geo)):
         return False
     h, w = geo.padded()
     return (in_channels * out_channels <= MAX_CHANNEL_PRODUCT

@@ -71,14 +71,20 @@ MIN_IN_CHANNELS = 8
 MIN_OUT_CHANNELS = 16
 
 
-def supports(dtype, in_channels: int, out_channels: int, kernel, geo) -> bool:
-    """Whether a convolution takes this path: numba on, float32, a 3x3 kernel, stride
-    and dilation 1, one group, zero padding (no cropping), and channels enough."""
-    return (ENABLED and dtype == np.float32 and tuple(kernel) == (3, 3)
-            and len(geo.size) == 2 and geo.stride == (1, 1) and geo.dilation == (1, 1)
-            and geo.groups == 1 and in_channels >= MIN_IN_CHANNELS
-            and out_channels >= MIN_OUT_CHANNELS and min(geo.lo + geo.hi) >= 0
+def plain_3x3(kernel, geo) -> bool:
+    """A 2-D 3x3 convolution of stride and dilation 1, one group, zero padding (no
+    cropping) and an output: the geometry both native 3x3 paths (this one and
+    _native_direct_conv.py) take, when numba is on."""
+    return (tuple(kernel) == (3, 3) and len(geo.size) == 2 and geo.stride == (1, 1)
+            and geo.dilation == (1, 1) and geo.groups == 1 and min(geo.lo + geo.hi) >= 0
             and min(geo.padded()) >= 3 and native.enabled())
+
+
+def supports(dtype, in_channels: int, out_channels: int, kernel, geo) -> bool:
+    """Whether a convolution takes this path: float32, `plain_3x3`, and channels
+    enough."""
+    return (ENABLED and dtype == np.float32 and in_channels >= MIN_IN_CHANNELS
+            and out_channels >= MIN_OUT_CHANNELS and plain_3x3(kernel, geo))
 
 
 def _tiles(geo) -> tuple:

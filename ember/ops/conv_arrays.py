@@ -157,14 +157,15 @@ def _images_first(prod, target, m: int) -> None:
 def conv_array(a, w, geo, bias=None):
     """The convolution of `a` (N, C, *size) with `w` (Cout, C/groups, *k), plus `bias`."""
     xp = xp_of(a)
-    if xp is np and _native_direct_conv.supports(np.result_type(a, w), a.shape[0], w.shape[1],
-                                                 w.shape[0], w.shape[2:], geo):
-        return _native_direct_conv.conv_forward(pad_array(a, geo.lo, geo.hi), w, bias)
-    if xp is np and _native_winograd.supports(np.result_type(a, w), w.shape[1], w.shape[0],
-                                              w.shape[2:], geo):
-        out = _native_winograd.conv_forward(a, w, geo, bias)
-        if out is not None:
-            return out
+    if xp is np:  # the native kernels for the shapes they serve (see their `supports`)
+        dtype = np.result_type(a, w)
+        if _native_direct_conv.supports(dtype, a.shape[0], w.shape[1], w.shape[0],
+                                        w.shape[2:], geo):
+            return _native_direct_conv.conv_forward(pad_array(a, geo.lo, geo.hi), w, bias)
+        if _native_winograd.supports(dtype, w.shape[1], w.shape[0], w.shape[2:], geo):
+            out = _native_winograd.conv_forward(a, w, geo, bias)
+            if out is not None:
+                return out
     kernel = tuple(w.shape[2:])
     out_shape = geo.out(kernel)
     g, co, n, c = geo.groups, w.shape[0], a.shape[0], a.shape[1]

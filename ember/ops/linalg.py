@@ -17,7 +17,7 @@ from .._core import dtype as dtypes
 from .._core.function import Function
 from .._core.grad_mode import STATE
 from .._core.tensor import Tensor, _make
-from ._broadcast import broadcast_shapes
+from ._broadcast import broadcast_shapes, broadcasts_to
 from . import _parallel
 from ._kernels import sum_leading
 from ._autocast import casts_together
@@ -502,7 +502,7 @@ class AddProduct(Function):
         if beta == 0:  # NOTE: input is ignored then, even when it holds nan or inf
             return prod.astype(dtype, copy=False)
         shift = input * beta if beta != 1 else input
-        if shift.dtype == prod.dtype and _fits_into(shift.shape, prod.shape):
+        if shift.dtype == prod.dtype and broadcasts_to(shift.shape, prod.shape):
             prod += shift  # into the fresh product: no second result array (a linear's bias)
             return prod.astype(dtype, copy=False)
         return (shift + prod).astype(dtype, copy=False)
@@ -540,15 +540,6 @@ class AddProductInplace(AddProduct):
 
 _ADD_NAMES = {"addmm": "AddmmBackward0", "addmv": "AddmvBackward0", "addr": "AddrBackward0",
               "baddbmm": "BaddbmmBackward0", "addbmm": "AddbmmBackward0"}
-
-
-def _fits_into(shape: tuple, target: tuple) -> bool:
-    """Whether an array of `shape` broadcasts to `target` unchanged (so that it can be
-    added into an array of that shape in place)."""
-    if shape == target[len(target) - len(shape):]:  # (a linear layer's bias: no call)
-        return True
-    return len(shape) <= len(target) and all(
-        d == 1 or d == t for d, t in zip(shape[::-1], target[::-1]))
 
 
 def _usual_addmm(input, a, b) -> bool:

@@ -387,3 +387,25 @@ def test_broadcast_shapes_returns_size():
     out = ember.broadcast_shapes((2, 1), (3,), 1)
     assert isinstance(out, ember.Size) and tuple(out) == (2, 3)
     assert tuple(ember.broadcast_shapes()) == ()
+
+
+@pytest.mark.parametrize("shape, target, fits", [
+    ((512,), (128, 512), True),          # a linear layer's bias
+    ((), (3, 4), True),
+    ((1, 4), (3, 4), True),
+    ((3, 1, 5), (2, 3, 4, 5), True),
+    ((4,), (4, 1), False),               # would stretch the target's last dim
+    ((2, 4), (3, 4), False),
+    ((2, 3, 4), (3, 4), False),          # more dims than the target
+])
+def test_broadcasts_to_agrees_with_numpy(shape, target, fits):
+    """ops/_broadcast.broadcasts_to (in-place adds, fused kernels' leaves): whether an
+    operand broadcasts to `target` leaving it unchanged, as NumPy decides."""
+    from ember.ops._broadcast import broadcasts_to
+
+    assert broadcasts_to(shape, target) is fits
+    try:
+        numpy_fits = np.broadcast_shapes(shape, target) == target
+    except ValueError:
+        numpy_fits = False
+    assert numpy_fits is fits

@@ -106,21 +106,19 @@ def _columns(c: Call, x: str, key, sources, key2, sources2) -> tuple:
         *[s[0] for s in shapes])), positions
 
 
-def _mask_run(c: Call, key, key2, start: int, stop: int, shape, shape2):
-    """(m, ONNX name of the mask) when key[start:start + m] are the nonzero positions of
-    a bool tensor of the trace (the longest such run), else None.
+def _mask_run(c: Call, arrays: list, arrays2: list, dims: tuple, dims2: tuple):
+    """(m, ONNX name of the mask) when the index arrays `arrays` (`arrays2` in the check
+    trace) begin with m that are the nonzero positions of a bool tensor of the trace over
+    dims of sizes dims[:m] (the longest such run), else None.
 
     NOTE: looked for before taking equal arrays in both traces for constants: a mask's
     positions can be the same in both by chance (all 3 rows of the trace, the first 3
     of the check trace's 4), and a constant would freeze them into the graph."""
-    arrays = [to_numpy(a) for a in key[start:stop]]
-    arrays2 = [to_numpy(a) for a in key2[start:stop]]
-    for m in range(stop - start, 0, -1):
+    for m in range(len(arrays), 0, -1):
         lengths = {a.shape for a in arrays[:m]} | {a.shape for a in arrays2[:m]}
         if any(len(s) != 1 for s in lengths):
             continue
-        mask = _find_mask(c, arrays[:m], arrays2[:m], tuple(shape[start:start + m]),
-                          tuple(shape2[start:start + m]))
+        mask = _find_mask(c, arrays[:m], arrays2[:m], tuple(dims[:m]), tuple(dims2[:m]))
         if mask is not None:
             return m, mask
     return None
@@ -131,7 +129,7 @@ def _const_run(c: Call, x: str, key, key2, start: int, stop: int, shape, shape2)
     mask found in the graph, or the constants themselves when they do not vary."""
     arrays = [to_numpy(a) for a in key[start:stop]]
     arrays2 = [to_numpy(a) for a in key2[start:stop]]
-    found = _mask_run(c, key, key2, start, stop, shape, shape2)
+    found = _mask_run(c, arrays, arrays2, shape[start:stop], shape2[start:stop])
     if found is not None:
         m, mask = found
         col = c.transpose(c.op("NonZero", mask), [1, 0])
@@ -197,7 +195,8 @@ def convert_index(c: Call) -> None:
     if len(positions) == 1:
         p = positions[0]
         if sources[p].kind != "const" or (same(key[p], key2[p]) and _mask_run(
-                c, key, key2, p, p + 1, c.shape(0), c.shape2(0)) is None):
+                c, [to_numpy(key[p])], [to_numpy(key2[p])], c.shape(0)[p:p + 1],
+                c.shape2(0)[p:p + 1]) is None):
             c.done(c.op("Gather", x, _index_source(c, p), axis=p))
             return
     ndim = len(c.shape(0))

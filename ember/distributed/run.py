@@ -11,11 +11,13 @@ args``.  On each rank the worker sets PyTorch's environment variables (``RANK``,
 Each rank gets ``OMP_NUM_THREADS`` = cores / ranks per host (unless it is set already), as
 torchrun does, so that the ranks' BLAS threads do not oversubscribe the machine.
 
-Failures: a rank whose script raises (or exits with a non-zero code) prints its traceback
+Failures: a rank whose script raises (or exits with a non-zero code) reports its traceback
 and a line naming itself, and aborts the whole job (``MPI_Abort``), so the other ranks never
-wait for it.  When ``mpiexec`` ends badly, the launcher says which rank failed (each worker
-leaves a small status file in a temporary folder), makes sure no rank of this host is left
-running, and exits with a non-zero code.
+wait for it.  Each worker leaves small status files in a temporary folder; the failing
+rank's report goes there too, because ``MPI_Abort`` can cut ``mpiexec``'s forwarding of
+that rank's last output.  When ``mpiexec`` ends badly, the launcher prints the reports, says
+which rank failed, makes sure no rank of this host is left running, and exits with a
+non-zero code.
 """
 
 from __future__ import annotations
@@ -155,6 +157,9 @@ def _supervise(cmd: list, env: dict, status_dir: str, total: int) -> int:
             signal.signal(s, h)
     stray = _kill_strays(status_dir)
     if rc != 0:
+        for rank, status in sorted(_statuses(status_dir).items()):
+            if "report" in status:
+                print(f"---- rank {rank} ----\n{status['report']}", file=sys.stderr)
         print(f"ember.distributed.run: the job failed (mpiexec exit code {rc}): "
               f"{_diagnose(status_dir, tail.decode('utf-8', 'replace'), total)}",
               file=sys.stderr)
@@ -164,11 +169,11 @@ def _supervise(cmd: list, env: dict, status_dir: str, total: int) -> int:
 
 
 def _statuses(status_dir: str) -> dict:
-    """rank -> {'pid', 'host', 'error', 'done'} from the workers' status files."""
+    """rank -> {'pid', 'host', 'error', 'report', 'done'} from the workers' status files."""
     out: dict = {}
     for name in os.listdir(status_dir):
         rank, _, kind = name.partition(".")
-        if not rank.isdigit():
+        if not rank.isdigit() or name.endswith(".tmp"):
             continue
         with open(os.path.join(status_dir, name)) as f:
             text = f.read().strip()
@@ -269,13 +274,23 @@ def _rank_info() -> tuple:
     return rank, size, local, local_size
 
 
-def _write_status(rank: int, kind: str, text: str) -> None:
+def _status_dir() -> str | None:
+    """The launcher's status folder, or None when this rank was started some other way."""
     folder = os.environ.get("EMBER_RUN_DIR")
-    if not folder or not os.path.isdir(folder):
+    return folder if folder and os.path.isdir(folder) else None
+
+
+def _write_status(rank: int, kind: str, text: str) -> None:
+    """Leave `text` in the status file `<rank>.<kind>`; written whole, then renamed, so the
+    launcher never reads half a file."""
+    folder = _status_dir()
+    if folder is None:
         return
+    path = os.path.join(folder, f"{rank}.{kind}")
     try:
-        with open(os.path.join(folder, f"{rank}.{kind}"), "w") as f:
+        with open(path + ".tmp", "w") as f:
             f.write(text)
+        os.replace(path + ".tmp", path)
     except OSError:
         pass
 
@@ -308,31 +323,34 @@ def _worker(argv: list) -> int:
             _write_status(rank, "done", "0")
             return 0
         status = code if isinstance(code, int) else 1
-        if not isinstance(code, int):
-            print(code, file=sys.stderr)
         _write_status(rank, "error", f"SystemExit({code!r})")
-        _fail(rank, size, f"exited with code {code!r}", status)
+        _fail(rank, size, f"exited with code {code!r}", status,
+              "" if isinstance(code, int) else f"{code}\n")
         return status
     except BaseException as exc:  # noqa: BLE001 - every failure must end the job
-        traceback.print_exc()
         _write_status(rank, "error", f"{type(exc).__name__}: {exc}")
-        _fail(rank, size, f"uncaught {type(exc).__name__}: {exc}", 1)
+        _fail(rank, size, f"uncaught {type(exc).__name__}: {exc}", 1, traceback.format_exc())
         return 1
     _write_status(rank, "done", "0")
     return 0
 
 
-def _fail(rank: int, size: int, reason: str, code: int) -> None:
-    """End the whole job now if MPI is up (others may wait on this rank), else just exit."""
-    sys.stdout.flush()
-    sys.stderr.flush()
-    if size <= 1:
-        return
+def _fail(rank: int, size: int, reason: str, code: int, details: str) -> None:
+    """Report the failure (`details`: the traceback, if any), then end the whole job now if
+    MPI is up (others may wait on this rank), else just exit."""
     mpi = sys.modules.get("mpi4py.MPI")
-    if mpi is not None and mpi.Is_initialized() and not mpi.Is_finalized():
-        sys.stderr.write(f"[ember.distributed.run] rank {rank} of {size} failed ({reason}); "
-                         f"aborting all {size} ranks\n")
-        sys.stderr.flush()
+    aborting = size > 1 and mpi is not None and mpi.Is_initialized() and not mpi.Is_finalized()
+    report = details
+    if aborting:
+        report += (f"[ember.distributed.run] rank {rank} of {size} failed ({reason}); "
+                   f"aborting all {size} ranks\n")
+    sys.stdout.flush()
+    if _status_dir() is not None and aborting:
+        _write_status(rank, "report", report)  # the launcher prints it
+    else:
+        sys.stderr.write(report)
+    sys.stderr.flush()
+    if aborting:
         mpi.COMM_WORLD.Abort(code)
 
 

@@ -1,6 +1,7 @@
 """The OpenBLAS that NumPy loaded, reached through its C API: its thread count, its
-CBLAS matrix products for ember's worker threads (ops/_workers.py), and which of its
-kernel families runs (`choose_core`: on AMD processors, its Haswell kernels).
+CBLAS matrix products for ember's worker threads (ops/_workers.py; `products` picks
+them, or MKL's: ops/_mkl.py), and which of its kernel families runs (`choose_core`: on
+AMD processors, its Haswell kernels).
 
 The library is found among the files the process has mapped (Linux's /proc/self/maps).
 Other BLAS builds (MKL, Accelerate) and other systems give None: ember then leaves
@@ -60,6 +61,23 @@ def openblas() -> OpenBLAS | None:
             getter.argtypes, getter.restype = [], ctypes.c_int
             return OpenBLAS(setter, getter, *_gemms(lib), *_gemvs(lib))
     return None
+
+
+@functools.cache
+def products():
+    """The CBLAS products ember's own threads call (an ops/_mkl.py `Products`): MKL's
+    where ops/_mkl.py's `wanted` says so, else OpenBLAS's; None where neither has them."""
+    from . import _mkl
+
+    installed = _mkl.library_path() is not None
+    if _mkl.wanted(os.environ.get("EMBER_BLAS"), _cpu_vendor(), installed):
+        chosen = _mkl.load()
+        if chosen is not None:
+            return chosen
+    blas = openblas()
+    if blas is None or blas.sgemm is None or blas.sgemv is None:
+        return None
+    return _mkl.Products("openblas", blas.sgemm, blas.dgemm, blas.sgemv, blas.dgemv)
 
 
 @functools.cache
@@ -175,34 +193,44 @@ def choose_core() -> str | None:
     return core_name()
 
 
+def type_gemm(fn, real, integer) -> None:
+    """Give the CBLAS product `fn` its C argument types, for calls from numba: every
+    pointer passed as a 64-bit integer (the address); `real` the element type, `integer`
+    the library's integer type."""
+    # order, trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc
+    fn.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int, integer, integer, integer,
+                   real, ctypes.c_int64, integer, ctypes.c_int64, integer, real,
+                   ctypes.c_int64, integer]
+    fn.restype = None
+
+
+def type_gemv(fn, real, integer) -> None:
+    """Give the CBLAS matrix-vector product `fn` its C argument types, as `type_gemm`."""
+    # order, trans, M, N, alpha, A, lda, X, incX, beta, Y, incY
+    fn.argtypes = [ctypes.c_int, ctypes.c_int, integer, integer, real, ctypes.c_int64,
+                   integer, ctypes.c_int64, integer, real, ctypes.c_int64, integer]
+    fn.restype = None
+
+
 def _gemms(lib) -> tuple:
-    """(sgemm, dgemm) of `lib`'s CBLAS interface, typed for calls from numba: every
-    pointer passed as a 64-bit integer (the address), or (None, None)."""
+    """(sgemm, dgemm) of `lib`'s CBLAS interface, typed by `type_gemm`, or (None, None)."""
     for s_name, d_name, integer in _GEMM_SYMBOLS:
         sgemm, dgemm = getattr(lib, s_name, None), getattr(lib, d_name, None)
         if sgemm is None or dgemm is None:
             continue
-        for fn, real in ((sgemm, ctypes.c_float), (dgemm, ctypes.c_double)):
-            # order, trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc
-            fn.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int, integer, integer,
-                           integer, real, ctypes.c_int64, integer, ctypes.c_int64, integer,
-                           real, ctypes.c_int64, integer]
-            fn.restype = None
+        type_gemm(sgemm, ctypes.c_float, integer)
+        type_gemm(dgemm, ctypes.c_double, integer)
         return sgemm, dgemm
     return None, None
 
 
 def _gemvs(lib) -> tuple:
-    """(sgemv, dgemv) of `lib`'s CBLAS interface, typed as `_gemms` types its products,
-    or (None, None)."""
+    """(sgemv, dgemv) of `lib`'s CBLAS interface, typed by `type_gemv`, or (None, None)."""
     for s_name, d_name, integer in _GEMV_SYMBOLS:
         sgemv, dgemv = getattr(lib, s_name, None), getattr(lib, d_name, None)
         if sgemv is None or dgemv is None:
             continue
-        for fn, real in ((sgemv, ctypes.c_float), (dgemv, ctypes.c_double)):
-            # order, trans, M, N, alpha, A, lda, X, incX, beta, Y, incY
-            fn.argtypes = [ctypes.c_int, ctypes.c_int, integer, integer, real, ctypes.c_int64,
-                           integer, ctypes.c_int64, integer, real, ctypes.c_int64, integer]
-            fn.restype = None
+        type_gemv(sgemv, ctypes.c_float, integer)
+        type_gemv(dgemv, ctypes.c_double, integer)
         return sgemv, dgemv
     return None, None

@@ -19,7 +19,7 @@ import threading
 
 import numpy as np
 
-from . import _workers
+from . import _blas, _workers
 from ._util import xp_of
 
 # Products of fewer multiply-adds stay whole on the calling thread: a part's hand-off
@@ -128,12 +128,24 @@ def matmul_pair(a1, b1, a2, b2) -> tuple:
                 out2 = np.empty((a2.shape[0], b2.shape[1]), np.result_type(a2, b2))
                 if workers[0].post_product(a2, b2, out2):
                     try:
-                        return np.matmul(a1, b1), out2
+                        return _product_here(a1, b1), out2
                     finally:
                         workers[0].join()
             finally:
                 _release()
     return matmul(a1, b1), matmul(a2, b2)
+
+
+def _product_here(a, b, out=None):
+    """``np.matmul(a, b, out=out)`` for the calling thread's share of split work: through
+    the workers' CBLAS functions when those are MKL's (ops/_mkl.py), so that one product's
+    parts all come from one library, else through NumPy (the same OpenBLAS)."""
+    if out is None:
+        out = np.empty(a.shape[:-1] + b.shape[-1:], np.result_type(a, b))
+    blas = _blas.products()
+    if blas is not None and blas.library == "mkl" and _workers.run_product(a, b, out):
+        return out
+    return np.matmul(a, b, out=out)
 
 
 def _split_stack(a, b, out) -> bool:
@@ -162,7 +174,7 @@ def _split_stack(a, b, out) -> bool:
                 break
             posted.append(worker)
         for part in [parts[0]] + parts[len(posted) + 1:]:   # (and any not posted)
-            np.matmul(a[at(part)], b[at(part)], out=out[at(part)])
+            _product_here(a[at(part)], b[at(part)], out=out[at(part)])
         for worker in posted:
             worker.join()
         return True
@@ -208,7 +220,7 @@ def _split_product(a, b, out):
                 worker.post(lambda xyz: np.matmul(*xyz[:2], out=xyz[2]), (x, y, z))
             posted.append(worker)
         x, y, z = operands(parts[0])
-        np.matmul(x, y, out=z)
+        _product_here(x, y, z)
         for worker in posted:
             worker.join()
         return out

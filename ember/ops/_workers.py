@@ -57,11 +57,35 @@ call_address = None
 
 
 @native.kernel
+def _run(desc, sgemm, dgemm, sgemv, dgemv):
+    """Run the product (or stack of them) or matrix-vector product `desc` describes with
+    `sgemm`/`dgemm` or `sgemv`/`dgemv` (see _DESC)."""
+    kind = desc[0]
+    if kind == _SGEMV:
+        sgemv(_ROW_MAJOR, desc[10], desc[1], desc[2], np.float32(1), desc[4], desc[5],
+              desc[6], desc[7], np.float32(0), desc[8], desc[9])
+    elif kind == _DGEMV:
+        dgemv(_ROW_MAJOR, desc[10], desc[1], desc[2], 1.0, desc[4], desc[5], desc[6],
+              desc[7], 0.0, desc[8], desc[9])
+    for i in range(desc[12] if kind < _SGEMV else 0):
+        for j in range(desc[13]):
+            a = desc[4] + i * desc[14] + j * desc[17]
+            b = desc[6] + i * desc[15] + j * desc[18]
+            c = desc[8] + i * desc[16] + j * desc[19]
+            if kind == _SGEMM:
+                sgemm(_ROW_MAJOR, desc[10], desc[11], desc[1], desc[2], desc[3],
+                      np.float32(1), a, desc[5], b, desc[7], np.float32(0), c, desc[9])
+            else:
+                dgemm(_ROW_MAJOR, desc[10], desc[11], desc[1], desc[2], desc[3], 1.0,
+                      a, desc[5], b, desc[7], 0.0, c, desc[9])
+    return 0
+
+
+@native.kernel
 def _serve(flag, desc, rounds, sgemm, dgemm, sgemv, dgemv, pause):
     """Poll `flag` for a posted part, up to `rounds` idle rounds (calling `pause`, libc's
-    sched_yield, in each); run each posted product (or stack of them) with
-    `sgemm`/`dgemm`, or matrix-vector product with `sgemv`/`dgemv`, and mark it done.
-    1: a Python part waits (the caller runs it); 0: idle all along."""
+    sched_yield, in each); run each posted product (`_run`) or native part, and mark it
+    done.  1: a Python part waits (the caller runs it); 0: idle all along."""
     # (the calls are also what makes LLVM read flag[0] afresh each round)
     idle = 0
     while idle < rounds:
@@ -71,23 +95,8 @@ def _serve(flag, desc, rounds, sgemm, dgemm, sgemv, dgemv, pause):
                 return 1
             if kind == _NATIVE:
                 call_address(desc[1], desc[2])
-            if kind == _SGEMV:
-                sgemv(_ROW_MAJOR, desc[10], desc[1], desc[2], np.float32(1), desc[4], desc[5],
-                      desc[6], desc[7], np.float32(0), desc[8], desc[9])
-            elif kind == _DGEMV:
-                dgemv(_ROW_MAJOR, desc[10], desc[1], desc[2], 1.0, desc[4], desc[5], desc[6],
-                      desc[7], 0.0, desc[8], desc[9])
-            for i in range(desc[12] if kind < _SGEMV else 0):
-                for j in range(desc[13]):
-                    a = desc[4] + i * desc[14] + j * desc[17]
-                    b = desc[6] + i * desc[15] + j * desc[18]
-                    c = desc[8] + i * desc[16] + j * desc[19]
-                    if kind == _SGEMM:
-                        sgemm(_ROW_MAJOR, desc[10], desc[11], desc[1], desc[2], desc[3],
-                              np.float32(1), a, desc[5], b, desc[7], np.float32(0), c, desc[9])
-                    else:
-                        dgemm(_ROW_MAJOR, desc[10], desc[11], desc[1], desc[2], desc[3], 1.0,
-                              a, desc[5], b, desc[7], 0.0, c, desc[9])
+            else:
+                _run(desc, sgemm, dgemm, sgemv, dgemv)
             flag[1] = flag[0]
             idle = 0
         else:
@@ -112,14 +121,16 @@ class _Loops:
 
     def __init__(self, sgemm, dgemm, sgemv, dgemv, pause):
         self._functions = (sgemm, dgemm, sgemv, dgemv, pause)
-        self.sgemm, self.pause = sgemm, pause
+        self.sgemm, self.dgemm, self.pause = sgemm, dgemm, pause
         never = np.array([1, 0], np.int64)
         _serve(np.zeros(2, np.int64), np.zeros(_DESC, np.int64), 1, *self._functions)
+        _run(np.zeros(_DESC, np.int64), *self._functions[:4])
         _wait(never, 10, pause)
         # NOTE: the builds' entry points, called directly: numba's dispatcher types each
         # argument on every call, and typing the ctypes functions took 144 us a call of
         # `_serve` (the entry point: 4.5 us), with the GIL held
         self._serve, self._wait = _entry_point(_serve), _entry_point(_wait)
+        self._run = _entry_point(_run)
         start = time.perf_counter()
         self._wait(never, 20000, pause)
         rate = 20000 / max(time.perf_counter() - start, 1e-6)
@@ -130,6 +141,9 @@ class _Loops:
 
     def wait(self, flag, rounds) -> bool:
         return self._wait(flag, rounds, self.pause)
+
+    def run(self, desc) -> None:
+        self._run(desc, *self._functions[:4])
 
 
 def _entry_point(kernel):
@@ -143,9 +157,10 @@ def _entry_point(kernel):
 def _compiled_loops() -> _Loops | None:
     """The poll loops (made once per process), or None where they cannot run."""
     global call_address
-    blas = _blas.openblas()
-    if not native.enabled() or blas is None or blas.sgemm is None or blas.sgemv is None \
-            or platform.machine().lower() not in ("x86_64", "amd64"):
+    if not native.enabled() or platform.machine().lower() not in ("x86_64", "amd64"):
+        return None
+    blas = _blas.products()
+    if blas is None:
         return None
     from ._native_parts import call_address
     pause = ctypes.CDLL(None).sched_yield
@@ -164,6 +179,81 @@ def _operand(x) -> tuple | None:
     if (s0 == item or rows == 1) and s1 % item == 0 and s1 // item >= max(rows, 1):
         return s1 // item, _TRANS
     return None
+
+
+def describe_product(a: np.ndarray, b: np.ndarray, out: np.ndarray, desc: np.ndarray) -> bool:
+    """Write into `desc` the CBLAS call(s) computing ``out = a @ b``: 2-D arrays of one
+    float dtype, or stacks of them with up to two batch dims of one shape (any strides).
+    False where CBLAS cannot take them (`desc` then means nothing)."""
+    if not (a.dtype == b.dtype == out.dtype) or a.dtype not in (np.float32, np.float64) \
+            or 0 in a.shape + b.shape or not 2 <= a.ndim == b.ndim == out.ndim <= 4 \
+            or not a.shape[:-2] == b.shape[:-2] == out.shape[:-2]:
+        return False
+    if a.ndim == 2 and a.shape[0] == 1:
+        return _describe_row(a, b, out, desc)
+    lead = (1,) * (4 - a.ndim) + out.shape[:-2]
+    steps = [(0,) * (4 - x.ndim) + x.strides[:-2] for x in (a, b, out)]
+    corner = (0,) * (a.ndim - 2)
+    a, b, out = a[corner], b[corner], out[corner]      # the first item of each
+    left, right, target = _operand(a), _operand(b), _operand(out)
+    if left is None or right is None or target is None or target[1] != _NO_TRANS:
+        return False
+    desc[:] = (_SGEMM if a.dtype == np.float32 else _DGEMM, a.shape[0], b.shape[1],
+               a.shape[1], a.ctypes.data, left[0], b.ctypes.data, right[0],
+               out.ctypes.data, target[0], left[1], right[1], *lead,
+               *(step[0] for step in steps), *(step[1] for step in steps))
+    return True
+
+
+def _describe_row(a, b, out, desc) -> bool:
+    """``out = a @ b`` for one row `a` as a matrix-vector product, as NumPy computes it.
+    (As a GEMM, OpenBLAS's Haswell kernels (`_blas.preferred_core`) pack `b` first: batch-1
+    CNN inference's 1x9216 @ 9216x128 layer waited 114 us for a GEMM half, against 67 us
+    for the whole product on one thread; split so, 54 us.)"""
+    right = _operand(b)
+    item = a.itemsize
+    if right is None or a.strides[1] % item or out.strides[1] % item \
+            or a.strides[1] <= 0 or out.strides[1] <= 0:
+        return False
+    ld, trans = right
+    k, n = b.shape
+    # b (k, n) row-major: y = b^T a; b transposed storage (n, k): y = B a
+    m_rows, n_cols, flag = (k, n, _TRANS) if trans == _NO_TRANS else (n, k, _NO_TRANS)
+    desc[:11] = (_SGEMV if a.dtype == np.float32 else _DGEMV, m_rows, n_cols, 0,
+                 b.ctypes.data, ld, a.ctypes.data, a.strides[1] // item,
+                 out.ctypes.data, out.strides[1] // item, flag)
+    return True
+
+
+_here = threading.local()   # the calling thread's own desc, for `run_product`
+
+
+def run_product(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> bool:
+    """Compute ``out = a @ b`` on the calling thread with the CBLAS functions the workers
+    call (`_blas.products`: MKL's or OpenBLAS's), so that all parts of a split product
+    come from one library.  False, and nothing computed, where they cannot take them."""
+    loops = _compiled_loops()
+    if loops is None:
+        return False
+    if a.ndim == b.ndim == out.ndim == 2 and a.shape[0] > 1 \
+            and a.dtype == b.dtype == out.dtype and a.dtype in (np.float32, np.float64):
+        # one product: a plain ctypes call (~5 us; through `describe_product` and the
+        # compiled `_run`, ~11 us)
+        left, right, target = _operand(a), _operand(b), _operand(out)
+        if left is None or right is None or target is None or target[1] != _NO_TRANS \
+                or 0 in a.shape + b.shape:
+            return False
+        gemm = loops.sgemm if a.dtype == np.float32 else loops.dgemm
+        gemm(_ROW_MAJOR, left[1], right[1], a.shape[0], b.shape[1], a.shape[1], 1.0,
+             a.ctypes.data, left[0], b.ctypes.data, right[0], 0.0, out.ctypes.data, target[0])
+        return True
+    desc = getattr(_here, "desc", None)
+    if desc is None:
+        desc = _here.desc = np.zeros(_DESC, np.int64)
+    if not describe_product(a, b, out, desc):
+        return False
+    loops.run(desc)
+    return True
 
 
 class Worker:
@@ -225,28 +315,11 @@ class Worker:
         self._posted()
 
     def post_product(self, a: np.ndarray, b: np.ndarray, out: np.ndarray) -> bool:
-        """Compute ``out = a @ b`` on this worker without the GIL: 2-D arrays of one float
-        dtype, or stacks of them with up to two batch dims of one shape (any strides).
-        False, and nothing posted, when the CBLAS call cannot take them."""
-        if self._loops is None or not (a.dtype == b.dtype == out.dtype) \
-                or a.dtype not in (np.float32, np.float64) or 0 in a.shape + b.shape \
-                or not 2 <= a.ndim == b.ndim == out.ndim <= 4 \
-                or not a.shape[:-2] == b.shape[:-2] == out.shape[:-2]:
-            return False
-        if a.ndim == 2 and a.shape[0] == 1:
-            return self._post_row(a, b, out)
-        lead = (1,) * (4 - a.ndim) + out.shape[:-2]
-        steps = [(0,) * (4 - x.ndim) + x.strides[:-2] for x in (a, b, out)]
-        corner = (0,) * (a.ndim - 2)
-        a, b, out = a[corner], b[corner], out[corner]      # the first item of each
-        left, right, target = _operand(a), _operand(b), _operand(out)
-        if left is None or right is None or target is None or target[1] != _NO_TRANS:
+        """Compute ``out = a @ b`` on this worker without the GIL (`describe_product` says
+        which arrays it takes).  False, and nothing posted, when it cannot take them."""
+        if self._loops is None or not describe_product(a, b, out, self.desc):
             return False
         self._arrays = (a, b, out)
-        self.desc[:] = (_SGEMM if a.dtype == np.float32 else _DGEMM, a.shape[0], b.shape[1],
-                        a.shape[1], a.ctypes.data, left[0], b.ctypes.data, right[0],
-                        out.ctypes.data, target[0], left[1], right[1], *lead,
-                        *(step[0] for step in steps), *(step[1] for step in steps))
         self._posted()
         return True
 
@@ -258,27 +331,6 @@ class Worker:
             return False
         self._arrays = (block, arrays)
         self.desc[:3] = (_NATIVE, address, block.ctypes.data)
-        self._posted()
-        return True
-
-    def _post_row(self, a, b, out) -> bool:
-        """``out = a @ b`` for one row `a` as a matrix-vector product, as NumPy computes
-        it.  (As a GEMM, OpenBLAS's Haswell kernels (`_blas.preferred_core`) pack `b`
-        first: batch-1 CNN inference's 1x9216 @ 9216x128 layer waited 114 us for a GEMM
-        half, against 67 us for the whole product on one thread; split so, 54 us.)"""
-        right = _operand(b)
-        item = a.itemsize
-        if right is None or a.strides[1] % item or out.strides[1] % item \
-                or a.strides[1] <= 0 or out.strides[1] <= 0:
-            return False
-        ld, trans = right
-        k, n = b.shape
-        # b (k, n) row-major: y = b^T a; b transposed storage (n, k): y = B a
-        m_rows, n_cols, flag = (k, n, _TRANS) if trans == _NO_TRANS else (n, k, _NO_TRANS)
-        self._arrays = (a, b, out)
-        self.desc[:11] = (_SGEMV if a.dtype == np.float32 else _DGEMV, m_rows, n_cols, 0,
-                          b.ctypes.data, ld, a.ctypes.data, a.strides[1] // item,
-                          out.ctypes.data, out.strides[1] // item, flag)
         self._posted()
         return True
 

@@ -59,13 +59,15 @@ MIN_UNITS = 32
 
 
 @native.kernel(fastmath={"contract"})
-def _lstm_share(xw, w_share, hbuf, c, h_last, gates, h_prev, c_prev, tanh_c, out, rec,
-                starts, sizes, j0, me, parts, flags, sgemm, pause):
+def _lstm_share(xw, w_share, w_flag, hbuf, c, h_last, gates, h_prev, c_prev, tanh_c, out,
+                rec, starts, sizes, j0, me, parts, flags, sgemm, pause):
     """Thread `me`'s share (hidden units j0 .. j0 + units) of every step; see the module
-    docstring.  `w_share` (4 * units, H) holds W_hh's rows of those units, gate by gate;
-    `rec` is this thread's scratch."""
+    docstring.  `w_share` holds W_hh's rows of those units, gate by gate: as they are,
+    (4 * units, H), with `w_flag` CBLAS's transpose flag, or transposed, (H, 4 * units),
+    with its no-transpose flag (`_weight_share`); `rec` is this thread's scratch."""
     hidden = c.shape[1]
-    units = w_share.shape[0] // 4
+    units = w_share.size // (4 * hidden)
+    ldw = hidden if w_flag == _TRANS else 4 * units
     for t in range(starts.size):
         s, bs = starts[t], sizes[t]
         cur, nxt = hbuf[t % 2], hbuf[(t + 1) % 2]
@@ -75,9 +77,9 @@ def _lstm_share(xw, w_share, hbuf, c, h_last, gates, h_prev, c_prev, tanh_c, out
                     pause()
         if flags[_ABORT] != 0:
             return
-        # rec (bs, 4 * units) = cur[:bs] @ w_share^T
-        sgemm(_ROW_MAJOR, _NO_TRANS, _TRANS, bs, 4 * units, hidden, np.float32(1),
-              cur.ctypes.data, hidden, w_share.ctypes.data, hidden, np.float32(0),
+        # rec (bs, 4 * units) = cur[:bs] @ (W_hh's rows of the share)^T
+        sgemm(_ROW_MAJOR, _NO_TRANS, w_flag, bs, 4 * units, hidden, np.float32(1),
+              cur.ctypes.data, hidden, w_share.ctypes.data, ldw, np.float32(0),
               rec.ctypes.data, 4 * units)
         # NOTE: one short loop per quantity over row views, as in _native_rnn's step: a
         # loop touching many arrays is not vectorized
@@ -146,6 +148,42 @@ def _lstm_backward_share(gout, dh_next, dc_next, gates, tanh_c, c_prev, dgates, 
         sgemm(_ROW_MAJOR, _NO_TRANS, _NO_TRANS, bs, units, 4 * hidden, np.float32(1),
               dgates[s:].ctypes.data, 4 * hidden, w_cols.ctypes.data, units, np.float32(0),
               dh_next[0, j0:].ctypes.data, hidden)
+
+
+# From this many steps up, a thread's weight share is transposed for its products.
+# NOTE: one thread's 20x256 @ 256x512 step product took 45 us on MKL and 82 on OpenBLAS
+# (SkylakeX kernels) with the share as W_hh's rows, passed transposed, against 32 and 50
+# with the share transposed once (2-core Intel Xeon, 2026-12-05); the transposing copy
+# costs ~70 us a thread, the rows' copy ~11.
+TRANSPOSE_MIN_STEPS = 8
+
+
+@native.kernel
+def _transposed_rows(w_hh, j0, units, out):
+    """out (H, 4 * units) = W_hh's rows of hidden units j0 .. j0 + units, gate by gate,
+    transposed, copied in 16x16 blocks (a transposing NumPy copy took twice as long)."""
+    hidden = w_hh.shape[1]
+    for q in range(4):
+        for u0 in range(0, units, 16):
+            for k0 in range(0, hidden, 16):
+                for u in range(u0, min(u0 + 16, units)):
+                    row = w_hh[q * hidden + j0 + u]
+                    for k in range(k0, min(k0 + 16, hidden)):
+                        out[k, q * units + u] = row[k]
+
+
+def _weight_share(w_hh, units: slice, steps: int) -> tuple:
+    """(a thread's share of W_hh for the forward loop, its CBLAS transpose flag): the
+    rows of hidden units `units`, gate by gate, transposed when `steps` are enough to
+    repay the copy (see TRANSPOSE_MIN_STEPS)."""
+    hidden = w_hh.shape[1]
+    count = units.stop - units.start
+    if steps >= TRANSPOSE_MIN_STEPS:
+        out = np.empty((hidden, 4 * count), np.float32)
+        _transposed_rows(w_hh, units.start, count, out)
+        return out, _NO_TRANS
+    rows = w_hh.reshape(4, hidden, hidden)[:, units]
+    return np.ascontiguousarray(rows.reshape(4 * count, hidden)), _TRANS
 
 
 def _usable(dtype, hidden: int):
@@ -221,15 +259,13 @@ def forward(xw, w_hh, h, c, steps, gates, h_prev, c_prev, tanh_c, out) -> tuple 
         starts, sizes, flags = _loop_arrays(steps, parts)
         hbuf = np.empty((2, batch, hidden), np.float32)
         hbuf[:] = h   # (both: in reverse, a packed batch grows, and a row joining reads h0)
-        w = w_hh.reshape(4, hidden, hidden)
         shares = _parallel.split(hidden, parts)
 
         def share(k, kernel):
             j = shares[k]
-            units = j.stop - j.start
-            w_share = np.ascontiguousarray(w[:, j].reshape(4 * units, hidden))
-            rec = np.empty(4 * units * batch, np.float32)
-            kernel(xw, w_share, hbuf, c, h, gates, h_prev, c_prev, tanh_c, out,
+            w_share, w_flag = _weight_share(w_hh, j, len(steps))
+            rec = np.empty(4 * (j.stop - j.start) * batch, np.float32)
+            kernel(xw, w_share, w_flag, hbuf, c, h, gates, h_prev, c_prev, tanh_c, out,
                    rec, starts, sizes, j.start, k, parts, flags, sgemm, pause)
 
         _on_every_thread(_lstm_share, workers, share, flags)

@@ -46,7 +46,10 @@ def _both_ways(monkeypatch, run, backward: bool = True):
 
 @pytest.mark.parametrize("threads", [2, 3], indirect=True)
 @pytest.mark.parametrize("hidden", [13, 40])
-def test_threaded_forward_and_gradients_equal_the_step_loop(threads, hidden, monkeypatch):
+@pytest.mark.parametrize("transpose_from", [1, 10**9])   # each layout of the weight shares
+def test_threaded_forward_and_gradients_equal_the_step_loop(threads, hidden, transpose_from,
+                                                            monkeypatch):
+    monkeypatch.setattr(threaded, "TRANSPOSE_MIN_STEPS", transpose_from)
     ember.manual_seed(0)
     lstm = ember.nn.LSTM(7, hidden, num_layers=2, bidirectional=True)
     x = ember.randn(9, 5, 7)
@@ -119,7 +122,7 @@ def test_a_failing_share_stops_the_others_waiting(threads, failing, monkeypatch)
             return False
 
         def __call__(self, *args):
-            me, flags = args[14], args[16]
+            me, flags = args[15], args[17]
             if me == failing:
                 raise ValueError(f"share {failing} failed")
             deadline = time.monotonic() + 10
@@ -135,3 +138,13 @@ def test_a_failing_share_stops_the_others_waiting(threads, failing, monkeypatch)
     with pytest.raises(ValueError, match=f"share {failing} failed"):
         threaded.forward(xw, np.zeros((4 * hidden, hidden), np.float32), h0, h0,
                          [(0, 2, 2)], *arrays)
+
+
+@pytest.mark.parametrize("steps, flag", [(1, threaded._TRANS), (100, threaded._NO_TRANS)])
+def test_a_threads_weight_share_holds_its_units_rows_gate_by_gate(steps, flag):
+    hidden = 20
+    w_hh = np.random.default_rng(0).standard_normal((4 * hidden, hidden)).astype(np.float32)
+    share, got_flag = threaded._weight_share(w_hh, slice(3, 10), steps)
+    rows = np.concatenate([w_hh[q * hidden + 3:q * hidden + 10] for q in range(4)])  # (28, H)
+    assert got_flag == flag and share.flags.c_contiguous
+    np.testing.assert_array_equal(share, rows.T if flag == threaded._NO_TRANS else rows)

@@ -143,7 +143,8 @@ def _product_here(a, b, out=None):
     if out is None:
         out = np.empty(a.shape[:-1] + b.shape[-1:], np.result_type(a, b))
     blas = _blas.products()
-    if blas is not None and blas.library == "mkl" and _workers.run_product(a, b, out):
+    if blas is not None and blas.library == "mkl" and a.shape[-2] > 1 \
+            and _workers.run_product(a, b, out):
         return out
     return np.matmul(a, b, out=out)
 

@@ -67,21 +67,26 @@ def openblas() -> OpenBLAS | None:
 def products():
     """The CBLAS products ember's own threads call (an ops/_mkl.py `Products`): MKL's
     matrix products where ops/_mkl.py's `wanted` says so (with OpenBLAS's matrix-vector
-    products when it has them), else OpenBLAS's; None where neither has them."""
+    products when it has them), else OpenBLAS's; None where NumPy's BLAS is not OpenBLAS
+    or its CBLAS interface is not one we know."""
     from . import _mkl
 
     blas = openblas()
+    if blas is None:
+        # NumPy's BLAS is not OpenBLAS (an MKL build, say): ember leaves it alone and does
+        # not load MKL itself, whose threading layer it would set for the whole process
+        return None
     installed = _mkl.library_path() is not None
     if _mkl.wanted(os.environ.get("EMBER_BLAS"), _cpu_vendor(), installed):
         chosen = _mkl.load()
-        if chosen is not None and blas is not None and blas.sgemv is not None:
+        if chosen is not None and blas.sgemv is not None:
             # NOTE: OpenBLAS's matrix-vector products, memory-bound, were the faster:
             # half of batch-1 CNN inference's 1x9216 @ 9216x128 on a worker, 52 us
             # against MKL's 61 (2-core Intel Xeon, 2026-12-05)
             return chosen._replace(sgemv=blas.sgemv, dgemv=blas.dgemv)
         if chosen is not None:
             return chosen
-    if blas is None or blas.sgemm is None or blas.sgemv is None:
+    if blas.sgemm is None or blas.sgemv is None:
         return None
     return _mkl.Products("openblas", blas.sgemm, blas.dgemm, blas.sgemv, blas.dgemv)
 

@@ -1,7 +1,11 @@
 """The matrix products inside the benchmark steps: NumPy's BLAS against PyTorch's.
 
 ember multiplies matrices with whatever BLAS NumPy was built with (OpenBLAS in NumPy's
-wheels); PyTorch's x86 wheels multiply with MKL.  This script times the products of one
+wheels), split over its own threads, or with MKL's products on those threads where the
+`mkl` extra is installed on an Intel processor (ops/_mkl.py); PyTorch's x86 wheels
+multiply with MKL.  The "ember" column times ember's own product (`_parallel.matmul`, the
+BLAS its threads call named in the header); the "NumPy" column NumPy's, on OpenBLAS's own
+threads (as many as ember's).  This script times the products of one
 MLP training step (784-512-256-10, batch 128: three forward, five backward) and a few
 GPT and LSTM ones, each with the operand layouts ember's linear layers pass (a
 transposed weight is a column-major view), on both libraries in alternation.  Their sum
@@ -17,6 +21,7 @@ import argparse
 import functools
 import os
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -62,37 +67,61 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=300)
     args = parser.parse_args()
     torch = try_import_torch()
+    threads = args.threads or os.cpu_count() or 1
     if torch is not None:
-        torch.set_num_threads(args.threads or os.cpu_count() or 1)
+        torch.set_num_threads(threads)
+    import ember
+    from ember.ops import _blas, _parallel
+
+    ember.set_num_threads(threads)
+    openblas = _blas.openblas()
+    chosen = _blas.products()
+
+    def numpy_turn(fn):
+        """`fn` with OpenBLAS threading its own products (ember keeps it on one thread)."""
+        def run():
+            return fn()
+        if openblas is None:
+            return run
+        return lambda: (openblas.set_num_threads(threads), fn(), openblas.set_num_threads(1))
+
     rng = np.random.default_rng(0)
-    print("| workload | product | shapes | NumPy us | PyTorch us | ratio |")
-    print("|---|---|---|---:|---:|---:|")
+    library = chosen.library if chosen is not None else "NumPy's"
+    print(f"| workload | product | shapes | ember ({library}) us | NumPy us | PyTorch us "
+          "| ember / PyTorch | NumPy / PyTorch |")
+    print("|---|---|---|---:|---:|---:|---:|---:|")
     sums: dict[str, list[float]] = {}
     for workload, what, left, right, layouts in PRODUCTS:
         a, b = _matrix(left, layouts[0], rng), _matrix(right, layouts[1], rng)
-        run_numpy = functools.partial(np.matmul, a, b)
-        run_torch = None
+        runs = [functools.partial(_parallel.matmul, a, b),
+                numpy_turn(functools.partial(np.matmul, a, b))]
         if torch is not None:
             ta, tb = torch.from_numpy(a), torch.from_numpy(b)
-            run_torch = functools.partial(torch.matmul, ta, tb)
-        ours_turns, theirs_turns = [], []
-        for _ in range(3):  # three turns each, alternating; keep the best median
-            ours_turns.append(median_time(run_numpy, args.repeats // 3, warmup=1) * 1e6)
-            if run_torch is not None:
-                theirs_turns.append(median_time(run_torch, args.repeats // 3, warmup=1) * 1e6)
-        ours, theirs = min(ours_turns), min(theirs_turns, default=0.0)
+            runs.append(functools.partial(torch.matmul, ta, tb))
+        turns: list[list[float]] = [[] for _ in runs]
+        # three turns each, ember and PyTorch alternating, then NumPy's; the best median.
+        # (After a product on OpenBLAS's own threads they spin for ~0.1 s, each holding a
+        # core: ops/_parallel.py.  So NumPy's turns come last, and the next row waits.)
+        for order in ([0, 2][:len(runs) - 1], [1]):
+            for _ in range(3):
+                for i in order:
+                    turns[i].append(median_time(runs[i], args.repeats // 3, warmup=1) * 1e6)
+        time.sleep(0.5)
+        best = [min(times) for times in turns] + [0.0] * (3 - len(turns))
+        ours, numpy_us, theirs = best
         shapes = f"{left[0]}x{left[1]} @ {right[0]}x{right[1]}"
-        theirs_text = f"{theirs:.1f} | {ours / theirs:.2f}" if theirs else "- | -"
-        print(f"| {workload} | {what} | {shapes} | {ours:.1f} | {theirs_text} |")
-        total = sums.setdefault(workload, [0.0, 0.0])
-        total[0] += ours
-        total[1] += theirs
-    ours, theirs = sums["MLP"]
+        ratios = (f"{theirs:.1f} | {ours / theirs:.2f} | {numpy_us / theirs:.2f}" if theirs
+                  else "- | - | -")
+        print(f"| {workload} | {what} | {shapes} | {ours:.1f} | {numpy_us:.1f} | {ratios} |")
+        total = sums.setdefault(workload, [0.0, 0.0, 0.0])
+        for i, value in enumerate(best):
+            total[i] += value
+    ours, numpy_us, theirs = sums["MLP"]
+    line = f"\nMLP step's eight products: ember {ours:.0f} us, NumPy {numpy_us:.0f} us"
     if theirs:
-        print(f"\nMLP step's eight products: NumPy {ours:.0f} us, PyTorch {theirs:.0f} us, "
-              f"ratio {ours / theirs:.2f}")
-    else:
-        print(f"\nMLP step's eight products: NumPy {ours:.0f} us")
+        line += (f", PyTorch {theirs:.0f} us; ratios {ours / theirs:.2f} (ember), "
+                 f"{numpy_us / theirs:.2f} (NumPy)")
+    print(line)
 
 
 if __name__ == "__main__":

@@ -342,3 +342,19 @@ def test_openblas_kernel_family_switch_in_a_fresh_process(setting, user, expecte
         expected = _blas.preferred_core(vendor, before, None)
     assert after == (before if expected is None else expected)
     assert left == (user or "None")   # the environment is put back as it was
+
+
+@_native.kernel
+def _doubled(x):
+    return x * 2
+
+
+@needs_worker_loops
+def test_a_kernels_entry_point_is_kept_until_it_gains_another_build():
+    _doubled(np.float64(1.5))
+    assert len(_doubled._compiled.overloads) == 1
+    first = _workers._entry_point(_doubled)
+    assert first is not _doubled and first(2.0) == 4.0
+    assert _workers._entry_point(_doubled) is first          # looked up once, then kept
+    assert _doubled(np.int64(3)) == 6                        # a second build...
+    assert _workers._entry_point(_doubled) is _doubled       # ...so the dispatcher chooses

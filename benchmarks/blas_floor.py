@@ -79,10 +79,8 @@ def main() -> None:
 
     def numpy_turn(fn):
         """`fn` with OpenBLAS threading its own products (ember keeps it on one thread)."""
-        def run():
-            return fn()
         if openblas is None:
-            return run
+            return fn
         return lambda: (openblas.set_num_threads(threads), fn(), openblas.set_num_threads(1))
 
     rng = np.random.default_rng(0)

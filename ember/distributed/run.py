@@ -280,19 +280,20 @@ def _status_dir() -> str | None:
     return folder if folder and os.path.isdir(folder) else None
 
 
-def _write_status(rank: int, kind: str, text: str) -> None:
+def _write_status(rank: int, kind: str, text: str) -> bool:
     """Leave `text` in the status file `<rank>.<kind>`; written whole, then renamed, so the
-    launcher never reads half a file."""
+    launcher never reads half a file.  False where it could not be written."""
     folder = _status_dir()
     if folder is None:
-        return
+        return False
     path = os.path.join(folder, f"{rank}.{kind}")
     try:
         with open(path + ".tmp", "w") as f:
             f.write(text)
         os.replace(path + ".tmp", path)
     except OSError:
-        pass
+        return False
+    return True
 
 
 def _worker(argv: list) -> int:
@@ -345,9 +346,7 @@ def _fail(rank: int, size: int, reason: str, code: int, details: str) -> None:
         report += (f"[ember.distributed.run] rank {rank} of {size} failed ({reason}); "
                    f"aborting all {size} ranks\n")
     sys.stdout.flush()
-    if _status_dir() is not None and aborting:
-        _write_status(rank, "report", report)  # the launcher prints it
-    else:
+    if not (aborting and _write_status(rank, "report", report)):  # (the launcher prints it)
         sys.stderr.write(report)
     sys.stderr.flush()
     if aborting:

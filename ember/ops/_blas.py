@@ -47,6 +47,16 @@ class OpenBLAS(NamedTuple):
     dgemv: object
 
 
+class Products(NamedTuple):
+    """The CBLAS functions ember's own threads call (`products`), and their library."""
+
+    library: str
+    sgemm: object
+    dgemm: object
+    sgemv: object
+    dgemv: object
+
+
 @functools.cache
 def openblas() -> OpenBLAS | None:
     """The OpenBLAS NumPy uses, or None (looked for once per process)."""
@@ -64,8 +74,8 @@ def openblas() -> OpenBLAS | None:
 
 
 @functools.cache
-def products():
-    """The CBLAS products ember's own threads call (an ops/_mkl.py `Products`): MKL's
+def products() -> Products | None:
+    """The CBLAS products ember's own threads call: MKL's
     matrix products where ops/_mkl.py's `wanted` says so (with OpenBLAS's matrix-vector
     products when it has them), else OpenBLAS's; None where NumPy's BLAS is not OpenBLAS
     or its CBLAS interface is not one we know."""
@@ -88,7 +98,7 @@ def products():
             return chosen
     if blas.sgemm is None or blas.sgemv is None:
         return None
-    return _mkl.Products("openblas", blas.sgemm, blas.dgemm, blas.sgemv, blas.dgemv)
+    return Products("openblas", blas.sgemm, blas.dgemm, blas.sgemv, blas.dgemv)
 
 
 @functools.cache

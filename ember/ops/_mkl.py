@@ -9,12 +9,13 @@ NOTE: why.  On a 2-core Intel Xeon with AVX-512 (2026-12-05), one thread, float3
 2026.2 against the OpenBLAS 0.3.31 NumPy ships: 128x784 @ 784x512 560 against 684 us,
 128x512 @ 512x256 170 against 215, 20x256 @ 256x1024 64 against 101 (PyTorch's own
 products run at MKL's speed).  Inside the training steps of benchmarks/run.py that took
-the MLP from 1.27-1.33 of PyTorch's time to 1.12-1.17 and the LSTM from 1.20-1.25 to
-1.05-1.09 (docs/performance.md, twelfth session).
+the MLP from 1.28-1.29 of PyTorch's time to 1.17-1.20 and the LSTM from 1.25 to
+1.03-1.05 (docs/performance.md, twelfth session).
 
-Which BLAS runs (`chosen`): EMBER_BLAS=mkl or =openblas decides; unset, MKL runs where
-its package is installed and the processor is Intel's (on AMD processors MKL was not
-measured against OpenBLAS's Haswell kernels, which ember picks there).
+Which BLAS runs (`wanted`; ops/_blas.py's `products` applies it): EMBER_BLAS=mkl or
+=openblas decides; unset, MKL runs where its package is installed and the processor is
+Intel's (on AMD processors MKL was not measured against OpenBLAS's Haswell kernels,
+which ember picks there).
 """
 
 from __future__ import annotations
@@ -22,9 +23,7 @@ from __future__ import annotations
 import ctypes
 import functools
 import os
-from typing import NamedTuple
-
-from ._blas import type_gemm, type_gemv
+from ._blas import Products, type_gemm, type_gemv
 
 # MKL's CBLAS functions with 64-bit integers (its "_64" interface), the ones OpenBLAS's
 # NumPy build exports too, so the workers' compiled loops take either library's.
@@ -32,27 +31,17 @@ _PRODUCT_SYMBOLS = ("cblas_sgemm_64", "cblas_dgemm_64", "cblas_sgemv_64", "cblas
 _SEQUENTIAL = 1  # MKL_THREADING_SEQUENTIAL, for MKL_Set_Threading_Layer
 
 
-class Products(NamedTuple):
-    """The CBLAS functions ember's threads call, and the library they come from."""
-
-    library: str
-    sgemm: object
-    dgemm: object
-    sgemv: object
-    dgemv: object
-
-
 def library_path() -> str | None:
     """Where the installed ``mkl`` package put its runtime library, or None."""
     from importlib import metadata
 
     try:
-        files = metadata.distribution("mkl").files or []
+        distribution = metadata.distribution("mkl")
     except metadata.PackageNotFoundError:
         return None
-    for file in files:
+    for file in distribution.files or []:
         if os.path.basename(str(file)).startswith("libmkl_rt.so"):
-            path = metadata.distribution("mkl").locate_file(file)
+            path = distribution.locate_file(file)
             return str(path) if os.path.exists(path) else None
     return None
 

@@ -191,26 +191,42 @@ def _operand(x) -> tuple | None:
     return None
 
 
+def _gemm_call(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> tuple | None:
+    """The CBLAS product arguments (trans A, trans B, M, N, K, A, lda, B, ldb, C, ldc; the
+    arrays by address) computing ``out = a @ b`` for 2-D arrays, or None where their
+    strides do not fit CBLAS."""
+    left, right, target = _operand(a), _operand(b), _operand(out)
+    if left is None or right is None or target is None or target[1] != _NO_TRANS:
+        return None
+    return (left[1], right[1], a.shape[0], b.shape[1], a.shape[1], a.ctypes.data, left[0],
+            b.ctypes.data, right[0], out.ctypes.data, target[0])
+
+
+def _fits(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> bool:
+    """Whether CBLAS can take ``out = a @ b`` by dtype and shape: one float dtype, no empty
+    dimension, 2-D arrays or stacks of them with up to two batch dims of one shape."""
+    return (a.dtype == b.dtype == out.dtype and a.dtype in (np.float32, np.float64)
+            and 0 not in a.shape + b.shape and 2 <= a.ndim == b.ndim == out.ndim <= 4
+            and a.shape[:-2] == b.shape[:-2] == out.shape[:-2])
+
+
 def describe_product(a: np.ndarray, b: np.ndarray, out: np.ndarray, desc: np.ndarray) -> bool:
     """Write into `desc` the CBLAS call(s) computing ``out = a @ b``: 2-D arrays of one
     float dtype, or stacks of them with up to two batch dims of one shape (any strides).
     False where CBLAS cannot take them (`desc` then means nothing)."""
-    if not (a.dtype == b.dtype == out.dtype) or a.dtype not in (np.float32, np.float64) \
-            or 0 in a.shape + b.shape or not 2 <= a.ndim == b.ndim == out.ndim <= 4 \
-            or not a.shape[:-2] == b.shape[:-2] == out.shape[:-2]:
+    if not _fits(a, b, out):
         return False
     if a.ndim == 2 and a.shape[0] == 1:
         return _describe_row(a, b, out, desc)
     lead = (1,) * (4 - a.ndim) + out.shape[:-2]
     steps = [(0,) * (4 - x.ndim) + x.strides[:-2] for x in (a, b, out)]
     corner = (0,) * (a.ndim - 2)
-    a, b, out = a[corner], b[corner], out[corner]      # the first item of each
-    left, right, target = _operand(a), _operand(b), _operand(out)
-    if left is None or right is None or target is None or target[1] != _NO_TRANS:
+    call = _gemm_call(a[corner], b[corner], out[corner])   # the first item of each
+    if call is None:
         return False
-    desc[:] = (_SGEMM if a.dtype == np.float32 else _DGEMM, a.shape[0], b.shape[1],
-               a.shape[1], a.ctypes.data, left[0], b.ctypes.data, right[0],
-               out.ctypes.data, target[0], left[1], right[1], *lead,
+    trans_a, trans_b, m, n, k, a_at, lda, b_at, ldb, c_at, ldc = call
+    desc[:] = (_SGEMM if a.dtype == np.float32 else _DGEMM, m, n, k, a_at, lda, b_at, ldb,
+               c_at, ldc, trans_a, trans_b, *lead,
                *(step[0] for step in steps), *(step[1] for step in steps))
     return True
 
@@ -245,17 +261,15 @@ def run_product(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> bool:
     loops = _compiled_loops()
     if loops is None:
         return False
-    if a.ndim == b.ndim == out.ndim == 2 and a.shape[0] > 1 \
-            and a.dtype == b.dtype == out.dtype and a.dtype in (np.float32, np.float64):
+    if a.ndim == 2 and a.shape[0] > 1 and _fits(a, b, out):
         # one product: a plain ctypes call (~5 us; through `describe_product` and the
         # compiled `_run`, ~11 us)
-        left, right, target = _operand(a), _operand(b), _operand(out)
-        if left is None or right is None or target is None or target[1] != _NO_TRANS \
-                or 0 in a.shape + b.shape:
+        call = _gemm_call(a, b, out)
+        if call is None:
             return False
         gemm = loops.sgemm if a.dtype == np.float32 else loops.dgemm
-        gemm(_ROW_MAJOR, left[1], right[1], a.shape[0], b.shape[1], a.shape[1], 1.0,
-             a.ctypes.data, left[0], b.ctypes.data, right[0], 0.0, out.ctypes.data, target[0])
+        trans_a, trans_b, m, n, k, a_at, lda, b_at, ldb, c_at, ldc = call
+        gemm(_ROW_MAJOR, trans_a, trans_b, m, n, k, 1.0, a_at, lda, b_at, ldb, 0.0, c_at, ldc)
         return True
     desc = getattr(_here, "desc", None)
     if desc is None:

@@ -160,3 +160,19 @@ def test_launcher_without_mpiexec(monkeypatch, capsys):
     monkeypatch.setattr(run, "find_mpiexec", lambda explicit=None: None)
     assert run.main(["--nproc-per-node", "2", "script.py"]) == 2
     assert "pip install 'ember[distributed]'" in capsys.readouterr().err
+
+
+def test_status_files_are_written_whole_and_read_back(tmp_path, monkeypatch):
+    monkeypatch.delenv("EMBER_RUN_DIR", raising=False)
+    assert run._write_status(0, "error", "x") is False      # no launcher's folder
+    monkeypatch.setenv("EMBER_RUN_DIR", str(tmp_path))
+    assert run._write_status(1, "report", "Traceback ...\nboom\n") is True
+    (tmp_path / "2.report.tmp").write_text("half a fil")        # a write in progress
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["1.report", "2.report.tmp"]
+    assert run._statuses(str(tmp_path)) == {1: {"report": "Traceback ...\nboom"}}
+
+
+def test_a_failure_report_goes_to_stderr_when_no_job_is_aborted(capsys, monkeypatch):
+    monkeypatch.delenv("EMBER_RUN_DIR", raising=False)
+    run._fail(0, 1, "uncaught ValueError: boom", 1, "Traceback (most recent call last)\n")
+    assert capsys.readouterr().err == "Traceback (most recent call last)\n"

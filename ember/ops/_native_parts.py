@@ -27,15 +27,44 @@ from . import _native as native
 BLOCK_SIZE = 32  # int64s in a part's argument block
 
 
+def _call_by_address(context, builder, signature, args):
+    """Codegen: call the C function at address args[0] with the rest of `args`, its
+    parameter types those of the arguments as numba typed them (no result)."""
+    parameters = [context.get_value_type(t) for t in signature.args[1:]]
+    kind = ir.FunctionType(ir.VoidType(), parameters)
+    builder.call(builder.inttoptr(args[0], kind.as_pointer()), args[1:])
+    return context.get_dummy_value()
+
+
 @intrinsic
 def call_address(typingctx, function, argument):
     """Call the C function ``void f(int64)`` at address `function` with `argument`."""
-    def codegen(context, builder, signature, args):
-        kind = ir.FunctionType(ir.VoidType(), [ir.IntType(64)])
-        builder.call(builder.inttoptr(args[0], kind.as_pointer()), [args[1]])
-        return context.get_dummy_value()
+    return types.void(types.int64, types.int64), _call_by_address
 
-    return types.void(types.int64, types.int64), codegen
+
+@intrinsic
+def call_gemm(typingctx, function, order, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb,
+              beta, c, ldc):
+    """Call the CBLAS product (sgemm or dgemm) at address `function`; the matrices' addresses
+    as int64s, the enums int32s, the sizes the library's integer type."""
+    return types.void(function, order, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb,
+                      beta, c, ldc), _call_by_address
+
+
+@intrinsic
+def call_gemv(typingctx, function, order, trans, m, n, alpha, a, lda, x, incx, beta, y,
+              incy):
+    """Call the CBLAS matrix-vector product (sgemv or dgemv) at address `function`, its
+    arguments given as `call_gemm`'s."""
+    return types.void(function, order, trans, m, n, alpha, a, lda, x, incx, beta, y,
+                      incy), _call_by_address
+
+
+@intrinsic
+def call_plain(typingctx, function):
+    """Call the C function at address `function` that takes no argument (its result, as
+    sched_yield's, is dropped)."""
+    return types.void(function), _call_by_address
 
 
 @intrinsic

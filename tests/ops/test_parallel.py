@@ -358,3 +358,58 @@ def test_a_kernels_entry_point_is_kept_until_it_gains_another_build():
     assert _workers._entry_point(_doubled) is first          # looked up once, then kept
     assert _doubled(np.int64(3)) == 6                        # a second build...
     assert _workers._entry_point(_doubled) is _doubled       # ...so the dispatcher chooses
+
+
+@needs_worker_loops
+def test_products_reach_a_blas_with_c_int_sizes():
+    # a CBLAS built with C ints (an LP64 OpenBLAS) takes 32-bit sizes: the compiled loops
+    # narrow them when `functions` says so.  Stand-in: a plain row-major product compiled
+    # as a C function of exactly that signature, checked against NumPy.
+    from numba import carray, cfunc, types
+
+    from ember.ops._native_parts import pointer_to
+
+    i32, f32, i64 = types.int32, types.float32, types.int64
+
+    @cfunc(types.void(i32, i32, i32, i32, i32, i32, f32, i64, i32, i64, i32, f32, i64, i32))
+    def naive_sgemm(order, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc):
+        if order != 101 or trans_a != 111 or trans_b != 111:
+            return
+        left = carray(pointer_to(a, np.float32), m * lda)
+        right = carray(pointer_to(b, np.float32), k * ldb)
+        target = carray(pointer_to(c, np.float32), m * ldc)
+        for i in range(m):
+            for j in range(n):
+                total = np.float32(0)
+                for p in range(k):
+                    total += left[i * lda + p] * right[p * ldb + j]
+                kept = beta * target[i * ldc + j] if beta != 0 else np.float32(0)
+                target[i * ldc + j] = alpha * total + kept
+
+    loops = _workers._compiled_loops()
+    if loops is None:
+        pytest.skip("no CBLAS interface known for NumPy's BLAS")
+    functions = loops.functions.copy()
+    functions[_workers._SGEMM_AT] = naive_sgemm.address
+    functions[_workers._WIDE] = 0
+    rng = np.random.default_rng(8)
+    wide = rng.standard_normal((5, 9)).astype(np.float32)
+    a, b = wide[:, :7], rng.standard_normal((7, 3)).astype(np.float32)  # (lda 9)
+    out = np.full((5, 3), np.nan, np.float32)
+    desc = np.zeros(_workers._DESC, np.int64)
+    assert _workers._describe_and_run(a, b, out, desc, functions)
+    np.testing.assert_allclose(out, a.astype(np.float64) @ b, rtol=1e-5)
+    assert list(desc[:4]) == [_workers._SGEMM, 5, 3, 7] and desc[5] == 9
+
+
+@needs_worker_loops
+def test_products_cblas_cannot_take_are_refused():
+    # neither dimension of unit stride: no CBLAS layout, nothing computed
+    loops = _workers._compiled_loops()
+    if loops is None:
+        pytest.skip("no CBLAS interface known for NumPy's BLAS")
+    a = np.ones((6, 8), np.float32)[::2, ::2]
+    b, out = np.ones((4, 2), np.float32), np.zeros((3, 2), np.float32)
+    assert not _workers.run_product(a, b, out)
+    assert not _workers.run_product(np.ones((3, 4)), b, out)   # mixed dtypes
+    assert (out == 0).all()

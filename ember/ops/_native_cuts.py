@@ -11,6 +11,8 @@ rebuilds them and calls the kernel's serial build on the worker's share:
   (softmax and its gradient);
 - ``dropout``, ``dropout_grad``, ``dropout_grad_into``: dropout's kernels;
 - ``layer_norm``: the layer-norm forward kernel;
+- ``cross_entropy``, ``cross_entropy_grad``: cross-entropy's kernels (rows of logits,
+  per-row targets and coefficients);
 - ``sgd``, ``adam``, ``adadelta``: the fused optimizer steps' range kernels
   (optim/_fused.py), whose state arrays a step without them replaces by whole
   one-element stand-ins.
@@ -144,9 +146,30 @@ def layer_norm(address):   # (x, inv_n, eps, weight, bias, affine, y, out, mean,
            array_at(ints[ARGS + 8], r, DTYPE), array_at(ints[ARGS + 9], r, DTYPE))
 
 
+def cross_entropy(address):   # (x, target, coef_t, coef_u, weight, loss, shift, lse)
+    ints, _ = block_at(address)
+    r, c = ints[0], ints[1]
+    KERNEL(_rows_at(ints[ARGS], r, c, DTYPE), array_at(ints[ARGS + 1], r, np.int64),
+           array_at(ints[ARGS + 2], r, DTYPE), array_at(ints[ARGS + 3], r, DTYPE),
+           array_at(ints[ARGS + 4], ints[LENGTHS + 4], DTYPE),
+           array_at(ints[ARGS + 5], r, DTYPE), array_at(ints[ARGS + 6], r, DTYPE),
+           array_at(ints[ARGS + 7], r, DTYPE))
+
+
+def cross_entropy_grad(address):   # (g, x, shift, lse, target, coef_t, coef_u, weight,
+    ints, numbers = block_at(address)   # wsum, out); x is the first cut (see `run_cut`)
+    r, c = ints[0], ints[1]
+    KERNEL(array_at(ints[ARGS], r, DTYPE), _rows_at(ints[ARGS + 1], r, c, DTYPE),
+           array_at(ints[ARGS + 2], r, DTYPE), array_at(ints[ARGS + 3], r, DTYPE),
+           array_at(ints[ARGS + 4], r, np.int64), array_at(ints[ARGS + 5], r, DTYPE),
+           array_at(ints[ARGS + 6], r, DTYPE),
+           array_at(ints[ARGS + 7], ints[LENGTHS + 7], DTYPE), DTYPE(numbers[ARGS + 8]),
+           _rows_at(ints[ARGS + 9], r, c, DTYPE))
+
+
 FAMILIES = {f.__name__: f for f in (flat2, flat3, rows2_flag, rows3_flag, dropout,
                                     dropout_grad, dropout_grad_into, layer_norm, sgd, adam,
-                                    adadelta)}
+                                    adadelta, cross_entropy, cross_entropy_grad)}
 
 
 @functools.cache
@@ -164,6 +187,7 @@ def _entry(family: str, kernel, dtype) -> int:
 def run_cut(kernel, family: str, args: tuple, cut: tuple) -> bool:
     """``kernel(*args)`` with the arrays at positions `cut` halved along their first
     dimension: the second halves on a worker (a native part), the first on this thread.
+    (The first array named in `cut` gives the block's row length: put a 2-D one first.)
     False, and nothing run, when no worker is free, an array is not C-contiguous or the
     arguments do not fit in a block."""
     first = args[cut[0]]

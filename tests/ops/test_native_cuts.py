@@ -87,6 +87,29 @@ def test_layer_norm(cut_or_serial, dtype, affine):
             np.testing.assert_array_equal(a, b)
 
 
+@pytest.mark.parametrize("smoothing", [0.0, 0.2])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_cross_entropy(cut_or_serial, dtype, smoothing):
+    from ember.ops import _native_rows as rows
+
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((29, 13)).astype(dtype)
+    target = rng.integers(0, 13, 29)
+    weight = rng.uniform(0.5, 2, 13).astype(dtype)
+    coef_t = ((1 - smoothing) * weight[target]).astype(dtype)
+    coef_u = np.full(29, smoothing / 13, dtype)
+    (loss, norm), (loss1, norm1) = cut_or_serial(
+        lambda: rows.cross_entropy(x, target, coef_t, coef_u, weight))
+    _assert_same(loss, loss1)
+    _assert_same(norm, norm1)
+    logp = x.astype(np.float64) - np.log(np.exp(x.astype(np.float64)).sum(1, keepdims=True))
+    exact = -coef_t * logp[np.arange(29), target] - coef_u * (logp * weight).sum(1)
+    np.testing.assert_allclose(loss, exact, rtol=1e-5 if dtype == np.float32 else 1e-12)
+    g = rng.standard_normal(29).astype(dtype)
+    _assert_same(*cut_or_serial(
+        lambda: rows.cross_entropy_backward(g, x, norm, target, coef_t, coef_u, weight)))
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_dropout(cut_or_serial, dtype):
     from ember.ops import _native_dropout as drop

@@ -47,9 +47,11 @@ _ROW_MAJOR, _NO_TRANS, _TRANS = 101, 111, 112  # CBLAS's enums
 # desc: kind, M, N, K, A, lda, B, ldb, C, ldc, trans A, trans B (CBLAS's arguments, the
 # arrays by address); then, for stacks of products, the counts of items along two batch
 # dims and the byte strides of A, B and C along the first dim, then along the second.
+# Last, for one product (not a stack), the address of a row of N values added to each row
+# of C once it is computed (a linear layer's bias), or 0.
 # A matrix-vector part: kind, M, N, -, A, lda, x, incx, y, incy, trans.
 # A native part (ops/_native_parts.py): kind, the C function's address, its block's.
-_DESC = 20
+_DESC, _BIAS = 21, 20
 
 # The C functions the compiled loops call, by address (an int64 array, `_Loops.functions`):
 # the CBLAS products, libc's sched_yield, and whether the BLAS's integers are 64-bit (1)
@@ -58,9 +60,10 @@ _DESC = 20
 # every call through the dispatcher (~140 us).
 _SGEMM_AT, _DGEMM_AT, _SGEMV_AT, _DGEMV_AT, _PAUSE_AT, _WIDE = range(6)
 
-# numba's calls of C functions by address (ops/_native_parts.py), for the kernels below;
-# set by `_compiled_loops`, which imports that module only once numba is known usable.
-call_address = call_gemm = call_gemv = call_plain = None
+# numba's calls of C functions by address, and its view of memory given by address
+# (ops/_native_parts.py), for the kernels below; set by `_compiled_loops`, which imports
+# that module only once numba is known usable.
+call_address = call_gemm = call_gemv = call_plain = array_at = None
 
 
 @native.kernel
@@ -108,7 +111,24 @@ def _run(desc, functions):
                 _gemm(functions[_SGEMM_AT], wide, desc, a, b, c, np.float32(1), np.float32(0))
             else:
                 _gemm(functions[_DGEMM_AT], wide, desc, a, b, c, 1.0, 0.0)
+    if desc[_BIAS] != 0 and kind == _SGEMM:
+        _add_bias(desc, np.float32)
+    elif desc[_BIAS] != 0 and kind == _DGEMM:
+        _add_bias(desc, np.float64)
     return 0
+
+
+@native.kernel
+def _add_bias(desc, dtype):
+    """Add the row of N values at desc[_BIAS] to each row of the product's C (its M rows at
+    ldc apart; see _DESC)."""
+    m, n, ldc = desc[1], desc[2], desc[9]
+    bias = array_at(desc[_BIAS], n, dtype)
+    c = array_at(desc[8], (m - 1) * ldc + n, dtype)
+    for i in range(m):
+        row = c[i * ldc:i * ldc + n]
+        for j in range(n):
+            row[j] += bias[j]
 
 
 @native.kernel
@@ -142,7 +162,7 @@ def _describe_matrices(a, b, out, desc, row_as_vector):
     desc[4], desc[5], desc[6], desc[7] = a.ctypes.data, la, b.ctypes.data, lb
     desc[8], desc[9], desc[10], desc[11] = out.ctypes.data, lc, trans_a, trans_b
     desc[12] = desc[13] = 1
-    desc[14:] = 0
+    desc[14:] = 0   # (no batch strides, no bias)
     return True
 
 
@@ -171,11 +191,16 @@ def _describe_row(a, b, out, desc, lb, trans_b):
 
 
 @native.kernel
-def _describe_and_run(a, b, out, desc, functions):
-    """`_describe_matrices`, then `_run` on the calling thread: False, nothing computed,
-    where CBLAS cannot take the arrays."""
+def _describe_and_run(a, b, out, bias_at, desc, functions):
+    """`_describe_matrices`, then `_run` on the calling thread, the bias row at address
+    `bias_at` (0: none) added to the product: False, nothing computed, where CBLAS cannot
+    take the arrays (or a bias would go to a matrix-vector product)."""
     if not _describe_matrices(a, b, out, desc, True):
         return False
+    if bias_at != 0:
+        if desc[0] != _SGEMM and desc[0] != _DGEMM:
+            return False
+        desc[_BIAS] = bias_at
     _run(desc, functions)
     return True
 
@@ -241,8 +266,8 @@ class _Loops:
     def run(self, desc) -> None:
         _run(desc, self.functions)
 
-    def describe_and_run(self, a, b, out, desc) -> bool:
-        return _describe_and_run(a, b, out, desc, self.functions)
+    def describe_and_run(self, a, b, out, bias_at, desc) -> bool:
+        return _describe_and_run(a, b, out, bias_at, desc, self.functions)
 
 
 _entry_points: dict = {}   # kernel -> (its number of builds, `_entry_point`'s answer)
@@ -265,13 +290,13 @@ def _entry_point(kernel):
 @functools.cache
 def _compiled_loops() -> _Loops | None:
     """The poll loops (made once per process), or None where they cannot run."""
-    global call_address, call_gemm, call_gemv, call_plain
+    global array_at, call_address, call_gemm, call_gemv, call_plain
     if not native.enabled() or platform.machine().lower() not in ("x86_64", "amd64"):
         return None
     blas = _blas.products()
     if blas is None:
         return None
-    from ._native_parts import call_address, call_gemm, call_gemv, call_plain
+    from ._native_parts import array_at, call_address, call_gemm, call_gemv, call_plain
     pause = ctypes.CDLL(None).sched_yield
     pause.argtypes, pause.restype = [], ctypes.c_int
     return _Loops(blas.sgemm, blas.dgemm, blas.sgemv, blas.dgemv, pause)
@@ -299,26 +324,40 @@ def describe_product(a: np.ndarray, b: np.ndarray, out: np.ndarray, desc: np.nda
         return False
     lead = (1,) * (4 - a.ndim) + out.shape[:-2]
     steps = [(0,) * (4 - x.ndim) + x.strides[:-2] for x in (a, b, out)]
-    desc[12:] = (*lead, *(step[0] for step in steps), *(step[1] for step in steps))
+    desc[12:_BIAS] = (*lead, *(step[0] for step in steps), *(step[1] for step in steps))
     return True
+
+
+def _bias_at(bias, out: np.ndarray) -> int | None:
+    """The address of `bias`, a row to add to each row of the 2-D `out` (0 when None);
+    None where the compiled loops cannot take it: not one C-contiguous row of out's
+    dtype and width."""
+    if bias is None:
+        return 0
+    if (out.ndim != 2 or bias.dtype != out.dtype or bias.shape != out.shape[1:]
+            or not bias.flags.c_contiguous):
+        return None
+    return bias.ctypes.data
 
 
 _here = threading.local()   # the calling thread's own desc, for `run_product`
 
 
-def run_product(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> bool:
-    """Compute ``out = a @ b`` on the calling thread with the CBLAS functions the workers
-    call (`_blas.products`: MKL's or OpenBLAS's), so that all parts of a split product
-    come from one library.  False, and nothing computed, where they cannot take them."""
+def run_product(a: np.ndarray, b: np.ndarray, out: np.ndarray, bias=None) -> bool:
+    """Compute ``out = a @ b`` (``+ bias``, a row added to each of out's rows) on the
+    calling thread with the CBLAS functions the workers call (`_blas.products`: MKL's or
+    OpenBLAS's), so that all parts of a split product come from one library.  False, and
+    nothing computed, where they cannot take them."""
     loops = _compiled_loops()
-    if loops is None or not _fits(a, b, out):
+    bias_at = _bias_at(bias, out)
+    if loops is None or bias_at is None or not _fits(a, b, out):
         return False
     desc = getattr(_here, "desc", None)
     if desc is None:
         desc = _here.desc = np.zeros(_DESC, np.int64)
     if a.ndim == 2:   # (one compiled call: ~1 us besides the product)
-        return loops.describe_and_run(a, b, out, desc)
-    if not describe_product(a, b, out, desc):
+        return loops.describe_and_run(a, b, out, bias_at, desc)
+    if bias_at or not describe_product(a, b, out, desc):
         return False
     loops.run(desc)
     return True
@@ -382,12 +421,19 @@ class Worker:
         self.desc[0] = _PYTHON
         self._posted()
 
-    def post_product(self, a: np.ndarray, b: np.ndarray, out: np.ndarray) -> bool:
-        """Compute ``out = a @ b`` on this worker without the GIL (`describe_product` says
-        which arrays it takes).  False, and nothing posted, when it cannot take them."""
-        if self._loops is None or not describe_product(a, b, out, self.desc):
+    def post_product(self, a: np.ndarray, b: np.ndarray, out: np.ndarray, bias=None) -> bool:
+        """Compute ``out = a @ b`` (``+ bias``, as `run_product`) on this worker without the
+        GIL (`describe_product` says which arrays it takes).  False, and nothing posted,
+        when it cannot take them."""
+        bias_at = _bias_at(bias, out)
+        if self._loops is None or bias_at is None \
+                or not describe_product(a, b, out, self.desc):
             return False
-        self._arrays = (a, b, out)
+        if bias_at:
+            if self.desc[0] not in (_SGEMM, _DGEMM) or a.ndim != 2:
+                return False
+            self.desc[_BIAS] = bias_at
+        self._arrays = (a, b, out, bias)
         self._posted()
         return True
 

@@ -491,6 +491,9 @@ class AddProduct(Function):
         ctx.save_for_backward(a, b)
         xp = xp_of(a)
         dtype = a.dtype
+        if kind == "addmm" and beta == 1 and alpha == 1 and _bias_row(input, a, b):
+            # a linear layer's: the bias added by the threads computing the product's parts
+            return _parallel.matmul(a, b, bias=input)
         if kind == "addr":
             prod = xp.multiply.outer(a, b)
         elif kind == "addbmm":
@@ -540,6 +543,14 @@ class AddProductInplace(AddProduct):
 
 _ADD_NAMES = {"addmm": "AddmmBackward0", "addmv": "AddmvBackward0", "addr": "AddrBackward0",
               "baddbmm": "BaddbmmBackward0", "addbmm": "AddbmmBackward0"}
+
+
+def _bias_row(input, a, b) -> bool:
+    """Whether addmm's `input` is a row (N,) to add to each row of ``a @ b``: NumPy float32
+    or float64 arrays of one dtype (`_parallel.matmul` adds it as a bias)."""
+    return (type(input) is type(a) is type(b) is np.ndarray and input.ndim == 1
+            and a.ndim == b.ndim == 2 and input.shape[0] == b.shape[1]
+            and a.dtype == b.dtype == input.dtype and a.dtype in (np.float32, np.float64))
 
 
 def _usual_addmm(input, a, b) -> bool:

@@ -397,7 +397,7 @@ def test_products_reach_a_blas_with_c_int_sizes():
     a, b = wide[:, :7], rng.standard_normal((7, 3)).astype(np.float32)  # (lda 9)
     out = np.full((5, 3), np.nan, np.float32)
     desc = np.zeros(_workers._DESC, np.int64)
-    assert _workers._describe_and_run(a, b, out, desc, functions)
+    assert _workers._describe_and_run(a, b, out, 0, desc, functions)
     np.testing.assert_allclose(out, a.astype(np.float64) @ b, rtol=1e-5)
     assert list(desc[:4]) == [_workers._SGEMM, 5, 3, 7] and desc[5] == 9
 
@@ -413,3 +413,57 @@ def test_products_cblas_cannot_take_are_refused():
     assert not _workers.run_product(a, b, out)
     assert not _workers.run_product(np.ones((3, 4)), b, out)   # mixed dtypes
     assert (out == 0).all()
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("by_rows", [True, False])
+def test_a_bias_is_added_by_the_threads_that_computed_each_part(two_threads, monkeypatch,
+                                                                dtype, by_rows):
+    # `matmul(a, b, bias=row)` gives the bits of the product plus the row, whichever way
+    # it is split; rows of the product's dtype go with the workers' CBLAS parts, other
+    # biases (a broadcast value, a whole matrix, a strided row) are added at the end
+    posted = []
+    real = _workers.Worker.post_product
+    monkeypatch.setattr(_workers.Worker, "post_product",
+                        lambda self, *args: posted.append(real(self, *args)) or posted[-1])
+    monkeypatch.setattr(_parallel, "_split_by_rows", lambda a, b: by_rows)
+    rng = np.random.default_rng(9)
+    a = rng.standard_normal((37, 23)).astype(dtype)
+    w = rng.standard_normal((19, 23)).astype(dtype)
+    plain = _parallel.matmul(a, w.T)
+    wide = rng.standard_normal(38).astype(dtype)
+    other = np.float32 if dtype == np.float64 else np.float64
+    # (bias, whether the worker's part goes as a CBLAS part: a row it refuses goes with a
+    # Python part; a bias added at the end leaves the parts without one)
+    for bias, native_part in ((wide[:19], True), (wide[::2], False), (wide[:1], not by_rows),
+                              (rng.standard_normal((37, 19)).astype(dtype), True),
+                              (np.asarray(2.5, dtype), True), (wide[:19].astype(other), False)):
+        posted.clear()
+        got = _parallel.matmul(a, w.T, bias=bias)
+        np.testing.assert_array_equal(got, plain + bias.astype(dtype))
+        assert got.dtype == dtype and got.shape == (37, 19)
+        if _native.available() and _workers._compiled_loops() is not None:
+            assert posted == [native_part]
+    exact = a.astype(np.float64) @ w.T.astype(np.float64) + wide[:19]
+    np.testing.assert_allclose(_parallel.matmul(a, w.T, bias=wide[:19]), exact,
+                               rtol=1e-5 if dtype == np.float32 else 1e-12, atol=1e-4)
+
+
+@needs_worker_loops
+def test_the_compiled_loops_refuse_a_bias_they_cannot_add():
+    # a matrix-vector product (one row) or a stack takes no bias: nothing computed
+    if _workers._compiled_loops() is None:
+        pytest.skip("no CBLAS interface known for NumPy's BLAS")
+    rng = np.random.default_rng(10)
+    row, b = rng.standard_normal((1, 6)), rng.standard_normal((6, 4))
+    out = np.zeros((1, 4))
+    assert not _workers.run_product(row, b, out, np.ones(4))
+    assert (out == 0).all()
+    assert _workers.run_product(row, b, out)
+    np.testing.assert_allclose(out, row @ b, rtol=1e-12)
+    stack, items = rng.standard_normal((2, 3, 6)), rng.standard_normal((2, 6, 4))
+    assert not _workers.run_product(stack, items, np.zeros((2, 3, 4)), np.ones(4))
+    worker = _workers.Worker()
+    assert not worker.post_product(row, b, out, np.ones(4))
+    assert not worker.post_product(rng.standard_normal((3, 6)), b, np.zeros((3, 4)),
+                                   np.ones(4, np.float32))   # (not the product's dtype)

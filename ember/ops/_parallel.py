@@ -237,7 +237,9 @@ def _split_product(a, b, out, bias=None):
         m, n = out.shape
         by_rows = _split_by_rows(a, b)
         parts = split(m if by_rows else n, len(workers) + 1)
-        row = bias if bias is None or bias.ndim == 1 else None   # (else added at the end)
+        # the parts take a row of bias, except matrix-vector ones (a single row of `a`);
+        # any other bias is added at the end
+        row = bias if bias is not None and bias.ndim == 1 and m > 1 else None
 
         def operands(s):
             if by_rows:

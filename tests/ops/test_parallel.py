@@ -444,9 +444,9 @@ def test_a_bias_is_added_by_the_threads_that_computed_each_part(two_threads, mon
         assert got.dtype == dtype and got.shape == (37, 19)
         if _native.available() and _workers._compiled_loops() is not None:
             assert posted == [native_part]
+    expected = _parallel.matmul(a[:1], w.T) + wide[:19]
     posted.clear()   # one row: matrix-vector parts, the bias added at the end
-    got = _parallel.matmul(a[:1], w.T, bias=wide[:19])
-    np.testing.assert_array_equal(got, _parallel.matmul(a[:1], w.T) + wide[:19])
+    np.testing.assert_array_equal(_parallel.matmul(a[:1], w.T, bias=wide[:19]), expected)
     if _native.available() and _workers._compiled_loops() is not None:
         assert posted == ([] if by_rows else [True])   # (one row: nothing to cut by rows)
     exact = a.astype(np.float64) @ w.T.astype(np.float64) + wide[:19]

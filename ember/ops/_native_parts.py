@@ -92,12 +92,6 @@ def block_at(address):
             carray(pointer_to(address, np.float64), BLOCK_SIZE))
 
 
-def new_block() -> tuple:
-    """A zeroed argument block and its float64 view, for the posting side to fill."""
-    block = np.zeros(BLOCK_SIZE, np.int64)
-    return block, block.view(np.float64)
-
-
 def compile_part(fn) -> int:
     """The address of `fn` compiled as a C function ``void fn(int64 block)`` (cached on
     disk as numba caches kernels; the kernels `fn` names are compiled first)."""

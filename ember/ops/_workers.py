@@ -296,7 +296,10 @@ def _compiled_loops() -> _Loops | None:
     blas = _blas.products()
     if blas is None:
         return None
-    from ._native_parts import array_at, call_address, call_gemm, call_gemv, call_plain
+    from . import _native_parts as parts
+
+    array_at, call_address, call_plain = parts.array_at, parts.call_address, parts.call_plain
+    call_gemm, call_gemv = parts.call_gemm, parts.call_gemv
     pause = ctypes.CDLL(None).sched_yield
     pause.argtypes, pause.restype = [], ctypes.c_int
     return _Loops(blas.sgemm, blas.dgemm, blas.sgemv, blas.dgemv, pause)

@@ -31,6 +31,7 @@ from ..nn.modules._hooks import any_hooks
 from ..onnx._trace import Source, flatten_tensors
 from ..ops import _native as native
 from .fusion import FusedElementwise, find_chains
+from .patterns import find_masked_softmax
 from .replay import Replay
 
 EAGER = "eager"  # a cache entry: this signature runs the Python code
@@ -75,9 +76,14 @@ class CompiledGraph:
                 # (the replay would write into the one array every call shares)
                 raise UnsupportedGraphError(f"{node.fn.__name__} writes in place into a "
                                             f"tensor made inside the call ({node.where})")
+        meta = _metas(trace, named)
+        found = find_masked_softmax(graph.nodes, meta, _uses(graph)) if fuse else {}
+        if found:
+            graph, index = _rewritten(graph, {i: node for i, (_, node) in found.items()},
+                                      {j for absorbed, _ in found.values() for j in absorbed})
+            meta = _renumbered(meta, index)
         fuse = fuse and native.enabled()
-        self.chains = find_chains(graph.nodes, _metas(trace, named), _uses(graph)) if fuse \
-            else []
+        self.chains = find_chains(graph.nodes, meta, _uses(graph)) if fuse else []
         self.graph = _with_chains(graph, self.chains)
         position = {}
         for i, t in enumerate(tensors):
@@ -230,21 +236,34 @@ def _uses(graph: Graph) -> dict:
 def _with_chains(graph: Graph, chains: list) -> Graph:
     """`graph` with each chain's members replaced by one FusedElementwise node at the
     place of its last member (op indices renumbered)."""
-    if not chains:
-        return graph
-    root_of = {chain.nodes[-1]: chain for chain in chains}
-    dropped = {j for chain in chains for j in chain.nodes[:-1]}
+    replace = {chain.nodes[-1]: Node(FusedElementwise, tuple(chain.leaves),
+                                     {"chain": Literal(chain)}, 1,
+                                     graph.nodes[chain.nodes[-1]].where)
+               for chain in chains}
+    return _rewritten(graph, replace, {j for chain in chains for j in chain.nodes[:-1]})[0]
+
+
+def _renumbered(meta, index: dict):
+    """`meta` for a graph whose op indices `_rewritten` renumbered by `index`."""
+    old_of = {new: old for old, new in index.items()}
+
+    def meta_after(src):
+        if src.kind == "op":
+            return meta(Source("op", (old_of[src.ref[0]], src.ref[1])))
+        return meta(src)
+    return meta_after
+
+
+def _rewritten(graph: Graph, replace: dict, dropped: set) -> tuple:
+    """(`graph` with the nodes at the indices of `replace` swapped for its nodes and those
+    in `dropped` left out, {old op index: new one})."""
     index: dict[int, int] = {}
     nodes = []
     for i, node in enumerate(graph.nodes):
         if i in dropped:
             continue
         index[i] = len(nodes)
-        chain = root_of.get(i)
-        if chain is not None:
-            node = Node(FusedElementwise, tuple(chain.leaves),
-                        {"chain": Literal(chain)}, 1, node.where)
-        nodes.append(node)
+        nodes.append(replace.get(i, node))
 
     def remap(spec):
         if isinstance(spec, Sequence):
@@ -259,7 +278,7 @@ def _with_chains(graph: Graph, chains: list) -> Graph:
                   {k: remap(v) for k, v in n.params.items()}, n.n_outputs, n.where)
              for n in nodes]
     return Graph(nodes, graph.input_shapes, [remap(s) for s in graph.outputs],
-                 graph.template)
+                 graph.template), index
 
 
 def flat_inputs(args: tuple) -> list:

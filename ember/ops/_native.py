@@ -300,14 +300,27 @@ def _helpers_digest(fn) -> str:
             elif isinstance(value, Kernel) and value.py_func is not None \
                     and id(value) not in seen:
                 seen.add(id(value))
-                helper = value.py_func.__code__
-                consts = [c.co_code.hex() if isinstance(c, types.CodeType) else repr(c)
-                          for c in helper.co_consts]
-                parts.append(f"{value.py_func.__qualname__}:{helper.co_code.hex()}:{consts}")
+                parts.append(f"{value.py_func.__qualname__}:{_code_text(value.py_func)}")
                 stack.append(value.py_func)
     if not seen:
         return ""
     return hashlib.sha1("\n".join(parts).encode()).hexdigest()[:10]
+
+
+def _code_text(fn) -> str:
+    """`fn`'s bytecode and constants, as text to digest."""
+    code = fn.__code__
+    consts = [c.co_code.hex() if isinstance(c, types.CodeType) else repr(c)
+              for c in code.co_consts]
+    return f"{code.co_code.hex()}:{consts}"
+
+
+def kernel_digest(kernel: Kernel) -> str:
+    """A short digest of `kernel`'s own code and of the kernels it calls, for the name of
+    a build that inlines it but is cached under another file's name (a cut's C entry
+    point, ops/_native_cuts.py): an edited kernel then gets a new cache entry."""
+    text = _code_text(kernel.py_func) + _helpers_digest(kernel.py_func)
+    return hashlib.sha1(text.encode()).hexdigest()[:10]
 
 
 def _with_kernels_compiled(fn):

@@ -13,6 +13,8 @@ rebuilds them and calls the kernel's serial build on the worker's share:
 - ``layer_norm``: the layer-norm forward kernel;
 - ``cross_entropy``, ``cross_entropy_grad``: cross-entropy's kernels (rows of logits,
   per-row targets and coefficients);
+- ``masked_softmax``, ``masked_softmax_grad``: the softmax of scaled, masked rows (a bool
+  mask of the rows' shape) and its gradient;
 - ``sgd``, ``adam``, ``adadelta``: the fused optimizer steps' range kernels
   (optim/_fused.py), whose state arrays a step without them replaces by whole
   one-element stand-ins.
@@ -167,21 +169,39 @@ def cross_entropy_grad(address):   # (g, x, shift, lse, target, coef_t, coef_u, 
            _rows_at(ints[ARGS + 9], r, c, DTYPE))
 
 
+def masked_softmax(address):   # (x, mask, scale, value, out)
+    ints, numbers = block_at(address)
+    r, c = ints[0], ints[1]
+    KERNEL(_rows_at(ints[ARGS], r, c, DTYPE), _rows_at(ints[ARGS + 1], r, c, np.bool_),
+           DTYPE(numbers[ARGS + 2]), DTYPE(numbers[ARGS + 3]),
+           _rows_at(ints[ARGS + 4], r, c, DTYPE))
+
+
+def masked_softmax_grad(address):   # (g, y, mask, scale, out)
+    ints, numbers = block_at(address)
+    r, c = ints[0], ints[1]
+    KERNEL(_rows_at(ints[ARGS], r, c, DTYPE), _rows_at(ints[ARGS + 1], r, c, DTYPE),
+           _rows_at(ints[ARGS + 2], r, c, np.bool_), DTYPE(numbers[ARGS + 3]),
+           _rows_at(ints[ARGS + 4], r, c, DTYPE))
+
+
 FAMILIES = {f.__name__: f for f in (flat2, flat3, rows2_flag, rows3_flag, dropout,
                                     dropout_grad, dropout_grad_into, layer_norm, sgd, adam,
-                                    adadelta, cross_entropy, cross_entropy_grad)}
+                                    adadelta, cross_entropy, cross_entropy_grad,
+                                    masked_softmax, masked_softmax_grad)}
 
 
 @functools.cache
 def _entry(family: str, kernel, dtype) -> int:
     """The address of `family`'s entry point bound to `kernel`'s serial build and `dtype`
-    (compiled on first use, then cached on disk under a name of its own)."""
+    (compiled on first use, then cached on disk under a name of its own, which changes
+    with the kernel's code: numba checks a cached entry point against this file only)."""
     if kernel.parallel:
         build = kernel._serial or kernel._compile(parallel=False)
     else:
         build = kernel._compiled or kernel._compile()
-    return compile_bound(FAMILIES[family], f"{family}_{kernel.__name__}_{dtype.name}",
-                         KERNEL=build, DTYPE=dtype.type)
+    name = f"{family}_{kernel.__name__}_{dtype.name}_{native.kernel_digest(kernel)}"
+    return compile_bound(FAMILIES[family], name, KERNEL=build, DTYPE=dtype.type)
 
 
 @native.kernel

@@ -1,7 +1,7 @@
 """numba kernels that work row by row: softmax and log-softmax (over the last dim, or over
-the middle dim of an (outer, C, inner) view for another dim), layer norm over the
-trailing dims, and cross-entropy (log-softmax and the pick of the target, fused), each
-forward and first-order backward.
+the middle dim of an (outer, C, inner) view for another dim), the softmax of scaled and
+masked rows (attention's), layer norm over the trailing dims, and cross-entropy
+(log-softmax and the pick of the target, fused), each forward and first-order backward.
 
 The rows of a C-contiguous 2-D array are split between threads (`native.prange` over
 rows, or over fixed blocks of rows where a backward sums over rows: those sums come out
@@ -215,6 +215,64 @@ def softmax_backward(g: np.ndarray, y: np.ndarray, log: bool) -> np.ndarray:
     `log`) and the incoming gradient `g` (both `supports` arrays of one shape)."""
     out = np.empty_like(y)
     run(_softmax_backward_kernel, y.size, g, y, out, log, cut=(0, 1, 2), part="rows3_flag")
+    return out
+
+
+# ---------------------------------------------------------------------------
+# softmax of scaled, masked rows (attention's scores; ember.compile fuses the three ops)
+
+
+@native.kernel(parallel=True, fastmath=_REORDER)
+def _masked_softmax_kernel(x, mask, scale, value, out):
+    # z = value where mask, else x * scale; then softmax(z) as in _softmax_kernel.  (z is
+    # written out first: the max over it then vectorizes as `_row_max`'s chains.)
+    for i in native.prange(x.shape[0]):
+        row, hidden, dst = x[i], mask[i], out[i]
+        for j in range(row.size):
+            dst[j] = value if hidden[j] else row[j] * scale
+        m = _row_max(dst)
+        total = _ZERO
+        for j in range(row.size):
+            e = _exp_as(dst[j] - m)
+            dst[j] = e
+            total += e
+        inverse = _ONE / total
+        for j in range(row.size):
+            dst[j] *= inverse
+
+
+@native.kernel(parallel=True, fastmath=_REORDER)
+def _masked_softmax_backward_kernel(g, y, mask, scale, out):
+    # y * (g - sum(g * y)), 0 where mask (masked_fill passes no gradient there), then
+    # times scale: the unfused ops' arithmetic in their order, for the same bits
+    for i in native.prange(y.shape[0]):
+        gr, yr, hidden, dst = g[i], y[i], mask[i], out[i]
+        total = _ZERO
+        for j in range(gr.size):
+            total += gr[j] * yr[j]
+        for j in range(gr.size):
+            dst[j] = _ZERO if hidden[j] else yr[j] * (gr[j] - total)
+        for j in range(gr.size):
+            dst[j] *= scale
+
+
+def masked_softmax(x: np.ndarray, mask: np.ndarray, scale, value) -> np.ndarray:
+    """``softmax(where(mask, value, x * scale))`` over the last dim of a `supports` 2-D
+    array; `mask` a C-contiguous bool array of x's shape, `scale` and `value` numbers."""
+    out = np.empty_like(x)
+    real = x.dtype.type
+    run(_masked_softmax_kernel, x.size, x, mask, real(scale), real(value), out,
+        cut=(0, 1, 4), part="masked_softmax")
+    return out
+
+
+def masked_softmax_backward(g: np.ndarray, y: np.ndarray, mask: np.ndarray,
+                            scale) -> np.ndarray:
+    """The first-order gradient of `masked_softmax` with respect to x, from its output
+    `y` and the incoming gradient `g`."""
+    out = np.empty_like(y)
+    run(_masked_softmax_backward_kernel, y.size, g, y, mask, y.dtype.type(scale), out,
+        cut=(0, 1, 2, 4), part="masked_softmax_grad")
     return out
 
 

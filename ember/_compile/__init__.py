@@ -4,6 +4,7 @@ and replay the graph on later calls.  docs/compile.md tells the story; the files
 
 - ``runner.py``: `CompiledFunction`, the cache of graphs by signature;
 - ``program.py``: capture (the jit tracer), guards, the compiled graph;
+- ``patterns.py``: known sequences of ops rewritten as one fused op (attention's scores);
 - ``replay.py``: the graph as one generated straight-line Python function;
 - ``fusion.py``: finding fusable chains, the `FusedElementwise` op;
 - ``codegen.py``: the op table and the generated forward/backward kernels;

@@ -4,12 +4,12 @@ The first call with a given `signature` (the inputs' shapes, dtypes and
 ``requires_grad``, the grad mode, every submodule's ``training`` flag and the
 parameters' shapes and dtypes) runs the model eagerly under the jit tracer
 (``ember/jit/``), so that call's result *is* the eager result, and keeps the recorded
-ops as a `CompiledGraph`: elementwise chains fused into generated kernels
-(``fusion.py``), every op a line of one generated replay function (``replay.py``) that
-calls ``Function.apply``, so autograd records the replayed ops and ``backward()`` runs
-their backward formulas and the fused chains' generated backward kernels.  Later calls
-with the same signature replay the graph without running the Python code of
-``forward``.
+ops as a `CompiledGraph`: known sequences of ops replaced by fused ones
+(``patterns.py``), elementwise chains fused into generated kernels (``fusion.py``),
+every op a line of one generated replay function (``replay.py``) that calls
+``Function.apply``, so autograd records the replayed ops and ``backward()`` runs their
+backward formulas and the fused ops' own backward kernels.  Later calls with the same
+signature replay the graph without running the Python code of ``forward``.
 
 Where a graph cannot stand for the code, the call runs as written (``runner.py``):
 keyword arguments, arguments that are neither tensors nor plain numbers, no tensor

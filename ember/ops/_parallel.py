@@ -142,7 +142,7 @@ def matmul_pair(a1, b1, a2, b2) -> tuple:
                 out2 = np.empty((a2.shape[0], b2.shape[1]), np.result_type(a2, b2))
                 if workers[0].post_product(a2, b2, out2):
                     try:
-                        return _product_here(a1, b1), out2
+                        return product_here(a1, b1), out2
                     finally:
                         workers[0].join()
             finally:
@@ -150,7 +150,7 @@ def matmul_pair(a1, b1, a2, b2) -> tuple:
     return matmul(a1, b1), matmul(a2, b2)
 
 
-def _product_here(a, b, out=None, bias=None):
+def product_here(a, b, out=None, bias=None):
     """``np.matmul(a, b, out=out)`` (``+ bias``) for the calling thread's share of split
     work: through the workers' CBLAS functions when those are MKL's (ops/_mkl.py), so
     that one product's parts all come from one library, else through NumPy (the same
@@ -193,7 +193,7 @@ def _split_stack(a, b, out) -> bool:
                 break
             posted.append(worker)
         for part in [parts[0]] + parts[len(posted) + 1:]:   # (and any not posted)
-            _product_here(a[at(part)], b[at(part)], out=out[at(part)])
+            product_here(a[at(part)], b[at(part)], out=out[at(part)])
         for worker in posted:
             worker.join()
         return True
@@ -254,7 +254,7 @@ def _split_product(a, b, out, bias=None):
                 worker.post(_python_product, (x, y, z, r))
             posted.append(worker)
         x, y, z, r = operands(parts[0])
-        _product_here(x, y, z, r)
+        product_here(x, y, z, r)
         for worker in posted:
             worker.join()
         if bias is not None and row is None:

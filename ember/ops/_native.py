@@ -102,7 +102,7 @@ def set_num_threads(num: int) -> None:
 
 
 def kernel(fn=None, *, parallel: bool = False, fastmath: bool | set = False,
-           inline: bool = False):
+           inline: bool = False, signatures=None):
     """Decorator: compile a plain Python function with numba on its first call.
 
     ``@kernel`` gives a serial kernel; ``@kernel(parallel=True)`` one whose
@@ -112,21 +112,27 @@ def kernel(fn=None, *, parallel: bool = False, fastmath: bool | set = False,
     it is not vectorized (measured 6x slower).  The undecorated function stays
     reachable as ``.py_func`` (to step through in a debugger).  Calling a kernel when
     numba is unavailable raises RuntimeError: callers check `enabled()` first.  A kernel
-    may call another kernel of its module by name.
+    may call another kernel of its module by name.  ``signatures``, a function of the
+    numba module giving a list of signatures, fixes the builds (all compiled at the first
+    call): arrays of any layout then share one build instead of one per layout.
     """
     if fn is None:
-        return lambda f: Kernel(f, parallel=parallel, fastmath=fastmath, inline=inline)
-    return Kernel(fn, parallel=parallel, fastmath=fastmath, inline=inline)
+        return lambda f: Kernel(f, parallel=parallel, fastmath=fastmath, inline=inline,
+                                signatures=signatures)
+    return Kernel(fn, parallel=parallel, fastmath=fastmath, inline=inline,
+                  signatures=signatures)
 
 
 class Kernel:
     """A function compiled by numba on its first call (made by `kernel`)."""
 
-    def __init__(self, fn, *, parallel: bool, fastmath: bool | set, inline: bool = False):
+    def __init__(self, fn, *, parallel: bool, fastmath: bool | set, inline: bool = False,
+                 signatures=None):
         self.py_func = fn
         self.parallel = parallel
         self.fastmath = fastmath
         self.inline = inline
+        self.signatures = signatures
         self._compiled = None
         self._serial = None
         self.__name__ = fn.__name__
@@ -182,9 +188,13 @@ class Kernel:
         # NOTE: error_model="numpy": a float division by zero gives inf/nan as in NumPy;
         # numba's default ("python") raises ZeroDivisionError and, by checking every
         # division, keeps loops with a division from being vectorized (~10x slower).
-        compiled = _numba.njit(cache=True, nogil=True, parallel=self.parallel and not serial,
-                               fastmath=self.fastmath, error_model="numpy",
-                               inline="always" if self.inline else "never")(fn)
+        options = dict(cache=True, nogil=True, parallel=self.parallel and not serial,
+                       fastmath=self.fastmath, error_model="numpy",
+                       inline="always" if self.inline else "never")
+        if self.signatures is not None:
+            compiled = _numba.njit(self.signatures(_numba), **options)(fn)
+        else:
+            compiled = _numba.njit(**options)(fn)
         if not serial:
             self._compiled = compiled
         return compiled

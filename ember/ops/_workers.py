@@ -144,7 +144,22 @@ def _layout(rows, cols, stride0, stride1, item):
     return 0, 0
 
 
-@native.kernel
+def _matrices(numba, *rest) -> list:
+    """Signatures of a kernel taking three 2-D float arrays of one dtype and any layout,
+    then `rest` (a function of the numba module's types): one build per dtype.
+    (Left to numba, each combination of layouts met, C, F or strided, took a build of
+    its own: ~0.4 s each to compile cold.)"""
+    types = numba.types
+    signatures = []
+    for real in (types.float32, types.float64):
+        operand = types.Array(real, 2, "A", readonly=True)   # (writable ones convert)
+        signatures.append(types.boolean(operand, operand, types.Array(real, 2, "A"),
+                                        *rest[0](types)))
+    return signatures
+
+
+@native.kernel(signatures=lambda numba: _matrices(
+    numba, lambda t: (t.int64[::1], t.boolean)))
 def _describe_matrices(a, b, out, desc, row_as_vector):
     """Write into `desc` the CBLAS call computing ``out = a @ b`` for 2-D float arrays of
     one dtype (checked by the caller), one row `a` as a matrix-vector product where
@@ -190,7 +205,8 @@ def _describe_row(a, b, out, desc, lb, trans_b):
     return True
 
 
-@native.kernel
+@native.kernel(signatures=lambda numba: _matrices(
+    numba, lambda t: (t.int64, t.int64[::1], t.int64[::1])))
 def _describe_and_run(a, b, out, bias_at, desc, functions):
     """`_describe_matrices`, then `_run` on the calling thread, the bias row at address
     `bias_at` (0: none) added to the product: False, nothing computed, where CBLAS cannot

@@ -10,7 +10,8 @@ rebuilds them and calls the kernel's serial build on the worker's share:
 - ``rows2_flag`` / ``rows3_flag``: two or three 2-D arrays cut by rows, and a bool
   (softmax and its gradient);
 - ``dropout``, ``dropout_grad``, ``dropout_grad_into``: dropout's kernels;
-- ``layer_norm``: the layer-norm forward kernel;
+- ``layer_norm``, ``layer_norm_grad``: the layer-norm kernels (the gradient's cut by
+  blocks of rows, the rows' arrays passed whole);
 - ``cross_entropy``, ``cross_entropy_grad``: cross-entropy's kernels (rows of logits,
   per-row targets and coefficients);
 - ``masked_softmax``, ``masked_softmax_grad``: the softmax of scaled, masked rows (a bool
@@ -148,6 +149,18 @@ def layer_norm(address):   # (x, inv_n, eps, weight, bias, affine, y, out, mean,
            array_at(ints[ARGS + 8], r, DTYPE), array_at(ints[ARGS + 9], r, DTYPE))
 
 
+def layer_norm_grad(address):   # (g, y, inv_n, rstd, weight, need_x, gx, gw_parts,
+    ints, numbers = block_at(address)   # gb_parts, blocks, per): the blocks are cut
+    r, c = ints[0], ints[1]
+    KERNEL(_rows_at(ints[ARGS], ints[LENGTHS], c, DTYPE),
+           _rows_at(ints[ARGS + 1], ints[LENGTHS + 1], c, DTYPE), DTYPE(numbers[ARGS + 2]),
+           array_at(ints[ARGS + 3], ints[LENGTHS + 3], DTYPE),
+           array_at(ints[ARGS + 4], ints[LENGTHS + 4], DTYPE), ints[ARGS + 5] != 0,
+           _rows_at(ints[ARGS + 6], ints[LENGTHS + 6], c, DTYPE),
+           _rows_at(ints[ARGS + 7], r, c, DTYPE), _rows_at(ints[ARGS + 8], r, c, DTYPE),
+           array_at(ints[ARGS + 9], r, np.int64), ints[ARGS + 10])
+
+
 def cross_entropy(address):   # (x, target, coef_t, coef_u, weight, loss, shift, lse)
     ints, _ = block_at(address)
     r, c = ints[0], ints[1]
@@ -188,7 +201,7 @@ def masked_softmax_grad(address):   # (g, y, mask, scale, out)
 FAMILIES = {f.__name__: f for f in (flat2, flat3, rows2_flag, rows3_flag, dropout,
                                     dropout_grad, dropout_grad_into, layer_norm, sgd, adam,
                                     adadelta, cross_entropy, cross_entropy_grad,
-                                    masked_softmax, masked_softmax_grad)}
+                                    masked_softmax, masked_softmax_grad, layer_norm_grad)}
 
 
 @functools.cache

@@ -305,11 +305,15 @@ def _layer_norm_kernel(x, inv_n, eps, weight, bias, affine, y, out, mean, rstd):
 
 
 @native.kernel(parallel=True, fastmath=_REORDER)
-def _layer_norm_backward_kernel(g, y, inv_n, rstd, weight, need_x, gx, gw_parts, gb_parts):
+def _layer_norm_backward_kernel(g, y, inv_n, rstd, weight, need_x, gx, gw_parts, gb_parts,
+                                blocks, per):
+    # block blocks[t] (rows blocks[t] * per on, `per` of them) sums into gw_parts[t] and
+    # gb_parts[t]: a cut over threads hands each its share of the blocks whole, so the
+    # sums come out the same for any thread count
     rows, n = y.shape
-    per = (rows + gw_parts.shape[0] - 1) // gw_parts.shape[0]
-    for b in native.prange(gw_parts.shape[0]):
-        gw, gb = gw_parts[b], gb_parts[b]
+    for t in native.prange(blocks.size):
+        gw, gb = gw_parts[t], gb_parts[t]
+        b = blocks[t]
         for i in range(b * per, min(rows, (b + 1) * per)):
             gr, yr = g[i], y[i]
             m1 = _ZERO
@@ -357,8 +361,11 @@ def layer_norm_backward(g, y, rstd, weight, need_x: bool, need_w: bool,
     gw_parts = np.zeros((blocks, n), y.dtype)
     gb_parts = np.zeros((blocks, n), y.dtype)
     gx = np.empty_like(y) if need_x else y[:1]  # (unused when not needed)
+    # NOTE: cut over ember's threads by blocks of rows (the GPT's (2048, 128) gradient ran
+    # on one thread: below numba's threading threshold)
     run(_layer_norm_backward_kernel, y.size, g, y, y.dtype.type(1.0 / n), rstd.reshape(-1), w,
-        need_x, gx, gw_parts, gb_parts)
+        need_x, gx, gw_parts, gb_parts, np.arange(blocks, dtype=np.int64),
+        (rows + blocks - 1) // blocks, cut=(7, 8, 9), part="layer_norm_grad")
     return (gx if need_x else None, gw_parts.sum(axis=0) if need_w else None,
             gb_parts.sum(axis=0) if need_b else None)
 

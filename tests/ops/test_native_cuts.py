@@ -85,6 +85,16 @@ def test_layer_norm(cut_or_serial, dtype, affine):
         assert (a is None) == (b is None)
         if a is not None:
             np.testing.assert_array_equal(a, b)
+    # the gradient, cut by blocks of rows (33 rows: blocks of 2, the last of 1)
+    g = rng.standard_normal((33, 24)).astype(dtype)
+    y, rstd = serial[0], serial[3]
+    for need_x in (True, False):
+        cut, serial_grads = cut_or_serial(
+            lambda nx=need_x: rows.layer_norm_backward(g, y, rstd, weight, nx, True, True))
+        for a, b in zip(cut, serial_grads):
+            assert (a is None) == (b is None)
+            if a is not None:
+                np.testing.assert_array_equal(a, b)
 
 
 @pytest.mark.parametrize("smoothing", [0.0, 0.2])

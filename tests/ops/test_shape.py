@@ -409,3 +409,31 @@ def test_broadcasts_to_agrees_with_numpy(shape, target, fits):
     except ValueError:
         numpy_fits = False
     assert numpy_fits is fits
+
+
+def test_large_concatenations_split_over_threads_equal_numpy(monkeypatch):
+    # past CONCATENATE_SPLIT_MIN elements, a cat along a dim past the first is copied by
+    # the threads a block of leading rows each: the same bits as NumPy's, gradients too
+    from ember.ops import joining
+
+    monkeypatch.setattr(joining, "CONCATENATE_SPLIT_MIN", 1)
+    before = ember.get_num_threads()
+    ember.set_num_threads(2)
+    try:
+        rng = np.random.default_rng(3)
+        arrays = [rng.standard_normal((5, 4, w)) for w in (3, 1, 6)]
+        parts = [ember.tensor(a, requires_grad=True) for a in arrays]
+        out = ember.cat(parts, dim=2)
+        np.testing.assert_array_equal(out.detach().numpy(), np.concatenate(arrays, axis=2))
+        assert out.detach().numpy().flags.c_contiguous
+        g = rng.standard_normal((5, 4, 10))
+        out.backward(ember.tensor(g))
+        for p, (lo, hi) in zip(parts, ((0, 3), (3, 4), (4, 10))):
+            np.testing.assert_array_equal(p.grad.numpy(), g[..., lo:hi])
+        mixed = ember.cat([ember.ones(5, 2, dtype=ember.float32),
+                           ember.zeros(5, 3, dtype=ember.float64)], dim=1)
+        assert mixed.dtype == ember.float64
+        np.testing.assert_array_equal(mixed.numpy(), np.concatenate([np.ones((5, 2)),
+                                                                      np.zeros((5, 3))], 1))
+    finally:
+        ember.set_num_threads(before)

@@ -76,6 +76,25 @@ def run_parts(fn, parts: list) -> list:
         _release()
 
 
+# From this many elements a C-contiguous copy of a strided array is split over the threads
+# (`contiguous`).  NOTE: float32 transposes (0, 2, 1, 3) made contiguous, one thread
+# against split (2-core Intel Xeon, 2026-12-05): 262K elements 44 against 76 us (the
+# worker's part waits for the GIL), 1M 301 against 266, 4M 1202 against 728.
+COPY_SPLIT_MIN = 1 << 20
+
+
+def contiguous(a: np.ndarray) -> np.ndarray:
+    """`a` itself when C-contiguous, else a C-contiguous copy: large ones copied by the
+    threads, a block of leading rows each (NumPy's copy lets go of the GIL)."""
+    if a.flags.c_contiguous:
+        return a
+    if threads() <= 1 or a.size < COPY_SPLIT_MIN or a.ndim == 0 or a.shape[0] < 2:
+        return np.ascontiguousarray(a)
+    out = np.empty(a.shape, a.dtype)
+    run_parts(lambda rows: np.copyto(out[rows], a[rows]), split(a.shape[0], threads()))
+    return out
+
+
 def matmul(a, b, out=None, *, bias=None):
     """``np.matmul(a, b, out=out)``, cut over the threads when it is large: a batch of
     products by the batch, one product by the rows of `a` or the columns of `b`

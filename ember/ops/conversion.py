@@ -12,6 +12,7 @@ from .._core.memory_format import (
     check_format, contiguous_format, copy_in_format, is_in_format, preserve_format,
 )
 from .._core.tensor import Tensor
+from . import _parallel
 from ._util import xp_of
 from .creation import tensor
 
@@ -136,6 +137,9 @@ class Clone(Function):
 
     @staticmethod
     def forward(ctx, x, memory_format=preserve_format):
+        if memory_format is contiguous_format and type(x) is np.ndarray \
+                and not x.flags.c_contiguous:
+            return _parallel.contiguous(x)   # (the copy on the threads when large)
         return copy_in_format(xp_of(x), x, memory_format)
 
     @staticmethod

@@ -17,6 +17,7 @@ import numpy as np
 from .._core.function import Function
 from .._core.tensor import Size, Tensor
 from ._broadcast import broadcast_shapes as _broadcast_shapes
+from . import _parallel
 from ._util import wrap_dim, xp_of
 from .._core import dtype as dtypes
 
@@ -82,6 +83,8 @@ class Reshape(Function):
     @staticmethod
     def forward(ctx, x, shape):
         ctx.in_shape = x.shape
+        if type(x) is np.ndarray:   # (the copy on the threads when large)
+            x = _parallel.contiguous(x)
         return x.reshape(shape)
 
     @staticmethod

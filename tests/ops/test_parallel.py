@@ -472,3 +472,23 @@ def test_the_compiled_loops_refuse_a_bias_they_cannot_add():
     assert not worker.post_product(row, b, out, np.ones(4))
     assert not worker.post_product(rng.standard_normal((3, 6)), b, np.zeros((3, 4)),
                                    np.ones(4, np.float32))   # (not the product's dtype)
+
+
+def test_large_strided_copies_split_over_the_threads(two_threads, monkeypatch):
+    # `contiguous`: a C-contiguous copy, blocks of leading rows on each thread; reshape's
+    # copy and contiguous() go through it
+    monkeypatch.setattr(_parallel, "COPY_SPLIT_MIN", 1)
+    rng = np.random.default_rng(11)
+    a = rng.standard_normal((6, 3, 5, 4)).transpose(0, 2, 1, 3)
+    got = _parallel.contiguous(a)
+    assert got.flags.c_contiguous and got is not a
+    np.testing.assert_array_equal(got, a)
+    assert _parallel.contiguous(got) is got
+    t = ember.tensor(a, requires_grad=True)
+    r = t.reshape(6, 5, 12)
+    np.testing.assert_array_equal(r.detach().numpy(), a.reshape(6, 5, 12))
+    c = t.contiguous()
+    np.testing.assert_array_equal(c.detach().numpy(), a)
+    assert c.detach().numpy().flags.c_contiguous
+    (r.sum() + (c * 2).sum()).backward()
+    np.testing.assert_array_equal(t.grad.numpy(), np.full(a.shape, 3.0))

@@ -86,6 +86,19 @@ def _row_max(row):
     return m
 
 
+@native.kernel(inline=True)
+def _exp_normalized(src, dst, m):
+    """dst = exp(src - m) / sum(exp(src - m)) over one row (`src` may be `dst`)."""
+    total = _ZERO
+    for j in range(src.size):
+        e = _exp_as(src[j] - m)
+        dst[j] = e
+        total += e
+    scale = _ONE / total
+    for j in range(src.size):
+        dst[j] *= scale
+
+
 # ---------------------------------------------------------------------------
 # softmax and log-softmax over the last dim
 
@@ -95,11 +108,11 @@ def _softmax_kernel(x, out, log):
     for i in native.prange(x.shape[0]):
         row, dst = x[i], out[i]
         m = _row_max(row)
-        total = _ZERO
         if log:
             # (x - m) - log(total), never x - (m + log(total)): that sum would round at
             # x's magnitude (5e-4 for logits near 1e4).  (`reassoc` without `nsz` lets
             # LLVM reorder the sum above, not rewrite this subtraction.)
+            total = _ZERO
             for j in range(row.size):
                 d = row[j] - m
                 dst[j] = d
@@ -108,13 +121,7 @@ def _softmax_kernel(x, out, log):
             for j in range(row.size):
                 dst[j] -= lse
         else:
-            for j in range(row.size):
-                e = _exp_as(row[j] - m)
-                dst[j] = e
-                total += e
-            scale = _ONE / total
-            for j in range(row.size):
-                dst[j] *= scale
+            _exp_normalized(row, dst, m)
 
 
 @native.kernel(parallel=True, fastmath=_REORDER)
@@ -230,15 +237,7 @@ def _masked_softmax_kernel(x, mask, scale, value, out):
         row, hidden, dst = x[i], mask[i], out[i]
         for j in range(row.size):
             dst[j] = value if hidden[j] else row[j] * scale
-        m = _row_max(dst)
-        total = _ZERO
-        for j in range(row.size):
-            e = _exp_as(dst[j] - m)
-            dst[j] = e
-            total += e
-        inverse = _ONE / total
-        for j in range(row.size):
-            dst[j] *= inverse
+        _exp_normalized(dst, dst, _row_max(dst))
 
 
 @native.kernel(parallel=True, fastmath=_REORDER)

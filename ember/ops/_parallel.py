@@ -170,10 +170,10 @@ def matmul_pair(a1, b1, a2, b2) -> tuple:
 
 
 def product_here(a, b, out=None, bias=None):
-    """``np.matmul(a, b, out=out)`` (``+ bias``) for the calling thread's share of split
-    work: through the workers' CBLAS functions when those are MKL's (ops/_mkl.py), so
-    that one product's parts all come from one library, else through NumPy (the same
-    OpenBLAS)."""
+    """``np.matmul(a, b, out=out)`` (``+ bias``) on the calling thread, with the BLAS of
+    ember's threads: the workers' CBLAS functions when those are MKL's (ops/_mkl.py), so
+    that a split product's parts all come from one library (and a convolution's parts
+    run on MKL too), else NumPy's (the same OpenBLAS)."""
     if out is None:
         out = np.empty(a.shape[:-1] + b.shape[-1:], np.result_type(a, b))
     blas = _blas.products()

@@ -101,30 +101,26 @@ def matmul(a, b, out=None, *, bias=None):
     (`_split_by_rows` chooses).  `bias`, an array broadcasting to the product, is added
     to it; a row of a split 2-D product's dtype by each thread to the part it computed.
     Arrays of another library (CuPy) go to its own matmul."""
-    if (bias is not None and a.ndim == 2 and b.ndim == 2 and threads() > 1
-            and type(a) is type(b) is type(bias) is np.ndarray
-            and a.size * b.shape[1] >= SPLIT_MIN):
+    if (type(a) is np.ndarray and type(b) is np.ndarray and a.ndim == b.ndim == 2
+            and threads() > 1 and a.size * b.shape[1] >= SPLIT_MIN):  # (multiply-adds)
         out = np.empty((a.shape[0], b.shape[1]), np.result_type(a, b)) if out is None else out
         return _split_product(a, b, out, bias)
-    result = _matmul(a, b, out)
+    result = _matmul_unsplit_or_batched(a, b, out)
     if bias is not None:
         result += bias
     return result
 
 
-def _matmul(a, b, out):
-    """`matmul` without a bias."""
+def _matmul_unsplit_or_batched(a, b, out):
+    """`matmul` of all but a split 2-D product, without a bias."""
     if type(a) is not np.ndarray or type(b) is not np.ndarray:
         return xp_of(a).matmul(a, b, out=out)
-    if threads() <= 1 or a.ndim < 2 or b.ndim < 2:
+    if threads() <= 1 or a.ndim < 2 or b.ndim < 2 or (a.ndim == b.ndim == 2):
         return np.matmul(a, b, out=out)
     m, n = a.shape[-2], b.shape[-1]
     if a.size * n < SPLIT_MIN and b.size * m < SPLIT_MIN:  # (multiply-adds, batch included)
         return np.matmul(a, b, out=out)
     k = a.shape[-1]
-    if a.ndim == 2 and b.ndim == 2:
-        out = np.empty((m, n), np.result_type(a, b)) if out is None else out
-        return _split_product(a, b, out)
     if out is None:
         shape = np.broadcast_shapes(a.shape[:-2], b.shape[:-2]) + (m, n)
         out = np.empty(shape, np.result_type(a, b))

@@ -159,15 +159,16 @@ def _matrices(numba, *rest) -> list:
 
 
 @native.kernel(signatures=lambda numba: _matrices(
-    numba, lambda t: (t.int64[::1], t.boolean)))
-def _describe_matrices(a, b, out, desc, row_as_vector):
+    numba, lambda t: (t.int64, t.int64[::1], t.boolean)))
+def _describe_matrices(a, b, out, bias_at, desc, row_as_vector):
     """Write into `desc` the CBLAS call computing ``out = a @ b`` for 2-D float arrays of
-    one dtype (checked by the caller), one row `a` as a matrix-vector product where
-    `row_as_vector`; False where their strides do not fit CBLAS."""
+    one dtype (checked by the caller), plus the bias row at address `bias_at` (0: none);
+    one row `a` as a matrix-vector product where `row_as_vector` (and no bias).  False
+    where their strides do not fit CBLAS."""
     item = a.itemsize
     lb, trans_b = _layout(b.shape[0], b.shape[1], b.strides[0], b.strides[1], item)
     if row_as_vector and a.shape[0] == 1:
-        return _describe_row(a, b, out, desc, lb, trans_b)
+        return bias_at == 0 and _describe_row(a, b, out, desc, lb, trans_b)
     la, trans_a = _layout(a.shape[0], a.shape[1], a.strides[0], a.strides[1], item)
     lc, trans_c = _layout(out.shape[0], out.shape[1], out.strides[0], out.strides[1], item)
     if la == 0 or lb == 0 or lc == 0 or trans_c != _NO_TRANS:
@@ -177,7 +178,8 @@ def _describe_matrices(a, b, out, desc, row_as_vector):
     desc[4], desc[5], desc[6], desc[7] = a.ctypes.data, la, b.ctypes.data, lb
     desc[8], desc[9], desc[10], desc[11] = out.ctypes.data, lc, trans_a, trans_b
     desc[12] = desc[13] = 1
-    desc[14:] = 0   # (no batch strides, no bias)
+    desc[14:_BIAS] = 0   # (no batch strides)
+    desc[_BIAS] = bias_at
     return True
 
 
@@ -208,15 +210,10 @@ def _describe_row(a, b, out, desc, lb, trans_b):
 @native.kernel(signatures=lambda numba: _matrices(
     numba, lambda t: (t.int64, t.int64[::1], t.int64[::1])))
 def _describe_and_run(a, b, out, bias_at, desc, functions):
-    """`_describe_matrices`, then `_run` on the calling thread, the bias row at address
-    `bias_at` (0: none) added to the product: False, nothing computed, where CBLAS cannot
-    take the arrays (or a bias would go to a matrix-vector product)."""
-    if not _describe_matrices(a, b, out, desc, True):
+    """`_describe_matrices`, then `_run` on the calling thread: False, nothing computed,
+    where CBLAS cannot take the arrays."""
+    if not _describe_matrices(a, b, out, bias_at, desc, True):
         return False
-    if bias_at != 0:
-        if desc[0] != _SGEMM and desc[0] != _DGEMM:
-            return False
-        desc[_BIAS] = bias_at
     _run(desc, functions)
     return True
 
@@ -329,17 +326,19 @@ def _fits(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> bool:
             and a.shape[:-2] == b.shape[:-2] == out.shape[:-2])
 
 
-def describe_product(a: np.ndarray, b: np.ndarray, out: np.ndarray, desc: np.ndarray) -> bool:
+def describe_product(a: np.ndarray, b: np.ndarray, out: np.ndarray, desc: np.ndarray,
+                     bias_at: int = 0) -> bool:
     """Write into `desc` the CBLAS call(s) computing ``out = a @ b``: 2-D arrays of one
-    float dtype, or stacks of them with up to two batch dims of one shape (any strides).
+    float dtype, or stacks of them with up to two batch dims of one shape (any strides);
+    a product of 2-D arrays with more than one row may add the bias row at `bias_at`.
     False where CBLAS cannot take them (`desc` then means nothing).  Needs numba (the
     compiled loops)."""
     if not _fits(a, b, out):
         return False
     if a.ndim == 2:
-        return _describe_matrices(a, b, out, desc, True)
+        return _describe_matrices(a, b, out, bias_at, desc, True)
     corner = (0,) * (a.ndim - 2)   # the first item of each; the rest at fixed strides
-    if not _describe_matrices(a[corner], b[corner], out[corner], desc, False):
+    if bias_at or not _describe_matrices(a[corner], b[corner], out[corner], 0, desc, False):
         return False
     lead = (1,) * (4 - a.ndim) + out.shape[:-2]
     steps = [(0,) * (4 - x.ndim) + x.strides[:-2] for x in (a, b, out)]
@@ -376,7 +375,7 @@ def run_product(a: np.ndarray, b: np.ndarray, out: np.ndarray, bias=None) -> boo
         desc = _here.desc = np.zeros(_DESC, np.int64)
     if a.ndim == 2:   # (one compiled call: ~1 us besides the product)
         return loops.describe_and_run(a, b, out, bias_at, desc)
-    if bias_at or not describe_product(a, b, out, desc):
+    if not describe_product(a, b, out, desc, bias_at):
         return False
     loops.run(desc)
     return True
@@ -446,12 +445,8 @@ class Worker:
         when it cannot take them."""
         bias_at = _bias_at(bias, out)
         if self._loops is None or bias_at is None \
-                or not describe_product(a, b, out, self.desc):
+                or not describe_product(a, b, out, self.desc, bias_at):
             return False
-        if bias_at:
-            if self.desc[0] not in (_SGEMM, _DGEMM) or a.ndim != 2:
-                return False
-            self.desc[_BIAS] = bias_at
         self._arrays = (a, b, out, bias)
         self._posted()
         return True

@@ -491,7 +491,8 @@ class AddProduct(Function):
         ctx.save_for_backward(a, b)
         xp = xp_of(a)
         dtype = a.dtype
-        if kind == "addmm" and beta == 1 and alpha == 1 and _bias_row(input, a, b):
+        if (kind == "addmm" and beta == 1 and alpha == 1 and _linear_arrays(input, a, b)
+                and dtype.itemsize >= 4):
             # a linear layer's: the bias added by the threads computing the product's parts
             return _parallel.matmul(a, b, bias=input)
         if kind == "addr":
@@ -545,21 +546,18 @@ _ADD_NAMES = {"addmm": "AddmmBackward0", "addmv": "AddmvBackward0", "addr": "Add
               "baddbmm": "BaddbmmBackward0", "addbmm": "AddbmmBackward0"}
 
 
-def _bias_row(input, a, b) -> bool:
-    """Whether addmm's `input` is a row (N,) to add to each row of ``a @ b``: NumPy float32
-    or float64 arrays of one dtype (`_parallel.matmul` adds it as a bias)."""
-    return (type(input) is type(a) is type(b) is np.ndarray and input.ndim == 1
-            and a.ndim == b.ndim == 2 and input.shape[0] == b.shape[1]
-            and a.dtype == b.dtype == input.dtype and a.dtype in (np.float32, np.float64))
-
-
-def _usual_addmm(input, a, b) -> bool:
-    """A linear layer's addmm: CPU float matrices of one dtype, a (out,) bias.  It passes
-    every check of `_add_product`, which cost ~5 us, a batch-1 layer's whole time."""
-    x, y, c = (getattr(t, "_data", None) for t in (a, b, input))
+def _linear_arrays(c, x, y) -> bool:
+    """Whether ``c + x @ y`` is a linear layer's addmm on arrays: CPU float matrices of one
+    dtype and a bias row `c` (N,)."""
     return (type(x) is type(y) is type(c) is np.ndarray and x.dtype == y.dtype == c.dtype
             and x.dtype.kind == "f" and x.ndim == y.ndim == 2 and x.shape[1] == y.shape[0]
             and c.shape == y.shape[1:])
+
+
+def _usual_addmm(input, a, b) -> bool:
+    """A linear layer's addmm (`_linear_arrays`, on the tensors).  It passes every check
+    of `_add_product`, which cost ~5 us, a batch-1 layer's whole time."""
+    return _linear_arrays(*(getattr(t, "_data", None) for t in (input, a, b)))
 
 
 def _add_product(kind: str, input, a, b, beta, alpha, inplace: bool = False) -> Tensor:

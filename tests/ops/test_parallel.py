@@ -492,3 +492,26 @@ def test_large_strided_copies_split_over_the_threads(two_threads, monkeypatch):
     assert c.detach().numpy().flags.c_contiguous
     (r.sum() + (c * 2).sum()).backward()
     np.testing.assert_array_equal(t.grad.numpy(), np.full(a.shape, 3.0))
+
+
+def test_bias_gradients_sum_over_leading_dims_on_the_threads(two_threads, monkeypatch):
+    # `sum_leading` is a row of ones times the rows, split over the threads; a
+    # convolution's first-order bias gradient is such a sum, then one per channel
+    from ember.ops import _kernels
+
+    monkeypatch.setattr(_kernels, "BLOCK", 1)
+    splits = []
+    real = _parallel._split_product
+    monkeypatch.setattr(_parallel, "_split_product",
+                        lambda *args: splits.append(args[0].shape) or real(*args))
+    rng = np.random.default_rng(12)
+    x = rng.standard_normal((7, 5, 6))
+    np.testing.assert_allclose(_kernels.sum_leading(x, (0,), False), x.sum(0), rtol=1e-12)
+    assert splits == [(1, 7)]
+    inputs = ember.tensor(rng.standard_normal((4, 3, 6, 6)), requires_grad=True)
+    weight = ember.tensor(rng.standard_normal((5, 3, 3, 3)), requires_grad=True)
+    bias = ember.tensor(rng.standard_normal(5), requires_grad=True)
+    g = rng.standard_normal((4, 5, 4, 4))
+    ember.nn.functional.conv2d(inputs, weight, bias).backward(ember.tensor(g))
+    np.testing.assert_allclose(bias.grad.numpy(), g.sum(axis=(0, 2, 3)), rtol=1e-12)
+    assert (1, 4) in splits

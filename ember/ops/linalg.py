@@ -176,6 +176,8 @@ class MatMul(Function):
             return (grad * conj(b) if need_a else None), (grad * conj(a) if need_b else None)
         if na == 2 and nb == 2 and _plain_matrices(grad, a, b):
             return _matrix_grads(grad, a, b, need_a, need_b)
+        if na == nb > 2 and _plain_stacks(grad, a, b):
+            return _stack_grads(grad, a, b, need_a, need_b)
         a2 = a.reshape(1, -1) if na == 1 else a
         b2 = b.reshape(-1, 1) if nb == 1 else b
         out_shape = tuple(grad.shape)
@@ -225,6 +227,55 @@ def _bias_grad(g: Tensor) -> Tensor:
     sum it through two recorded-form ops, ~15 us per layer)."""
     summed = sum_leading(g._data, (0,), False)  # (the same sums as ember.sum's)
     return _make(g._data.sum(axis=0) if summed is None else summed)
+
+
+def _plain_stacks(g: Tensor, a: Tensor, b: Tensor) -> bool:
+    """A first-order backward of a product of two real stacks of matrices of one batch
+    shape (no broadcasting), float32 or float64 NumPy arrays of one dtype: its gradients
+    can be taken on the arrays (`_stack_grads`)."""
+    gd, ad, bd = g._data, a._data, b._data
+    return (type(gd) is type(ad) is type(bd) is np.ndarray and _plain_matrices(g, a, b)
+            and gd.dtype == ad.dtype == bd.dtype and gd.dtype.itemsize >= 4
+            and ad.shape[:-2] == bd.shape[:-2] == gd.shape[:-2])
+
+
+def _stack_grads(g: Tensor, a: Tensor, b: Tensor, need_a: bool, need_b: bool) -> tuple:
+    """``(g @ b^H, a^H @ g)`` for stacks of real matrices (`_plain_stacks`), each written
+    in the memory order of the input it is the gradient of (`_empty_in_order_of`).
+
+    NOTE: why.  Attention's q, k and v are views of one projection's output, split by
+    heads and transposed: (B, H, T, D) views of (B, T, H*D) memory.  Gradients made
+    C-contiguous in (B, H, T, D) then had to be copied back into (B, T, H*D) order by
+    the backward of the view (GPT benchmark: four copies of 262K elements a step, ~90
+    us each); laid out like their inputs, the backward of the transposes and views are
+    free views, as in the forward.
+    """
+    gd, ad, bd = g._data, a._data, b._data
+    ga = _product_into(gd, np.swapaxes(bd, -1, -2), _empty_in_order_of(ad)) if need_a else None
+    gb = _product_into(np.swapaxes(ad, -1, -2), gd, _empty_in_order_of(bd)) if need_b else None
+    return (None if ga is None else _make(ga)), (None if gb is None else _make(gb))
+
+
+def _empty_in_order_of(x: np.ndarray) -> np.ndarray:
+    """A new array of x's shape and dtype, dense, with its dims laid out in memory in the
+    order of x's strides (largest first; C order where x is C-contiguous)."""
+    if x.flags.c_contiguous:
+        return np.empty(x.shape, x.dtype)
+    order = sorted(range(x.ndim), key=lambda i: -abs(x.strides[i]))  # (stable: ties keep C order)
+    dense = np.empty([x.shape[i] for i in order], x.dtype)
+    return dense.transpose(np.argsort(order))
+
+
+def _product_into(x: np.ndarray, y: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """``out[...] = x @ y`` for stacks of matrices; where out's matrices are column-major
+    it computes ``y^T @ x^T`` into out's transpose, whose matrices are row-major (BLAS
+    writes row-major blocks; NumPy's matmul into a transposed `out` takes its slow loop)."""
+    if out.ndim >= 2 and out.strides[-2] == out.itemsize and out.strides[-1] != out.itemsize:
+        _parallel.matmul(np.swapaxes(y, -1, -2), np.swapaxes(x, -1, -2),
+                         out=np.swapaxes(out, -1, -2))
+    else:
+        _parallel.matmul(x, y, out=out)
+    return out
 
 
 def _matrix_grads(g: Tensor, a: Tensor, b: Tensor, need_a: bool, need_b: bool) -> tuple:

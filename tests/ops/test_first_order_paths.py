@@ -77,3 +77,58 @@ def test_dropout_paths_agree_for_the_same_mask():
         grads.append(g.detach().numpy())
     np.testing.assert_array_equal(grads[0], grads[1])
     assert set(np.unique(grads[0])) <= {0.0, 1 / 0.7}
+
+
+@pytest.fixture
+def two_threads():
+    before = ember.get_num_threads()
+    ember.set_num_threads(2)
+    yield
+    ember.set_num_threads(before)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_stacked_product_gradients_agree_and_keep_the_inputs_layout(dtype, two_threads):
+    # attention's products: q, k, v are transposed views of one projection's output;
+    # the array form writes each gradient in the memory order of its input, so that the
+    # backward of the transposes and the view adds no copy
+    rng = np.random.default_rng(1)
+    b, t, h, d = 4, 64, 4, 32    # 16 products of 64x32 @ 32x64: split over the threads
+    qkv0 = ember.tensor(rng.standard_normal((b, t, 3 * h * d)), dtype=getattr(ember, dtype))
+    weights = ember.tensor(rng.standard_normal((b, t, h * d)), dtype=qkv0.dtype)
+
+    def attention(qkv):
+        q, k, v = (part.view(b, t, h, d).transpose(1, 2) for part in qkv.split(h * d, dim=2))
+        att = (q @ k.transpose(-2, -1)).softmax(-1)
+        return (att @ v).transpose(1, 2).reshape(b, t, h * d)
+
+    fast = _gradient(attention, qkv0, weights, create_graph=False)
+    formula = _gradient(attention, qkv0, weights, create_graph=True)
+    tol = 2e-5 if dtype == "float32" else 1e-11
+    np.testing.assert_allclose(fast, formula, rtol=tol, atol=tol)
+
+    q = qkv0.detach().requires_grad_()
+    view = q.view(b, t, 3 * h, d).transpose(1, 2)   # (b, 3h, t, d) over (b, t, 3h, d) memory
+    other = ember.tensor(rng.standard_normal((b, 3 * h, d, 5)), dtype=q.dtype)
+    (grad,) = ember.autograd.grad((view @ other).sum(), view)
+    assert grad.transpose(1, 2).is_contiguous()     # laid out like `view`
+    expected = np.ones((b, 3 * h, t, 5)) @ np.swapaxes(other.numpy().astype(np.float64), -1, -2)
+    np.testing.assert_allclose(grad.numpy(), expected, rtol=tol, atol=tol)
+
+
+def test_stacked_product_gradient_of_a_column_major_stack():
+    # k.transpose(-2, -1) of a transposed view: its gradient's matrices are column-major,
+    # computed as the transposed product (BLAS writes row-major blocks)
+    rng = np.random.default_rng(2)
+    q = ember.tensor(rng.standard_normal((2, 3, 6, 4)), requires_grad=True)
+    k = ember.tensor(rng.standard_normal((2, 6, 3, 4)), requires_grad=True)
+    kt = k.transpose(1, 2).transpose(-2, -1)        # (2, 3, 4, 6)
+    assert ember.autograd.gradcheck(lambda a, c: a @ c.transpose(1, 2).transpose(-2, -1),
+                                    (q, k))
+    (gq, gk) = ember.autograd.grad((q @ kt * ember.arange(36.).view(6, 6)).sum(), (q, k))
+    w = np.arange(36.).reshape(6, 6)
+    qa, ka = q.detach().numpy(), np.swapaxes(np.swapaxes(k.detach().numpy(), 1, 2), -2, -1)
+    w4 = np.broadcast_to(w, (2, 3, 6, 6))
+    np.testing.assert_allclose(gq.numpy(), w4 @ np.swapaxes(ka, -1, -2))
+    expected_kt = np.swapaxes(qa, -1, -2) @ w4
+    np.testing.assert_allclose(gk.numpy(), np.swapaxes(np.swapaxes(expected_kt, -2, -1), 1, 2))

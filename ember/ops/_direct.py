@@ -71,26 +71,38 @@ def records(*tensors) -> bool:
 def direct_linear(input, weight, bias) -> Tensor | None:
     """``input @ weight.T + bias`` on the arrays when nothing is recorded, else None.
 
-    The case of a linear layer at inference: a 2-D float input, a 2-D weight and an
-    optional 1-D bias (tensors or Parameters), all holding NumPy arrays of one dtype with
-    matching sizes.  The arrays see the same operations as on the general path (addmm's
-    product with the bias, `_parallel.matmul`'s), so the two give the same bits; a batch-1
-    layer's ~10 us of op and view bookkeeping go.
+    The case of a linear layer at inference (`plain_linear`'s operands).  The arrays see
+    the same operations as on the general path (addmm's product with the bias,
+    `_parallel.matmul`'s), so the two give the same bits; a batch-1 layer's ~10 us of op
+    and view bookkeeping go.
     """
-    if (not isinstance(input, Tensor) or not isinstance(weight, Tensor)  # (Parameters)
-            or (bias is not None and not isinstance(bias, Tensor))
-            or records(input, weight, bias)):
+    if not plain_linear(input, weight, bias) or records(input, weight, bias):
         return None
+    return linear_of_arrays(input, weight, bias)
+
+
+def linear_of_arrays(input, weight, bias) -> Tensor:
+    """`direct_linear`'s result for operands already found plain and unrecorded."""
+    w = weight._data
+    return _make(_parallel.matmul(input._data, w.T, bias=None if bias is None else bias._data))
+
+
+def plain_linear(input, weight, bias) -> bool:
+    """Whether ``linear(input, weight, bias)`` is a linear layer's usual call: a 2-D float
+    input, a 2-D weight and an optional 1-D bias (tensors or Parameters), all holding
+    NumPy arrays of one dtype (not half precision) with matching sizes."""
+    if (not isinstance(input, Tensor) or not isinstance(weight, Tensor)  # (Parameters)
+            or (bias is not None and not isinstance(bias, Tensor))):
+        return False
     x, w = input._data, weight._data
     if (type(x) is not _ndarray or type(w) is not _ndarray or x.dtype is not w.dtype
             or x.dtype.kind != "f" or x.dtype.itemsize == 2
             or x.ndim != 2 or w.ndim != 2 or x.shape[1] != w.shape[1]):
-        return None
+        return False
     if bias is not None:
         b = bias._data
-        if type(b) is not _ndarray or b.dtype is not x.dtype or b.shape != (w.shape[0],):
-            return None
-    return _make(_parallel.matmul(x, w.T, bias=None if bias is None else b))
+        return type(b) is _ndarray and b.dtype is x.dtype and b.shape == (w.shape[0],)
+    return True
 
 
 def direct_unary(compute, input) -> Tensor | None:

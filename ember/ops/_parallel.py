@@ -111,11 +111,26 @@ def matmul(a, b, out=None, *, bias=None):
     return result
 
 
+# An unsplit product with a transposed right operand (a linear layer's ``x @ W.T``) of at
+# least this many multiply-adds runs on the BLAS of ember's threads (`product_here`: MKL
+# where installed).  NOTE: one thread, float32, 2-core Intel Xeon (2026-12-05), NumPy's
+# OpenBLAS against MKL: 128x256 @ 256x10 14.2 against 9.7 us, 64x100 @ 100x100 14.0
+# against 11.0, 32x256 @ 256x128 28.1 against 19.2; below ~100K multiply-adds OpenBLAS
+# wins (16x128 @ 128x64: 3.5 against 5.0).  With both operands row-major the two are even
+# (128x256 @ 256x10: 9.3 against 9.9), and OpenBLAS keeps those.
+TRANSPOSED_MKL_MIN = 1 << 18
+
+
 def _matmul_unsplit_or_batched(a, b, out):
     """`matmul` of all but a split 2-D product, without a bias."""
     if type(a) is not np.ndarray or type(b) is not np.ndarray:
         return xp_of(a).matmul(a, b, out=out)
-    if threads() <= 1 or a.ndim < 2 or b.ndim < 2 or (a.ndim == b.ndim == 2):
+    if a.ndim == b.ndim == 2:
+        if (b.flags.f_contiguous and not b.flags.c_contiguous
+                and a.size * b.shape[1] >= TRANSPOSED_MKL_MIN and a.shape[0] > 1):
+            return product_here(a, b, out)
+        return np.matmul(a, b, out=out)
+    if threads() <= 1 or a.ndim < 2 or b.ndim < 2:
         return np.matmul(a, b, out=out)
     m, n = a.shape[-2], b.shape[-1]
     if a.size * n < SPLIT_MIN and b.size * m < SPLIT_MIN:  # (multiply-adds, batch included)

@@ -9,8 +9,9 @@ from __future__ import annotations
 import math
 
 from .._core.tensor import Tensor
-from ._direct import direct_linear
-from .linalg import addmm, matmul
+from ._direct import linear_of_arrays, plain_linear, records
+from .linalg import AddProduct, addmm, matmul
+from .shape import T
 
 __all__ = ["linear", "bilinear"]
 
@@ -24,9 +25,13 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     >>> linear(ember.ones(2, 3), ember.ones(4, 3), ember.zeros(4)).shape
     torch.Size([2, 4])
     """
-    out = direct_linear(input, weight, bias)
-    if out is not None:
-        return out
+    if plain_linear(input, weight, bias):
+        if not records(input, weight, bias):  # (ops/_direct.py)
+            return linear_of_arrays(input, weight, bias)
+        if bias is not None:
+            # addmm's node on weight.t()'s, as below, without the checks that
+            # `plain_linear` has made (~5 us of a small layer's ~30)
+            return AddProduct.apply(bias, input, T.apply(weight), "addmm", 1, 1)
     if input.dim() == 0 or weight.dim() == 0:
         raise RuntimeError("both arguments to linear need to be at least 1D, but they are "
                            f"{input.dim()}D and {weight.dim()}D")

@@ -515,3 +515,41 @@ def test_bias_gradients_sum_over_leading_dims_on_the_threads(two_threads, monkey
     ember.nn.functional.conv2d(inputs, weight, bias).backward(ember.tensor(g))
     np.testing.assert_allclose(bias.grad.numpy(), g.sum(axis=(0, 2, 3)), rtol=1e-12)
     assert (1, 4) in splits
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_unsplit_products_with_a_transposed_right_operand(dtype, monkeypatch):
+    # a linear layer's x @ W.T below the split size runs on the threads' BLAS
+    # (`product_here`) from TRANSPOSED_MKL_MIN multiply-adds; the rest on NumPy's
+    rng = np.random.default_rng(7)
+    here = []
+    monkeypatch.setattr(_parallel, "product_here",
+                        lambda a, b, out=None, bias=None: here.append(a.shape) or np.matmul(
+                            a, b, out=out))
+    cases = [((128, 256), (10, 256), True),     # 327,680 multiply-adds, transposed: here
+             ((16, 128), (64, 128), False),     # 131,072: below the threshold
+             ((1, 256), (300, 256), False)]     # one row: a matrix-vector product
+    for (m, k), (n, _), expect_here in cases:
+        x = rng.standard_normal((m, k)).astype(dtype)
+        w = rng.standard_normal((n, k)).astype(dtype)
+        here.clear()
+        out = _parallel.matmul(x, w.T)
+        assert bool(here) == expect_here
+        np.testing.assert_allclose(out, x.astype(np.float64) @ w.T.astype(np.float64),
+                                   rtol=1e-4 if dtype == np.float32 else 1e-12, atol=1e-4)
+    x = rng.standard_normal((128, 256)).astype(dtype)
+    here.clear()
+    _parallel.matmul(x, rng.standard_normal((256, 10)).astype(dtype))   # row-major: NumPy's
+    assert not here
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_unsplit_transposed_products_equal_float64(dtype):
+    rng = np.random.default_rng(8)
+    for m, k, n in ((128, 256, 10), (64, 100, 100), (20, 256, 128)):
+        x = rng.standard_normal((m, k)).astype(dtype)
+        w = rng.standard_normal((n, k)).astype(dtype)
+        bias = rng.standard_normal(n).astype(dtype)
+        expected = x.astype(np.float64) @ w.T.astype(np.float64) + bias
+        np.testing.assert_allclose(_parallel.matmul(x, w.T, bias=bias), expected,
+                                   rtol=1e-4 if dtype == np.float32 else 1e-12, atol=1e-4)

@@ -427,7 +427,6 @@ class Worker:
         self._done.set()
 
     def _posted(self) -> None:
-        self._done.clear()
         self.flag[0] += 1
         with self._lock:
             if self._sleeping:
@@ -437,6 +436,7 @@ class Worker:
         """Run ``fn(arg)`` on this worker."""
         self._task = (fn, arg)
         self.desc[0] = _PYTHON
+        self._done.clear()   # (only a Python part's join waits on it)
         self._posted()
 
     def post_product(self, a: np.ndarray, b: np.ndarray, out: np.ndarray, bias=None) -> bool:

@@ -338,6 +338,9 @@ def _per_sample(ctx, grad: Tensor, ndim: int) -> Tensor:
 def _class_target(op: str, input: Tensor, target: Tensor, weight, ignore_index: int):
     """Checks for class-index targets; returns (x as (N, C, ...), target, picked weights,
     valid mask, shape of the unreduced loss)."""
+    usual = _usual_batch(input, target, weight, ignore_index)
+    if usual is not None:
+        return usual
     if target.dtype.name not in ("int64", "uint8"):
         raise RuntimeError("expected target dtype to be Long or Byte, but got "
                            f"{_dtype_word(target)}")
@@ -384,6 +387,23 @@ def _class_target(op: str, input: Tensor, target: Tensor, weight, ignore_index: 
     else:
         picked = (weight._data.reshape(-1)[safe] * valid).astype(dtype)
     return x, safe, picked, valid, tuple(target.shape)
+
+
+def _usual_batch(input: Tensor, target: Tensor, weight, ignore_index: int):
+    """`_class_target`'s result for the usual batch, checked on the arrays: (N, C) logits
+    of a NumPy float array, N int64 class indices all in range, no weight, no index
+    ignored; None for anything else (which `_class_target` checks in full).  (A 128x10
+    batch: ~7 us of checks otherwise, three times that inside a training step.)"""
+    x, t = input._data, target._data
+    if (weight is not None or type(x) is not np.ndarray or type(t) is not np.ndarray
+            or x.ndim != 2 or t.ndim != 1 or t.dtype != np.int64 or x.dtype.kind != "f"
+            or t.shape[0] != x.shape[0] or t.shape[0] == 0
+            or 0 <= ignore_index < x.shape[1]):
+        return None
+    if not (0 <= int(t.min()) and int(t.max()) < x.shape[1]):
+        return None
+    # (a copy: later in-place writes to target do not reach it)
+    return input, t.copy(), np.ones(t.shape, x.dtype), np.ones(t.shape, bool), t.shape
 
 
 def _dtype_word(t: Tensor) -> str:

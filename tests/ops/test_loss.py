@@ -253,3 +253,30 @@ def test_ctc_empty_target_is_all_blank_probability():
     loss = F.ctc_loss(logp, ember.tensor([[1], [1]]), (6, 4), (0, 0), reduction="none")
     expected = -logp[:, 0, 0].sum()
     assert loss[0].item() == pytest.approx(expected.item(), rel=1e-6)
+
+
+def test_usual_class_target_batch_matches_the_full_checks():
+    # the usual batch is checked on the arrays (loss._usual_batch); anything else, and
+    # every error, still goes through _class_target's full checks
+    from ember.ops import loss
+
+    rng = np.random.default_rng(3)
+    logits = ember.tensor(rng.standard_normal((6, 4)), requires_grad=True)
+    target = ember.tensor([0, 3, 1, 2, 3, 0])
+    usual = loss._usual_batch(logits, target, None, -100)
+    assert usual is not None
+    x, t, picked, valid, shape = usual
+    assert x is logits and shape == (6,)
+    np.testing.assert_array_equal(t, [0, 3, 1, 2, 3, 0])
+    assert t is not target._data and picked.dtype == np.float64 and valid.all()
+    assert loss._usual_batch(logits, target, None, 2) is None          # an index ignored
+    assert loss._usual_batch(logits, target, ember.ones(4), -100) is None
+    assert loss._usual_batch(logits, ember.tensor([0, 4, 1, 2, 3, 0]), None, -100) is None
+    with pytest.raises(IndexError, match="Target 4 is out of bounds"):
+        F.cross_entropy(logits, ember.tensor([0, 4, 1, 2, 3, 0]))
+    with pytest.raises(IndexError, match="Target -1 is out of bounds"):
+        F.cross_entropy(logits, ember.tensor([0, -1, 1, 2, 3, 0]))
+    expected = -np.log(np.exp(logits.detach().numpy())
+                       / np.exp(logits.detach().numpy()).sum(1, keepdims=True))
+    expected = expected[np.arange(6), [0, 3, 1, 2, 3, 0]].mean()
+    np.testing.assert_allclose(F.cross_entropy(logits, target).item(), expected, rtol=1e-12)

@@ -14,6 +14,7 @@ from .._core.backend import scatter_add
 from .._core.function import Function
 from .._core.grad_mode import no_grad
 from .._core.tensor import Tensor, _make
+from . import _native_embedding
 from ._util import xp_of
 from .sparse_coo import wrap_coo
 
@@ -39,6 +40,9 @@ def _add_rows(xp, out, index, rows) -> None:
     """``out[index[k]] += rows[k]`` for every k, repeated indices summed."""
     if xp is not np:
         scatter_add(xp, out, index, rows)
+        return
+    if _native_embedding.supports(out, index, rows):
+        _native_embedding.add_rows(out, index, rows)
         return
     # NOTE: sorting and summing runs of equal indices (reduceat) is several times faster
     # than np.add.at, which handles repeated indices one element at a time.  But reduceat

@@ -239,3 +239,23 @@ def test_embedding_bag_module():
     pre = nn.EmbeddingBag.from_pretrained(ember.tensor(W), mode="max")
     assert not pre.weight.requires_grad
     assert_close(pre(ember.tensor(FLAT), ember.tensor(OFFSETS)), _bag_reference("max"))
+
+
+@pytest.mark.parametrize("numba_on", [True, False], ids=["numba", "numpy"])
+@pytest.mark.parametrize("dtype", [ember.float32, ember.float64])
+def test_embedding_dense_gradient_of_many_repeated_lookups(numba_on, dtype):
+    # a small table looked up many times (GPT's tokens): the numba kernel adds each row
+    # into its table row, the NumPy path sums sorted runs; both equal float64 np.add.at
+    from ember.ops import _native
+
+    rng = np.random.default_rng(4)
+    index = rng.integers(0, 13, (16, 64))
+    grad = rng.standard_normal((16, 64, 32))
+    weight = ember.tensor(rng.standard_normal((13, 32)), dtype=dtype, requires_grad=True)
+    with _native.use_numba(numba_on):
+        out = F.embedding(ember.tensor(index), weight)
+        (got,) = ember.autograd.grad(out, weight, ember.tensor(grad, dtype=dtype))
+    expected = np.zeros((13, 32))
+    np.add.at(expected, index.reshape(-1), grad.reshape(-1, 32))
+    tol = 1e-4 if dtype == ember.float32 else 1e-12
+    np.testing.assert_allclose(got.numpy(), expected, rtol=tol, atol=tol)

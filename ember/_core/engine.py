@@ -24,6 +24,7 @@
 from __future__ import annotations
 
 import heapq
+import operator
 
 import numpy as np
 
@@ -316,6 +317,19 @@ def _new_slots(node: Node, nr: int) -> list:
     return [None] * max(len(node._out_meta), nr + 1)
 
 
+# How `_sum_into` adds two gradient arrays: ``a + b`` and ``a += b``.  NumPy's operators
+# until the ops layer installs its own (ops/_native_binary.py: large arrays cut over the
+# threads), through `set_gradient_sum`.
+_add_arrays, _add_arrays_into = operator.add, operator.iadd
+
+
+def set_gradient_sum(add, add_into) -> None:
+    """Make `_sum_into` add gradient arrays with ``add(a, b)`` (a new array) and
+    ``add_into(a, b)`` (into `a`)."""
+    global _add_arrays, _add_arrays_into
+    _add_arrays, _add_arrays_into = add, add_into
+
+
 def _sum_into(slots: list, owned: set, node: Node, nr: int, g: Tensor) -> None:
     """Add `g` to the gradient in slot `nr` (see `_add_to_buffer`)."""
     old = slots[nr]
@@ -324,9 +338,9 @@ def _sum_into(slots: list, owned: set, node: Node, nr: int, g: Tensor) -> None:
         if not (old.is_sparse or g.is_sparse):
             owned.add((node, nr))
     elif (node, nr) in owned and old._data.dtype is g._data.dtype:
-        old._data += g._data
+        _add_arrays_into(old._data, g._data)
     else:
-        total = old._data + g._data
+        total = _add_arrays(old._data, g._data)
         if type(total) is not np.ndarray:  # 0-dim NumPy sums are scalars
             total = _xp(old._data).asarray(total)
         slots[nr] = _make(total)

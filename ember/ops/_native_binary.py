@@ -1,0 +1,63 @@
+"""Large additions of two arrays cut over ember's two threads: ``x + y`` (Add's forward)
+and ``acc += g`` (the engine summing two gradients of one tensor).
+
+NumPy adds on the calling thread alone.  A transformer's residual stream is added to
+and its gradients summed at every block: GPT's (32, 64, 128) float32 arrays, 1 MB each,
+where one thread is held up by memory, not arithmetic.  The kernels here are plain
+elementwise loops (an IEEE addition: the same bits as NumPy's), each thread taking
+half of the elements as a native part (ops/_native_cuts.py, family ``flat3``/``flat2``).
+
+NOTE: 2-core Intel Xeon (2026-12-05), float32, 262,144 elements: ``x + y`` 120 us in
+NumPy against ~70 cut; ``acc += g`` 95 against ~55.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._core import engine
+from . import _native as native
+from ._native_activation import run
+
+
+def _takes(x, y) -> bool:
+    """Whether the cut kernels take ``x + y``: C-contiguous NumPy float32/float64 arrays
+    of one shape and dtype, large enough to be cut over two threads, numba on."""
+    return (type(x) is np.ndarray and type(y) is np.ndarray and x.shape == y.shape
+            and x.dtype == y.dtype and x.dtype.char in "fd" and native.cuts(x.size)
+            and x.flags.c_contiguous and y.flags.c_contiguous and native.enabled())
+
+
+@native.kernel(parallel=True)
+def _add(x, y, out):
+    for i in native.prange(x.size):
+        out[i] = x[i] + y[i]
+
+
+@native.kernel(parallel=True)
+def _add_into(acc, g):
+    for i in native.prange(acc.size):
+        acc[i] += g[i]
+
+
+def add(x, y):
+    """``x + y`` for arrays (or NumPy scalars): cut over the threads where `_takes`
+    them, else NumPy's."""
+    if not _takes(x, y):
+        return x + y
+    out = np.empty_like(x)
+    run(_add, x.size, x.reshape(-1), y.reshape(-1), out.reshape(-1), cut=(0, 1, 2),
+        part="flat3")
+    return out
+
+
+def add_into(acc: np.ndarray, g: np.ndarray) -> None:
+    """``acc += g`` (acc writable, of g's shape and dtype), cut over the threads where
+    `_takes` them, else NumPy's."""
+    if not _takes(acc, g):
+        acc += g
+        return
+    run(_add_into, acc.size, acc.reshape(-1), g.reshape(-1), cut=(0, 1), part="flat2")
+
+
+engine.set_gradient_sum(add, add_into)

@@ -68,6 +68,18 @@ def call_plain(typingctx, function):
 
 
 @intrinsic
+def release_fence(typingctx):
+    """A release fence: no store before it is moved after a store that follows it (on
+    x86, whose stores are seen in order, it emits no instruction; it binds the compiler).
+    A posting thread's description of a part, then the flag that hands it over."""
+    def codegen(context, builder, signature, args):
+        builder.fence("release")
+        return context.get_dummy_value()
+
+    return types.void(), codegen
+
+
+@intrinsic
 def pointer_to(typingctx, address, dtype):
     """`address` (an int64) as a pointer to elements of `dtype` (a NumPy scalar type)."""
     target = types.CPointer(dtype.instance_type)

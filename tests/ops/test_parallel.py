@@ -426,6 +426,15 @@ def test_a_bias_is_added_by_the_threads_that_computed_each_part(two_threads, mon
     real = _workers.Worker.post_product
     monkeypatch.setattr(_workers.Worker, "post_product",
                         lambda self, *args: posted.append(real(self, *args)) or posted[-1])
+    real_split = _workers.split_product
+
+    def split(*args):   # (the worker's half posted from compiled code: a CBLAS part)
+        done = real_split(*args)
+        if done:
+            posted.append(True)
+        return done
+
+    monkeypatch.setattr(_workers, "split_product", split)
     monkeypatch.setattr(_parallel, "_split_by_rows", lambda a, b: by_rows)
     rng = np.random.default_rng(9)
     a = rng.standard_normal((37, 23)).astype(dtype)
@@ -553,3 +562,34 @@ def test_unsplit_transposed_products_equal_float64(dtype):
         expected = x.astype(np.float64) @ w.T.astype(np.float64) + bias
         np.testing.assert_allclose(_parallel.matmul(x, w.T, bias=bias), expected,
                                    rtol=1e-4 if dtype == np.float32 else 1e-12, atol=1e-4)
+
+
+@needs_worker_loops
+def test_a_split_posted_from_compiled_code_to_a_sleeping_worker(two_threads):
+    # `_workers.split_product` posts the worker's half from compiled code, which cannot
+    # wake a sleeping worker: it declines one it knows asleep, and when the worker falls
+    # asleep just as the half is posted, its bounded wait returns 0 and Python wakes it
+    if _workers._compiled_loops() is None:
+        pytest.skip("no CBLAS loops here")
+    rng = np.random.default_rng(11)
+    a, b = rng.standard_normal((64, 40)), rng.standard_normal((40, 48))
+    bias = rng.standard_normal(48)
+    worker = _workers.workers()[0]
+    deadline = time.monotonic() + 5
+    while not worker._sleeping:
+        assert time.monotonic() < deadline, "the worker never went to sleep"
+        time.sleep(0.005)
+    out = np.full((64, 48), np.nan)
+    assert not _workers.split_product(worker, a, b, out, True, bias)   # declined: asleep
+    assert np.isnan(out).all()
+    mine = np.zeros(_workers._DESC, np.int64)
+    loops = _workers._compiled_loops()
+    assert loops.split_and_run(a, b, out, bias.ctypes.data, False, mine, worker) == 0
+    np.testing.assert_allclose(out[:, :24], a @ b[:, :24] + bias[:24], rtol=1e-12)
+    assert np.isnan(out[:, 24:]).all()           # the worker's half waits, posted
+    with worker._lock:
+        worker._wake.set()
+    worker.join()
+    np.testing.assert_allclose(out, a @ b + bias, rtol=1e-12)
+    out2 = _parallel.matmul(a, b, bias=bias)      # awake: taken by the compiled split
+    np.testing.assert_allclose(out2, a @ b + bias, rtol=1e-12)

@@ -120,6 +120,9 @@ def test_product_pairs_run_side_by_side_and_equal_numpy(two_threads, dtype, monk
     real = _workers.Worker.post_product
     monkeypatch.setattr(_workers.Worker, "post_product",
                         lambda self, *args: posted.append(real(self, *args)) or posted[-1])
+    real_pair = _workers.pair_products   # (posted from compiled code)
+    monkeypatch.setattr(_workers, "pair_products",
+                        lambda *args: posted.append(real_pair(*args)) or posted[-1])
     rng = np.random.default_rng(6)
     g, x, w = (rng.standard_normal(s).astype(dtype) for s in ((30, 8), (30, 12), (8, 12)))
     tol = 1e-5 if dtype == np.float32 else 1e-12
@@ -130,8 +133,9 @@ def test_product_pairs_run_side_by_side_and_equal_numpy(two_threads, dtype, monk
             exact = a.astype(np.float64) @ b.astype(np.float64)
             assert product.dtype == dtype and product.shape == exact.shape
             np.testing.assert_allclose(product, exact, rtol=tol, atol=tol * np.abs(exact).max())
-    # (the strided pair's refused post is followed by the two products split in turn)
-    assert posted[:3] == [True, True, False]
+    # (the strided pair's refused posts, compiled and from Python, are followed by the
+    # two products split in turn)
+    assert posted[:4] == [True, True, False, False]
     ember.set_num_threads(1)   # one thread: in turn, nothing posted
     before = len(posted)
     got = _parallel.matmul_pair(g, w, g.T, x)
@@ -581,6 +585,7 @@ def test_a_split_posted_from_compiled_code_to_a_sleeping_worker(two_threads):
         time.sleep(0.005)
     out = np.full((64, 48), np.nan)
     assert not _workers.split_product(worker, a, b, out, True, bias)   # declined: asleep
+    assert not _workers.pair_products(worker, a, b, out, a, b, out)
     assert np.isnan(out).all()
     mine = np.zeros(_workers._DESC, np.int64)
     loops = _workers._compiled_loops()

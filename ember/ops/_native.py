@@ -236,9 +236,7 @@ def _shares(items: int, size: int, threads: int) -> list:
     """`items` cut into `threads` contiguous slices, the first (the caller's) larger by
     `LEAD` elements' worth."""
     lead = min(items * LEAD // max(size, 1), items // threads)
-    from ._parallel import split
-
-    rest = split(items - lead, threads)
+    rest = _parallel_module().split(items - lead, threads)
     return [slice(0, rest[0].stop + lead)] + [slice(r.start + lead, r.stop + lead)
                                                for r in rest[1:]]
 
@@ -248,9 +246,31 @@ def cuts(size: int) -> bool:
     fused optimizer steps): from `SPLIT_MIN` elements, on exactly two threads."""
     if size < SPLIT_MIN:
         return False
-    from . import _parallel  # (it imports this module)
+    return _parallel_module().threads() == 2
 
-    return _parallel.threads() == 2
+
+# ops/_parallel.py and ops/_native_cuts.py, imported on first use (the first imports this
+# module; the second numba's extension API) and kept: a function-level ``from . import``
+# costs ~1 us a call, and `run` made three on every cut kernel.
+_lazy: dict = {}
+
+
+def _parallel_module():
+    module = _lazy.get("parallel")
+    if module is None:
+        from . import _parallel
+
+        module = _lazy["parallel"] = _parallel
+    return module
+
+
+def _cuts_module():
+    module = _lazy.get("cuts")
+    if module is None:
+        from . import _native_cuts
+
+        module = _lazy["cuts"] = _native_cuts
+    return module
 
 
 def run(kernel: Kernel, size: int, *args, cut: tuple = (), part: str | None = None):
@@ -272,19 +292,14 @@ def run(kernel: Kernel, size: int, *args, cut: tuple = (), part: str | None = No
     blocks).  numba's workqueue on two threads was no faster than serial at this size.
     """
     if cut and cuts(size):
-        from . import _parallel  # (it imports this module)
-
-        if part is not None:
-            from . import _native_cuts  # (imports numba's extension API)
-
-            if _native_cuts.run_cut(kernel, part, args, cut):
-                return None
+        if part is not None and _cuts_module().run_cut(kernel, part, args, cut):
+            return None
         serial = kernel.serial
 
         def run_share(share):
             return serial(*[a[share] if i in cut else a for i, a in enumerate(args)])
 
-        _parallel.run_parts(run_share, _shares(args[cut[0]].shape[0], size, 2))
+        _parallel_module().run_parts(run_share, _shares(args[cut[0]].shape[0], size, 2))
         return None
     if size >= PARALLEL_MIN:
         return kernel(*args)

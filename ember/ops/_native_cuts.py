@@ -38,7 +38,7 @@ import numpy as np
 from numba import carray
 
 from . import _native as native
-from . import _parallel
+from . import _parallel, _workers
 from ._native_parts import BLOCK_SIZE, array_at, block_at, compile_bound, pointer_to
 
 ARGS, LENGTHS = 2, 18  # (a block holds BLOCK_SIZE = 32 int64s)
@@ -237,15 +237,16 @@ def run_cut(kernel, family: str, args: tuple, cut: tuple) -> bool:
     # the block's int64s, and its float64s by slot (see the module's docstring)
     ints = [items - half, first.shape[1] if first.ndim == 2 else 0] + [0] * (BLOCK_SIZE - 2)
     floats = []
-    mine = list(args)   # (the caller's share)
+    starts = []   # (slot, address) of each cut array: the caller's share starts there
     for i, a in enumerate(args):
         slot = ARGS + i
         if type(a) is np.ndarray:
             if i in cut:
                 if not a.flags.c_contiguous:
                     return False
-                ints[slot] = _address(a) + half * a.strides[0]
-                mine[i] = a[:half]
+                address = _address(a)
+                ints[slot] = address + half * a.strides[0]
+                starts.append((slot, address))
             else:
                 ints[slot], ints[LENGTHS + i] = _address(a), a.shape[0]
         elif isinstance(a, (float, np.floating)):
@@ -260,10 +261,19 @@ def run_cut(kernel, family: str, args: tuple, cut: tuple) -> bool:
         numbers = block.view(np.float64)
         for slot, value in floats:
             numbers[slot] = value
-        if not workers[0].post_native(_entry(family, kernel, first.dtype), block, args):
+        entry = _entry(family, kernel, first.dtype)
+        # the caller's share as a block too, for the entry point: both shares then start
+        # from one compiled call (_workers.native_halves), without Python between them
+        own = block.copy()
+        own[0] = half
+        for slot, address in starts:
+            own[slot] = address
+        if _workers.native_halves(workers[0], entry, block, own, args):
+            return True
+        if not workers[0].post_native(entry, block, args):
             return False
         try:
-            kernel.serial(*mine)
+            kernel.serial(*[a[:half] if i in cut else a for i, a in enumerate(args)])
         finally:
             workers[0].join()
         return True

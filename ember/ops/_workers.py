@@ -278,6 +278,18 @@ def _hand_over_and_run(mine, flag, functions, rounds):
 
 
 @native.kernel
+def _hand_over_native(entry, theirs, mine, desc, flag, functions, rounds):
+    """Post the native part at address `entry` on block `theirs` (an int64 array) to the
+    worker whose desc and flag are `desc` and `flag`, run it on block `mine` here, then
+    poll up to `rounds` times for the worker: 1 done, 0 not seen done."""
+    desc[0], desc[1], desc[2] = _NATIVE, entry, theirs.ctypes.data
+    release_fence()   # (the worker's desc is written before its flag says so)
+    flag[0] += 1
+    call_address(entry, mine.ctypes.data)
+    return 1 if _wait(flag, rounds, functions) else 0
+
+
+@native.kernel
 def _serve(flag, desc, rounds, functions):
     """Poll `flag` for a posted part, up to `rounds` idle rounds (calling sched_yield in
     each); run each posted product (`_run`) or native part, and mark it done.
@@ -344,6 +356,10 @@ class _Loops:
     def split_and_run(self, a, b, out, bias_at, by_rows, mine, worker) -> int:
         return _split_and_run(a, b, out, bias_at, by_rows, mine, worker.desc, worker.flag,
                               self.functions, max(1, self.rounds // 8))
+
+    def hand_over_native(self, entry, theirs, mine, worker) -> int:
+        return _hand_over_native(entry, theirs, mine, worker.desc, worker.flag, self.functions,
+                                 max(1, self.rounds // 8))
 
     def pair_and_run(self, a1, b1, out1, a2, b2, out2, mine, worker) -> int:
         return _pair_and_run(a1, b1, out1, a2, b2, out2, mine, worker.desc, worker.flag,
@@ -480,6 +496,18 @@ def pair_products(worker, a1, b1, out1, a2, b2, out2) -> bool:
     worker._arrays = (a2, b2, out2)
     return _finish(worker, worker._loops.pair_and_run(a1, b1, out1, a2, b2, out2,
                                                       _own_desc(), worker))
+
+
+def native_halves(worker, entry: int, theirs: np.ndarray, mine: np.ndarray,
+                  arrays: tuple) -> bool:
+    """Run the native part at `entry` (ops/_native_parts.py) on block `theirs` on
+    `worker` and on block `mine` on the calling thread, from one compiled call: the two
+    shares of a cut kernel (ops/_native_cuts.py), `arrays` what the blocks point into.
+    False, and nothing run, where that cannot run (as `split_product`)."""
+    if not _compiled_by_hand(worker):
+        return False
+    worker._arrays = (theirs, mine, arrays)
+    return _finish(worker, worker._loops.hand_over_native(entry, theirs, mine, worker))
 
 
 def _compiled_by_hand(worker) -> bool:

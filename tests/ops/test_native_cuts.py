@@ -188,3 +188,39 @@ def test_a_busy_worker_leaves_the_cut_to_python_parts(monkeypatch):
         assert len(calls) == 2   # refused as a native part, then cut as Python parts
     finally:
         ember.set_num_threads(before)
+
+
+def test_a_cut_for_a_sleeping_worker_is_posted_from_python(monkeypatch):
+    # both shares normally start from one compiled call (_workers.native_halves), which
+    # cannot wake a sleeping worker: then the share is posted from Python, which does
+    import time
+
+    from ember.ops import _native_activation as act
+    from ember.ops import _workers
+
+    before = ember.get_num_threads()
+    ember.set_num_threads(2)
+    monkeypatch.setattr(native, "SPLIT_MIN", 1)
+    halves, real = [], _workers.native_halves
+    monkeypatch.setattr(_workers, "native_halves",
+                        lambda *args: halves.append(real(*args)) or halves[-1])
+    try:
+        x = np.linspace(-3, 3, 999, dtype=np.float32)
+        np.testing.assert_array_equal(act.forward("relu", x), np.maximum(x, 0))
+        worker = _workers.workers()[0]
+        deadline = time.monotonic() + 5
+        while not worker._sleeping:
+            assert time.monotonic() < deadline, "the worker never went to sleep"
+            time.sleep(0.005)
+        np.testing.assert_array_equal(act.forward("gelu", x), _serial_gelu(act, x))
+        assert halves[-1] is False and worker.flag[0] == worker.flag[1]
+        np.testing.assert_array_equal(act.forward("relu", -x), np.maximum(-x, 0))
+        assert halves[-1] is True    # awake again: from compiled code
+    finally:
+        ember.set_num_threads(before)
+
+
+def _serial_gelu(act, x):
+    out = np.empty_like(x)
+    act._FORWARD["gelu", 4].serial(x, out)
+    return out

@@ -1,5 +1,6 @@
 """Shared fixtures: the `device` fixture runs a test on the CPU and, when CuPy sees a GPU,
-on CUDA too (skipped cleanly otherwise)."""
+on CUDA too (skipped cleanly otherwise); `on_two_threads` runs one with ember's threads
+set to two."""
 
 import gc
 
@@ -45,3 +46,12 @@ def _default_dtype_restored():
     """A test that changes the default dtype cannot leak it into the next one."""
     yield
     ember.set_default_dtype(ember.float32)
+
+
+@pytest.fixture
+def on_two_threads():
+    """ember on two threads (the caller and one worker) for the test, then as before."""
+    before = ember.get_num_threads()
+    ember.set_num_threads(2)
+    yield
+    ember.set_num_threads(before)

@@ -79,16 +79,8 @@ def test_dropout_paths_agree_for_the_same_mask():
     assert set(np.unique(grads[0])) <= {0.0, 1 / 0.7}
 
 
-@pytest.fixture
-def two_threads():
-    before = ember.get_num_threads()
-    ember.set_num_threads(2)
-    yield
-    ember.set_num_threads(before)
-
-
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
-def test_stacked_product_gradients_agree_and_keep_the_inputs_layout(dtype, two_threads):
+def test_stacked_product_gradients_agree_and_keep_the_inputs_layout(dtype, on_two_threads):
     # attention's products: q, k, v are transposed views of one projection's output;
     # the array form writes each gradient in the memory order of its input, so that the
     # backward of the transposes and the view adds no copy

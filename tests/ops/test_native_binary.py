@@ -8,16 +8,8 @@ import ember
 from ember.ops import _native, _native_binary
 
 
-@pytest.fixture
-def two_threads():
-    before = ember.get_num_threads()
-    ember.set_num_threads(2)
-    yield
-    ember.set_num_threads(before)
-
-
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_cut_additions_equal_numpy_bit_for_bit(two_threads, dtype):
+def test_cut_additions_equal_numpy_bit_for_bit(on_two_threads, dtype):
     rng = np.random.default_rng(0)
     shape = (_native.SPLIT_MIN // 64 + 3, 64)      # above the cut size, an odd row count
     x = rng.standard_normal(shape).astype(dtype)
@@ -29,7 +21,7 @@ def test_cut_additions_equal_numpy_bit_for_bit(two_threads, dtype):
     np.testing.assert_array_equal(acc, x + y)
 
 
-def test_what_the_cut_additions_leave_to_numpy(two_threads):
+def test_what_the_cut_additions_leave_to_numpy(on_two_threads):
     big = np.ones((_native.SPLIT_MIN,), np.float32)
     assert not _native_binary._takes(big[:10], big[:10])                 # small
     assert not _native_binary._takes(big, big.astype(np.float64))        # dtypes differ
@@ -43,7 +35,7 @@ def test_what_the_cut_additions_leave_to_numpy(two_threads):
 
 
 @pytest.mark.parametrize("numba_on", [True, False], ids=["numba", "numpy"])
-def test_residual_add_forward_and_backward(two_threads, numba_on):
+def test_residual_add_forward_and_backward(on_two_threads, numba_on):
     rng = np.random.default_rng(1)
     shape = (4, _native.SPLIT_MIN // 256, 64)
     a = ember.tensor(rng.standard_normal(shape), dtype=ember.float32, requires_grad=True)
@@ -56,7 +48,7 @@ def test_residual_add_forward_and_backward(two_threads, numba_on):
     np.testing.assert_array_equal(b.grad.numpy(), np.ones(shape, np.float32))
 
 
-def test_the_engine_sums_a_tensors_gradients_with_the_cut_kernels(two_threads, monkeypatch):
+def test_the_engine_sums_a_tensors_gradients_with_the_cut_kernels(on_two_threads, monkeypatch):
     from ember._core import engine
 
     calls = []

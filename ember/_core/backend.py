@@ -20,10 +20,18 @@ _cupy = None
 _M_TRIM_THRESHOLD = -1
 _M_MMAP_THRESHOLD = -3
 _KEEP_BYTES = 1 << 30
+# Blocks from this size on are still mapped and unmapped one by one, as glibc's own
+# adaptive threshold never goes past 32 MiB either.  NOTE: with every block kept in the
+# heap, its holes grew with the order of allocations: the CNN's training at batch 256 (37
+# MiB activations) grew the process by 239.5 or 262 MiB from one build to the next,
+# against 240.4 with this limit (2-core Intel Xeon, 2026-12-05); no array of the timed
+# benchmarks reaches it (the LSTM's largest, its decoder's output, is 26.7 MiB).
+_MAP_FROM_BYTES = 32 << 20
 
 
 def keep_freed_memory() -> bool:
-    """Ask glibc to keep freed blocks (up to 1 GiB) in the process for the next arrays.
+    """Ask glibc to keep freed blocks (below 32 MiB, up to 1 GiB in all) in the process
+    for the next arrays.
 
     NumPy allocates every result afresh.  By default glibc hands large freed blocks back
     to the OS at once (munmap above its mmap threshold, heap trimming above its trim
@@ -47,7 +55,7 @@ def keep_freed_memory() -> bool:
         mallopt = ctypes.CDLL("libc.so.6").mallopt
     except (OSError, AttributeError):  # not glibc (musl, ...)
         return False
-    return bool(mallopt(_M_MMAP_THRESHOLD, _KEEP_BYTES)) and bool(
+    return bool(mallopt(_M_MMAP_THRESHOLD, _MAP_FROM_BYTES)) and bool(
         mallopt(_M_TRIM_THRESHOLD, _KEEP_BYTES))
 
 

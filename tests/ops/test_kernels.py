@@ -170,6 +170,29 @@ def test_keep_freed_memory_can_be_turned_off(monkeypatch):
     assert backend.keep_freed_memory() is False
 
 
+def test_keep_freed_memory_settings(monkeypatch):
+    # blocks below 32 MiB stay in the heap (mmap threshold), freed memory up to 1 GiB is
+    # kept (trim threshold)
+    import ctypes
+    import sys
+
+    if not sys.platform.startswith("linux"):
+        pytest.skip("glibc's mallopt: Linux only")
+    calls = []
+
+    class FakeLibc:
+        def mallopt(self, param, value):
+            calls.append((param, value))
+            return 1
+
+    for name in ("EMBER_NO_MALLOPT", "MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_",
+                 "MALLOC_TOP_PAD_", "GLIBC_TUNABLES"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(ctypes, "CDLL", lambda name: FakeLibc())
+    assert backend.keep_freed_memory() is True
+    assert calls == [(-3, 32 << 20), (-1, 1 << 30)]   # M_MMAP_THRESHOLD, M_TRIM_THRESHOLD
+
+
 def _shifted_softmax(x, log):
     y = x - x.max(-1, keepdims=True)
     if log:

@@ -23,9 +23,11 @@ from ._native_activation import run
 def _takes(x, y) -> bool:
     """Whether the cut kernels take ``x + y``: C-contiguous NumPy float32/float64 arrays
     of one shape and dtype, large enough to be cut over two threads, numba on."""
-    return (type(x) is np.ndarray and type(y) is np.ndarray and x.shape == y.shape
-            and x.dtype == y.dtype and x.dtype.char in "fd" and native.cuts(x.size)
-            and x.flags.c_contiguous and y.flags.c_contiguous and native.enabled())
+    # (the size first: every Add's forward asks, and most arrays are small)
+    return (type(x) is np.ndarray and x.size >= native.SPLIT_MIN and type(y) is np.ndarray
+            and x.shape == y.shape and x.dtype == y.dtype and x.dtype.char in "fd"
+            and native.cuts(x.size) and x.flags.c_contiguous and y.flags.c_contiguous
+            and native.enabled())
 
 
 @native.kernel(parallel=True)

@@ -181,7 +181,7 @@ def matmul_pair(a1, b1, a2, b2) -> tuple:
                     return out1, out2
                 if workers[0].post_product(a2, b2, out2):
                     try:
-                        return product_here(a1, b1), out2
+                        return product_here(a1, b1, out1), out2
                     finally:
                         workers[0].join()
             finally:

@@ -144,18 +144,18 @@ def _layout(rows, cols, stride0, stride1, item):
     return 0, 0
 
 
-def _matrices(numba, *rest, result: str = "boolean") -> list:
-    """Signatures of a kernel taking three 2-D float arrays of one dtype and any layout,
-    then `rest` (a function of the numba module's types), returning `result` (a numba
-    type's name): one build per dtype.
+def _matrices(numba, *rest, result: str = "boolean", products: int = 1) -> list:
+    """Signatures of a kernel taking `products` triples of 2-D float arrays of one dtype
+    and any layout (a, b, out), then `rest` (a function of the numba module's types),
+    returning `result` (a numba type's name): one build per dtype.
     (Left to numba, each combination of layouts met, C, F or strided, took a build of
     its own: ~0.4 s each to compile cold.)"""
     types = numba.types
     signatures = []
     for real in (types.float32, types.float64):
         operand = types.Array(real, 2, "A", readonly=True)   # (writable ones convert)
-        signatures.append(getattr(types, result)(operand, operand, types.Array(real, 2, "A"),
-                                                 *rest[0](types)))
+        triple = (operand, operand, types.Array(real, 2, "A"))
+        signatures.append(getattr(types, result)(*triple * products, *rest[0](types)))
     return signatures
 
 
@@ -244,20 +244,8 @@ def _split_and_run(a, b, out, bias_at, by_rows, mine, theirs, flag, functions, r
     return _hand_over_and_run(mine, flag, functions, rounds)
 
 
-def _pair_signatures(numba) -> list:
-    """`_pair_and_run`'s signatures: two products' (a, b, out), then its int64 arrays
-    and rounds; one build per dtype."""
-    types = numba.types
-    signatures = []
-    for real in (types.float32, types.float64):
-        operand = types.Array(real, 2, "A", readonly=True)
-        out = types.Array(real, 2, "A")
-        signatures.append(types.int64(operand, operand, out, operand, operand, out,
-                                      *(types.int64[::1],) * 4, types.int64))
-    return signatures
-
-
-@native.kernel(signatures=_pair_signatures)
+@native.kernel(signatures=lambda numba: _matrices(
+    numba, lambda t: (t.int64[::1],) * 4 + (t.int64,), result="int64", products=2))
 def _pair_and_run(a1, b1, out1, a2, b2, out2, mine, theirs, flag, functions, rounds):
     """``out1 = a1 @ b1`` here and ``out2 = a2 @ b2`` on the worker whose desc and flag
     are `theirs` and `flag`, from one call (results as `_split_and_run`'s)."""
@@ -269,24 +257,32 @@ def _pair_and_run(a1, b1, out1, a2, b2, out2, mine, theirs, flag, functions, rou
 
 @native.kernel
 def _hand_over_and_run(mine, flag, functions, rounds):
-    """Hand the worker its part (described in its desc), run `mine`, then poll up to
-    `rounds` times for the worker: 1 done, 0 not seen done."""
+    """Hand the worker its part (described in its desc), run `mine` (a product or a
+    native part) here, then poll up to `rounds` times for the worker: 1 done, 0 not
+    seen done."""
     release_fence()   # (the worker's desc is written before its flag says so)
     flag[0] += 1
-    _run(mine, functions)
+    _run_part(mine, functions)
     return 1 if _wait(flag, rounds, functions) else 0
 
 
 @native.kernel
-def _hand_over_native(entry, theirs, mine, desc, flag, functions, rounds):
+def _hand_over_native(entry, theirs, mine, desc, own, flag, functions, rounds):
     """Post the native part at address `entry` on block `theirs` (an int64 array) to the
-    worker whose desc and flag are `desc` and `flag`, run it on block `mine` here, then
-    poll up to `rounds` times for the worker: 1 done, 0 not seen done."""
+    worker whose desc and flag are `desc` and `flag`, and run it on block `mine` here
+    (described in `own`): `_hand_over_and_run`."""
     desc[0], desc[1], desc[2] = _NATIVE, entry, theirs.ctypes.data
-    release_fence()   # (the worker's desc is written before its flag says so)
-    flag[0] += 1
-    call_address(entry, mine.ctypes.data)
-    return 1 if _wait(flag, rounds, functions) else 0
+    own[0], own[1], own[2] = _NATIVE, entry, mine.ctypes.data
+    return _hand_over_and_run(own, flag, functions, rounds)
+
+
+@native.kernel
+def _run_part(desc, functions):
+    """Run the product or native part `desc` describes (not a Python part)."""
+    if desc[0] == _NATIVE:
+        call_address(desc[1], desc[2])
+    else:
+        _run(desc, functions)
 
 
 @native.kernel
@@ -301,10 +297,7 @@ def _serve(flag, desc, rounds, functions):
             kind = desc[0]
             if kind == _PYTHON:
                 return 1
-            if kind == _NATIVE:
-                call_address(desc[1], desc[2])
-            else:
-                _run(desc, functions)
+            _run_part(desc, functions)
             flag[1] = flag[0]
             idle = 0
         else:
@@ -340,6 +333,9 @@ class _Loops:
         _wait(never, 20000, self.functions)
         rate = 20000 / max(time.perf_counter() - start, 1e-6)
         self.rounds = max(1, int(rate * SPIN_SECONDS))     # poll rounds in SPIN_SECONDS
+        # a compiled hand-over's own wait for the worker (an eighth of that): past it,
+        # the caller checks from Python whether the worker fell asleep (`_finish`)
+        self.hand_over_rounds = max(1, self.rounds // 8)
 
     def serve(self, flag, desc, rounds) -> int:
         return _serve(flag, desc, rounds, self.functions)
@@ -355,15 +351,15 @@ class _Loops:
 
     def split_and_run(self, a, b, out, bias_at, by_rows, mine, worker) -> int:
         return _split_and_run(a, b, out, bias_at, by_rows, mine, worker.desc, worker.flag,
-                              self.functions, max(1, self.rounds // 8))
+                              self.functions, self.hand_over_rounds)
 
-    def hand_over_native(self, entry, theirs, mine, worker) -> int:
-        return _hand_over_native(entry, theirs, mine, worker.desc, worker.flag, self.functions,
-                                 max(1, self.rounds // 8))
+    def hand_over_native(self, entry, theirs, mine, own, worker) -> int:
+        return _hand_over_native(entry, theirs, mine, worker.desc, own, worker.flag,
+                                 self.functions, self.hand_over_rounds)
 
     def pair_and_run(self, a1, b1, out1, a2, b2, out2, mine, worker) -> int:
         return _pair_and_run(a1, b1, out1, a2, b2, out2, mine, worker.desc, worker.flag,
-                             self.functions, max(1, self.rounds // 8))
+                             self.functions, self.hand_over_rounds)
 
 
 _entry_points: dict = {}   # kernel -> (its number of builds, `_entry_point`'s answer)
@@ -507,7 +503,8 @@ def native_halves(worker, entry: int, theirs: np.ndarray, mine: np.ndarray,
     if not _compiled_by_hand(worker):
         return False
     worker._arrays = (theirs, mine, arrays)
-    return _finish(worker, worker._loops.hand_over_native(entry, theirs, mine, worker))
+    return _finish(worker, worker._loops.hand_over_native(entry, theirs, mine, _own_desc(),
+                                                          worker))
 
 
 def _compiled_by_hand(worker) -> bool:

@@ -241,7 +241,8 @@ def _plain_stacks(g: Tensor, a: Tensor, b: Tensor) -> bool:
 
 def _stack_grads(g: Tensor, a: Tensor, b: Tensor, need_a: bool, need_b: bool) -> tuple:
     """``(g @ b^H, a^H @ g)`` for stacks of real matrices (`_plain_stacks`), each written
-    in the memory order of the input it is the gradient of (`_empty_in_order_of`).
+    in the memory order of the input it is the gradient of (``np.empty_like``, whose
+    order 'K' lays the dims out in the order of the input's strides).
 
     NOTE: why.  Attention's q, k and v are views of one projection's output, split by
     heads and transposed: (B, H, T, D) views of (B, T, H*D) memory.  Gradients made
@@ -251,19 +252,9 @@ def _stack_grads(g: Tensor, a: Tensor, b: Tensor, need_a: bool, need_b: bool) ->
     free views, as in the forward.
     """
     gd, ad, bd = g._data, a._data, b._data
-    ga = _product_into(gd, np.swapaxes(bd, -1, -2), _empty_in_order_of(ad)) if need_a else None
-    gb = _product_into(np.swapaxes(ad, -1, -2), gd, _empty_in_order_of(bd)) if need_b else None
+    ga = _product_into(gd, np.swapaxes(bd, -1, -2), np.empty_like(ad)) if need_a else None
+    gb = _product_into(np.swapaxes(ad, -1, -2), gd, np.empty_like(bd)) if need_b else None
     return (None if ga is None else _make(ga)), (None if gb is None else _make(gb))
-
-
-def _empty_in_order_of(x: np.ndarray) -> np.ndarray:
-    """A new array of x's shape and dtype, dense, with its dims laid out in memory in the
-    order of x's strides (largest first; C order where x is C-contiguous)."""
-    if x.flags.c_contiguous:
-        return np.empty(x.shape, x.dtype)
-    order = sorted(range(x.ndim), key=lambda i: -abs(x.strides[i]))  # (stable: ties keep C order)
-    dense = np.empty([x.shape[i] for i in order], x.dtype)
-    return dense.transpose(np.argsort(order))
 
 
 def _product_into(x: np.ndarray, y: np.ndarray, out: np.ndarray) -> np.ndarray:

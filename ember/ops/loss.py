@@ -373,8 +373,7 @@ def _class_target(op: str, input: Tensor, target: Tensor, weight, ignore_index: 
     xp = xp_of(t._data)
     tgt = t._data.astype(np.int64)  # a copy: later in-place writes to target do not reach it
     dtype = x._data.dtype
-    if weight is None and tgt.size and not 0 <= ignore_index < c \
-            and 0 <= int(tgt.min()) and int(tgt.max()) < c:
+    if weight is None and _all_classes(tgt, c, ignore_index):
         # the usual batch: every target a class, none ignored (2 passes instead of 8)
         return x, tgt, xp.ones(tgt.shape, dtype), xp.ones(tgt.shape, bool), tuple(target.shape)
     valid = tgt != ignore_index
@@ -397,13 +396,16 @@ def _usual_batch(input: Tensor, target: Tensor, weight, ignore_index: int):
     x, t = input._data, target._data
     if (weight is not None or type(x) is not np.ndarray or type(t) is not np.ndarray
             or x.ndim != 2 or t.ndim != 1 or t.dtype != np.int64 or x.dtype.kind != "f"
-            or t.shape[0] != x.shape[0] or t.shape[0] == 0
-            or 0 <= ignore_index < x.shape[1]):
-        return None
-    if not (0 <= int(t.min()) and int(t.max()) < x.shape[1]):
+            or t.shape[0] != x.shape[0] or not _all_classes(t, x.shape[1], ignore_index)):
         return None
     # (a copy: later in-place writes to target do not reach it)
     return input, t.copy(), np.ones(t.shape, x.dtype), np.ones(t.shape, bool), t.shape
+
+
+def _all_classes(targets, classes: int, ignore_index: int) -> bool:
+    """Whether every one of the (non-empty) `targets` is a class index, none ignored."""
+    return (targets.size > 0 and not 0 <= ignore_index < classes
+            and 0 <= int(targets.min()) and int(targets.max()) < classes)
 
 
 def _dtype_word(t: Tensor) -> str:

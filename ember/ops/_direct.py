@@ -68,21 +68,12 @@ def records(*tensors) -> bool:
     return False
 
 
-def direct_linear(input, weight, bias) -> Tensor | None:
-    """``input @ weight.T + bias`` on the arrays when nothing is recorded, else None.
-
-    The case of a linear layer at inference (`plain_linear`'s operands).  The arrays see
-    the same operations as on the general path (addmm's product with the bias,
-    `_parallel.matmul`'s), so the two give the same bits; a batch-1 layer's ~10 us of op
-    and view bookkeeping go.
-    """
-    if not plain_linear(input, weight, bias) or records(input, weight, bias):
-        return None
-    return linear_of_arrays(input, weight, bias)
-
-
 def linear_of_arrays(input, weight, bias) -> Tensor:
-    """`direct_linear`'s result for operands already found plain and unrecorded."""
+    """``input @ weight.T + bias`` on the arrays, for `plain_linear` operands when nothing
+    is recorded (`records`): a linear layer at inference.  The arrays see the same
+    operations as on the general path (addmm's product with the bias,
+    `_parallel.matmul`'s), so the two give the same bits; a batch-1 layer's ~10 us of op
+    and view bookkeeping go."""
     w = weight._data
     return _make(_parallel.matmul(input._data, w.T, bias=None if bias is None else bias._data))
 

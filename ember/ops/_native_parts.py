@@ -80,6 +80,18 @@ def release_fence(typingctx):
 
 
 @intrinsic
+def ticks(typingctx):
+    """The CPU's time-stamp counter (an int64 that grows at a fixed rate on x86-64): a
+    clock that compiled code reads in nanoseconds, with no call into the system."""
+    def codegen(context, builder, signature, args):
+        counter = builder.module.declare_intrinsic("llvm.readcyclecounter", (),
+                                                   ir.FunctionType(ir.IntType(64), ()))
+        return builder.call(counter, ())
+
+    return types.int64(), codegen
+
+
+@intrinsic
 def pointer_to(typingctx, address, dtype):
     """`address` (an int64) as a pointer to elements of `dtype` (a NumPy scalar type)."""
     target = types.CPointer(dtype.instance_type)

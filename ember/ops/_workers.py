@@ -63,7 +63,7 @@ _SGEMM_AT, _DGEMM_AT, _SGEMV_AT, _DGEMV_AT, _PAUSE_AT, _WIDE = range(6)
 # numba's calls of C functions by address, and its view of memory given by address
 # (ops/_native_parts.py), for the kernels below; set by `_compiled_loops`, which imports
 # that module only once numba is known usable.
-call_address = call_gemm = call_gemv = call_plain = array_at = release_fence = None
+call_address = call_gemm = call_gemv = call_plain = array_at = release_fence = ticks = None
 
 
 @native.kernel
@@ -222,11 +222,11 @@ def _describe_and_run(a, b, out, bias_at, desc, functions):
 @native.kernel(signatures=lambda numba: _matrices(
     numba, lambda t: (t.int64, t.boolean, t.int64[::1], t.int64[::1], t.int64[::1],
                       t.int64[::1], t.int64), result="int64"))
-def _split_and_run(a, b, out, bias_at, by_rows, mine, theirs, flag, functions, rounds):
+def _split_and_run(a, b, out, bias_at, by_rows, mine, theirs, flag, functions, spin):
     """``out = a @ b`` (plus the bias row at `bias_at`, 0: none) for 2-D arrays in two
     halves, of the rows of `a` (`by_rows`) or of the columns of `b`: the second posted to
     the worker whose desc and flag are `theirs` and `flag`, the first run here (in
-    `mine`); then up to `rounds` polls for the worker to finish.
+    `mine`); then up to `spin` ticks of polling for the worker to finish.
     1: all done; 0: posted, not seen done (the caller joins the worker); -1: nothing
     done, an operand CBLAS cannot take (or a one-row half with a bias)."""
     m, n = out.shape
@@ -241,39 +241,39 @@ def _split_and_run(a, b, out, bias_at, by_rows, mine, theirs, flag, functions, r
         ok = posted and _describe_matrices(a, b[:, :h], out[:, :h], bias_at, mine, True)
     if not ok:
         return -1
-    return _hand_over_and_run(mine, flag, functions, rounds)
+    return _hand_over_and_run(mine, flag, functions, spin)
 
 
 @native.kernel(signatures=lambda numba: _matrices(
     numba, lambda t: (t.int64[::1],) * 4 + (t.int64,), result="int64", products=2))
-def _pair_and_run(a1, b1, out1, a2, b2, out2, mine, theirs, flag, functions, rounds):
+def _pair_and_run(a1, b1, out1, a2, b2, out2, mine, theirs, flag, functions, spin):
     """``out1 = a1 @ b1`` here and ``out2 = a2 @ b2`` on the worker whose desc and flag
     are `theirs` and `flag`, from one call (results as `_split_and_run`'s)."""
     if not (_describe_matrices(a2, b2, out2, 0, theirs, True)
             and _describe_matrices(a1, b1, out1, 0, mine, True)):
         return -1
-    return _hand_over_and_run(mine, flag, functions, rounds)
+    return _hand_over_and_run(mine, flag, functions, spin)
 
 
 @native.kernel
-def _hand_over_and_run(mine, flag, functions, rounds):
+def _hand_over_and_run(mine, flag, functions, spin):
     """Hand the worker its part (described in its desc), run `mine` (a product or a
-    native part) here, then poll up to `rounds` times for the worker: 1 done, 0 not
-    seen done."""
+    native part) here, then poll up to `spin` ticks for the worker: 1 done, 0 not seen
+    done."""
     release_fence()   # (the worker's desc is written before its flag says so)
     flag[0] += 1
     _run_part(mine, functions)
-    return 1 if _wait(flag, rounds, functions) else 0
+    return 1 if _wait(flag, spin, functions) else 0
 
 
 @native.kernel
-def _hand_over_native(entry, theirs, mine, desc, own, flag, functions, rounds):
+def _hand_over_native(entry, theirs, mine, desc, own, flag, functions, spin):
     """Post the native part at address `entry` on block `theirs` (an int64 array) to the
     worker whose desc and flag are `desc` and `flag`, and run it on block `mine` here
     (described in `own`): `_hand_over_and_run`."""
     desc[0], desc[1], desc[2] = _NATIVE, entry, theirs.ctypes.data
     own[0], own[1], own[2] = _NATIVE, entry, mine.ctypes.data
-    return _hand_over_and_run(own, flag, functions, rounds)
+    return _hand_over_and_run(own, flag, functions, spin)
 
 
 @native.kernel
@@ -286,34 +286,40 @@ def _run_part(desc, functions):
 
 
 @native.kernel
-def _serve(flag, desc, rounds, functions):
-    """Poll `flag` for a posted part, up to `rounds` idle rounds (calling sched_yield in
-    each); run each posted product (`_run`) or native part, and mark it done.
-    1: a Python part waits (the caller runs it); 0: idle all along."""
+def _serve(flag, desc, spin, functions):
+    """Poll `flag` for a posted part until `spin` ticks (`ticks`) pass idle, calling
+    sched_yield each round; run each posted product (`_run`) or native part, and mark it
+    done.  1: a Python part waits (the caller runs it); 0: idle all along."""
     # (the calls are also what makes LLVM read flag[0] afresh each round)
-    idle = 0
-    while idle < rounds:
+    idle_since = ticks()
+    while ticks() - idle_since < spin:
         if flag[0] != flag[1]:
             kind = desc[0]
             if kind == _PYTHON:
                 return 1
             _run_part(desc, functions)
             flag[1] = flag[0]
-            idle = 0
+            idle_since = ticks()
         else:
             call_plain(functions[_PAUSE_AT])
-            idle += 1
     return 0
 
 
 @native.kernel
-def _wait(flag, rounds, functions):
-    """Poll until flag[1] == flag[0] (True), or for `rounds` rounds (False)."""
-    for _ in range(rounds):
+def _wait(flag, spin, functions):
+    """Poll until flag[1] == flag[0] (True), or for `spin` ticks (False)."""
+    start = ticks()
+    while ticks() - start < spin:
         if flag[1] == flag[0]:
             return True
         call_plain(functions[_PAUSE_AT])
     return flag[1] == flag[0]
+
+
+@native.kernel
+def _read_ticks():
+    """`ticks` read from Python (to measure their rate)."""
+    return ticks()
 
 
 class _Loops:
@@ -326,22 +332,28 @@ class _Loops:
         self.functions = np.array([ctypes.cast(f, ctypes.c_void_p).value
                                    for f in (sgemm, dgemm, sgemv, dgemv, pause)] + [wide],
                                   np.int64)
-        never = np.array([1, 0], np.int64)
         _serve(np.zeros(2, np.int64), np.zeros(_DESC, np.int64), 1, self.functions)
         _run(np.zeros(_DESC, np.int64), self.functions)
-        start = time.perf_counter()
-        _wait(never, 20000, self.functions)
-        rate = 20000 / max(time.perf_counter() - start, 1e-6)
-        self.rounds = max(1, int(rate * SPIN_SECONDS))     # poll rounds in SPIN_SECONDS
+        _wait(np.zeros(2, np.int64), 1, self.functions)
+        # the polls are bounded in ticks, not rounds: a round takes a few hundred ns on
+        # an idle machine and a whole time slice when other threads want the core (a
+        # worker calibrated in rounds on a busy machine slept at once on an idle one, and
+        # one calibrated on an idle machine polled for seconds on a busy one)
+        _read_ticks()   # (built, or loaded from numba's cache, outside the timing)
+        first, start = _read_ticks(), time.perf_counter()
+        while time.perf_counter() - start < 0.002:
+            pass
+        self.ticks_per_second = (_read_ticks() - first) / (time.perf_counter() - start)
+        self.spin = max(1, int(self.ticks_per_second * SPIN_SECONDS))
         # a compiled hand-over's own wait for the worker (an eighth of that): past it,
         # the caller checks from Python whether the worker fell asleep (`_finish`)
-        self.hand_over_rounds = max(1, self.rounds // 8)
+        self.hand_over_spin = max(1, self.spin // 8)
 
-    def serve(self, flag, desc, rounds) -> int:
-        return _serve(flag, desc, rounds, self.functions)
+    def serve(self, flag, desc) -> int:
+        return _serve(flag, desc, self.spin, self.functions)
 
-    def wait(self, flag, rounds) -> bool:
-        return _wait(flag, rounds, self.functions)
+    def wait(self, flag) -> bool:
+        return _wait(flag, self.spin, self.functions)
 
     def run(self, desc) -> None:
         _run(desc, self.functions)
@@ -351,15 +363,15 @@ class _Loops:
 
     def split_and_run(self, a, b, out, bias_at, by_rows, mine, worker) -> int:
         return _split_and_run(a, b, out, bias_at, by_rows, mine, worker.desc, worker.flag,
-                              self.functions, self.hand_over_rounds)
+                              self.functions, self.hand_over_spin)
 
     def hand_over_native(self, entry, theirs, mine, own, worker) -> int:
         return _hand_over_native(entry, theirs, mine, worker.desc, own, worker.flag,
-                                 self.functions, self.hand_over_rounds)
+                                 self.functions, self.hand_over_spin)
 
     def pair_and_run(self, a1, b1, out1, a2, b2, out2, mine, worker) -> int:
         return _pair_and_run(a1, b1, out1, a2, b2, out2, mine, worker.desc, worker.flag,
-                             self.functions, self.hand_over_rounds)
+                             self.functions, self.hand_over_spin)
 
 
 _entry_points: dict = {}   # kernel -> (its number of builds, `_entry_point`'s answer)
@@ -382,7 +394,7 @@ def _entry_point(kernel):
 @functools.cache
 def _compiled_loops() -> _Loops | None:
     """The poll loops (made once per process), or None where they cannot run."""
-    global array_at, call_address, call_gemm, call_gemv, call_plain, release_fence
+    global array_at, call_address, call_gemm, call_gemv, call_plain, release_fence, ticks
     if not native.enabled() or platform.machine().lower() not in ("x86_64", "amd64"):
         return None
     blas = _blas.products()
@@ -392,10 +404,11 @@ def _compiled_loops() -> _Loops | None:
 
     array_at, call_address, call_plain = parts.array_at, parts.call_address, parts.call_plain
     call_gemm, call_gemv = parts.call_gemm, parts.call_gemv
-    release_fence = parts.release_fence
+    release_fence, ticks = parts.release_fence, parts.ticks
     pause = ctypes.CDLL(None).sched_yield
     pause.argtypes, pause.restype = [], ctypes.c_int
-    return _Loops(blas.sgemm, blas.dgemm, blas.sgemv, blas.dgemv, pause)
+    loops = _Loops(blas.sgemm, blas.dgemm, blas.sgemv, blas.dgemv, pause)
+    return loops if loops.ticks_per_second > 0 else None   # (a counter that stands still)
 
 
 def _fits(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> bool:
@@ -558,7 +571,7 @@ class Worker:
         loops = self._loops
         while True:
             if loops is not None:
-                if loops.serve(self.flag, self.desc, loops.rounds) == 1:
+                if loops.serve(self.flag, self.desc) == 1:
                     self._run_python()
                     continue
             elif self.flag[0] != self.flag[1]:   # (a Python part is waiting)
@@ -621,7 +634,7 @@ class Worker:
     def join(self):
         """Wait for the posted part; its result (None for a product), or its exception."""
         if self._loops is not None:
-            while not self._loops.wait(self.flag, self._loops.rounds):
+            while not self._loops.wait(self.flag):
                 if self._task is not None:   # a long Python part: sleep, do not poll
                     self._done.wait()
         else:

@@ -214,8 +214,12 @@ def test_a_cut_for_a_sleeping_worker_is_posted_from_python(monkeypatch):
             time.sleep(0.005)
         np.testing.assert_array_equal(act.forward("gelu", x), _serial_gelu(act, x))
         assert halves[-1] is False and worker.flag[0] == worker.flag[1]
-        np.testing.assert_array_equal(act.forward("relu", -x), np.maximum(-x, 0))
-        assert halves[-1] is True    # awake again: from compiled code
+        for _ in range(20):   # awake again: from compiled code (on a busy machine this
+            # thread may lose its core for longer than the worker polls: it slept again)
+            np.testing.assert_array_equal(act.forward("relu", -x), np.maximum(-x, 0))
+            if halves[-1]:
+                break
+        assert halves[-1] is True
     finally:
         ember.set_num_threads(before)
 

@@ -127,15 +127,30 @@ def test_product_pairs_run_side_by_side_and_equal_numpy(two_threads, dtype, monk
     g, x, w = (rng.standard_normal(s).astype(dtype) for s in ((30, 8), (30, 12), (8, 12)))
     tol = 1e-5 if dtype == np.float32 else 1e-12
     strided = np.repeat(x, 2, axis=1)[:, ::2]
+    calls = []
     for a1, b1, a2, b2 in [(g, w, g.T, x), (g, w, x.T, g), (g, w, g.T, strided)]:
+        before = len(posted)
         got = _parallel.matmul_pair(a1, b1, a2, b2)
+        calls.append(posted[before:])
         for product, (a, b) in zip(got, [(a1, b1), (a2, b2)]):
             exact = a.astype(np.float64) @ b.astype(np.float64)
             assert product.dtype == dtype and product.shape == exact.shape
             np.testing.assert_allclose(product, exact, rtol=tol, atol=tol * np.abs(exact).max())
-    # (the strided pair's refused posts, compiled and from Python, are followed by the
-    # two products split in turn)
-    assert posted[:4] == [True, True, False, False]
+    # each unit-stride pair handed over once: from compiled code, or, where the worker
+    # was asleep (compiled code cannot wake it), posted from Python after that refusal;
+    # the strided pair's posts are refused both ways, and its products split in turn
+    # (posting their halves, or not, as `matmul` does)
+    assert calls[0] in ([True], [False, True]) and calls[1] in ([True], [False, True])
+    assert calls[2][:2] == [False, False]
+    worker = _workers.workers()[0]   # asleep: refused from compiled code, posted from Python
+    deadline = time.monotonic() + 5
+    while not worker._sleeping:
+        assert time.monotonic() < deadline, "the worker never went to sleep"
+        time.sleep(0.005)
+    before = len(posted)
+    got = _parallel.matmul_pair(g, w, g.T, x)
+    assert posted[before:] == [False, True]
+    np.testing.assert_allclose(got[1], g.T @ x, rtol=tol, atol=tol * np.abs(g.T @ x).max())
     ember.set_num_threads(1)   # one thread: in turn, nothing posted
     before = len(posted)
     got = _parallel.matmul_pair(g, w, g.T, x)

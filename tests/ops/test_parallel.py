@@ -207,6 +207,22 @@ def test_products_without_the_poll_loops(two_threads, monkeypatch):
         worker.join()
 
 
+@needs_worker_loops
+def test_polls_are_bounded_in_time_whatever_the_load():
+    # the poll loops count the CPU's ticks, not rounds: a wait for a part that never
+    # finishes gives up after its budget of ticks, busy machine or idle
+    loops = _workers._compiled_loops()
+    if loops is None:
+        pytest.skip("no CBLAS loops here")
+    assert 1e8 < loops.ticks_per_second < 1e11
+    assert loops.spin == int(loops.ticks_per_second * _workers.SPIN_SECONDS)
+    never = np.array([1, 0], np.int64)   # (a part posted, none done)
+    start = time.perf_counter()
+    assert not _workers._wait(never, int(loops.ticks_per_second * 0.05), loops.functions)
+    assert 0.045 < time.perf_counter() - start < 2.0
+    assert _workers._wait(np.array([3, 3], np.int64), 1, loops.functions)   # done already
+
+
 def test_workers_wake_after_sleeping(two_threads, monkeypatch):
     # past SPIN_SECONDS of polling a worker blocks on its event; a new part wakes it
     rng = np.random.default_rng(3)

@@ -30,6 +30,7 @@ import ctypes
 import functools
 import os
 import platform
+import statistics
 import threading
 import time
 
@@ -322,6 +323,15 @@ def _read_ticks():
     return ticks()
 
 
+def _tick_rate() -> float:
+    """`ticks` per second over 1 ms of `perf_counter` (the median of three is kept: the
+    thread losing its core between reading one clock and the other skews one of them)."""
+    first, start = _read_ticks(), time.perf_counter()
+    while time.perf_counter() - start < 0.001:
+        pass
+    return (_read_ticks() - first) / (time.perf_counter() - start)
+
+
 class _Loops:
     """The poll loops bound to this process's C functions (passed to the kernels as
     arguments, not read as globals: numba can then keep the builds in its disk cache)."""
@@ -340,10 +350,7 @@ class _Loops:
         # worker calibrated in rounds on a busy machine slept at once on an idle one, and
         # one calibrated on an idle machine polled for seconds on a busy one)
         _read_ticks()   # (built, or loaded from numba's cache, outside the timing)
-        first, start = _read_ticks(), time.perf_counter()
-        while time.perf_counter() - start < 0.002:
-            pass
-        self.ticks_per_second = (_read_ticks() - first) / (time.perf_counter() - start)
+        self.ticks_per_second = statistics.median(_tick_rate() for _ in range(3))
         self.spin = max(1, int(self.ticks_per_second * SPIN_SECONDS))
         # a compiled hand-over's own wait for the worker (an eighth of that): past it,
         # the caller checks from Python whether the worker fell asleep (`_finish`)

@@ -82,7 +82,7 @@ def release_fence(typingctx):
 @intrinsic
 def ticks(typingctx):
     """The CPU's time-stamp counter (an int64 that grows at a fixed rate on x86-64): a
-    clock that compiled code reads in nanoseconds, with no call into the system."""
+    clock that compiled code reads in a few nanoseconds, without a system call."""
     def codegen(context, builder, signature, args):
         counter = builder.module.declare_intrinsic("llvm.readcyclecounter", (),
                                                    ir.FunctionType(ir.IntType(64), ()))

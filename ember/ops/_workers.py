@@ -324,8 +324,8 @@ def _read_ticks():
 
 
 def _tick_rate() -> float:
-    """`ticks` per second over 1 ms of `perf_counter` (the median of three is kept: the
-    thread losing its core between reading one clock and the other skews one of them)."""
+    """`ticks` per second over 1 ms of `perf_counter`.  (`_Loops` keeps the median of
+    three: the thread losing its core between reading one clock and the other skews one.)"""
     first, start = _read_ticks(), time.perf_counter()
     while time.perf_counter() - start < 0.001:
         pass

@@ -33,6 +33,38 @@ def test_parallel_kernel_calling_a_kernel_matches_numpy():
     np.testing.assert_allclose(out, (x * x).sum(axis=1), rtol=1e-12)
 
 
+def _both_floats(numba):
+    t = numba.types
+    return [t.float32(t.Array(t.float32, 1, "A", readonly=True)),
+            t.float64(t.Array(t.float64, 1, "A", readonly=True))]
+
+
+@native.kernel(signatures=_both_floats)
+def _first_item(x):
+    return x[0]
+
+
+@native.kernel(signatures=_both_floats)
+def _first_item_doubled(x):
+    return _first_item(x) * 2
+
+
+def test_fixed_signatures_are_built_as_the_calls_need_them():
+    # a float32 call builds the float32 signature only (a float32 program never pays
+    # for the float64 builds); a float64 call then builds the rest, the kernels called
+    # by the caller first; any layout shares the one build of its dtype
+    x32 = np.arange(1, 7, dtype=np.float32)
+    assert _first_item_doubled(x32[::-2]) == np.float32(12)
+    assert [len(k._compiled.signatures) for k in (_first_item_doubled, _first_item)] == [1, 1]
+    assert _first_item(x32) == 1 and len(_first_item._compiled.signatures) == 1
+    x64 = np.arange(1, 7, dtype=np.float64)
+    assert _first_item_doubled(x64[1:]) == 4.0
+    assert [len(k._compiled.signatures) for k in (_first_item_doubled, _first_item)] == [2, 2]
+    assert _first_item(x64[::3]) == 1.0 and _first_item(x32[2:]) == np.float32(3)
+    with pytest.raises(TypeError):   # a dtype no signature takes: numba's error, as before
+        _first_item(np.arange(3))
+
+
 def test_use_numba_switches_off_in_this_thread_only():
     assert native.enabled()
     with native.use_numba(False):

@@ -148,16 +148,11 @@ class Kernel:
         if self.parallel:
             with _launch_lock:
                 return compiled(*args)
-        if self._pending:
-            return self._call_building_as_needed(compiled, args)
-        return compiled(*args)
-
-    def _call_building_as_needed(self, compiled, args):
-        """A call of a kernel with fixed signatures of which some are not compiled yet:
-        those are compiled when the ones there do not fit the arguments."""
+        if not self._pending:
+            return compiled(*args)
         try:
             return compiled(*args)
-        except TypeError:   # (numba: no build matches, and it may compile none)
+        except TypeError:   # (numba: no build fits, and it may compile none: build the rest)
             self._compile_pending()
             return compiled(*args)
 

@@ -120,7 +120,7 @@ def _numpy_ufunc(ufunc, method, inputs, kwargs):
 
 def _wrap(result):
     array = np.asarray(result)
-    if array.dtype not in dtypes._BY_NUMPY:
+    if not dtypes.is_known_numpy(array.dtype):
         return result  # a dtype ember lacks (e.g. uint16): leave NumPy's result
     return _make(array)
 

@@ -12,13 +12,6 @@ import builtins
 
 import numpy as np
 
-try:  # bfloat16 is not part of NumPy; ml_dtypes adds it.
-    import ml_dtypes
-
-    _BFLOAT16_NP = np.dtype(ml_dtypes.bfloat16)
-except ImportError:  # pragma: no cover - ml_dtypes is a declared dependency
-    _BFLOAT16_NP = None
-
 
 class dtype:  # noqa: N801 - PyTorch's name
     """A tensor element type, e.g. ``ember.float32``."""
@@ -28,8 +21,9 @@ class dtype:  # noqa: N801 - PyTorch's name
 
     def __init__(self, name: str, np_dtype, category: int):
         self.name = name
-        self.np_dtype = np.dtype(np_dtype) if np_dtype is not None else None
-        self.itemsize = self.np_dtype.itemsize if self.np_dtype is not None else 0
+        np_dtype = np.dtype(np_dtype) if np_dtype is not None else None
+        self.np_dtype = np_dtype
+        self.itemsize = np_dtype.itemsize if np_dtype is not None else 0
         self._category = category  # 0 bool, 1 integer, 2 floating, 3 complex
         self.is_floating_point = category == 2
         self.is_complex = category == 3
@@ -50,6 +44,24 @@ class dtype:  # noqa: N801 - PyTorch's name
         return {"float64": complex128}.get(self.name, complex64 if self._category == 2 else self)
 
 
+class _Bfloat16(dtype):
+    """bfloat16, whose NumPy dtype comes from ml_dtypes (NumPy has none), imported the
+    first time it is asked for: that import takes ~0.5 s, half of ``import ember``."""
+
+    __slots__ = ()
+
+    @property
+    def np_dtype(self):
+        known = _NP_DTYPE_SLOT.__get__(self)
+        return known if known is not None else load_bfloat16()
+
+    @np_dtype.setter
+    def np_dtype(self, value) -> None:
+        _NP_DTYPE_SLOT.__set__(self, value)
+
+
+_NP_DTYPE_SLOT = dtype.__dict__["np_dtype"]   # (the base class's slot, under the property)
+
 bool = dtype("bool", np.bool_, 0)  # noqa: A001 - PyTorch's name
 uint8 = dtype("uint8", np.uint8, 1)
 int8 = dtype("int8", np.int8, 1)
@@ -57,7 +69,8 @@ int16 = dtype("int16", np.int16, 1)
 int32 = dtype("int32", np.int32, 1)
 int64 = dtype("int64", np.int64, 1)
 float16 = dtype("float16", np.float16, 2)
-bfloat16 = dtype("bfloat16", _BFLOAT16_NP, 2)
+bfloat16 = _Bfloat16("bfloat16", None, 2)
+bfloat16.itemsize = 2
 float32 = dtype("float32", np.float32, 2)
 float64 = dtype("float64", np.float64, 2)
 complex64 = dtype("complex64", np.complex64, 3)
@@ -71,7 +84,37 @@ cfloat, cdouble = complex64, complex128
 ALL_DTYPES = (bool, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64,
               complex64, complex128)
 _BY_NAME = {d.name: d for d in ALL_DTYPES}
-_BY_NUMPY = {d.np_dtype: d for d in ALL_DTYPES if d.np_dtype is not None}
+_BY_NUMPY = {d.np_dtype: d for d in ALL_DTYPES if d is not bfloat16}
+# the NumPy dtypes of tensors that carry gradients (bfloat16's joins in `load_bfloat16`)
+DIFFERENTIABLE_NUMPY = {np.dtype(name) for name in
+                        ("float16", "float32", "float64", "complex64", "complex128")}
+
+
+def load_bfloat16() -> np.dtype:
+    """NumPy's bfloat16 dtype, from ml_dtypes, which this imports on the first call (the
+    dtype tables then learn it).  Whatever makes or meets a bfloat16 array calls it
+    first: `bfloat16.np_dtype`, or a lookup of a NumPy dtype named "bfloat16"."""
+    known = _NP_DTYPE_SLOT.__get__(bfloat16)
+    if known is not None:
+        return known
+    import ml_dtypes
+
+    np_dtype = np.dtype(ml_dtypes.bfloat16)
+    _BY_NUMPY[np_dtype] = bfloat16
+    DIFFERENTIABLE_NUMPY.add(np_dtype)
+    bfloat16.np_dtype = np_dtype
+    return np_dtype
+
+
+def is_known_numpy(np_dtype: np.dtype) -> bool:
+    """Whether ember has a dtype for this NumPy dtype (a bfloat16 array made before ember
+    first needed bfloat16 loads it)."""
+    if np_dtype in _BY_NUMPY:
+        return True
+    if getattr(np_dtype, "name", None) == "bfloat16":
+        load_bfloat16()
+        return np_dtype in _BY_NUMPY
+    return False
 
 
 def _dtype_by_name(name: str) -> dtype:
@@ -85,7 +128,10 @@ def from_numpy_dtype(np_dtype) -> dtype:
     except KeyError:
         pass
     try:
-        return _BY_NUMPY[np.dtype(np_dtype)]
+        np_dtype = np.dtype(np_dtype)
+        if not is_known_numpy(np_dtype):
+            raise KeyError(np_dtype)
+        return _BY_NUMPY[np_dtype]
     except (KeyError, TypeError):
         raise TypeError(
             f"can't convert np.ndarray of type {np.dtype(np_dtype)}. The only supported types "
@@ -199,7 +245,12 @@ class finfo:  # noqa: N801 - PyTorch's name
         d = get_default_dtype() if type is None else to_dtype(type)
         if d._category < 2:
             raise TypeError(f"finfo: {d} is not a floating point dtype")
-        info = ml_dtypes.finfo(d.np_dtype) if d is bfloat16 else np.finfo(d.np_dtype)
+        if d is bfloat16:
+            import ml_dtypes   # (loaded already: `d.np_dtype` did)
+
+            info = ml_dtypes.finfo(d.np_dtype)
+        else:
+            info = np.finfo(d.np_dtype)
         self.dtype = d.name
         self.bits = info.bits
         self.eps = builtins.float(info.eps)

@@ -23,19 +23,14 @@ from __future__ import annotations
 import numpy as np
 
 from .accumulate import edge_of
+from .dtype import DIFFERENTIABLE_NUMPY
 from .grad_mode import PROCESS, STATE
 from .node import Node, next_sequence_nr, saved_entry
 from .tensor import Tensor, _make
 from .views_inplace import check_inplace, finish_inplace, mark_views, write_inplace
 
-DIFFERENTIABLE_DTYPES = frozenset(
-    np.dtype(name) for name in ("float16", "float32", "float64", "complex64", "complex128"))
-try:
-    import ml_dtypes
-
-    DIFFERENTIABLE_DTYPES = DIFFERENTIABLE_DTYPES | {np.dtype(ml_dtypes.bfloat16)}
-except ImportError:  # pragma: no cover
-    pass
+# (one set with the dtype tables: bfloat16 joins it when ml_dtypes is first loaded)
+DIFFERENTIABLE_DTYPES = DIFFERENTIABLE_NUMPY
 
 
 def as_array(value):

@@ -21,7 +21,7 @@ import json
 
 import numpy as np
 from .._core.device import device as device_type
-from .._core.dtype import _dtype_by_name, dtype as dtype_type
+from .._core.dtype import _dtype_by_name, bfloat16, dtype as dtype_type
 from .._core.tensor import Tensor
 from .._core.tensor import _make
 from ._collectives import _pg, _root, _run
@@ -121,9 +121,7 @@ def _encode(obj, blobs: list, active: set):
 
 def _numpy_dtype(name: str):
     if name == "bfloat16":
-        import ml_dtypes
-
-        return np.dtype(ml_dtypes.bfloat16)
+        return bfloat16.np_dtype   # (loads ml_dtypes, and ember's tables learn it)
     dt = np.dtype(name)
     if dt.kind not in _ARRAY_KINDS:
         raise ValueError(f"refusing to decode an array of dtype {name}")

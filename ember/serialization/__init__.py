@@ -251,7 +251,7 @@ def _foreign(container, place) -> dict:
     out = {}
     for name in container.table:
         array = container.entry(name)
-        if array.dtype not in dtypes._BY_NUMPY:
+        if not dtypes.is_known_numpy(array.dtype):
             raise FormatError(f"entry {name!r} has dtype {array.dtype}, which ember does not "
                               "have")
         out[name] = place(_make(array), "cpu")

@@ -45,10 +45,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import safetensors
 
-try:
-    import ml_dtypes
-except ImportError:  # pragma: no cover - ml_dtypes is a declared dependency
-    ml_dtypes = None
+from .._core import dtype as dtypes
 
 CHUNK = 1 << 20  # bytes per checksummed piece
 CHECKSUM_ALGO = "sha256-crc32-entries-1m"
@@ -66,16 +63,31 @@ _CODES = {
     "F16": np.dtype(np.float16), "F32": np.dtype(np.float32), "F64": np.dtype(np.float64),
     "C64": np.dtype(np.complex64),
 }
-if ml_dtypes is not None:
-    _CODES["BF16"] = np.dtype(ml_dtypes.bfloat16)
-    _CODES["F8_E4M3"] = np.dtype(ml_dtypes.float8_e4m3fn)
-    _CODES["F8_E5M2"] = np.dtype(ml_dtypes.float8_e5m2)
 _CODE_OF = {dt: code for code, dt in _CODES.items()}
 
 # Names used in the structure for the dtypes of views and NumPy arrays.  A fixed table:
 # a dtype string from a file is never handed to np.dtype().
 NAMED_DTYPES = {dt.name: dt for dt in _CODES.values()}
 NAMED_DTYPES["complex128"] = np.dtype(np.complex128)
+
+# The codes and names of ml_dtypes' types, added to the tables above by `with_ml_dtypes`
+# once a file or an array needs them (importing ml_dtypes takes ~0.5 s).
+_ML_CODES = {"BF16": "bfloat16", "F8_E4M3": "float8_e4m3fn", "F8_E5M2": "float8_e5m2"}
+_ML_NAMES = frozenset(_ML_CODES.values())
+
+
+def with_ml_dtypes(key) -> None:
+    """Add ml_dtypes' types to the tables when `key` (a code, a dtype name or a NumPy
+    dtype) is one of theirs and they are not there yet."""
+    name = _ML_CODES.get(key, key) if isinstance(key, str) else getattr(key, "name", None)
+    if name not in _ML_NAMES or "BF16" in _CODES:
+        return
+    import ml_dtypes
+
+    dtypes.load_bfloat16()   # (ember's own dtype tables learn bfloat16 too)
+    for code, attribute in _ML_CODES.items():
+        dt = np.dtype(getattr(ml_dtypes, attribute))
+        _CODES[code], _CODE_OF[dt], NAMED_DTYPES[dt.name] = dt, code, dt
 
 
 class FormatError(pickle.UnpicklingError, ValueError):
@@ -86,6 +98,7 @@ class FormatError(pickle.UnpicklingError, ValueError):
 
 def code_of(dtype: np.dtype) -> str:
     """The safetensors code of a NumPy dtype that can be stored directly."""
+    with_ml_dtypes(dtype)
     try:
         return _CODE_OF[dtype]
     except KeyError:
@@ -94,6 +107,7 @@ def code_of(dtype: np.dtype) -> str:
 
 def storable(dtype: np.dtype) -> bool:
     """Whether arrays of this dtype can go into the container (complex128 as F64 pairs)."""
+    with_ml_dtypes(dtype)
     return dtype in _CODE_OF or dtype == np.complex128
 
 
@@ -286,6 +300,7 @@ class Container:
         """The array of one entry (a view of its bytes, no copy)."""
         raw = self.raw(name)
         code, shape, _ = self.table[name]
+        with_ml_dtypes(code)
         dtype = _CODES[code]
         if not raw.flags.aligned or raw.__array_interface__["data"][0] % dtype.alignment:
             raw = raw.copy()  # a foreign file with unaligned data: copy to align
@@ -313,6 +328,7 @@ def _header_of(head: bytes) -> tuple:
     metadata = header.pop("__metadata__", None) or {}
     table = {}
     for name, e in header.items():
+        with_ml_dtypes(e["dtype"])
         if e["dtype"] not in _CODES:
             raise FormatError(f"entry {name!r} has dtype {e['dtype']}, which ember does not "
                               "have")

@@ -370,6 +370,8 @@ class Decoder:
         return self.container.raw(_expect(body, str, "bytes")).tobytes()
 
     def _np_scalar(self, body):
+        if isinstance(body, list) and body and isinstance(body[0], str):
+            _format.with_ml_dtypes(body[0])
         if not (isinstance(body, list) and len(body) == 2 and body[0] in _format.NAMED_DTYPES):
             raise FormatError("np_scalar: expected [dtype, value]")
         value = self.decode(body[1])
@@ -422,7 +424,7 @@ class Decoder:
         if not tensor:
             self._memo[key] = array
             return array
-        if array.dtype not in dtypes._BY_NUMPY:
+        if not dtypes.is_known_numpy(array.dtype):
             raise FormatError(f"tensor of dtype {array.dtype}, which ember does not have")
         t = _make(array)
         saved = ref.get("device", "cpu")
@@ -447,6 +449,8 @@ class Decoder:
         if not (isinstance(view, list) and len(view) == 4):
             raise FormatError("tensor view: expected [dtype, shape, strides, offset]")
         dtname, shape, strides, offset = view
+        if isinstance(dtname, str):
+            _format.with_ml_dtypes(dtname)
         dtype = _format.NAMED_DTYPES.get(dtname) if isinstance(dtname, str) else None
         if dtype is None:
             raise FormatError(f"tensor view: unknown dtype {_short(dtname)}")

@@ -104,3 +104,39 @@ def test_bfloat16_keeps_its_dtype_with_python_numbers():
     x = ember.ones(3, dtype=ember.bfloat16)
     for y in (x * 2, 2 + x, x * 0.5, x - 1.5, x / 3, 3.0 / x):
         assert y.dtype is ember.bfloat16
+
+
+_FRESH_BFLOAT16 = r"""
+import sys, numpy as np
+import ember
+assert "ml_dtypes" not in sys.modules, "import ember loaded ml_dtypes"
+assert ember.bfloat16.itemsize == 2 and ember.bfloat16.is_floating_point
+import ml_dtypes   # the user's own bfloat16 array, before ember ever needed one
+a = np.array([1.5, -2.0, 3.25], dtype=ml_dtypes.bfloat16)
+t = ember.from_numpy(a).requires_grad_()
+assert t.dtype is ember.bfloat16
+(t * 2).sum().backward()
+assert t.grad.dtype is ember.bfloat16 and t.grad.float().tolist() == [2.0, 2.0, 2.0]
+"""
+
+_FRESH_LOAD = r"""
+import sys
+import ember
+assert "ml_dtypes" not in sys.modules
+state = ember.load(sys.argv[1])
+assert state["w"].dtype is ember.bfloat16, state["w"].dtype
+assert state["w"].float().tolist() == [0.5, 1.0, -4.0]
+assert ember.finfo(ember.bfloat16).eps == 2.0 ** -7
+"""
+
+
+def test_bfloat16_is_loaded_when_first_needed(tmp_path):
+    # importing ml_dtypes takes ~0.5 s (half of ``import ember``): ember imports it the
+    # first time a bfloat16 is made, met in a user's array or read from a file
+    import subprocess
+    import sys
+
+    subprocess.run([sys.executable, "-c", _FRESH_BFLOAT16], check=True, timeout=120)
+    path = tmp_path / "bf16.pt"
+    ember.save({"w": ember.tensor([0.5, 1.0, -4.0], dtype=ember.bfloat16)}, path)
+    subprocess.run([sys.executable, "-c", _FRESH_LOAD, str(path)], check=True, timeout=120)

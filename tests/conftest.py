@@ -1,8 +1,9 @@
 """Shared fixtures: the `device` fixture runs a test on the CPU and, when CuPy sees a GPU,
 on CUDA too (skipped cleanly otherwise); `on_two_threads` runs one with ember's threads
-set to two."""
+set to two; `workers_asleep` waits for ember's workers to sleep."""
 
 import gc
+import time
 
 import pytest
 
@@ -55,3 +56,18 @@ def on_two_threads():
     ember.set_num_threads(2)
     yield
     ember.set_num_threads(before)
+
+
+@pytest.fixture
+def workers_asleep():
+    """A function that waits (5 s at most) until all of ember's workers sleep on their
+    events, past their polls, and returns the first."""
+    from ember.ops import _workers
+
+    def wait():
+        deadline = time.monotonic() + 5
+        while not all(w._sleeping for w in _workers.workers()):
+            assert time.monotonic() < deadline, "a worker never went to sleep"
+            time.sleep(0.005)
+        return _workers.workers()[0]
+    return wait

@@ -129,15 +129,14 @@ def from_numpy_dtype(np_dtype) -> dtype:
         pass
     try:
         np_dtype = np.dtype(np_dtype)
-        if not is_known_numpy(np_dtype):
-            raise KeyError(np_dtype)
-        return _BY_NUMPY[np_dtype]
-    except (KeyError, TypeError):
-        raise TypeError(
-            f"can't convert np.ndarray of type {np.dtype(np_dtype)}. The only supported types "
-            "are: float64, float32, float16, bfloat16, complex64, complex128, int64, int32, "
-            "int16, int8, uint8, and bool."
-        ) from None
+        if is_known_numpy(np_dtype):
+            return _BY_NUMPY[np_dtype]
+    except TypeError:
+        pass
+    raise TypeError(
+        f"can't convert np.ndarray of type {np.dtype(np_dtype)}. The only supported types "
+        "are: float64, float32, float16, bfloat16, complex64, complex128, int64, int32, "
+        "int16, int8, uint8, and bool.")
 
 
 def to_dtype(value) -> dtype:

@@ -6,7 +6,7 @@ order (a copy of the whole gradient) and sums runs of equal indices; here each r
 straight into its table row, in the order the lookups were made.
 
 NOTE: GPT's token embedding (2048 lookups of 128 float32s into 65 rows, 2-core Intel
-Xeon, 2026-12-05): ~300 us by the NumPy path, ~40 here.
+Xeon, 2026-12-05, medians timed alone): 369-412 us by the NumPy path, 22-26 here.
 """
 
 from __future__ import annotations

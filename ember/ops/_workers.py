@@ -544,12 +544,9 @@ def _own_desc() -> np.ndarray:
 def _finish(worker, done: int) -> bool:
     """After a compiled hand-over (`_hand_over_and_run`'s result, -1 when nothing was
     posted): True once the worker's part is done, False when none was posted."""
-    if done == 1:
+    if done != 0:
         worker._arrays = None
-        return True
-    if done == -1:
-        worker._arrays = None
-        return False
+        return done == 1
     with worker._lock:   # (it fell asleep as its part was posted: wake it, then wait)
         if worker._sleeping:
             worker._wake.set()

@@ -190,38 +190,28 @@ def test_a_busy_worker_leaves_the_cut_to_python_parts(monkeypatch):
         ember.set_num_threads(before)
 
 
-def test_a_cut_for_a_sleeping_worker_is_posted_from_python(monkeypatch):
+def test_a_cut_for_a_sleeping_worker_is_posted_from_python(monkeypatch, on_two_threads,
+                                                           workers_asleep):
     # both shares normally start from one compiled call (_workers.native_halves), which
     # cannot wake a sleeping worker: then the share is posted from Python, which does
-    import time
-
     from ember.ops import _native_activation as act
     from ember.ops import _workers
 
-    before = ember.get_num_threads()
-    ember.set_num_threads(2)
     monkeypatch.setattr(native, "SPLIT_MIN", 1)
     halves, real = [], _workers.native_halves
     monkeypatch.setattr(_workers, "native_halves",
                         lambda *args: halves.append(real(*args)) or halves[-1])
-    try:
-        x = np.linspace(-3, 3, 999, dtype=np.float32)
-        np.testing.assert_array_equal(act.forward("relu", x), np.maximum(x, 0))
-        worker = _workers.workers()[0]
-        deadline = time.monotonic() + 5
-        while not worker._sleeping:
-            assert time.monotonic() < deadline, "the worker never went to sleep"
-            time.sleep(0.005)
-        np.testing.assert_array_equal(act.forward("gelu", x), _serial_gelu(act, x))
-        assert halves[-1] is False and worker.flag[0] == worker.flag[1]
-        for _ in range(20):   # awake again: from compiled code (on a busy machine this
-            # thread may lose its core for longer than the worker polls: it slept again)
-            np.testing.assert_array_equal(act.forward("relu", -x), np.maximum(-x, 0))
-            if halves[-1]:
-                break
-        assert halves[-1] is True
-    finally:
-        ember.set_num_threads(before)
+    x = np.linspace(-3, 3, 999, dtype=np.float32)
+    np.testing.assert_array_equal(act.forward("relu", x), np.maximum(x, 0))
+    worker = workers_asleep()
+    np.testing.assert_array_equal(act.forward("gelu", x), _serial_gelu(act, x))
+    assert halves[-1] is False and worker.flag[0] == worker.flag[1]
+    for _ in range(20):   # awake again: from compiled code (on a busy machine this thread
+        # may lose its core for longer than the worker polls: it slept again)
+        np.testing.assert_array_equal(act.forward("relu", -x), np.maximum(-x, 0))
+        if halves[-1]:
+            break
+    assert halves[-1] is True
 
 
 def _serial_gelu(act, x):

@@ -23,14 +23,10 @@ needs_worker_loops = pytest.mark.skipif(
 
 
 @pytest.fixture
-def two_threads(monkeypatch):
+def two_threads(on_two_threads, monkeypatch):
     """Two threads, and products split from the smallest size up."""
-    before = ember.get_num_threads()
-    ember.set_num_threads(2)
     monkeypatch.setattr(_parallel, "SPLIT_MIN", 1)
     monkeypatch.setattr(_parallel, "BATCH_ITEM_MIN", 1)
-    yield
-    ember.set_num_threads(before)
 
 
 def _operands(rng, m, k, n, dtype, layout):
@@ -113,7 +109,8 @@ def test_stacks_of_products_split_over_the_workers(two_threads, dtype, monkeypat
 
 @needs_worker_loops
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_product_pairs_run_side_by_side_and_equal_numpy(two_threads, dtype, monkeypatch):
+def test_product_pairs_run_side_by_side_and_equal_numpy(two_threads, dtype, monkeypatch,
+                                                        workers_asleep):
     """`matmul_pair`: the second product posted whole to the worker, the first on the
     caller; operands the worker cannot take (no unit stride) go one after the other."""
     posted = []
@@ -142,11 +139,7 @@ def test_product_pairs_run_side_by_side_and_equal_numpy(two_threads, dtype, monk
     # (posting their halves, or not, as `matmul` does)
     assert calls[0] in ([True], [False, True]) and calls[1] in ([True], [False, True])
     assert calls[2][:2] == [False, False]
-    worker = _workers.workers()[0]   # asleep: refused from compiled code, posted from Python
-    deadline = time.monotonic() + 5
-    while not worker._sleeping:
-        assert time.monotonic() < deadline, "the worker never went to sleep"
-        time.sleep(0.005)
+    workers_asleep()   # asleep: refused from compiled code, posted from Python
     before = len(posted)
     got = _parallel.matmul_pair(g, w, g.T, x)
     assert posted[before:] == [False, True]
@@ -223,17 +216,14 @@ def test_polls_are_bounded_in_time_whatever_the_load():
     assert _workers._wait(np.array([3, 3], np.int64), 1, loops.functions)   # done already
 
 
-def test_workers_wake_after_sleeping(two_threads, monkeypatch):
+def test_workers_wake_after_sleeping(two_threads, workers_asleep):
     # past SPIN_SECONDS of polling a worker blocks on its event; a new part wakes it
     rng = np.random.default_rng(3)
     a, b = rng.standard_normal((64, 40)), rng.standard_normal((40, 48))
     for _ in range(3):
         np.testing.assert_allclose(_parallel.matmul(a, b), a @ b, rtol=1e-12)
         assert _parallel.run_parts(lambda x: x + 1, [1, 2]) == [2, 3]
-        deadline = time.monotonic() + 5   # (polling lasts longer on a loaded machine)
-        while not all(w._sleeping for w in _workers.workers()):
-            assert time.monotonic() < deadline, "a worker never went to sleep"
-            time.sleep(0.005)
+        workers_asleep()
 
 
 def test_run_parts_order_errors_and_nesting(two_threads):
@@ -600,7 +590,7 @@ def test_unsplit_transposed_products_equal_float64(dtype):
 
 
 @needs_worker_loops
-def test_a_split_posted_from_compiled_code_to_a_sleeping_worker(two_threads):
+def test_a_split_posted_from_compiled_code_to_a_sleeping_worker(two_threads, workers_asleep):
     # `_workers.split_product` posts the worker's half from compiled code, which cannot
     # wake a sleeping worker: it declines one it knows asleep, and when the worker falls
     # asleep just as the half is posted, its bounded wait returns 0 and Python wakes it
@@ -609,11 +599,7 @@ def test_a_split_posted_from_compiled_code_to_a_sleeping_worker(two_threads):
     rng = np.random.default_rng(11)
     a, b = rng.standard_normal((64, 40)), rng.standard_normal((40, 48))
     bias = rng.standard_normal(48)
-    worker = _workers.workers()[0]
-    deadline = time.monotonic() + 5
-    while not worker._sleeping:
-        assert time.monotonic() < deadline, "the worker never went to sleep"
-        time.sleep(0.005)
+    worker = workers_asleep()
     out = np.full((64, 48), np.nan)
     assert not _workers.split_product(worker, a, b, out, True, bias)   # declined: asleep
     assert not _workers.pair_products(worker, a, b, out, a, b, out)

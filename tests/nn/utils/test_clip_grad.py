@@ -113,32 +113,27 @@ def test_clip_grad_norm_of_matrices_and_views(dtype):
         assert p.grad._version.value == v + 1
 
 
-def test_large_gradients_are_normed_and_scaled_by_halves_on_two_threads(monkeypatch):
+def test_large_gradients_are_normed_and_scaled_by_halves_on_two_threads(monkeypatch,
+                                                                           on_two_threads):
     # from SPLIT_MIN elements each gradient's sum of squares and scaling run by halves
     # on ember's two threads: the same clipping as one pass (float64 reference)
     from ember.nn.utils import clip_grad
 
-    before = ember.get_num_threads()
-    ember.set_num_threads(2)
     monkeypatch.setattr(clip_grad, "SPLIT_MIN", 1000)
     parts, run_parts = [], clip_grad._parallel.run_parts
     monkeypatch.setattr(clip_grad._parallel, "run_parts",
                         lambda fn, halves: parts.append(len(halves)) or run_parts(fn, halves))
-    try:
-        rng = np.random.default_rng(5)
-        values = [rng.standard_normal(s) for s in ((40, 50), (3001,), (7,))]
-        params = []
-        for v in values:
-            p = ember.nn.Parameter(ember.zeros(*v.shape))
-            p.grad = ember.tensor(v.astype(np.float32))
-            params.append(p)
-        total = ember.nn.utils.clip_grad_norm_(params, 1.5)
-        assert parts == [2, 2, 2, 2]    # two gradients large enough, normed and scaled
-        norm = np.sqrt(sum((v.astype(np.float32).astype(np.float64) ** 2).sum()
-                           for v in values))
-        np.testing.assert_allclose(total.item(), norm, rtol=1e-5)
-        for p, v in zip(params, values):
-            np.testing.assert_allclose(p.grad.numpy(), v * (1.5 / (norm + 1e-6)), rtol=1e-5,
-                                       atol=1e-7)
-    finally:
-        ember.set_num_threads(before)
+    rng = np.random.default_rng(5)
+    values = [rng.standard_normal(s) for s in ((40, 50), (3001,), (7,))]
+    params = []
+    for v in values:
+        p = ember.nn.Parameter(ember.zeros(*v.shape))
+        p.grad = ember.tensor(v.astype(np.float32))
+        params.append(p)
+    total = ember.nn.utils.clip_grad_norm_(params, 1.5)
+    assert parts == [2, 2, 2, 2]    # two gradients large enough, normed and scaled
+    norm = np.sqrt(sum((v.astype(np.float32).astype(np.float64) ** 2).sum() for v in values))
+    np.testing.assert_allclose(total.item(), norm, rtol=1e-5)
+    for p, v in zip(params, values):
+        np.testing.assert_allclose(p.grad.numpy(), v * (1.5 / (norm + 1e-6)), rtol=1e-5,
+                                   atol=1e-7)

@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import warnings
 
+import numpy as np
+
 from .._core.grad_mode import PROCESS, STATE
 from .._core.tensor import Tensor
 from ..jit._graph import ArrayOf, Graph, Literal, Node, Sequence
@@ -30,7 +32,10 @@ from ..jit._script_module import _JitTracer, _record
 from ..nn.modules._hooks import any_hooks
 from ..onnx._trace import Source, flatten_tensors
 from ..ops import _native as native
+from ..jit._graph import _fill
+from ..random import default_generator
 from .fusion import FusedElementwise, find_chains
+from .graph_node import WholeGraph, why_not_whole
 from .patterns import find_masked_softmax
 from .replay import Replay
 
@@ -68,7 +73,8 @@ class UnsupportedGraphError(Exception):
 class CompiledGraph:
     """A captured graph ready to replay, with its fused chains."""
 
-    def __init__(self, trace, returned, named: dict, tensors: list, fuse: bool = True):
+    def __init__(self, trace, returned, named: dict, tensors: list, fuse: bool = True,
+                 random: bool = False):
         graph = Graph.from_trace(trace, returned)
         for node in graph.nodes:
             target = node.args[0] if node.args else None
@@ -84,15 +90,29 @@ class CompiledGraph:
             meta = _renumbered(meta, index)
         fuse = fuse and native.enabled()
         self.chains = find_chains(graph.nodes, meta, _uses(graph)) if fuse else []
-        self.graph = _with_chains(graph, self.chains)
+        self.graph, index = _with_chains(graph, self.chains)
+        meta = _renumbered(meta, index)
         position = {}
         for i, t in enumerate(tensors):
             position.setdefault(id(t), i)
-        self.replay = Replay(self.graph, {name: position[id(t)] for name, t in named.items()})
+        positions = {name: position[id(t)] for name, t in named.items()}
+        self.replay = Replay(self.graph, positions)
+        self.whole = None  # the training replay as one node (graph_node.py), when it can be
+        self.eager_training = why_not_whole(self.graph, _on_cpu(trace, named))
+        if self.eager_training is None:
+            whole = WholeGraph(self.graph, positions, meta,
+                               [t._requires_grad for t in trace.inputs],
+                               {name: t._requires_grad for name, t in named.items()},
+                               self.replay._fn, random)
+            if whole.wants_grad:
+                self.whole = whole
 
     def run(self, inputs: list, tensors: list):
         """Replay on `inputs` (flat tensors) with `tensors` (the module's parameters and
         buffers, as `module_state` lists them)."""
+        if (self.whole is not None and STATE.enabled and STATE.saved_hooks is None
+                and not PROCESS.anomaly):
+            return _fill(self.graph.template, self.whole.run(inputs, tensors))
         return self.replay(inputs, tensors)
 
     def describe(self) -> str:
@@ -121,6 +141,7 @@ def capture(fn, args: tuple, named: dict, module_names: dict, tensors: list,
         return results[-1]
 
     CAPTURING[0] += 1
+    rng_before = default_generator.get_state()._data
     try:
         trace, returned = _record(run, args, named, module_names, tracer_cls=make_tracer)
     except RuntimeError:
@@ -135,8 +156,9 @@ def capture(fn, args: tuple, named: dict, module_names: dict, tensors: list,
     if tracer.outside_grad:
         return returned, ("it uses a tensor that requires grad but is neither an argument "
                           "nor a parameter or buffer of the module")
+    random = not np.array_equal(rng_before, default_generator.get_state()._data)
     try:
-        return returned, CompiledGraph(trace, returned, named, tensors, fuse)
+        return returned, CompiledGraph(trace, returned, named, tensors, fuse, random)
     except UnsupportedGraphError as exc:
         return returned, str(exc)
 
@@ -233,14 +255,14 @@ def _uses(graph: Graph) -> dict:
     return uses
 
 
-def _with_chains(graph: Graph, chains: list) -> Graph:
-    """`graph` with each chain's members replaced by one FusedElementwise node at the
-    place of its last member (op indices renumbered)."""
+def _with_chains(graph: Graph, chains: list) -> tuple:
+    """(`graph` with each chain's members replaced by one FusedElementwise node at the
+    place of its last member, {old op index: new one})."""
     replace = {chain.nodes[-1]: Node(FusedElementwise, tuple(chain.leaves),
                                      {"chain": Literal(chain)}, 1,
                                      graph.nodes[chain.nodes[-1]].where)
                for chain in chains}
-    return _rewritten(graph, replace, {j for chain in chains for j in chain.nodes[:-1]})[0]
+    return _rewritten(graph, replace, {j for chain in chains for j in chain.nodes[:-1]})
 
 
 def _renumbered(meta, index: dict):
@@ -279,6 +301,11 @@ def _rewritten(graph: Graph, replace: dict, dropped: set) -> tuple:
              for n in nodes]
     return Graph(nodes, graph.input_shapes, [remap(s) for s in graph.outputs],
                  graph.template), index
+
+
+def _on_cpu(trace, named: dict) -> bool:
+    """Whether every input, parameter and buffer of a trace is a NumPy array."""
+    return all(type(t._data) is np.ndarray for t in list(trace.inputs) + list(named.values()))
 
 
 def flat_inputs(args: tuple) -> list:

@@ -161,8 +161,8 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
         needed = _nodes_needed(roots, {node for node, _ in captures})
 
     captured = [None] * (len(inputs) if inputs is not None else 0)
-    prev_enabled = STATE.enabled
-    STATE.enabled = create_graph
+    prev_enabled, prev_retain = STATE.enabled, STATE.retain_graph
+    STATE.enabled, STATE.retain_graph = create_graph, retain_graph
     try:
         ready = [(-n._sequence_nr, id(n), n) for n in roots if deps.get(n, 0) == 0]
         heapq.heapify(ready)
@@ -221,7 +221,7 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
                 if left == 0:
                     heappush(ready, (-child._sequence_nr, id(child), child))
     finally:
-        STATE.enabled = prev_enabled
+        STATE.enabled, STATE.retain_graph = prev_enabled, prev_retain
 
     if captures is not None and not accumulate:
         for i, g in enumerate(captured):
@@ -257,12 +257,18 @@ def _add_to_buffer(buffers: dict, owned: set, node: Node, nr: int, g: Tensor,
     slots = buffers.get(node)
     if slots is None:
         slots = buffers[node] = _new_slots(node, nr)
+    add_gradient(slots, owned, node, nr, g, made_here)
+
+
+def add_gradient(slots: list, owned: set, key, nr: int, g: Tensor, made_here: bool) -> None:
+    """Put `g` into ``slots[nr]``, or add it to the gradient already there; `key` names
+    the slots' node in `owned` (see `_add_to_buffer`)."""
     if slots[nr] is None:
         slots[nr] = g
         if made_here:
-            owned.add((node, nr))
+            owned.add((key, nr))
     else:
-        _sum_into(slots, owned, node, nr, g)
+        _sum_into(slots, owned, key, nr, g)
 
 
 def _hands_over(node: Node, grads: list, owned: set) -> bool:

@@ -42,6 +42,9 @@ class _GradState(threading.local):
     # of an enclosing disable_saved_tensors_hooks, or None.
     saved_hooks = None
     saved_hooks_disabled = None
+    # retain_graph of the backward pass running on this thread: a node that runs a graph
+    # of its own (ember.compile's) frees its parts as it goes unless it is set
+    retain_graph = False
 
 
 STATE = _GradState()

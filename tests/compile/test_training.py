@@ -114,6 +114,8 @@ def test_compiled_training_matches_eager(kind, dtype):
     losses, grads = _train(kind, compiled, steps, dtype)
     assert compiled._compiled.captures == 1          # one capture, then replays
     assert all(isinstance(g, CompiledGraph) for g in compiled._compiled.graphs.values())
+    # (trained through one node per graph: graph_node.py)
+    assert all(g.whole is not None for g in compiled._compiled.graphs.values())
     tol = dict(rtol=1e-4, atol=1e-5) if dtype == np.float32 else dict(rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(losses, eager_losses, **tol)
     for got, expected in zip(grads, eager_grads):

@@ -1,0 +1,223 @@
+"""A compiled graph replayed for training as one autograd node (_compile/graph_node.py):
+what eager autograd guarantees still holds."""
+
+import numpy as np
+import pytest
+
+import ember
+import ember.nn as nn
+import ember.nn.functional as F
+from ember._compile.graph_node import GraphNode
+
+
+class Net(nn.Module):
+    """Residual adds, a view, dropout, layer norm, and a parameter used twice."""
+
+    def __init__(self, p=0.0):
+        super().__init__()
+        self.fc1, self.fc2 = nn.Linear(6, 8), nn.Linear(8, 8)
+        self.ln = nn.LayerNorm(8)
+        self.drop = nn.Dropout(p)
+        self.head = nn.Linear(16, 3)
+
+    def forward(self, x):
+        h = F.gelu(self.fc1(x))
+        h = h + self.drop(self.fc2(self.ln(h)))
+        h = self.fc2(h) * h                       # fc2 again
+        return self.head(h.view(-1, 16)).sigmoid()
+
+
+def _pair(p=0.0, dtype=np.float64, seed=0):
+    ember.manual_seed(seed)
+    model = Net(p)
+    if dtype == np.float64:
+        model = model.double()
+    compiled = ember.compile(model)
+    x = ember.tensor(np.random.default_rng(1).standard_normal((4, 6)).astype(dtype),
+                     requires_grad=True)
+    compiled(x)  # (the capture: an eager run)
+    return model, compiled, x
+
+
+def _grads(model, x, out):
+    return [g.numpy() for g in ember.autograd.grad(out.sum(), [x, *model.parameters()])]
+
+
+def test_one_node_stands_for_the_graph_and_its_gradients_equal_eager():
+    model, compiled, x = _pair()
+    out = compiled(x)
+    node = out.grad_fn
+    assert isinstance(node, GraphNode) and node.name() == "CompiledFunctionBackward"
+    # its edges lead to the input and the parameters that require grad, in order of use
+    leaves = {id(e[0].variable) for e in node.next_functions}
+    assert leaves == {id(t) for t in [x, *model.parameters()]}
+    inner = [type(n).__name__ for n in node._inner]
+    assert "_Reshaped" in inner and "_Island" in inner  # (the view and the dropout call)
+    expected = model(x)
+    np.testing.assert_allclose(out.detach().numpy(), expected.detach().numpy(), rtol=1e-13)
+    for got, want in zip(_grads(model, x, out), _grads(model, x, expected)):
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-14)
+
+
+def test_gradcheck_through_the_graph_node():
+    model, compiled, x = _pair()
+
+    def fn(x):
+        return compiled(x)
+    assert isinstance(fn(x).grad_fn, GraphNode)
+    assert ember.autograd.gradcheck(fn, (x,))
+
+
+@pytest.mark.parametrize("what", ["parameter", "input"])
+def test_an_in_place_write_before_backward_raises_as_eagerly(what):
+    model, compiled, x = _pair()
+    for run in (model, compiled):
+        out = run(x)
+        with ember.no_grad():
+            (model.fc1.weight if what == "parameter" else x).mul_(1.0)
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            out.sum().backward()
+
+
+def test_an_in_place_write_to_a_saved_output_raises_as_eagerly():
+    model, compiled, x = _pair()
+    for run in (model, compiled):
+        out = run(x)  # sigmoid saves its output
+        out.mul_(2.0)
+        with pytest.raises(RuntimeError, match="output 0 of|modified by an inplace"):
+            out.sum().backward()
+
+
+def test_retain_graph_and_a_second_backward():
+    model, compiled, x = _pair()
+    out = compiled(x)
+    out.sum().backward(retain_graph=True)
+    first = model.fc1.weight.grad.numpy().copy()
+    out.sum().backward()
+    np.testing.assert_allclose(model.fc1.weight.grad.numpy(), 2 * first, rtol=1e-13)
+    with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+        out.sum().backward()
+
+
+def test_second_order_gradients_replay_the_graph_with_the_same_dropout_masks():
+    model, compiled, x = _pair(p=0.5)
+    ember.manual_seed(5)
+    out = compiled(x)
+    assert isinstance(out.grad_fn, GraphNode)
+    (g,) = ember.autograd.grad((out ** 2).sum(), [x], create_graph=True)
+    (gg,) = ember.autograd.grad(g.sum(), [x])
+    ember.manual_seed(5)
+    ref = model(x)
+    np.testing.assert_allclose(out.detach().numpy(), ref.detach().numpy(), rtol=1e-13)
+    (rg,) = ember.autograd.grad((ref ** 2).sum(), [x], create_graph=True)
+    (rgg,) = ember.autograd.grad(rg.sum(), [x])
+    np.testing.assert_allclose(g.detach().numpy(), rg.detach().numpy(), rtol=1e-12)
+    np.testing.assert_allclose(gg.numpy(), rgg.numpy(), rtol=1e-11)
+    # the random state moved on once, as in the eager run
+    assert ember.rand(1).item() == pytest.approx(_after_seed_5(model, x))
+
+
+def _after_seed_5(model, x) -> float:
+    ember.manual_seed(5)
+    model(x)
+    return ember.rand(1).item()
+
+
+def test_hooks_on_parameters_and_outputs_see_the_gradients():
+    model, compiled, x = _pair()
+    seen = {}
+    model.fc2.weight.register_hook(lambda g: seen.update(weight=g.numpy().copy()))
+    out = compiled(x)
+    out.register_hook(lambda g: g * 3)
+    out.sum().backward()
+    np.testing.assert_allclose(seen["weight"], model.fc2.weight.grad.numpy())
+    expected = _grads(model, x, model(x) * 3)[1]  # fc1.weight's
+    np.testing.assert_allclose(model.fc1.weight.grad.numpy(), expected, rtol=1e-12)
+
+
+def test_grad_with_respect_to_the_input_leaves_the_parameters_alone():
+    model, compiled, x = _pair()
+    (gx,) = ember.autograd.grad(compiled(x).sum(), [x])
+    np.testing.assert_allclose(gx.numpy(), _grads(model, x, model(x))[0], rtol=1e-12)
+    assert all(p.grad is None for p in model.parameters())
+
+
+def test_gradients_that_reach_two_parameters_are_separate_arrays():
+    a = nn.Parameter(ember.zeros(3, dtype=ember.float64))
+    b = nn.Parameter(ember.zeros(3, dtype=ember.float64))
+
+    class Shift(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a, self.b = a, b
+
+        def forward(self, x):
+            return x + (self.a + self.b)  # Add passes its gradient on to both, as it is
+
+    compiled = ember.compile(Shift())
+    x = ember.ones(2, 3, dtype=ember.float64)
+    compiled(x)
+    compiled(x).sum().backward()
+    assert not np.shares_memory(a.grad.numpy(), b.grad.numpy())
+    a.grad.add_(1.0)
+    np.testing.assert_array_equal(b.grad.numpy(), [2.0, 2.0, 2.0])
+
+
+class _With(nn.Module):
+    """`fn(self.lin, x)` as a module (a closure's weights would run eagerly)."""
+
+    def __init__(self, fn, size):
+        super().__init__()
+        self.lin, self.fn = nn.Linear(size, 3), fn
+
+    def forward(self, x):
+        return self.fn(self.lin, x)
+
+
+def test_integer_outputs_carry_no_gradient():
+    compiled = ember.compile(_With(lambda lin, x: (lin(x), lin(x).argmax(1)), 4))
+    x = ember.randn(5, 4)
+    compiled(x)
+    out, index = compiled(x)
+    assert isinstance(out.grad_fn, GraphNode) and index.grad_fn is None
+    assert not index.requires_grad and index.dtype == ember.int64
+
+
+class _Twice(ember.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, g):
+        return g * 2
+
+
+def test_graphs_that_keep_the_op_by_op_replay():
+    cases = {
+        "a user's autograd.Function": lambda lin, x: _Twice.apply(lin(x)),
+        "an in-place op": lambda lin, x: F.relu(lin(x), inplace=True) * 2,
+        "an output may be a view": lambda lin, x: lin(x).t(),
+    }
+    for reason, fn in cases.items():
+        module = _With(fn, 3)
+        lin = module.lin
+        compiled = ember.compile(module)
+        x = ember.randn(2, 3)
+        compiled(x)
+        (graph,) = compiled._compiled.graphs.values()
+        assert graph.whole is None and graph.eager_training.startswith(reason)
+        out = compiled(x)
+        assert not isinstance(out.grad_fn, GraphNode)
+        (g,) = ember.autograd.grad(out.sum(), [lin.weight])
+        (want,) = ember.autograd.grad(module(x).sum(), [lin.weight])
+        np.testing.assert_allclose(g.numpy(), want.numpy(), rtol=1e-6)
+
+
+def test_no_grad_and_anomaly_mode_use_the_op_by_op_replay():
+    model, compiled, x = _pair()
+    with ember.no_grad():
+        assert compiled(x).grad_fn is None
+    with ember.autograd.detect_anomaly():
+        assert not isinstance(compiled(x).grad_fn, GraphNode)
+    assert isinstance(compiled(x).grad_fn, GraphNode)

@@ -46,7 +46,7 @@ from .._core.node import FREED, FREED_MESSAGE, Node, next_sequence_nr
 from .._core.tensor import Tensor, _make
 from ..autograd import grad as autograd_grad
 from ..autograd.function import Function as UserFunction
-from ..jit._graph import ArrayOf, Literal, Sequence
+from ..jit._graph import ArrayOf, Literal, Sequence, sources
 from ..onnx._trace import Source, TracedFunction, flatten_tensors, is_array
 from ..ops import shape
 from ..random import default_generator
@@ -189,8 +189,10 @@ class _Meta:
         self._out_meta = out_meta
 
 
-def why_not_whole(graph, on_cpu: bool) -> str | None:
-    """Why `graph` must keep the op-by-op replay for training, or None."""
+def why_not_whole(graph, on_cpu: bool, input_grads: list, param_grads: dict) -> str | None:
+    """Why `graph` must keep the op-by-op replay for training, or None.  (An in-place op
+    may only write into an input or buffer that needs no gradient: batch norm's count
+    of batches.)"""
     if not on_cpu:
         return "not on the CPU"
     for node in graph.nodes:
@@ -199,9 +201,10 @@ def why_not_whole(graph, on_cpu: bool) -> str | None:
                 return "a user's autograd.Function"  # (it may write in place: mark_dirty)
             if _writes_in_place(node):
                 return "a function call writes in place"
-        if node.fn._inplace:
+        if node.fn._inplace and not _writes_a_buffer(node, input_grads, param_grads):
             return "an in-place op"
-        if any(isinstance(a, Sequence) for a in list(node.args) + list(node.params.values())):
+        if not all(_array_sequence(a) for a in list(node.args) + list(node.params.values())
+                   if isinstance(a, Sequence)):
             return "an op takes tensors in a list"
         if any(_sources(v) for v in node.params.values()):
             return "an op takes a tensor as a keyword"
@@ -212,6 +215,23 @@ def why_not_whole(graph, on_cpu: bool) -> str | None:
         if fn._is_view or issubclass(fn, TracedFunction):
             return "an output may be a view"
     return None
+
+
+def _array_sequence(spec: Sequence) -> bool:
+    """A tuple or list of arrays and plain values (batch norm's running statistics),
+    through which no gradient flows."""
+    return spec.kind in (tuple, list) and all(
+        isinstance(item, (ArrayOf, Literal)) for item in spec.items)
+
+
+def _writes_a_buffer(node, input_grads: list, param_grads: dict) -> bool:
+    """Whether in-place op `node` writes into an input, parameter or buffer that needs no
+    gradient, with plain arguments otherwise (its result then carries none either)."""
+    target = node.args[0] if node.args else None
+    if not (isinstance(target, Source) and target.kind in ("input", "param")):
+        return False
+    needs = input_grads[target.ref] if target.kind == "input" else param_grads[target.ref]
+    return not needs and all(not _sources(a) for a in node.args[1:])
 
 
 def _user_apply():
@@ -446,6 +466,7 @@ def _generate(graph, positions: dict, plan: WholeGraph):
     scope = {"L": literals, "K": plan.classes, "E": plan.edges, "new": _new_object,
              "nd": np.ndarray, "out1": _as_output, "outn": _outputs, "make": _make,
              "save": _save, "island": _run_island, "reshaped": _run_reshaped,
+             "write": _write,
              "FN": [getattr(node.fn, "function", None) for node in graph.nodes]}
     slot_of = {s: k for k, s in enumerate(plan.slots)}
     lines = ["def forward(X, P):"]
@@ -472,6 +493,9 @@ def _generate(graph, positions: dict, plan: WholeGraph):
             return literal(spec.value)
         if isinstance(spec, ArrayOf):
             return array(spec.source)
+        if isinstance(spec, Sequence):  # (of arrays: `_array_sequence`)
+            items = [array(item) for item in spec.items]
+            return tuple_of(items) if spec.kind is tuple else f"[{', '.join(items)}]"
         kind, ref = spec
         if kind == "input":
             return f"a{ref}"
@@ -516,6 +540,11 @@ def _generate(graph, positions: dict, plan: WholeGraph):
             lines.append(f"    o{i} = island(c{i}, FN[{i}], {tuple_of(args)}, "
                          f"{tuple_of([check(a) for a in node.args])}, {tuple_of(needs)}, "
                          f"{keywords})  # {node.fn.function.__name__}")
+        elif node.fn._inplace:  # (into an input or buffer: `_writes_a_buffer`)
+            call = ", ".join([f"c{i}"] + args + [f"{k}={v}" for k, v in params])
+            lines.append(f"    o{i} = write(K[{i}].forward({call}), {check(node.args[0])})"
+                         f"  # {node.fn.__name__}")
+            continue
         else:
             call = ", ".join([f"c{i}"] + args + [f"{k}={v}" for k, v in params])
             lines.append(f"    o{i} = K[{i}].forward({call})  # {node.fn.__name__}")
@@ -544,25 +573,29 @@ def _generate(graph, positions: dict, plan: WholeGraph):
     return scope["forward"]
 
 
+def _write(result, target: Tensor):
+    """An in-place op's `result` written into `target`, whose version moves on (what
+    eager code does, without a node: nothing here needs a gradient); its array."""
+    data = target._data
+    if result is not data:
+        data[...] = result
+    target._version.value += 1
+    return data
+
+
 def _last_reads(graph) -> dict:
     """Op index -> the op results (local names) nothing reads after it."""
     last: dict = {}
     for i, node in enumerate(graph.nodes):
         last.setdefault(i, i)  # (a result nothing reads: dropped at once)
         for spec in list(node.args) + list(node.params.values()):
-            for src in _all_sources(spec):
+            for src in sources(spec):
                 if src.kind == "op":
                     last[src.ref[0]] = i
     dying: dict = {}
     for j, i in last.items():
         dying.setdefault(i, []).append(f"o{j}")
     return dying
-
-
-def _all_sources(spec) -> list:
-    if isinstance(spec, ArrayOf):
-        spec = spec.source
-    return [spec] if isinstance(spec, Source) else []
 
 
 def _may_view(fn) -> bool:
@@ -582,6 +615,4 @@ def _outputs(ctx, out) -> tuple:
 
 def _param_sources(spec) -> list:
     """The parameter Sources an argument spec reads (through ArrayOf too)."""
-    if isinstance(spec, ArrayOf):
-        spec = spec.source
-    return [spec] if isinstance(spec, Source) and spec.kind == "param" else []
+    return [s for s in sources(spec) if s.kind == "param"]

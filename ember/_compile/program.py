@@ -98,11 +98,12 @@ class CompiledGraph:
         positions = {name: position[id(t)] for name, t in named.items()}
         self.replay = Replay(self.graph, positions)
         self.whole = None  # the training replay as one node (graph_node.py), when it can be
-        self.eager_training = why_not_whole(self.graph, _on_cpu(trace, named))
+        input_grads = [t._requires_grad for t in trace.inputs]
+        param_grads = {name: t._requires_grad for name, t in named.items()}
+        self.eager_training = why_not_whole(self.graph, _on_cpu(trace, named), input_grads,
+                                            param_grads)
         if self.eager_training is None:
-            whole = WholeGraph(self.graph, positions, meta,
-                               [t._requires_grad for t in trace.inputs],
-                               {name: t._requires_grad for name, t in named.items()},
+            whole = WholeGraph(self.graph, positions, meta, input_grads, param_grads,
                                self.replay._fn, random)
             if whole.wants_grad:
                 self.whole = whole

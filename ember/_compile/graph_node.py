@@ -383,7 +383,7 @@ class WholeGraph:
                 else:
                     add_gradient(ext, owned, "ext", route[1], g, new)
         # (a leaf may keep what this returns as its .grad: only arrays made here)
-        return tuple(g if g is None or ("ext", k) in owned else _make(g._data.copy())
+        return tuple(g if g is None or ("ext", k) in owned else g.clone()
                      for k, g in enumerate(ext))
 
     def _held(self, held: list, i: int) -> list:

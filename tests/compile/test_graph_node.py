@@ -221,3 +221,29 @@ def test_no_grad_and_anomaly_mode_use_the_op_by_op_replay():
     with ember.autograd.detect_anomaly():
         assert not isinstance(compiled(x).grad_fn, GraphNode)
     assert isinstance(compiled(x).grad_fn, GraphNode)
+
+
+def test_sparse_embedding_gradients_pass_through_the_graph_node():
+    class Bag(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.emb, self.lin = nn.Embedding(10, 4, sparse=True), nn.Linear(4, 2)
+
+        def forward(self, i):
+            return self.lin(self.emb(i)).sum(1)
+
+    ember.manual_seed(0)
+    model = Bag()
+    compiled = ember.compile(model)
+    index = ember.tensor([1, 2, 2, 5])
+    compiled(index)
+    out = compiled(index)
+    assert isinstance(out.grad_fn, GraphNode)
+    out.sum().backward()
+    got = model.emb.weight.grad
+    assert got.is_sparse
+    got, lin = got.to_dense().numpy().copy(), model.lin.weight.grad.numpy().copy()
+    model.zero_grad()
+    model(index).sum().backward()
+    np.testing.assert_allclose(got, model.emb.weight.grad.to_dense().numpy(), rtol=1e-6)
+    np.testing.assert_allclose(lin, model.lin.weight.grad.numpy(), rtol=1e-6)

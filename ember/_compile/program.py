@@ -8,8 +8,10 @@ ops as a `CompiledGraph`: known sequences of ops replaced by fused ones
 (``patterns.py``), elementwise chains fused into generated kernels (``fusion.py``),
 every op a line of one generated replay function (``replay.py``) that calls
 ``Function.apply``, so autograd records the replayed ops and ``backward()`` runs their
-backward formulas and the fused ops' own backward kernels.  Later calls with the same
-signature replay the graph without running the Python code of ``forward``.
+backward formulas and the fused ops' own backward kernels.  A call that needs gradients
+runs the training replay instead where it can (``graph_node.py``): the ops on arrays,
+under one autograd node for the whole graph.  Later calls with the same signature
+replay the graph without running the Python code of ``forward``.
 
 Where a graph cannot stand for the code, the call runs as written (``runner.py``):
 keyword arguments, arguments that are neither tensors nor plain numbers, no tensor

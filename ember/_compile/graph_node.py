@@ -9,15 +9,20 @@ PyTorch).  Its backward runs the ops' own backward formulas in reverse graph ord
 with the gradient bookkeeping of the engine (sums, broadcast gradients summed back,
 activations writing over gradients nobody else holds) but none of its graph walking::
 
-    def forward(X, P, new, save, make):
+    def forward(X, P):
         x0, = X
         a0 = x0._data
-        p0 = P[0]
-        q0 = p0._data
-        c0 = new(K[0]); c0._to_save = None
-        o0 = K[0].forward(c0, q1, a0, L[0], L[1], L[2], L[3])   # AddProduct
-        if c0._to_save is not None: save(c0, 0, (o0,), (q1, a0, ...), (p1, x0, ...))
+        p0 = P[0]; q0 = p0._data
+        p1 = P[1]; q1 = p1._data
+        C = []
+        c0 = new(K[0]); c0._to_save = None; c0._saved = None; c0._edges = E[0]; C.append(c0)
+        o0 = K[0].forward(c0, q0)  # T
         ...
+        o1 = K[1].forward(c1, q1, a0, o0, L[0], L[1], L[1])  # AddProduct
+        if c1._to_save is not None: save(c1, (o1, q1, a0, o0, ...), (None, p1, x0, p0, ...))
+        del o0
+        ...
+        return C, [T0]
 
 What stays as eager code does it: in-place checks of the inputs and parameters an op
 saved (their version counters), ``retain_graph``, ``autograd.grad`` with respect to
@@ -42,7 +47,7 @@ from .._core.accumulate import edge_of
 from .._core.engine import _unshared, _validate, add_gradient, run_backward
 from .._core.function import DIFFERENTIABLE_DTYPES, _as_output, _new_object
 from .._core.grad_mode import STATE, enable_grad
-from .._core.node import FREED, FREED_MESSAGE, Node, next_sequence_nr
+from .._core.node import FREED, FREED_MESSAGE, Node, _raise_version_error, next_sequence_nr
 from .._core.tensor import Tensor, _make
 from ..autograd import grad as autograd_grad
 from ..autograd.function import Function as UserFunction
@@ -217,6 +222,18 @@ def why_not_whole(graph, on_cpu: bool, input_grads: list, param_grads: dict) -> 
     return None
 
 
+def _written(node) -> list:
+    """The input and parameter Sources `node` may write into: its array arguments and,
+    for an in-place op, its target."""
+    found = [s for spec in list(node.args) + list(node.params.values())
+             if isinstance(spec, (ArrayOf, Sequence))
+             for s in sources(spec) if s.kind in ("input", "param")]
+    target = node.args[0] if node.fn._inplace and node.args else None
+    if isinstance(target, Source) and target.kind in ("input", "param"):
+        found.append(target)
+    return found
+
+
 def _array_sequence(spec: Sequence) -> bool:
     """A tuple or list of arrays and plain values (batch norm's running statistics),
     through which no gradient flows."""
@@ -302,6 +319,10 @@ class WholeGraph:
             flows = any(r is not None for r in routes)
             carries.append(tuple(flows and dt in DIFFERENTIABLE_DTYPES for _, dt in metas))
         self.externals = list(externals)  # (kind, index), in the GraphNode's edge order
+        # the inputs and buffers the graph writes into (batch norm's statistics, its count)
+        self.written = list(dict.fromkeys(
+            (src.kind, src.ref if src.kind == "input" else positions[src.ref])
+            for node in nodes for src in _written(node)))
         self.slots = list(dict.fromkeys(s.ref for s in graph.outputs))  # unique (i, nr)
         self.slot_carries = [carries[i][nr] for i, nr in self.slots]
         self.output_slot = [self.slots.index(s.ref) for s in graph.outputs]
@@ -399,10 +420,11 @@ class WholeGraph:
         ext = [inputs[k] if kind == "input" else tensors[k] for kind, k in self.externals]
         for t, version in zip(ext, versions):
             if t._version.value != version:
-                raise RuntimeError(
-                    "one of the variables needed for gradient computation has been modified "
-                    f"by an inplace operation: [{list(t.shape)}] is at version "
-                    f"{t._version.value}; expected version {version} instead.")
+                _raise_version_error(t._data.shape, t._data.dtype, "", t._version.value,
+                                     version)
+        # (the copy must not update batch norm's statistics a second time)
+        written = [(t, t._data.copy(), t._version.value) for t in
+                   (inputs[k] if kind == "input" else tensors[k] for kind, k in self.written)]
         with enable_grad():
             if state is not None:
                 now = self.generator.get_state()
@@ -412,6 +434,9 @@ class WholeGraph:
             finally:
                 if state is not None:
                     self.generator.set_state(now)
+                for t, before, version in written:
+                    t._data[...] = before
+                    t._version.value = version
             firsts = [outs[self.output_slot.index(k)] for k in range(len(self.slots))]
             pairs = [(o, g) for o, g in zip(firsts, grads) if g is not None and o.requires_grad]
             got = autograd_grad([o for o, _ in pairs], ext, [g for _, g in pairs],

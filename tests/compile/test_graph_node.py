@@ -247,3 +247,43 @@ def test_sparse_embedding_gradients_pass_through_the_graph_node():
     model(index).sum().backward()
     np.testing.assert_allclose(got, model.emb.weight.grad.to_dense().numpy(), rtol=1e-6)
     np.testing.assert_allclose(lin, model.lin.weight.grad.numpy(), rtol=1e-6)
+
+
+def test_second_order_gradients_leave_batch_norm_statistics_as_one_forward_left_them():
+    def make():
+        ember.manual_seed(0)
+        return nn.Sequential(nn.Linear(3, 4), nn.BatchNorm1d(4), nn.Tanh(),
+                             nn.Linear(4, 1)).double()
+
+    model, twin = make(), make()
+    compiled = ember.compile(twin)
+    x = ember.randn(6, 3, dtype=ember.float64, requires_grad=True)
+    compiled(x)
+    model(x)  # (both have now seen one batch)
+    outs = []
+    for run in (model, compiled):
+        out = run(x)
+        assert isinstance(out.grad_fn, GraphNode) == (run is compiled)
+        (g,) = ember.autograd.grad(out.sum(), [x], create_graph=True)
+        (gg,) = ember.autograd.grad((g ** 2).sum(), [x])
+        outs.append((g.detach().numpy(), gg.numpy()))
+    np.testing.assert_allclose(outs[1][0], outs[0][0], rtol=1e-12)
+    np.testing.assert_allclose(outs[1][1], outs[0][1], rtol=1e-10)
+    # two batches seen by each, however many times the compiled graph ran again
+    assert int(twin[1].num_batches_tracked) == int(model[1].num_batches_tracked) == 2
+    for name in ("running_mean", "running_var"):
+        np.testing.assert_allclose(getattr(twin[1], name).numpy(),
+                                   getattr(model[1], name).numpy(), rtol=1e-13)
+
+
+def test_gradients_of_two_calls_accumulate_as_eagerly():
+    model, compiled, x = _pair(p=0.5)
+    y = x.detach() * 0.5
+    ember.manual_seed(9)
+    (compiled(x).sum() + compiled(y).sum()).backward()
+    got = [p.grad.numpy().copy() for p in model.parameters()]
+    model.zero_grad()
+    ember.manual_seed(9)
+    (model(x).sum() + model(y).sum()).backward()
+    for g, p in zip(got, model.parameters()):
+        np.testing.assert_allclose(g, p.grad.numpy(), rtol=1e-12, atol=1e-15)

@@ -331,6 +331,9 @@ class WholeGraph:
         # the node class whose backward runs (a traced function call's: see `_call_class`)
         self.classes = [_call_class(i, node, meta) if issubclass(node.fn, TracedFunction)
                         else node.fn for i, node in enumerate(nodes)]
+        # per node, what its backward step reads (one tuple, unpacked in the hot loop)
+        self.steps = [(cls, self.routes[i], self.out_meta[i], cls._reuses_grad,
+                       cls._fresh_grads, cls._is_view) for i, cls in enumerate(self.classes)]
         self._forward = _generate(graph, positions, self)
 
     # forward -------------------------------------------------------------------
@@ -378,23 +381,26 @@ class WholeGraph:
             if incoming is None:
                 continue
             held[i] = None
-            ctx, cls = inner[i], self.classes[i]
-            if ctx._materialize_grads and any(g is None for g in incoming):
+            ctx = inner[i]
+            cls, routes, metas, reuses, fresh, is_view = self.steps[i]
+            # (a node's one output always has its gradient: it is why the node runs)
+            if len(incoming) > 1 and ctx._materialize_grads and any(
+                    g is None for g in incoming):
                 incoming = [_make(np.zeros(m[0], m[1])) if g is None else g
-                            for g, m in zip(incoming, self.out_meta[i])]
-            if cls._reuses_grad:
+                            for g, m in zip(incoming, metas)]
+            if reuses:
                 ctx._owns_grad = (i, 0) in owned
             result = cls.backward(ctx, *incoming)
-            if not isinstance(result, tuple):
+            if type(result) is not tuple:
                 result = tuple(result) if isinstance(result, list) else (result,)
             result = _validate(ctx, result)
             if not retain:
                 ctx._release()  # (as the engine frees each node: its saved arrays go now)
             # as the engine's `_hands_over`: which results are arrays nobody else holds
-            fresh = cls._fresh_grads or (cls._is_view and all(
-                g is None or (i, nr) in owned for nr, g in enumerate(incoming)))
-            mine = cls._is_view or ctx._owns_grad
-            for route, g in zip(self.routes[i], result):
+            if is_view:
+                fresh = all(g is None or (i, nr) in owned for nr, g in enumerate(incoming))
+            mine = is_view or ctx._owns_grad
+            for route, g in zip(routes, result):
                 if g is None or route is None:
                     continue
                 new = fresh and _unshared(g, incoming, mine)

@@ -86,8 +86,8 @@ def find_chains(nodes: list, meta, uses: dict) -> list:
 
 
 def _elementwise(node, index: int, meta) -> bool:
-    if node.fn not in ELEMENTWISE or node.n_outputs != 1:
-        return False
+    if node.fn not in ELEMENTWISE or node.n_outputs != 1 or not node.grad:
+        return False  # (an op run under no_grad in the model is left as it is)
     values = operands(node.fn, node.args, node.params)
     if values is None:
         return False

@@ -300,7 +300,9 @@ class WholeGraph:
             routes, edges = [], []
             for spec in node.args:
                 route, edge = None, (None, 0)
-                if isinstance(spec, Source) and spec.kind == "op":
+                if not node.grad:  # (run under no_grad in the model: no gradient flows)
+                    pass
+                elif isinstance(spec, Source) and spec.kind == "op":
                     j, nr = spec.ref
                     if carries[j][nr]:
                         route, edge = ("op", j, nr), (_Meta(self.out_meta[j]), nr)

@@ -119,7 +119,8 @@ def find_masked_softmax(nodes: list, meta, uses: dict) -> dict:
                     and isinstance(other, Source) and meta(other) == (shape, dtype)
                     and not nodes[product].params):
                 absorbed, x, scale = [product, fill], other, factor.value
-        if any(nodes[k].fn._inplace for k in range(min(absorbed), i)):
+        if any(nodes[k].fn._inplace for k in range(min(absorbed), i)) or not all(
+                nodes[k].grad for k in absorbed + [i]):
             continue
         found[i] = (absorbed, Node(ScaledMaskedSoftmax,
                                    (x, Literal(scale), Literal(value.value)),

@@ -76,7 +76,7 @@ class CompiledGraph:
     """A captured graph ready to replay, with its fused chains."""
 
     def __init__(self, trace, returned, named: dict, tensors: list, fuse: bool = True,
-                 random: bool = False):
+                 random: bool = False, grad_enabled: bool = True):
         graph = Graph.from_trace(trace, returned)
         for node in graph.nodes:
             target = node.args[0] if node.args else None
@@ -98,7 +98,7 @@ class CompiledGraph:
         for i, t in enumerate(tensors):
             position.setdefault(id(t), i)
         positions = {name: position[id(t)] for name, t in named.items()}
-        self.replay = Replay(self.graph, positions)
+        self.replay = Replay(self.graph, positions, grad_enabled)
         self.whole = None  # the training replay as one node (graph_node.py), when it can be
         input_grads = [t._requires_grad for t in trace.inputs]
         param_grads = {name: t._requires_grad for name, t in named.items()}
@@ -145,6 +145,7 @@ def capture(fn, args: tuple, named: dict, module_names: dict, tensors: list,
 
     CAPTURING[0] += 1
     rng_before = default_generator.get_state()._data
+    grad_enabled = STATE.enabled
     try:
         trace, returned = _record(run, args, named, module_names, tracer_cls=make_tracer)
     except RuntimeError:
@@ -161,7 +162,8 @@ def capture(fn, args: tuple, named: dict, module_names: dict, tensors: list,
                           "nor a parameter or buffer of the module")
     random = not np.array_equal(rng_before, default_generator.get_state()._data)
     try:
-        return returned, CompiledGraph(trace, returned, named, tensors, fuse, random)
+        return returned, CompiledGraph(trace, returned, named, tensors, fuse, random,
+                                       grad_enabled)
     except UnsupportedGraphError as exc:
         return returned, str(exc)
 
@@ -300,7 +302,7 @@ def _rewritten(graph: Graph, replace: dict, dropped: set) -> tuple:
         return spec
 
     nodes = [Node(n.fn, tuple(remap(a) for a in n.args),
-                  {k: remap(v) for k, v in n.params.items()}, n.n_outputs, n.where)
+                  {k: remap(v) for k, v in n.params.items()}, n.n_outputs, n.where, n.grad)
              for n in nodes]
     return Graph(nodes, graph.input_shapes, [remap(s) for s in graph.outputs],
                  graph.template), index

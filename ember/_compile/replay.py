@@ -15,12 +15,14 @@ call then costs one Python call per op (``Function.apply``), nothing else::
         ...
         return (o4,)
 
-The source stays readable (`Replay.source`), which is how ``describe()`` shows a
-compiled graph.
+An op that the model ran in another grad mode than the call's (inside a ``no_grad`` or
+``enable_grad`` block) is replayed inside that block.  The source stays readable
+(`Replay.source`), which is how ``describe()`` shows a compiled graph.
 """
 
 from __future__ import annotations
 
+from .._core.grad_mode import enable_grad, no_grad
 from .._core.tensor import _make
 from ..jit._graph import ArrayOf, Literal, Sequence, _fill, node_sources, sources
 from ..onnx._trace import TracedFunction, flatten_tensors
@@ -33,11 +35,12 @@ class Replay:
     call passes.
     """
 
-    def __init__(self, graph, positions: dict):
+    def __init__(self, graph, positions: dict, grad_enabled: bool = True):
         self.graph = graph
         literals: list = []
-        scope: dict = {"L": literals, "make": _make, "flat": flatten_tensors}
-        self.source = _generate(graph, positions, literals, scope)
+        scope: dict = {"L": literals, "make": _make, "flat": flatten_tensors,
+                       "no_grad": no_grad, "enable_grad": enable_grad}
+        self.source = _generate(graph, positions, literals, scope, grad_enabled)
         exec(compile(self.source, "<ember.compile replay>", "exec"), scope)
         self._fn = scope["replay"]
 
@@ -46,7 +49,8 @@ class Replay:
         return _fill(self.graph.template, self._fn(inputs, tensors))
 
 
-def _generate(graph, positions: dict, literals: list, scope: dict) -> str:
+def _generate(graph, positions: dict, literals: list, scope: dict,
+              grad_enabled: bool) -> str:
     names = _Names(graph, positions, literals)
     last_use = _last_uses(graph)
     n_inputs = len(graph.input_shapes)
@@ -69,7 +73,11 @@ def _generate(graph, positions: dict, literals: list, scope: dict) -> str:
         if not (direct and node.n_outputs == 1):
             call = f"flat({call})"  # (results read as o{i}[j])
         label = node.fn.function.__name__ if not direct else node.fn.__name__
-        lines.append(f"    o{i} = {call}  # {label}  ({node.where})")
+        if node.grad == grad_enabled:
+            lines.append(f"    o{i} = {call}  # {label}  ({node.where})")
+        else:  # (the model switched grad mode around it: no_grad or enable_grad blocks)
+            mode = "enable_grad" if node.grad else "no_grad"
+            lines.append(f"    with {mode}():\n        o{i} = {call}  # {label}  ({node.where})")
         if dying.get(i):
             lines.append(f"    del {', '.join(sorted(dying[i]))}")
     outputs = [names.of(s) for s in graph.outputs]

@@ -14,8 +14,10 @@ numbers read from tensors (``x.size(0)``, ``t.item()``) are the ones of the trac
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 
+from .._core.grad_mode import no_grad
 from .._core.tensor import Tensor, _make
 from ..onnx._trace import Source, TracedFunction, flatten_tensors
 from .._core.nested import map_nested
@@ -70,6 +72,7 @@ class Node:
     params: dict
     n_outputs: int
     where: str
+    grad: bool = True  # False: the op ran under no_grad inside the traced code
 
 
 class Slot:
@@ -98,7 +101,7 @@ class Graph:
         for rec in trace.records:
             args = tuple(_spec(a, s) for a, s in zip(rec.args, rec.sources))
             params = {k: _spec(v, rec.param_sources.get(k)) for k, v in rec.params.items()}
-            nodes.append(Node(rec.cls, args, params, len(rec.outputs), rec.where))
+            nodes.append(Node(rec.cls, args, params, len(rec.outputs), rec.where, rec.grad))
         counter = iter(range(len(trace.outputs)))
         return cls(nodes, [tuple(t.shape) for t in trace.inputs], list(trace.output_sources),
                    _template(returned, counter))
@@ -123,10 +126,11 @@ class Graph:
         for i, node in enumerate(self.nodes):
             args = [value(a) for a in node.args]
             params = {k: value(v) for k, v in node.params.items()}
-            if issubclass(node.fn, TracedFunction):
-                out = node.fn.function(*args, **params)
-            else:
-                out = node.fn.apply(*args, **params)
+            with (nullcontext() if node.grad else no_grad()):
+                if issubclass(node.fn, TracedFunction):
+                    out = node.fn.function(*args, **params)
+                else:
+                    out = node.fn.apply(*args, **params)
             env.append(tuple(flatten_tensors(out)))
             del args, params, out
             for done in release[i]:
@@ -186,7 +190,7 @@ class Graph:
             return spec
 
         nodes = [Node(n.fn, tuple(swap(a) for a in n.args),
-                      {k: swap(v) for k, v in n.params.items()}, n.n_outputs, n.where)
+                      {k: swap(v) for k, v in n.params.items()}, n.n_outputs, n.where, n.grad)
                  for n in self.nodes]
         return Graph(nodes, self.input_shapes, [swap(s) for s in self.outputs], self.template)
 

@@ -113,7 +113,7 @@ class _Reader:
                                "of this version of ember")
         return Node(fn, tuple(self.spec(a) for a in doc["args"]),
                     {k: self.spec(v) for k, v in doc["params"].items()},
-                    int(doc["n_outputs"]), str(doc["where"]))
+                    int(doc["n_outputs"]), str(doc["where"]), bool(doc.get("grad", True)))
 
     def spec(self, doc: dict):
         if "lit" in doc:

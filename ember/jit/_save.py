@@ -79,7 +79,7 @@ class _Writer:
                                "ember op (a custom autograd.Function cannot be saved)")
         return {"op": _qualified(fn), "args": [self.spec(a) for a in node.args],
                 "params": {k: self.spec(v) for k, v in node.params.items()},
-                "n_outputs": node.n_outputs, "where": node.where}
+                "n_outputs": node.n_outputs, "where": node.where, "grad": node.grad}
 
     def spec(self, spec):
         if isinstance(spec, Literal):

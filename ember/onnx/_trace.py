@@ -30,6 +30,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from .._core.grad_mode import STATE as GRAD
 from .._core.grad_mode import no_grad
 from .._core.tensor import Tensor
 from ..ops._observer import Observer, run_module, run_op
@@ -67,6 +68,7 @@ class Record:
     scope: str
     scope_type: str
     module: object = None
+    grad: bool = True  # grad mode when the op ran (False inside no_grad in the model)
 
     def describe(self) -> str:
         """The op, where it was called and inside which module (for error messages)."""
@@ -252,7 +254,8 @@ class Tracer(Observer):
         outputs = tuple(flatten_tensors(out))
         scope, scope_type = self._scopes[-1] if self._scopes else ("", "")
         rec = Record(len(self.records), kind, cls, tuple(args), dict(params), outputs,
-                     sources, param_sources, user_location(), scope, scope_type, module)
+                     sources, param_sources, user_location(), scope, scope_type, module,
+                     GRAD.enabled)
         self.records.append(rec)
         for j, t in enumerate(outputs):
             self._bind(t, Source("op", (rec.index, j)))

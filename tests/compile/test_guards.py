@@ -214,3 +214,43 @@ def test_a_compiled_module_pickles_and_deep_copies_without_its_graphs():
         np.testing.assert_array_equal(twin(x).detach().numpy(), compiled(x).detach().numpy())
         np.testing.assert_array_equal(twin(x).detach().numpy(), compiled(x).detach().numpy())
         assert len(twin._compiled.graphs) == 1
+
+
+class _GradBlocks(nn.Module):
+    """Grad-mode blocks inside forward: a no_grad part and an enable_grad part."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc, self.other = nn.Linear(3, 3), nn.Linear(3, 3)
+        self.w = nn.Parameter(ember.ones(3))
+
+    def forward(self, x):
+        with ember.no_grad():
+            frozen = self.fc(x)
+        with ember.enable_grad():
+            tracked = self.other(x)
+        return (frozen * self.w + tracked).sum(), tracked
+
+
+@pytest.mark.parametrize("training_replay", [True, False])
+def test_grad_mode_blocks_inside_forward_are_replayed(training_replay):
+    model = _GradBlocks()
+    compiled = ember.compile(model)
+    x = ember.randn(2, 3)
+    compiled(x)
+    (graph,) = compiled._compiled.graphs.values()
+    if not training_replay:
+        graph.whole = None
+    loss, _ = compiled(x)
+    loss.backward()
+    assert model.fc.weight.grad is None  # (computed under no_grad: no gradient, as eagerly)
+    got = [model.w.grad.numpy().copy(), model.other.weight.grad.numpy().copy()]
+    model.zero_grad()
+    model(x)[0].backward()
+    np.testing.assert_allclose(got[0], model.w.grad.numpy(), rtol=1e-6)
+    np.testing.assert_allclose(got[1], model.other.weight.grad.numpy(), rtol=1e-6)
+    with ember.no_grad():  # a call under no_grad: the enable_grad block still records
+        compiled(x)
+        loss, tracked = compiled(x)
+        assert tracked.requires_grad and not loss.requires_grad
+    assert "with enable_grad()" in list(compiled._compiled.graphs.values())[-1].describe()

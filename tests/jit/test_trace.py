@@ -276,3 +276,27 @@ def test_replay_drops_each_intermediate_after_its_last_use():
     # Add is last read by Mul (node 1), Mul by Exp (node 2), Exp by Sum; Sum is returned
     assert traced.graph_._release_after() == [[], [0], [1], [2]]
     assert traced(ember.zeros(3)).item() == pytest.approx(3 * np.exp(2.0))
+
+
+def test_a_no_grad_block_is_replayed_without_gradients_and_saved_so(tmp_path):
+    class Frozen(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc, self.w = nn.Linear(3, 3), nn.Parameter(ember.ones(3))
+
+        def forward(self, x):
+            with ember.no_grad():
+                h = self.fc(x)
+            return (h * self.w).sum()
+
+    model = Frozen()
+    x = ember.randn(2, 3)
+    traced = ember.jit.trace(model, (x,), check_trace=False)
+    ember.jit.save(traced, tmp_path / "frozen.pt")
+    traced(x).backward()
+    assert model.fc.weight.grad is None  # (computed under no_grad: no gradient, as eagerly)
+    np.testing.assert_allclose(model.w.grad.numpy(), model.fc(x).detach().numpy().sum(0),
+                               rtol=1e-6)
+    loaded = ember.jit.load(tmp_path / "frozen.pt")
+    assert [n.grad for n in loaded.graph_.nodes] == [n.grad for n in traced.graph_.nodes]
+    assert not all(n.grad for n in loaded.graph_.nodes)

@@ -632,13 +632,14 @@ def _last_reads(graph) -> dict:
 
 
 def _may_view(fn) -> bool:
-    """Whether an op's output may be a view of its first argument."""
+    """Whether an op's output may be a view of its first argument that shares its version
+    counter (so that an in-place write to the base is seen by what saved the view)."""
     if issubclass(fn, TracedFunction):
-        return fn.function in _VIEWING
+        return fn.function in _VIEWING or fn.function is Tensor.detach
     return fn._is_view
 
 
-_VIEWING = {shape.flatten, shape.view, shape.reshape}
+_VIEWING = {shape.flatten, shape.view, shape.reshape}  # (shape changes: `_Reshaped`)
 
 
 def _outputs(ctx, out) -> tuple:

@@ -38,8 +38,11 @@ def _marker(fn) -> type:
 #   (flatten(x, 1) is a view to (2, 144));
 # - dropout and the samplers, whose random numbers are drawn outside any op, so that a
 #   replay draws new ones;
-# - custom autograd Functions, so that a replay runs their own forward and backward.
+# - custom autograd Functions, so that a replay runs their own forward and backward;
+# - ``detach()`` and ``.data``, which make a tensor of the same memory without an op: a
+#   replay must cut the graph there too, else gradients flow through the detached path.
 _WHOLE_CALLS = [
+    Tensor.detach, Tensor.data.fget,
     shape.flatten, shape.view, shape.reshape,
     dropout.dropout, dropout.dropout1d, dropout.dropout2d, dropout.dropout3d,
     dropout.alpha_dropout, dropout.feature_alpha_dropout,

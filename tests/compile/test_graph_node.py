@@ -287,3 +287,34 @@ def test_gradients_of_two_calls_accumulate_as_eagerly():
     (model(x).sum() + model(y).sum()).backward()
     for g, p in zip(got, model.parameters()):
         np.testing.assert_allclose(g, p.grad.numpy(), rtol=1e-12, atol=1e-15)
+
+
+class _Detaching(nn.Module):
+    def __init__(self, how):
+        super().__init__()
+        self.a, self.b, self.how = nn.Linear(3, 3), nn.Linear(3, 3), how
+
+    def forward(self, x):
+        h = self.a(x)
+        cut = h.detach() if self.how == "detach" else h.data
+        return self.b(cut) * 2 + x
+
+
+@pytest.mark.parametrize("how", ["detach", "data"])
+@pytest.mark.parametrize("training_replay", [True, False])
+def test_detach_and_data_cut_the_graph_in_a_replay(how, training_replay):
+    model = _Detaching(how)
+    compiled = ember.compile(model)
+    compiled(ember.randn(2, 3))
+    (graph,) = compiled._compiled.graphs.values()
+    if not training_replay:
+        graph.whole = None
+    x = ember.randn(2, 3)
+    out = compiled(x)
+    assert isinstance(out.grad_fn, GraphNode) == training_replay
+    out.sum().backward()
+    assert model.a.weight.grad is None  # (eagerly too: the detached path takes none)
+    got = model.b.weight.grad.numpy().copy()
+    model.zero_grad()
+    model(x).sum().backward()
+    np.testing.assert_allclose(got, model.b.weight.grad.numpy(), rtol=1e-6)

@@ -6,7 +6,9 @@ and replay the graph on later calls.  docs/compile.md tells the story; the files
 - ``program.py``: capture (the jit tracer), guards, the compiled graph;
 - ``patterns.py``: known sequences of ops rewritten as one fused op (attention's scores);
 - ``replay.py``: the graph as one generated straight-line Python function;
-- ``graph_node.py``: the training replay, the graph on arrays under one autograd node;
+- ``graph_node.py``: the training replay, the graph on arrays under one autograd node
+  (its generated forward: ``training_forward.py``; whole-function calls inside it:
+  ``traced_calls.py``);
 - ``fusion.py``: finding fusable chains, the `FusedElementwise` op;
 - ``codegen.py``: the op table and the generated forward/backward kernels;
 - ``kernel_math.py``: the scalar functions those kernels call, per dtype;

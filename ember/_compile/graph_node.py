@@ -31,6 +31,9 @@ inputs, hooks on the inputs, parameters and outputs.  A second-order backward
 the first run started from, so that dropout draws the same masks) and differentiates
 that recorded copy.
 
+The generated forward is made in ``training_forward.py``; calls of whole functions
+(dropout, view) become the inner nodes of ``traced_calls.py``.
+
 A graph keeps the op-by-op replay when this could differ from eager code: an in-place
 op, a user's ``autograd.Function``, an op taking tensors in a list or as keywords, an
 output that is an input or a view (in-place writes to it must reach what it views), or
@@ -39,22 +42,20 @@ a graph on another device than the CPU.
 
 from __future__ import annotations
 
-import inspect
-
 import numpy as np
 
 from .._core.accumulate import edge_of
-from .._core.engine import _unshared, _validate, add_gradient, run_backward
-from .._core.function import DIFFERENTIABLE_DTYPES, _as_output, _new_object
+from .._core.engine import _unshared, _validate, add_gradient
+from .._core.function import DIFFERENTIABLE_DTYPES, _new_object
 from .._core.grad_mode import STATE, enable_grad
-from .._core.node import FREED, FREED_MESSAGE, Node, _raise_version_error, next_sequence_nr
-from .._core.tensor import Tensor, _make
+from .._core.node import Node, _raise_version_error, next_sequence_nr
+from .._core.tensor import _make
 from ..autograd import grad as autograd_grad
-from ..autograd.function import Function as UserFunction
 from ..jit._graph import ArrayOf, Literal, Sequence, sources
-from ..onnx._trace import Source, TracedFunction, flatten_tensors, is_array
-from ..ops import shape
+from ..onnx._trace import Source, TracedFunction
 from ..random import default_generator
+from .traced_calls import call_class, user_apply, writes_in_place
+from .training_forward import generate_forward
 
 
 class GraphNode(Node):
@@ -72,156 +73,6 @@ class GraphNode(Node):
     def _release(self) -> None:
         for inner in self._inner:
             inner._release()
-
-
-class _Island(Node):
-    """An inner node standing for a whole call of a function that the tracer keeps as
-    one record (dropout, which draws its mask outside any op): the call runs eagerly on
-    tensors wrapping the arrays, recording its ops, and its backward runs the engine
-    over what it recorded.  It keeps no tensor of the call: the result's arrays are
-    freed when the graph is done with them, as in eager code (held on, they kept later
-    ops from reusing that memory while it is in the caches: the GPT's layer norms took
-    95-101 us instead of 66-70)."""
-
-    # (the one node a call like dropout records may write over its incoming gradient)
-    _reuses_grad = True
-
-    @staticmethod
-    def backward(ctx, *grads):
-        if ctx._saved is FREED:
-            raise RuntimeError(FREED_MESSAGE)
-        if ctx._single is not None and len(grads) == 1:
-            return _run_single(ctx, ctx._single, grads[0])
-        roots, root_grads = [], []
-        for root, g in zip(ctx._roots, grads):
-            if root is not None and g is not None:
-                fn, nr, shape, dtype = root
-                # (a stand-in with the result's place in the recorded graph, and no memory)
-                t = _make(np.broadcast_to(np.zeros((), dtype), shape), True)
-                t._grad_fn, t._output_nr = fn, nr
-                roots.append(t)
-                root_grads.append(g)
-        sink = ctx._sink
-        sink.grads = ()
-        if roots:
-            run_backward(roots, root_grads, STATE.retain_graph, False)
-        got = sink.grads
-        return tuple(got[k] if k < len(got) else None for k in range(len(ctx._edges)))
-
-    def _release(self) -> None:
-        self._saved = FREED
-        self._roots = self._sink = self._single = None
-
-
-def _run_single(ctx: _Island, node: Node, grad) -> tuple:
-    """An island's backward when its call recorded one node, which reads only the
-    call's arguments (dropout): that node's backward, without a pass of the engine
-    (~50 us each for the GPT's dropouts)."""
-    if type(node)._reuses_grad:
-        node._owns_grad = ctx._owns_grad
-    result = type(node).backward(node, grad)
-    if type(result) is not tuple:
-        result = tuple(result) if isinstance(result, list) else (result,)
-    result = _validate(node, result)
-    if not STATE.retain_graph:
-        node._release()
-    got = [None] * len(ctx._edges)
-    for (child, k), g in zip(node._edges, result):
-        if child is not None:
-            got[k] = g
-    return tuple(got)
-
-
-def _single_node(outputs: list, sink) -> Node | None:
-    """The node a call recorded when it is the only one: its one output's grad_fn, every
-    edge of which leads to a distinct argument (or nowhere), with no hook on it."""
-    if len(outputs) != 1 or not outputs[0]._requires_grad or outputs[0]._view_info is not None:
-        return None
-    node = outputs[0]._grad_fn
-    if node is None or node is sink or node._hooks or node._prehooks:
-        return None
-    slots = [k for child, k in node._edges if child is not None]
-    if any(child is not None and child is not sink for child, _ in node._edges) or len(
-            slots) != len(set(slots)):
-        return None
-    return node
-
-
-class _Sink(Node):
-    """Where the gradients of an island's arguments arrive: the node its argument
-    tensors hang from (output k: argument k).  Made before the call, it runs last."""
-
-    _materialize_grads = False
-
-    @staticmethod
-    def backward(ctx, *grads):
-        ctx.grads = grads
-        return ()
-
-
-def _run_island(ctx, function, args: tuple, checks: tuple, needs: tuple, params: dict):
-    """Run a traced function's call on arrays (see `_Island`); its result arrays."""
-    sink = _new_object(_Sink)
-    sink._to_save = sink._saved = None
-    sink._edges = ()
-    sink._sequence_nr = next_sequence_nr()
-    metas, tensors = [], []
-    for k, (a, check, need) in enumerate(zip(args, checks, needs)):
-        if not is_array(a):
-            tensors.append(a)
-            metas.append(((), None))
-            continue
-        t = _make(a, need)
-        if need:
-            t._grad_fn, t._output_nr = sink, k
-        if check is not None:
-            t._version = check._version  # (an input's array: its writes count here too)
-        tensors.append(t)
-        metas.append((a.shape, a.dtype))
-    sink._out_meta = tuple(metas)
-    with enable_grad():
-        out = function(*tensors, **params)
-    outputs = flatten_tensors(out)
-    ctx._name = function.__name__
-    ctx._roots = [edge_of(t) + (t._data.shape, t._data.dtype) if t._requires_grad else None
-                  for t in outputs]
-    ctx._sink = sink
-    ctx._single = _single_node(outputs, sink)
-    ctx._saved = ()
-    arrays = [t._data for t in outputs]
-    return arrays[0] if len(arrays) == 1 else tuple(arrays)
-
-
-class _Reshaped(Node):
-    """An inner node standing for a traced call of flatten, view or reshape that only
-    changes the shape: its gradient is the incoming one seen with the input's shape."""
-
-    _is_view = True  # (its gradient is a view of the incoming one, as a view node's)
-
-    @staticmethod
-    def backward(ctx, grad):
-        node, nr = ctx._edges[0]
-        return (None if node is None else grad.reshape(node._out_meta[nr][0]),)
-
-
-def _run_reshaped(function, array, rest: tuple, params: dict):
-    """A traced flatten/view/reshape call on an array (nothing records: the tensor it
-    wraps does not require grad); the result's array, a view where eager code's is."""
-    return function(_make(array), *rest, **params)._data
-
-
-def _call_class(i: int, node, meta) -> type:
-    """The inner node class of traced function call `i`: `_Reshaped` for a shape change
-    of one tensor, else `_Island`."""
-    if (node.fn.function in _VIEWING and node.n_outputs == 1 and node.args
-            and isinstance(node.args[0], Source) and node.args[0].kind != "const"
-            and all(isinstance(a, Literal) for a in node.args[1:])
-            and all(isinstance(v, Literal) for v in node.params.values())):
-        (shape_in, dtype_in), (shape_out, dtype_out) = (meta(node.args[0]),
-                                                         meta(Source("op", (i, 0))))
-        if dtype_in == dtype_out and np.prod(shape_in) == np.prod(shape_out):
-            return _Reshaped
-    return _Island
 
 
 class _Meta:
@@ -242,9 +93,9 @@ def why_not_whole(graph, on_cpu: bool, input_grads: list, param_grads: dict) -> 
         return "not on the CPU"
     for node in graph.nodes:
         if issubclass(node.fn, TracedFunction):
-            if node.fn.function is _user_apply():
+            if node.fn.function is user_apply():
                 return "a user's autograd.Function"  # (it may write in place: mark_dirty)
-            if _writes_in_place(node):
+            if writes_in_place(node):
                 return "a function call writes in place"
         if node.fn._inplace and not _writes_a_buffer(node, input_grads, param_grads):
             return "an in-place op"
@@ -289,22 +140,6 @@ def _writes_a_buffer(node, input_grads: list, param_grads: dict) -> bool:
         return False
     needs = input_grads[target.ref] if target.kind == "input" else param_grads[target.ref]
     return not needs and all(not _sources(a) for a in node.args[1:])
-
-
-def _user_apply():
-    """The function behind ``autograd.Function.apply`` (how the tracer records a call of
-    a user's Function)."""
-    return UserFunction.apply.__func__
-
-
-def _writes_in_place(node) -> bool:
-    """Whether a whole-function call's ``inplace`` argument is set (dropout's)."""
-    names = list(inspect.signature(node.fn.function).parameters)
-    if "inplace" not in names:
-        return False
-    at = names.index("inplace")
-    spec = node.args[at] if at < len(node.args) else node.params.get("inplace")
-    return not (spec is None or isinstance(spec, Literal) and not spec.value)
 
 
 def _sources(spec) -> list:
@@ -370,13 +205,13 @@ class WholeGraph:
         self.output_slot = [self.slots.index(s.ref) for s in graph.outputs]
         self.node_out_meta = tuple(self.out_meta[i][nr] for i, nr in self.slots)
         self.wants_grad = any(self.slot_carries)
-        # the node class whose backward runs (a traced function call's: see `_call_class`)
-        self.classes = [_call_class(i, node, meta) if issubclass(node.fn, TracedFunction)
+        # the node class whose backward runs (a traced function call's: see `call_class`)
+        self.classes = [call_class(i, node, meta) if issubclass(node.fn, TracedFunction)
                         else node.fn for i, node in enumerate(nodes)]
         # per node, what its backward step reads (one tuple, unpacked in the hot loop)
         self.steps = [(cls, self.routes[i], self.out_meta[i], cls._reuses_grad,
                        cls._fresh_grads, cls._is_view) for i, cls in enumerate(self.classes)]
-        self._forward = _generate(graph, positions, self)
+        self._forward = generate_forward(graph, positions, self)
 
     # forward -------------------------------------------------------------------
 
@@ -495,198 +330,3 @@ class WholeGraph:
 def _non_differentiable(nodes: list, slot: tuple, array) -> bool:
     marked = nodes[slot[0]]._non_differentiable
     return marked is not None and any(array is m for m in marked)
-
-
-def _save(ctx, arrays: tuple, checks: tuple) -> None:
-    """Turn what `ctx`'s forward saved into saved entries, as recording does.  `arrays`
-    are its outputs' and arguments' arrays; `checks` says for each which tensor's
-    version an in-place write is checked against: the input, parameter or graph output
-    it is (or views), or None for an intermediate result, which no code outside reaches."""
-    saved = []
-    for item in ctx._to_save:
-        entry = None
-        if item is None or isinstance(item, Tensor):
-            entry = item if item is None else (item, item._data, item._version,
-                                               item._version.value, -1)
-        else:
-            for arr, check in zip(arrays, checks):
-                if arr is item:
-                    if check is not None:
-                        counter = check._version
-                        entry = (check if check._data is item else _make(item), item,
-                                 counter, counter.value, -1)
-                    break
-        if entry is None and item is not None:
-            entry = ((item, None, None, 0, -1) if type(item) in _SCALARS
-                     else (_make(_as_array(item)), item, None, 0, -1))
-        saved.append(entry)
-    ctx._to_save = None
-    ctx._saved = saved
-
-
-_SCALARS = frozenset({int, float, bool, complex, str})
-
-
-def _as_array(item):
-    return item if isinstance(item, np.ndarray) else np.asarray(item)
-
-
-def _generate(graph, positions: dict, plan: WholeGraph):
-    """The generated forward of `plan`: ``forward(X, P) -> (inner nodes, output tensors)``
-    (see the module docstring).  An op's result is dropped after its last reader, as
-    eager code drops it: the next results then reuse memory that is still in the caches."""
-    literals: list = []
-    scope = {"L": literals, "K": plan.classes, "E": plan.edges, "new": _new_object,
-             "nd": np.ndarray, "out1": _as_output, "outn": _outputs, "make": _make,
-             "save": _save, "island": _run_island, "reshaped": _run_reshaped,
-             "write": _write,
-             "FN": [getattr(node.fn, "function", None) for node in graph.nodes]}
-    slot_of = {s: k for k, s in enumerate(plan.slots)}
-    lines = ["def forward(X, P):"]
-    n_inputs = len(graph.input_shapes)
-    if n_inputs:
-        lines.append(f"    {', '.join(f'x{i}' for i in range(n_inputs))}, = X")
-        lines += [f"    a{i} = x{i}._data" for i in range(n_inputs)]
-    used = sorted({positions[s.ref] for node in graph.nodes for spec in
-                   list(node.args) + list(node.params.values())
-                   for s in _param_sources(spec)})
-    for j in used:
-        lines.append(f"    p{j} = P[{j}]; q{j} = p{j}._data")
-    lines.append("    C = []")
-
-    def literal(value) -> str:
-        for k, known in enumerate(literals):
-            if known is value:
-                return f"L[{k}]"
-        literals.append(value)
-        return f"L[{len(literals) - 1}]"
-
-    def array(spec) -> str:
-        if isinstance(spec, Literal):
-            return literal(spec.value)
-        if isinstance(spec, ArrayOf):
-            return array(spec.source)
-        if isinstance(spec, Sequence):  # (of arrays: `_array_sequence`)
-            items = [array(item) for item in spec.items]
-            return tuple_of(items) if spec.kind is tuple else f"[{', '.join(items)}]"
-        kind, ref = spec
-        if kind == "input":
-            return f"a{ref}"
-        if kind == "param":
-            return f"q{positions[ref]}"
-        if kind == "op":
-            return result(*ref)
-        return literal(ref)  # a constant: its array
-
-    def result(i: int, nr: int) -> str:
-        return f"o{i}" if graph.nodes[i].n_outputs == 1 else f"o{i}[{nr}]"
-
-    def check(spec) -> str:
-        """The tensor whose version a saved argument is checked against (see `_save`)."""
-        if isinstance(spec, Source):
-            if spec.kind == "input":
-                return f"x{spec.ref}"
-            if spec.kind == "param":
-                return f"p{positions[spec.ref]}"
-            if spec.kind == "op" and spec.ref in slot_of:
-                return f"T{slot_of[spec.ref]}"
-            if spec.kind == "op" and _may_view(graph.nodes[spec.ref[0]].fn):
-                return check(graph.nodes[spec.ref[0]].args[0])  # (a view shares its base's)
-        return "None"
-
-    def tuple_of(items: list) -> str:
-        return f"({', '.join(items)}{',' if len(items) == 1 else ''})"
-
-    dying = _last_reads(graph)
-    for i, node in enumerate(graph.nodes):
-        cls = plan.classes[i]
-        args = [array(a) for a in node.args]
-        params = [(k, array(v)) for k, v in node.params.items()]
-        lines.append(f"    c{i} = new(K[{i}]); c{i}._to_save = None; c{i}._saved = None; "
-                     f"c{i}._edges = E[{i}]; C.append(c{i})")
-        keywords = "{" + ", ".join(f"{k!r}: {v}" for k, v in params) + "}"
-        if cls is _Reshaped:
-            lines.append(f"    o{i} = reshaped(FN[{i}], {args[0]}, {tuple_of(args[1:])}, "
-                         f"{keywords})  # {node.fn.function.__name__}")
-        elif cls is _Island:
-            needs = [str(e[0] is not None) for e in plan.edges[i]]
-            lines.append(f"    o{i} = island(c{i}, FN[{i}], {tuple_of(args)}, "
-                         f"{tuple_of([check(a) for a in node.args])}, {tuple_of(needs)}, "
-                         f"{keywords})  # {node.fn.function.__name__}")
-        elif node.fn._inplace:  # (into an input or buffer: `_writes_a_buffer`)
-            call = ", ".join([f"c{i}"] + args + [f"{k}={v}" for k, v in params])
-            lines.append(f"    o{i} = write(K[{i}].forward({call}), {check(node.args[0])})"
-                         f"  # {node.fn.__name__}")
-            continue
-        else:
-            call = ", ".join([f"c{i}"] + args + [f"{k}={v}" for k, v in params])
-            lines.append(f"    o{i} = K[{i}].forward({call})  # {node.fn.__name__}")
-            if node.n_outputs == 1:
-                lines.append(f"    if type(o{i}) is not nd: o{i} = out1(c{i}, o{i})")
-            else:
-                lines.append(f"    o{i} = outn(c{i}, o{i})")
-        for nr in range(node.n_outputs):
-            if (i, nr) in slot_of:
-                lines.append(f"    T{slot_of[(i, nr)]} = make({result(i, nr)})")
-        if cls is node.fn:
-            outs = [result(i, nr) for nr in range(node.n_outputs)]
-            base = check(node.args[0]) if node.fn._is_view and node.args else "None"
-            own = [f"T{slot_of[(i, nr)]}" if (i, nr) in slot_of else base
-                   for nr in range(node.n_outputs)]
-            lines.append(f"    if c{i}._to_save is not None: save(c{i}, "
-                         f"{tuple_of(outs + args)}, "
-                         f"{tuple_of(own + [check(a) for a in node.args])})")
-        if dying.get(i):
-            lines.append(f"    del {', '.join(dying[i])}")
-    outputs = ", ".join(f"T{k}" for k in range(len(plan.slots)))
-    lines.append(f"    return C, [{outputs}]")
-    source = "\n".join(lines) + "\n"
-    exec(compile(source, "<ember.compile training replay>", "exec"), scope)
-    plan.source = source
-    return scope["forward"]
-
-
-def _write(result, target: Tensor):
-    """An in-place op's `result` written into `target`, whose version moves on (what
-    eager code does, without a node: nothing here needs a gradient); its array."""
-    data = target._data
-    if result is not data:
-        data[...] = result
-    target._version.value += 1
-    return data
-
-
-def _last_reads(graph) -> dict:
-    """Op index -> the op results (local names) nothing reads after it."""
-    last: dict = {}
-    for i, node in enumerate(graph.nodes):
-        last.setdefault(i, i)  # (a result nothing reads: dropped at once)
-        for spec in list(node.args) + list(node.params.values()):
-            for src in sources(spec):
-                if src.kind == "op":
-                    last[src.ref[0]] = i
-    dying: dict = {}
-    for j, i in last.items():
-        dying.setdefault(i, []).append(f"o{j}")
-    return dying
-
-
-def _may_view(fn) -> bool:
-    """Whether an op's output may be a view of its first argument that shares its version
-    counter (so that an in-place write to the base is seen by what saved the view)."""
-    if issubclass(fn, TracedFunction):
-        return fn.function in _VIEWING or fn.function is Tensor.detach
-    return fn._is_view
-
-
-_VIEWING = {shape.flatten, shape.view, shape.reshape}  # (shape changes: `_Reshaped`)
-
-
-def _outputs(ctx, out) -> tuple:
-    """A multi-output forward's results as a tuple of arrays."""
-    return tuple(o if type(o) is np.ndarray else _as_output(ctx, o) for o in out)
-
-
-def _param_sources(spec) -> list:
-    """The parameter Sources an argument spec reads (through ArrayOf too)."""
-    return [s for s in sources(spec) if s.kind == "param"]

@@ -1,0 +1,197 @@
+"""The generated forward of the training replay (graph_node.py): each op's
+``forward`` called on arrays, what it saved turned into saved entries, and each result
+dropped after its last reader.  `WholeGraph.source` holds the generated text."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._core.function import _as_output, _new_object
+from .._core.tensor import Tensor, _make
+from ..jit._graph import ArrayOf, Literal, Sequence, sources
+from ..onnx._trace import Source
+from .traced_calls import Island, Reshaped, may_view, run_island, run_reshaped
+
+
+def generate_forward(graph, positions: dict, plan):
+    """The generated forward of `plan` (a `WholeGraph`): ``forward(X, P) -> (inner nodes,
+    output tensors)``.  An op's result is dropped after its last reader, as eager code
+    drops it: the next results then reuse memory that is still in the caches."""
+    literals: list = []
+    scope = {"L": literals, "K": plan.classes, "E": plan.edges, "new": _new_object,
+             "nd": np.ndarray, "out1": _as_output, "outn": _outputs, "make": _make,
+             "save": _save, "island": run_island, "reshaped": run_reshaped,
+             "write": _write,
+             "FN": [getattr(node.fn, "function", None) for node in graph.nodes]}
+    slot_of = {s: k for k, s in enumerate(plan.slots)}
+    lines = ["def forward(X, P):"]
+    n_inputs = len(graph.input_shapes)
+    if n_inputs:
+        lines.append(f"    {', '.join(f'x{i}' for i in range(n_inputs))}, = X")
+        lines += [f"    a{i} = x{i}._data" for i in range(n_inputs)]
+    used = sorted({positions[s.ref] for node in graph.nodes for spec in
+                   list(node.args) + list(node.params.values())
+                   for s in _param_sources(spec)})
+    for j in used:
+        lines.append(f"    p{j} = P[{j}]; q{j} = p{j}._data")
+    lines.append("    C = []")
+
+    def literal(value) -> str:
+        for k, known in enumerate(literals):
+            if known is value:
+                return f"L[{k}]"
+        literals.append(value)
+        return f"L[{len(literals) - 1}]"
+
+    def array(spec) -> str:
+        if isinstance(spec, Literal):
+            return literal(spec.value)
+        if isinstance(spec, ArrayOf):
+            return array(spec.source)
+        if isinstance(spec, Sequence):  # (of arrays: `_array_sequence`)
+            items = [array(item) for item in spec.items]
+            return tuple_of(items) if spec.kind is tuple else f"[{', '.join(items)}]"
+        kind, ref = spec
+        if kind == "input":
+            return f"a{ref}"
+        if kind == "param":
+            return f"q{positions[ref]}"
+        if kind == "op":
+            return result(*ref)
+        return literal(ref)  # a constant: its array
+
+    def result(i: int, nr: int) -> str:
+        return f"o{i}" if graph.nodes[i].n_outputs == 1 else f"o{i}[{nr}]"
+
+    def check(spec) -> str:
+        """The tensor whose version a saved argument is checked against (see `_save`)."""
+        if isinstance(spec, Source):
+            if spec.kind == "input":
+                return f"x{spec.ref}"
+            if spec.kind == "param":
+                return f"p{positions[spec.ref]}"
+            if spec.kind == "op" and spec.ref in slot_of:
+                return f"T{slot_of[spec.ref]}"
+            if spec.kind == "op" and may_view(graph.nodes[spec.ref[0]].fn):
+                return check(graph.nodes[spec.ref[0]].args[0])  # (a view shares its base's)
+        return "None"
+
+    def tuple_of(items: list) -> str:
+        return f"({', '.join(items)}{',' if len(items) == 1 else ''})"
+
+    dying = _last_reads(graph)
+    for i, node in enumerate(graph.nodes):
+        cls = plan.classes[i]
+        args = [array(a) for a in node.args]
+        params = [(k, array(v)) for k, v in node.params.items()]
+        lines.append(f"    c{i} = new(K[{i}]); c{i}._to_save = None; c{i}._saved = None; "
+                     f"c{i}._edges = E[{i}]; C.append(c{i})")
+        keywords = "{" + ", ".join(f"{k!r}: {v}" for k, v in params) + "}"
+        if cls is Reshaped:
+            lines.append(f"    o{i} = reshaped(FN[{i}], {args[0]}, {tuple_of(args[1:])}, "
+                         f"{keywords})  # {node.fn.function.__name__}")
+        elif cls is Island:
+            needs = [str(e[0] is not None) for e in plan.edges[i]]
+            lines.append(f"    o{i} = island(c{i}, FN[{i}], {tuple_of(args)}, "
+                         f"{tuple_of([check(a) for a in node.args])}, {tuple_of(needs)}, "
+                         f"{keywords})  # {node.fn.function.__name__}")
+        elif node.fn._inplace:  # (into an input or buffer: `_writes_a_buffer`)
+            call = ", ".join([f"c{i}"] + args + [f"{k}={v}" for k, v in params])
+            lines.append(f"    o{i} = write(K[{i}].forward({call}), {check(node.args[0])})"
+                         f"  # {node.fn.__name__}")
+            continue
+        else:
+            call = ", ".join([f"c{i}"] + args + [f"{k}={v}" for k, v in params])
+            lines.append(f"    o{i} = K[{i}].forward({call})  # {node.fn.__name__}")
+            if node.n_outputs == 1:
+                lines.append(f"    if type(o{i}) is not nd: o{i} = out1(c{i}, o{i})")
+            else:
+                lines.append(f"    o{i} = outn(c{i}, o{i})")
+        for nr in range(node.n_outputs):
+            if (i, nr) in slot_of:
+                lines.append(f"    T{slot_of[(i, nr)]} = make({result(i, nr)})")
+        if cls is node.fn:
+            outs = [result(i, nr) for nr in range(node.n_outputs)]
+            base = check(node.args[0]) if node.fn._is_view and node.args else "None"
+            own = [f"T{slot_of[(i, nr)]}" if (i, nr) in slot_of else base
+                   for nr in range(node.n_outputs)]
+            lines.append(f"    if c{i}._to_save is not None: save(c{i}, "
+                         f"{tuple_of(outs + args)}, "
+                         f"{tuple_of(own + [check(a) for a in node.args])})")
+        if dying.get(i):
+            lines.append(f"    del {', '.join(dying[i])}")
+    outputs = ", ".join(f"T{k}" for k in range(len(plan.slots)))
+    lines.append(f"    return C, [{outputs}]")
+    source = "\n".join(lines) + "\n"
+    exec(compile(source, "<ember.compile training replay>", "exec"), scope)
+    plan.source = source
+    return scope["forward"]
+
+
+def _save(ctx, arrays: tuple, checks: tuple) -> None:
+    """Turn what `ctx`'s forward saved into saved entries, as recording does.  `arrays`
+    are its outputs' and arguments' arrays; `checks` says for each which tensor's
+    version an in-place write is checked against: the input, parameter or graph output
+    it is (or views), or None for an intermediate result, which no code outside reaches."""
+    saved = []
+    for item in ctx._to_save:
+        entry = None
+        if item is None or isinstance(item, Tensor):
+            entry = item if item is None else (item, item._data, item._version,
+                                               item._version.value, -1)
+        else:
+            for arr, check in zip(arrays, checks):
+                if arr is item:
+                    if check is not None:
+                        counter = check._version
+                        entry = (check if check._data is item else _make(item), item,
+                                 counter, counter.value, -1)
+                    break
+        if entry is None and item is not None:
+            entry = ((item, None, None, 0, -1) if type(item) in _SCALARS
+                     else (_make(_as_array(item)), item, None, 0, -1))
+        saved.append(entry)
+    ctx._to_save = None
+    ctx._saved = saved
+
+
+_SCALARS = frozenset({int, float, bool, complex, str})
+
+
+def _as_array(item):
+    return item if isinstance(item, np.ndarray) else np.asarray(item)
+
+
+def _write(result, target: Tensor):
+    """An in-place op's `result` written into `target`, whose version moves on (what
+    eager code does, without a node: nothing here needs a gradient); its array."""
+    data = target._data
+    if result is not data:
+        data[...] = result
+    target._version.value += 1
+    return data
+
+
+def _last_reads(graph) -> dict:
+    """Op index -> the op results (local names) nothing reads after it."""
+    last: dict = {}
+    for i, node in enumerate(graph.nodes):
+        last.setdefault(i, i)  # (a result nothing reads: dropped at once)
+        for spec in list(node.args) + list(node.params.values()):
+            for src in sources(spec):
+                if src.kind == "op":
+                    last[src.ref[0]] = i
+    dying: dict = {}
+    for j, i in last.items():
+        dying.setdefault(i, []).append(f"o{j}")
+    return dying
+
+
+def _outputs(ctx, out) -> tuple:
+    """A multi-output forward's results as a tuple of arrays."""
+    return tuple(o if type(o) is np.ndarray else _as_output(ctx, o) for o in out)
+
+
+def _param_sources(spec) -> list:
+    """The parameter Sources an argument spec reads (through ArrayOf too)."""
+    return [s for s in sources(spec) if s.kind == "param"]

@@ -52,6 +52,9 @@ class CompiledFunction:
             self.captures += 1
             returned, graph = program.capture(self.fn, args, *self._names(), tensors,
                                               fuse=self.fuse)
+            if not isinstance(graph, str) and self._reassigned(tensors):
+                graph = ("it assigns new tensors to parameters or buffers (self.buf = ...), "
+                         "which a replay would not do")
             if isinstance(graph, str):
                 if self.fullgraph:
                     raise RuntimeError(f"ember.compile(fullgraph=True): {graph}")
@@ -71,6 +74,14 @@ class CompiledFunction:
         named.update((k, v) for k, v in self.module.named_buffers(remove_duplicate=False)
                      if v is not None)
         return named, {id(m): name for name, m in self.module.named_modules()}
+
+    def _reassigned(self, before: list) -> bool:
+        """Whether the captured call replaced a parameter or buffer of the module."""
+        if self.module is None:
+            return False
+        after, _ = program.module_state(self.module)
+        return after is None or len(after) != len(before) or any(
+            a is not b for a, b in zip(after, before))
 
     def _eager(self, reason: str, args: tuple, kwargs: dict):
         return self.fn(*args, **kwargs)

@@ -254,3 +254,23 @@ def test_grad_mode_blocks_inside_forward_are_replayed(training_replay):
         loss, tracked = compiled(x)
         assert tracked.requires_grad and not loss.requires_grad
     assert "with enable_grad()" in list(compiled._compiled.graphs.values())[-1].describe()
+
+
+def test_a_buffer_assigned_anew_in_forward_runs_eagerly():
+    class Running(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("average", ember.zeros(3))
+
+        def forward(self, x):
+            self.average = self.average * 0.5 + x.mean(0)  # a new tensor, not in place
+            return x - self.average
+
+    model, twin = Running(), Running()
+    compiled = ember.compile(twin)
+    x = ember.ones(2, 3)
+    with pytest.warns(RuntimeWarning, match="assigns new tensors"):
+        np.testing.assert_allclose(compiled(x).numpy(), model(x).numpy())
+    for _ in range(2):  # (a replay would return x - 1 and leave the average at 1 each time)
+        np.testing.assert_allclose(compiled(x).numpy(), model(x).numpy())
+    np.testing.assert_allclose(twin.average.numpy(), [1.75, 1.75, 1.75])

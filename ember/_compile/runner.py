@@ -12,6 +12,7 @@ from . import program
 RECOMPILE_LIMIT = 8  # signatures per compiled object; past it new ones run eagerly
 
 _ALL: weakref.WeakSet = weakref.WeakSet()  # every CompiledFunction, for `reset`
+_PLAIN = (int, float, bool, str, type(None))
 
 
 class CompiledFunction:
@@ -50,11 +51,15 @@ class CompiledFunction:
                 return self._eager(f"more than {RECOMPILE_LIMIT} signatures were compiled",
                                    args, kwargs)
             self.captures += 1
+            before = self._plain_attributes()
             returned, graph = program.capture(self.fn, args, *self._names(), tensors,
                                               fuse=self.fuse)
             if not isinstance(graph, str) and self._reassigned(tensors):
                 graph = ("it assigns new tensors to parameters or buffers (self.buf = ...), "
                          "which a replay would not do")
+            elif not isinstance(graph, str) and self._plain_attributes() != before:
+                graph = ("it changes a module's attributes (self.calls += 1), which a replay "
+                         "would not do")
             if isinstance(graph, str):
                 if self.fullgraph:
                     raise RuntimeError(f"ember.compile(fullgraph=True): {graph}")
@@ -74,6 +79,13 @@ class CompiledFunction:
         named.update((k, v) for k, v in self.module.named_buffers(remove_duplicate=False)
                      if v is not None)
         return named, {id(m): name for name, m in self.module.named_modules()}
+
+    def _plain_attributes(self) -> list:
+        """Each submodule's attributes that are plain numbers, strings or None."""
+        if self.module is None:
+            return []
+        return [{k: v for k, v in m.__dict__.items() if type(v) in _PLAIN}
+                for _, m in self.module.named_modules()]
 
     def _reassigned(self, before: list) -> bool:
         """Whether the captured call replaced a parameter or buffer of the module."""

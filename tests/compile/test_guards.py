@@ -274,3 +274,23 @@ def test_a_buffer_assigned_anew_in_forward_runs_eagerly():
     for _ in range(2):  # (a replay would return x - 1 and leave the average at 1 each time)
         np.testing.assert_allclose(compiled(x).numpy(), model(x).numpy())
     np.testing.assert_allclose(twin.average.numpy(), [1.75, 1.75, 1.75])
+
+
+def test_a_forward_that_changes_module_attributes_runs_eagerly():
+    class Counting(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin, self.calls = nn.Linear(2, 2), 0
+
+        def forward(self, x):
+            self.calls += 1
+            return self.lin(x) * self.calls
+
+    model = Counting()
+    compiled = ember.compile(model)
+    x = ember.ones(1, 2)
+    with pytest.warns(RuntimeWarning, match="changes a module's attributes"):
+        compiled(x)
+    first = model.lin(x).detach().numpy()
+    np.testing.assert_allclose(compiled(x).detach().numpy(), 2 * first, rtol=1e-6)
+    assert model.calls == 2

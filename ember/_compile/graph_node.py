@@ -54,7 +54,7 @@ from ..autograd import grad as autograd_grad
 from ..jit._graph import ArrayOf, Literal, Sequence, sources
 from ..onnx._trace import Source, TracedFunction
 from ..random import default_generator
-from .traced_calls import call_class, user_apply, writes_in_place
+from .traced_calls import call_class, cuts_graph, user_apply, writes_in_place
 from .training_forward import generate_forward
 
 
@@ -175,7 +175,7 @@ class WholeGraph:
             routes, edges = [], []
             for spec in node.args:
                 route, edge = None, (None, 0)
-                if not node.grad:  # (run under no_grad in the model: no gradient flows)
+                if not node.grad or cuts_graph(node.fn):  # (no_grad, detach: none flows)
                     pass
                 elif isinstance(spec, Source) and spec.kind == "op":
                     j, nr = spec.ref

@@ -51,9 +51,9 @@ class Island(Node):
         roots, root_grads = [], []
         for root, g in zip(ctx._roots, grads):
             if root is not None and g is not None:
-                fn, nr, shape, dtype = root
+                fn, nr, size, dtype = root
                 # (a stand-in with the result's place in the recorded graph, and no memory)
-                t = _make(np.broadcast_to(np.zeros((), dtype), shape), True)
+                t = _make(np.broadcast_to(np.zeros((), dtype), size), True)
                 t._grad_fn, t._output_nr = fn, nr
                 roots.append(t)
                 root_grads.append(g)
@@ -194,6 +194,12 @@ def writes_in_place(node) -> bool:
     at = names.index("inplace")
     spec = node.args[at] if at < len(node.args) else node.params.get("inplace")
     return not (spec is None or isinstance(spec, Literal) and not spec.value)
+
+
+def cuts_graph(fn) -> bool:
+    """Whether an op is a traced ``detach()`` or ``.data`` (no gradient flows through)."""
+    return issubclass(fn, TracedFunction) and fn.function in (Tensor.detach,
+                                                              Tensor.data.fget)
 
 
 def may_view(fn) -> bool:

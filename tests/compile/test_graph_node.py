@@ -318,3 +318,12 @@ def test_detach_and_data_cut_the_graph_in_a_replay(how, training_replay):
     model.zero_grad()
     model(x).sum().backward()
     np.testing.assert_allclose(got, model.b.weight.grad.numpy(), rtol=1e-6)
+
+
+def test_a_result_computed_from_detached_values_needs_no_grad():
+    compiled = ember.compile(_With(lambda lin, x: (lin(x).detach() * 2, lin(x)), 3))
+    x = ember.randn(2, 3)
+    compiled(x)
+    frozen, live = compiled(x)
+    assert not frozen.requires_grad and frozen.grad_fn is None  # (as eagerly)
+    assert isinstance(live.grad_fn, GraphNode)

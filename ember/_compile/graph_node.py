@@ -99,6 +99,8 @@ def why_not_whole(graph, on_cpu: bool, input_grads: list, param_grads: dict) -> 
                 return "a function call writes in place"
         if node.fn._inplace and not _writes_a_buffer(node, input_grads, param_grads):
             return "an in-place op"
+        if node.fn._marks_outputs:
+            return "an op with an output that takes no gradient (nextafter, slogdet's sign)"
         if not all(_array_sequence(a) for a in list(node.args) + list(node.params.values())
                    if isinstance(a, Sequence)):
             return "an op takes tensors in a list"

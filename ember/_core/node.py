@@ -154,6 +154,10 @@ class Node:
     _reuses_grad = False
     _owns_grad = False
     _is_view = False
+    # A built-in op whose forward marks an output of a float dtype non-differentiable
+    # (ember.compile's training replay, which knows outputs' gradients ahead of the
+    # forward, leaves graphs holding one to the op-by-op replay).
+    _marks_outputs = False
     _may_hand_over = False  # _fresh_grads or _is_view: one lookup per node for the engine
 
     def name(self) -> str:

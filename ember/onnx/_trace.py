@@ -87,6 +87,7 @@ class TracedFunction:
 
     _inplace = False
     _is_view = False
+    _marks_outputs = False
     function = None
 
 

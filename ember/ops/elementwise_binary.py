@@ -232,6 +232,8 @@ def frexp(input: Tensor):
 class NextAfter(Function):
     """The next representable float after x towards y (no gradient)."""
 
+    _marks_outputs = True
+
     @staticmethod
     def forward(ctx, x, y):
         out = xp_of(x).nextafter(x, y)

@@ -167,6 +167,7 @@ def det(A: Tensor) -> Tensor:
 
 class Slogdet(Function):
     _name = "LinalgSlogdetBackward0"
+    _marks_outputs = True  # (the sign)
 
     @staticmethod
     def forward(ctx, A):

@@ -95,6 +95,8 @@ class Reshape(Function):
 class ViewDtype(Function):
     """``view(dtype)``: the same bytes read as another dtype (no gradient, as in PyTorch)."""
 
+    _marks_outputs = True
+
     @staticmethod
     def forward(ctx, x, np_dtype):
         out = x.view(np_dtype)

@@ -327,3 +327,12 @@ def test_a_result_computed_from_detached_values_needs_no_grad():
     frozen, live = compiled(x)
     assert not frozen.requires_grad and frozen.grad_fn is None  # (as eagerly)
     assert isinstance(live.grad_fn, GraphNode)
+
+
+def test_an_op_with_an_output_that_takes_no_gradient_keeps_the_op_by_op_replay():
+    compiled = ember.compile(_With(lambda lin, x: ember.nextafter(lin(x), x) * 2, 3))
+    x = ember.randn(2, 3)
+    compiled(x)
+    (graph,) = compiled._compiled.graphs.values()
+    assert graph.whole is None and "no gradient" in graph.eager_training
+    assert not compiled(x).requires_grad  # (as eagerly)

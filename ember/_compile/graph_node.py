@@ -34,10 +34,12 @@ that recorded copy.
 The generated forward is made in ``training_forward.py``; calls of whole functions
 (dropout, view) become the inner nodes of ``traced_calls.py``.
 
-A graph keeps the op-by-op replay when this could differ from eager code: an in-place
-op, a user's ``autograd.Function``, an op taking tensors in a list or as keywords, an
-output that is an input or a view (in-place writes to it must reach what it views), or
-a graph on another device than the CPU.
+A graph keeps the op-by-op replay when this could differ from eager code (`why_not_whole`
+names the reason): an in-place op other than into a buffer, a user's
+``autograd.Function``, an op taking tensors in a list or as keywords, an output that is
+or views an input or parameter (in-place writes to it must reach what it views), or a
+graph on another device than the CPU.  Outputs that view a result of the graph share
+its version counter (``training_forward.py``).
 """
 
 from __future__ import annotations
@@ -54,7 +56,8 @@ from ..autograd import grad as autograd_grad
 from ..jit._graph import ArrayOf, Literal, Sequence, sources
 from ..onnx._trace import Source, TracedFunction
 from ..random import default_generator
-from .traced_calls import call_class, cuts_graph, user_apply, writes_in_place
+from .traced_calls import (call_class, cuts_graph, may_view, user_apply, view_base,
+                           writes_in_place)
 from .training_forward import generate_forward
 
 
@@ -110,8 +113,10 @@ def why_not_whole(graph, on_cpu: bool, input_grads: list, param_grads: dict) -> 
         if not (isinstance(spec, Source) and spec.kind == "op"):
             return "an output is not made by an op of the graph"
         fn = graph.nodes[spec.ref[0]].fn
-        if fn._is_view or issubclass(fn, TracedFunction):
-            return "an output may be a view"
+        if issubclass(fn, TracedFunction) and not may_view(fn):
+            return "an output is a function call's (it may return its argument)"
+        if view_base(graph, spec).kind != "op":
+            return "an output is a view of an input or parameter"
     return None
 
 

@@ -211,3 +211,14 @@ def may_view(fn) -> bool:
 
 
 _VIEWING = {shape.flatten, shape.view, shape.reshape}  # (shape changes: `Reshaped`)
+
+
+def view_base(graph, spec):
+    """The Source whose memory op output `spec` views, following view ops back (`spec`
+    itself when it is no view)."""
+    while isinstance(spec, Source) and spec.kind == "op":
+        node = graph.nodes[spec.ref[0]]
+        if not (may_view(node.fn) and node.args and isinstance(node.args[0], Source)):
+            break
+        spec = node.args[0]
+    return spec

@@ -10,7 +10,7 @@ from .._core.function import _as_output, _new_object
 from .._core.tensor import Tensor, _make
 from ..jit._graph import ArrayOf, Literal, Sequence, sources
 from ..onnx._trace import Source
-from .traced_calls import Island, Reshaped, may_view, run_island, run_reshaped
+from .traced_calls import Island, Reshaped, run_island, run_reshaped, view_base
 
 
 def generate_forward(graph, positions: dict, plan):
@@ -24,6 +24,13 @@ def generate_forward(graph, positions: dict, plan):
              "write": _write,
              "FN": [getattr(node.fn, "function", None) for node in graph.nodes]}
     slot_of = {s: k for k, s in enumerate(plan.slots)}
+    # Every output that is, or views, one op result shares the first one's version
+    # counter, and what saved that result or a view of it is checked against it: an
+    # in-place write into an output is seen there, as eagerly (a view shares its base's).
+    shared = {}  # base op result -> the first output slot that is or views it
+    for k, ref in enumerate(plan.slots):
+        shared.setdefault(view_base(graph, Source("op", ref)).ref, k)
+
     lines = ["def forward(X, P):"]
     n_inputs = len(graph.input_shapes)
     if n_inputs:
@@ -35,6 +42,11 @@ def generate_forward(graph, positions: dict, plan):
     for j in used:
         lines.append(f"    p{j} = P[{j}]; q{j} = p{j}._data")
     lines.append("    C = []")
+    for k, ref in enumerate(plan.slots):  # (made first: saved entries check their counters)
+        lines.append(f"    T{k} = make(None)")
+        owner = shared[view_base(graph, Source("op", ref)).ref]
+        if owner != k:
+            lines.append(f"    T{k}._version = T{owner}._version")
 
     def literal(value) -> str:
         for k, known in enumerate(literals):
@@ -66,14 +78,14 @@ def generate_forward(graph, positions: dict, plan):
     def check(spec) -> str:
         """The tensor whose version a saved argument is checked against (see `_save`)."""
         if isinstance(spec, Source):
+            if spec.kind == "op":
+                spec = view_base(graph, spec)
+                if spec.kind == "op":
+                    return f"T{shared[spec.ref]}" if spec.ref in shared else "None"
             if spec.kind == "input":
                 return f"x{spec.ref}"
             if spec.kind == "param":
                 return f"p{positions[spec.ref]}"
-            if spec.kind == "op" and spec.ref in slot_of:
-                return f"T{slot_of[spec.ref]}"
-            if spec.kind == "op" and may_view(graph.nodes[spec.ref[0]].fn):
-                return check(graph.nodes[spec.ref[0]].args[0])  # (a view shares its base's)
         return "None"
 
     def tuple_of(items: list) -> str:
@@ -109,12 +121,10 @@ def generate_forward(graph, positions: dict, plan):
                 lines.append(f"    o{i} = outn(c{i}, o{i})")
         for nr in range(node.n_outputs):
             if (i, nr) in slot_of:
-                lines.append(f"    T{slot_of[(i, nr)]} = make({result(i, nr)})")
+                lines.append(f"    T{slot_of[(i, nr)]}._data = {result(i, nr)}")
         if cls is node.fn:
             outs = [result(i, nr) for nr in range(node.n_outputs)]
-            base = check(node.args[0]) if node.fn._is_view and node.args else "None"
-            own = [f"T{slot_of[(i, nr)]}" if (i, nr) in slot_of else base
-                   for nr in range(node.n_outputs)]
+            own = [check(Source("op", (i, nr))) for nr in range(node.n_outputs)]
             lines.append(f"    if c{i}._to_save is not None: save(c{i}, "
                          f"{tuple_of(outs + args)}, "
                          f"{tuple_of(own + [check(a) for a in node.args])})")

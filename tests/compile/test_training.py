@@ -8,6 +8,7 @@ import pytest
 import ember
 import ember.nn as nn
 import ember.nn.functional as F
+from ember._compile.graph_node import GraphNode
 from ember._compile.program import CompiledGraph
 from ember.ops import _native as native
 
@@ -229,3 +230,61 @@ def test_a_resnet_with_in_place_relus_and_residual_adds_trains_like_eager():
     for p, q in zip(twin.parameters(), model.parameters()):
         np.testing.assert_allclose(p.detach().numpy(), q.detach().numpy(), rtol=1e-4,
                                    atol=1e-6)
+
+
+_MODELS = {  # name -> (model, one batch of inputs): standard layers through the training replay
+    "conv-bn-pool": (lambda: nn.Sequential(nn.Conv2d(2, 4, 3), nn.BatchNorm2d(4), nn.ReLU(),
+                                           nn.MaxPool2d(2), nn.Flatten(), nn.Linear(36, 3)),
+                     lambda r: (r(2, 2, 8, 8),)),
+    "lstm": (lambda: nn.LSTM(4, 5, 2), lambda r: (r(6, 3, 4),)),
+    "gru": (lambda: nn.GRU(4, 5), lambda r: (r(6, 3, 4),)),
+    "attention": (lambda: nn.MultiheadAttention(8, 2, batch_first=True),
+                  lambda r: (r(2, 5, 8), r(2, 5, 8), r(2, 5, 8))),
+    "transformer-layer": (lambda: nn.TransformerEncoderLayer(8, 2, 16, dropout=0.1,
+                                                             batch_first=True),
+                          lambda r: (r(2, 5, 8),)),
+    "groupnorm-silu-pool": (lambda: nn.Sequential(nn.Conv2d(2, 4, 3, padding=1),
+                                                  nn.GroupNorm(2, 4), nn.SiLU(),
+                                                  nn.AdaptiveAvgPool2d(1), nn.Flatten()),
+                            lambda r: (r(2, 2, 6, 6),)),
+    "conv-transpose": (lambda: nn.Sequential(nn.ConvTranspose2d(2, 3, 3, stride=2), nn.Tanh()),
+                       lambda r: (r(2, 2, 4, 4),)),
+    "dropout2d-instancenorm": (lambda: nn.Sequential(nn.Conv2d(2, 4, 3),
+                                                     nn.InstanceNorm2d(4, affine=True),
+                                                     nn.Dropout2d(0.3), nn.ReLU()),
+                               lambda r: (r(2, 2, 6, 6),)),
+    "prelu-layernorm": (lambda: nn.Sequential(nn.Linear(4, 6), nn.PReLU(), nn.LayerNorm(6),
+                                              nn.Linear(6, 2)),
+                        lambda r: (r(3, 4),)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_MODELS))
+def test_standard_layers_train_through_the_training_replay_like_eager(name):
+    make, batch = _MODELS[name]
+    ember.manual_seed(0)
+    model = make()
+    twin = copy.deepcopy(model)
+    compiled = ember.compile(twin)
+    rng = np.random.default_rng(0)
+
+    def tensor(*shape):
+        return ember.tensor(rng.standard_normal(shape).astype(np.float32))
+
+    optimizers = [ember.optim.SGD(m.parameters(), lr=0.05) for m in (model, twin)]
+    for step in range(3):
+        inputs = batch(tensor)
+        losses = []
+        for run, opt in zip((model, compiled), optimizers):
+            ember.manual_seed(step)  # (the same dropout masks)
+            out = run(*inputs)
+            out = out[0] if isinstance(out, tuple) else out
+            loss = out.pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            losses.append(loss.item())
+        np.testing.assert_allclose(losses[1], losses[0], rtol=1e-5, atol=1e-6)
+    assert isinstance(out.grad_fn, GraphNode)
+    for p, q in zip(model.parameters(), twin.parameters()):
+        np.testing.assert_allclose(q.detach().numpy(), p.detach().numpy(), rtol=1e-4, atol=1e-5)

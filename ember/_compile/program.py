@@ -29,12 +29,11 @@ import numpy as np
 
 from .._core.grad_mode import PROCESS, STATE
 from .._core.tensor import Tensor
-from ..jit._graph import ArrayOf, Graph, Literal, Node, Sequence
+from ..jit._graph import ArrayOf, Graph, Literal, Node, Sequence, _fill
 from ..jit._script_module import _JitTracer, _record
 from ..nn.modules._hooks import any_hooks
 from ..onnx._trace import Source, flatten_tensors
 from ..ops import _native as native
-from ..jit._graph import _fill
 from ..random import default_generator
 from .fusion import FusedElementwise, find_chains
 from .graph_node import WholeGraph, why_not_whole

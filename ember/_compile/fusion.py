@@ -155,7 +155,7 @@ class FusedElementwise(Function):
                 or not (native.enabled() and native.is_cpu_array(g, *arrays))):
             # create_graph (a backward that can be differentiated again), numba off or
             # another device: the member ops' own backwards
-            return _recorded_backward(chain, leaves, grad, create_graph=STATE.enabled)
+            return _recorded_backward(chain, leaves, grad, STATE.enabled, ctx.needs_input_grad)
         full = [chain.pool.take(chain.shape, g.dtype) for _ in arrays]
         if chain.kernel.ndim is None:
             done = chain.kernel.backward(_flat(g), [_flat(x) for x in arrays],
@@ -166,7 +166,7 @@ class FusedElementwise(Function):
                                          full)
             grads = [_sum_to(f, x.shape) for f, x in zip(full, arrays)]
         if not done:
-            return _recorded_backward(chain, leaves, grad, create_graph=False)
+            return _recorded_backward(chain, leaves, grad, False, ctx.needs_input_grad)
         return tuple(_make(g) if edge[0] is not None else None
                      for g, edge in zip(grads, ctx._edges))
 
@@ -212,10 +212,20 @@ def run_members(members, leaves: list):
     return values[-1]
 
 
-def _recorded_backward(chain: Chain, leaves: tuple, grad, create_graph: bool):
+def _recorded_backward(chain: Chain, leaves: tuple, grad, create_graph: bool,
+                       needs: tuple) -> tuple:
+    """The gradients of the leaves that `needs` through the member ops: recorded on the
+    saved leaves themselves when the backward is (create_graph), else on detached
+    copies (a saved leaf need not require grad: the training replay saves plain
+    tensors, graph_node.py)."""
+    if not create_graph:
+        leaves = tuple(x.detach().requires_grad_() if need else x
+                       for x, need in zip(leaves, needs))
+    wanted = [need and x.requires_grad for x, need in zip(leaves, needs)]
+    if not any(wanted):
+        return (None,) * len(leaves)
     with enable_grad():
         out = run_members(chain.kernel.members, list(leaves))
-        wanted = [x for x in leaves if x.requires_grad]
-        got = iter(autograd_grad(out, wanted, grad, create_graph=create_graph,
-                                 allow_unused=True))
-    return tuple(next(got) if x.requires_grad else None for x in leaves)
+        got = iter(autograd_grad(out, [x for x, w in zip(leaves, wanted) if w], grad,
+                                 create_graph=create_graph, allow_unused=True))
+    return tuple(next(got) if w else None for w in wanted)

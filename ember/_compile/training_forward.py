@@ -153,9 +153,10 @@ def _save(ctx, arrays: tuple, checks: tuple) -> None:
             for arr, check in zip(arrays, checks):
                 if arr is item:
                     if check is not None:
+                        # (a tensor of its own: the output itself would make a cycle,
+                        # output -> graph node -> this entry -> output)
                         counter = check._version
-                        entry = (check if check._data is item else _make(item), item,
-                                 counter, counter.value, -1)
+                        entry = (_make(item), item, counter, counter.value, -1)
                     break
         if entry is None and item is not None:
             entry = ((item, None, None, 0, -1) if type(item) in _SCALARS

@@ -8,6 +8,7 @@ import ember
 import ember.nn as nn
 import ember.nn.functional as F
 from ember._compile.graph_node import GraphNode
+from ember.ops import _native as native
 
 
 class Net(nn.Module):
@@ -362,3 +363,36 @@ def test_outputs_that_view_a_result_share_its_version_checks():
         turned.mul_(2.0)
         with pytest.raises(RuntimeError, match="modified by an inplace operation"):
             flat.sum().backward()
+
+
+def test_a_step_is_freed_by_reference_counting_even_when_an_output_is_saved():
+    import gc
+    import weakref
+
+    model, compiled, x = _pair(p=0.5)  # (its sigmoid saves the graph's output; dropout)
+    gc.collect()
+    gc.disable()
+    try:
+        refs = []
+        for _ in range(3):
+            out = compiled(x)
+            refs.append((weakref.ref(out), weakref.ref(out.grad_fn)))
+            out.sum().backward(retain_graph=True)  # (saved entries kept alive by the node)
+            del out
+        assert all(r() is None for pair in refs for r in pair)
+    finally:
+        gc.enable()
+
+
+@pytest.mark.skipif(not native.enabled(), reason="fusion needs numba")
+def test_a_fused_chain_on_a_result_of_the_graph_differentiates_its_members_without_numba():
+    module = _With(lambda lin, x: (lin(x) * 2.0 + 1.0).tanh() * lin(x), 3)
+    compiled = ember.compile(module)
+    x = ember.randn(4, 3)
+    compiled(x)  # (captured with numba on: the chain is one fused op)
+    (graph,) = compiled._compiled.graphs.values()
+    assert graph.chains and graph.whole is not None
+    (want,) = ember.autograd.grad(module(x).sum(), [module.lin.weight])
+    with native.use_numba(False):  # the fused op's backward runs its member ops
+        (got,) = ember.autograd.grad(compiled(x).sum(), [module.lin.weight])
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-5, atol=1e-6)

@@ -159,12 +159,22 @@ def capture(fn, args: tuple, named: dict, module_names: dict, tensors: list,
     if tracer.outside_grad:
         return returned, ("it uses a tensor that requires grad but is neither an argument "
                           "nor a parameter or buffer of the module")
+    if any(_hooked(t) for rec in trace.records for t in rec.outputs):
+        return returned, ("it registers hooks on tensors it computes (register_hook, "
+                          "retain_grad), which a replay would not")
     random = not np.array_equal(rng_before, default_generator.get_state()._data)
     try:
         return returned, CompiledGraph(trace, returned, named, tensors, fuse, random,
                                        grad_enabled)
     except UnsupportedGraphError as exc:
         return returned, str(exc)
+
+
+def _hooked(t: Tensor) -> bool:
+    """Whether the call registered a hook on `t` or on its node (or retained its grad)."""
+    node = t._grad_fn
+    return node is not None and bool(node._tensor_prehooks or node._retained
+                                     or node._hooks or node._prehooks)
 
 
 def signature(args: tuple, state: tuple):

@@ -294,3 +294,31 @@ def test_a_forward_that_changes_module_attributes_runs_eagerly():
     first = model.lin(x).detach().numpy()
     np.testing.assert_allclose(compiled(x).detach().numpy(), 2 * first, rtol=1e-6)
     assert model.calls == 2
+
+
+@pytest.mark.parametrize("how", ["register_hook", "retain_grad"])
+def test_hooks_on_tensors_computed_in_forward_run_eagerly(how):
+    class Hooked(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a, self.b = nn.Linear(3, 3), nn.Linear(3, 1)
+
+        def forward(self, x):
+            h = self.a(x)
+            if how == "register_hook":
+                h.register_hook(lambda g: g * 0)  # (a replay would skip it)
+            else:
+                h.retain_grad()
+                self.kept = h
+            return self.b(h)
+
+    model = Hooked()
+    compiled = ember.compile(model)
+    x = ember.randn(2, 3)
+    with pytest.warns(RuntimeWarning, match="registers hooks"):
+        compiled(x)
+    compiled(x).sum().backward()
+    if how == "register_hook":
+        assert float(model.a.weight.grad.abs().sum()) == 0.0  # (as eagerly)
+    else:
+        assert model.kept.grad is not None and model.kept.grad.shape == (2, 3)

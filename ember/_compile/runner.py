@@ -13,6 +13,7 @@ RECOMPILE_LIMIT = 8  # signatures per compiled object; past it new ones run eage
 
 _ALL: weakref.WeakSet = weakref.WeakSet()  # every CompiledFunction, for `reset`
 _PLAIN = (int, float, bool, str, type(None))
+_CONTAINERS = (list, dict, set)
 
 
 class CompiledFunction:
@@ -58,8 +59,8 @@ class CompiledFunction:
                 graph = ("it assigns new tensors to parameters or buffers (self.buf = ...), "
                          "which a replay would not do")
             elif not isinstance(graph, str) and self._plain_attributes() != before:
-                graph = ("it changes a module's attributes (self.calls += 1), which a replay "
-                         "would not do")
+                graph = ("it changes a module's attributes (self.calls += 1, "
+                         "self.outputs.append(h)), which a replay would not do")
             if isinstance(graph, str):
                 if self.fullgraph:
                     raise RuntimeError(f"ember.compile(fullgraph=True): {graph}")
@@ -81,10 +82,12 @@ class CompiledFunction:
         return named, {id(m): name for name, m in self.module.named_modules()}
 
     def _plain_attributes(self) -> list:
-        """Each submodule's attributes that are plain numbers, strings or None."""
+        """Each submodule's attributes that are plain numbers, strings or None, and the
+        lengths of its lists, dicts and sets (``self.outputs.append(h)``)."""
         if self.module is None:
             return []
-        return [{k: v for k, v in m.__dict__.items() if type(v) in _PLAIN}
+        return [{k: (type(v), len(v)) if type(v) in _CONTAINERS else v
+                 for k, v in m.__dict__.items() if type(v) in _PLAIN or type(v) in _CONTAINERS}
                 for _, m in self.module.named_modules()]
 
     def _reassigned(self, before: list) -> bool:

@@ -322,3 +322,22 @@ def test_hooks_on_tensors_computed_in_forward_run_eagerly(how):
         assert float(model.a.weight.grad.abs().sum()) == 0.0  # (as eagerly)
     else:
         assert model.kept.grad is not None and model.kept.grad.shape == (2, 3)
+
+
+def test_a_forward_that_appends_to_a_module_list_runs_eagerly():
+    class Recording(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin, self.seen = nn.Linear(2, 2), []
+
+        def forward(self, x):
+            h = self.lin(x)
+            self.seen.append(h.detach())
+            return h
+
+    model = Recording()
+    compiled = ember.compile(model)
+    with pytest.warns(RuntimeWarning, match="changes a module's attributes"):
+        compiled(ember.ones(1, 2))
+    compiled(ember.ones(1, 2))
+    assert len(model.seen) == 2

@@ -35,7 +35,8 @@ The generated forward is made in ``training_forward.py``; calls of whole functio
 (dropout, view) become the inner nodes of ``traced_calls.py``.
 
 A graph keeps the op-by-op replay when this could differ from eager code (`why_not_whole`
-names the reason): an in-place op other than into a buffer, a user's
+names the reason): an in-place op into a view or through one (other in-place ops, into
+results or buffers, are replayed: ``training_forward.py``), a user's
 ``autograd.Function``, an op taking tensors in a list or as keywords, an output that is
 or views an input or parameter (in-place writes to it must reach what it views), or a
 graph on another device than the CPU.  Outputs that view a result of the graph share
@@ -94,13 +95,14 @@ def why_not_whole(graph, on_cpu: bool, input_grads: list, param_grads: dict) -> 
     of batches.)"""
     if not on_cpu:
         return "not on the CPU"
-    for node in graph.nodes:
+    for i, node in enumerate(graph.nodes):
         if issubclass(node.fn, TracedFunction):
             if node.fn.function is user_apply():
                 return "a user's autograd.Function"  # (it may write in place: mark_dirty)
             if writes_in_place(node):
                 return "a function call writes in place"
-        if node.fn._inplace and not _writes_a_buffer(node, input_grads, param_grads):
+        if node.fn._inplace and not (_writes_a_buffer(node, input_grads, param_grads)
+                                     or _writes_a_result(graph, i)):
             return "an in-place op"
         if node.fn._marks_outputs:
             return "an op with an output that takes no gradient (nextafter, slogdet's sign)"
@@ -118,6 +120,29 @@ def why_not_whole(graph, on_cpu: bool, input_grads: list, param_grads: dict) -> 
         if view_base(graph, spec).kind != "op":
             return "an output is a view of an input or parameter"
     return None
+
+
+def _writes_a_result(graph, i: int) -> bool:
+    """Whether in-place op `i` writes into a result of the graph (or into another in-place
+    op's, ReLU after ``out += x``) that nothing views and that no op reads after the
+    write under an older name: then the graph says what eager code does (a write into a
+    view, or through one, would need eager code's rebasing of views)."""
+    target = graph.nodes[i].args[0] if graph.nodes[i].args else None
+    if not (isinstance(target, Source) and target.kind == "op"):
+        return False
+    base = view_base(graph, target)
+    if base.kind != "op":
+        return False
+    for j, node in enumerate(graph.nodes):
+        for spec in list(node.args) + list(node.params.values()):
+            for src in sources(spec):
+                if src.kind != "op" or view_base(graph, src) != base:
+                    continue
+                if may_view(node.fn):
+                    return False  # (a view of that memory)
+                if j > i and src.ref[0] < i:
+                    return False  # (its old value read after the write)
+    return True
 
 
 def _written(node) -> list:

@@ -214,11 +214,12 @@ _VIEWING = {shape.flatten, shape.view, shape.reshape}  # (shape changes: `Reshap
 
 
 def view_base(graph, spec):
-    """The Source whose memory op output `spec` views, following view ops back (`spec`
-    itself when it is no view)."""
+    """The Source whose memory op output `spec` is, following view ops and in-place ops
+    back to what they view or wrote into (`spec` itself when it is neither)."""
     while isinstance(spec, Source) and spec.kind == "op":
         node = graph.nodes[spec.ref[0]]
-        if not (may_view(node.fn) and node.args and isinstance(node.args[0], Source)):
+        if not ((may_view(node.fn) or node.fn._inplace) and node.args
+                and isinstance(node.args[0], Source)):
             break
         spec = node.args[0]
     return spec

@@ -21,7 +21,7 @@ def generate_forward(graph, positions: dict, plan):
     scope = {"L": literals, "K": plan.classes, "E": plan.edges, "new": _new_object,
              "nd": np.ndarray, "out1": _as_output, "outn": _outputs, "make": _make,
              "save": _save, "island": run_island, "reshaped": run_reshaped,
-             "write": _write,
+             "write": _write, "write_result": _write_result,
              "FN": [getattr(node.fn, "function", None) for node in graph.nodes]}
     slot_of = {s: k for k, s in enumerate(plan.slots)}
     # Every output that is, or views, one op result shares the first one's version
@@ -30,6 +30,13 @@ def generate_forward(graph, positions: dict, plan):
     shared = {}  # base op result -> the first output slot that is or views it
     for k, ref in enumerate(plan.slots):
         shared.setdefault(view_base(graph, Source("op", ref)).ref, k)
+    # the tensor whose version counter stands for a base: an output's, or, for a result
+    # that an in-place op writes into, one of its own (V), bumped by the write
+    counters = {base: f"T{k}" for base, k in shared.items()}
+    for node in graph.nodes:
+        target = node.args[0] if node.fn._inplace and node.args else None
+        if isinstance(target, Source) and target.kind == "op":
+            counters.setdefault(view_base(graph, target).ref, f"V{len(counters)}")
 
     lines = ["def forward(X, P):"]
     n_inputs = len(graph.input_shapes)
@@ -47,6 +54,9 @@ def generate_forward(graph, positions: dict, plan):
         owner = shared[view_base(graph, Source("op", ref)).ref]
         if owner != k:
             lines.append(f"    T{k}._version = T{owner}._version")
+    for name in counters.values():
+        if name.startswith("V"):
+            lines.append(f"    {name} = make(None)")
 
     def literal(value) -> str:
         for k, known in enumerate(literals):
@@ -81,7 +91,7 @@ def generate_forward(graph, positions: dict, plan):
             if spec.kind == "op":
                 spec = view_base(graph, spec)
                 if spec.kind == "op":
-                    return f"T{shared[spec.ref]}" if spec.ref in shared else "None"
+                    return counters.get(spec.ref, "None")
             if spec.kind == "input":
                 return f"x{spec.ref}"
             if spec.kind == "param":
@@ -107,10 +117,21 @@ def generate_forward(graph, positions: dict, plan):
             lines.append(f"    o{i} = island(c{i}, FN[{i}], {tuple_of(args)}, "
                          f"{tuple_of([check(a) for a in node.args])}, {tuple_of(needs)}, "
                          f"{keywords})  # {node.fn.function.__name__}")
-        elif node.fn._inplace:  # (into an input or buffer: `_writes_a_buffer`)
+        elif node.fn._inplace and node.args[0].kind != "op":  # (into an input or buffer)
             call = ", ".join([f"c{i}"] + args + [f"{k}={v}" for k, v in params])
             lines.append(f"    o{i} = write(K[{i}].forward({call}), {check(node.args[0])})"
                          f"  # {node.fn.__name__}")
+            continue
+        elif node.fn._inplace:  # (into a result of the graph: `_writes_a_result`)
+            call = ", ".join([f"c{i}"] + args + [f"{k}={v}" for k, v in params])
+            checks = [check(Source("op", (i, 0)))] + [check(a) for a in node.args]
+            lines.append(f"    o{i} = write_result(c{i}, K[{i}].forward({call}), {args[0]}, "
+                         f"{check(node.args[0])}, {tuple_of([args[0]] + args)}, "
+                         f"{tuple_of(checks)})  # {node.fn.__name__}")
+            if (i, 0) in slot_of:
+                lines.append(f"    T{slot_of[(i, 0)]}._data = o{i}")
+            if dying.get(i):
+                lines.append(f"    del {', '.join(dying[i])}")
             continue
         else:
             call = ", ".join([f"c{i}"] + args + [f"{k}={v}" for k, v in params])
@@ -180,6 +201,25 @@ def _write(result, target: Tensor):
     if result is not data:
         data[...] = result
     target._version.value += 1
+    return data
+
+
+def _write_result(ctx, result, data, counter: Tensor, arrays: tuple, checks: tuple):
+    """An in-place op's `result` written into `data`, an array of the graph's results,
+    as eager code writes it: what the op saved of its input's old value is copied first,
+    what it saved of its result is the written array, and `counter` (the version of that
+    memory) moves on, so that whatever saved the old value raises in backward."""
+    items = ctx._to_save
+    if items is not None:
+        # (as eager code's write_inplace: the result saved is the written array, the input
+        # saved is its old value)
+        ctx._to_save = tuple(data if item is result else data.copy() if item is data else item
+                             for item in items)
+    if result is not data:
+        data[...] = result
+    counter._version.value += 1
+    if items is not None:
+        _save(ctx, arrays, checks)
     return data
 
 

@@ -194,10 +194,15 @@ class _Twice(ember.autograd.Function):
         return g * 2
 
 
+def _write_through_a_view(h):
+    h[:, 0].mul_(2.0)  # (eager code rebases the view's base: the op-by-op replay does too)
+    return h
+
+
 def test_graphs_that_keep_the_op_by_op_replay():
     cases = {
         "a user's autograd.Function": lambda lin, x: _Twice.apply(lin(x)),
-        "an in-place op": lambda lin, x: F.relu(lin(x), inplace=True) * 2,
+        "an in-place op": lambda lin, x: _write_through_a_view(lin(x)) * 2,
         "an output is a view of an input or parameter": lambda lin, x: (lin.weight.t(),
                                                                         lin(x)),
     }
@@ -396,3 +401,40 @@ def test_a_fused_chain_on_a_result_of_the_graph_differentiates_its_members_witho
     with native.use_numba(False):  # the fused op's backward runs its member ops
         (got,) = ember.autograd.grad(compiled(x).sum(), [module.lin.weight])
     np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_in_place_ops_on_results_train_like_eager_and_check_what_was_saved():
+    def fn(lin, x):
+        h = lin(x)
+        y = F.relu(h, inplace=True)      # into a result nothing else read
+        z = y * 0.5
+        z += x                           # into a result, with another operand
+        return F.relu(z, inplace=True)   # into an in-place op's result
+
+    module = _With(fn, 3)
+    compiled = ember.compile(module)
+    x = ember.randn(4, 3, requires_grad=True)
+    compiled(x)
+    (graph,) = compiled._compiled.graphs.values()
+    assert graph.whole is not None
+    out = compiled(x)
+    assert isinstance(out.grad_fn, GraphNode)
+    got = ember.autograd.grad(out.sum(), [x, module.lin.weight])
+    ref = module(x)
+    np.testing.assert_allclose(out.detach().numpy(), ref.detach().numpy(), rtol=1e-6)
+    for g, w in zip(got, ember.autograd.grad(ref.sum(), [x, module.lin.weight])):
+        np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=1e-6)
+
+    def saved_then_written(lin, x):
+        h = lin(x)
+        y = h * x                        # Mul saves h
+        return F.relu(h, inplace=True) + y
+
+    module = _With(saved_then_written, 3)
+    compiled = ember.compile(module)
+    compiled(x)
+    (graph,) = compiled._compiled.graphs.values()
+    assert graph.whole is not None
+    for run in (module, compiled):       # eager code raises in backward: so does the replay
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            run(x).sum().backward()

@@ -57,7 +57,7 @@ from ..autograd import grad as autograd_grad
 from ..jit._graph import ArrayOf, Literal, Sequence, sources
 from ..onnx._trace import Source, TracedFunction
 from ..random import default_generator
-from .traced_calls import (call_class, cuts_graph, may_view, user_apply, view_base,
+from .traced_calls import (USER_APPLY, call_class, cuts_graph, may_view, view_base,
                            writes_in_place)
 from .training_forward import generate_forward
 
@@ -91,13 +91,13 @@ class _Meta:
 
 def why_not_whole(graph, on_cpu: bool, input_grads: list, param_grads: dict) -> str | None:
     """Why `graph` must keep the op-by-op replay for training, or None.  (An in-place op
-    may only write into an input or buffer that needs no gradient: batch norm's count
-    of batches.)"""
+    may write into an input or buffer that needs no gradient, batch norm's count of
+    batches, or into a result of the graph that nothing views: `_writes_a_result`.)"""
     if not on_cpu:
         return "not on the CPU"
     for i, node in enumerate(graph.nodes):
         if issubclass(node.fn, TracedFunction):
-            if node.fn.function is user_apply():
+            if node.fn.function is USER_APPLY:
                 return "a user's autograd.Function"  # (it may write in place: mark_dirty)
             if writes_in_place(node):
                 return "a function call writes in place"
@@ -109,7 +109,7 @@ def why_not_whole(graph, on_cpu: bool, input_grads: list, param_grads: dict) -> 
         if not all(_array_sequence(a) for a in list(node.args) + list(node.params.values())
                    if isinstance(a, Sequence)):
             return "an op takes tensors in a list"
-        if any(_sources(v) for v in node.params.values()):
+        if any(_tensor_argument(v) for v in node.params.values()):
             return "an op takes a tensor as a keyword"
     for spec in graph.outputs:
         if not (isinstance(spec, Source) and spec.kind == "op"):
@@ -171,12 +171,13 @@ def _writes_a_buffer(node, input_grads: list, param_grads: dict) -> bool:
     if not (isinstance(target, Source) and target.kind in ("input", "param")):
         return False
     needs = input_grads[target.ref] if target.kind == "input" else param_grads[target.ref]
-    return not needs and all(not _sources(a) for a in node.args[1:])
+    return not needs and not any(_tensor_argument(a) for a in node.args[1:])
 
 
-def _sources(spec) -> list:
-    # (an ArrayOf is an array argument: no gradient flows through it)
-    return [spec] if isinstance(spec, Source) and spec.kind != "const" else []
+def _tensor_argument(spec) -> bool:
+    """Whether an argument spec is a tensor of the graph (an ArrayOf is an array argument,
+    through which no gradient flows; a constant is a constant)."""
+    return isinstance(spec, Source) and spec.kind != "const"
 
 
 class WholeGraph:
@@ -257,14 +258,13 @@ class WholeGraph:
         node._saved = None
         node._plan = self
         node._inner = inner
-        ext = [inputs[k] if kind == "input" else tensors[k] for kind, k in self.externals]
+        ext = _pick(inputs, tensors, self.externals)
         node._edges = tuple(edge_of(t) for t in ext)
         node._out_meta = self.node_out_meta
         node._sequence_nr = next_sequence_nr()
         node._start = (inputs, tensors, [t._version.value for t in ext], state)
         for k, t in enumerate(outputs):
-            if self.slot_carries[k] and not _non_differentiable(inner, self.slots[k],
-                                                                  t._data):
+            if self.slot_carries[k]:  # (no op of the graph marks a float output: why_not_whole)
                 t._grad_fn = node
                 t._output_nr = k
                 t._requires_grad = True
@@ -332,14 +332,14 @@ class WholeGraph:
         """create_graph=True: replay the graph op by op with recording (from the random
         state the forward started from) and differentiate that copy."""
         inputs, tensors, versions, state = node._start
-        ext = [inputs[k] if kind == "input" else tensors[k] for kind, k in self.externals]
+        ext = _pick(inputs, tensors, self.externals)
         for t, version in zip(ext, versions):
             if t._version.value != version:
                 _raise_version_error(t._data.shape, t._data.dtype, "", t._version.value,
                                      version)
         # (the copy must not update batch norm's statistics a second time)
-        written = [(t, t._data.copy(), t._version.value) for t in
-                   (inputs[k] if kind == "input" else tensors[k] for kind, k in self.written)]
+        written = [(t, t._data.copy(), t._version.value)
+                   for t in _pick(inputs, tensors, self.written)]
         with enable_grad():
             if state is not None:
                 now = self.generator.get_state()
@@ -359,6 +359,6 @@ class WholeGraph:
             return tuple(None if g is None else g.clone() for g in got)
 
 
-def _non_differentiable(nodes: list, slot: tuple, array) -> bool:
-    marked = nodes[slot[0]]._non_differentiable
-    return marked is not None and any(array is m for m in marked)
+def _pick(inputs: list, tensors: list, keys: list) -> list:
+    """The call's tensors named by `keys`: ("input", k) or ("param", position)."""
+    return [inputs[k] if kind == "input" else tensors[k] for kind, k in keys]

@@ -180,12 +180,6 @@ def call_class(i: int, node, meta) -> type:
     return Island
 
 
-def user_apply():
-    """The function behind ``autograd.Function.apply`` (how the tracer records a call of
-    a user's Function)."""
-    return UserFunction.apply.__func__
-
-
 def writes_in_place(node) -> bool:
     """Whether a whole-function call's ``inplace`` argument is set (dropout's)."""
     names = list(inspect.signature(node.fn.function).parameters)
@@ -211,6 +205,9 @@ def may_view(fn) -> bool:
 
 
 _VIEWING = {shape.flatten, shape.view, shape.reshape}  # (shape changes: `Reshaped`)
+# the function behind ``autograd.Function.apply``: how the tracer records a call of a
+# user's Function
+USER_APPLY = UserFunction.apply.__func__
 
 
 def view_base(graph, spec):

@@ -21,7 +21,7 @@ def generate_forward(graph, positions: dict, plan):
     scope = {"L": literals, "K": plan.classes, "E": plan.edges, "new": _new_object,
              "nd": np.ndarray, "out1": _as_output, "outn": _outputs, "make": _make,
              "save": _save, "island": run_island, "reshaped": run_reshaped,
-             "write": _write, "write_result": _write_result,
+             "write": _write,
              "FN": [getattr(node.fn, "function", None) for node in graph.nodes]}
     slot_of = {s: k for k, s in enumerate(plan.slots)}
     # Every output that is, or views, one op result shares the first one's version
@@ -117,22 +117,12 @@ def generate_forward(graph, positions: dict, plan):
             lines.append(f"    o{i} = island(c{i}, FN[{i}], {tuple_of(args)}, "
                          f"{tuple_of([check(a) for a in node.args])}, {tuple_of(needs)}, "
                          f"{keywords})  # {node.fn.function.__name__}")
-        elif node.fn._inplace and node.args[0].kind != "op":  # (into an input or buffer)
-            call = ", ".join([f"c{i}"] + args + [f"{k}={v}" for k, v in params])
-            lines.append(f"    o{i} = write(K[{i}].forward({call}), {check(node.args[0])})"
-                         f"  # {node.fn.__name__}")
-            continue
-        elif node.fn._inplace:  # (into a result of the graph: `_writes_a_result`)
+        elif node.fn._inplace:  # (into a buffer, or a result of the graph: why_not_whole)
             call = ", ".join([f"c{i}"] + args + [f"{k}={v}" for k, v in params])
             checks = [check(Source("op", (i, 0)))] + [check(a) for a in node.args]
-            lines.append(f"    o{i} = write_result(c{i}, K[{i}].forward({call}), {args[0]}, "
-                         f"{check(node.args[0])}, {tuple_of([args[0]] + args)}, "
-                         f"{tuple_of(checks)})  # {node.fn.__name__}")
-            if (i, 0) in slot_of:
-                lines.append(f"    T{slot_of[(i, 0)]}._data = o{i}")
-            if dying.get(i):
-                lines.append(f"    del {', '.join(dying[i])}")
-            continue
+            lines.append(f"    o{i} = write(c{i}, K[{i}].forward({call}), "
+                         f"{tuple_of([args[0]] + args)}, {tuple_of(checks)})"
+                         f"  # {node.fn.__name__}")
         else:
             call = ", ".join([f"c{i}"] + args + [f"{k}={v}" for k, v in params])
             lines.append(f"    o{i} = K[{i}].forward({call})  # {node.fn.__name__}")
@@ -143,7 +133,7 @@ def generate_forward(graph, positions: dict, plan):
         for nr in range(node.n_outputs):
             if (i, nr) in slot_of:
                 lines.append(f"    T{slot_of[(i, nr)]}._data = {result(i, nr)}")
-        if cls is node.fn:
+        if cls is node.fn and not node.fn._inplace:  # (`_write` saved an in-place op's)
             outs = [result(i, nr) for nr in range(node.n_outputs)]
             own = [check(Source("op", (i, nr))) for nr in range(node.n_outputs)]
             lines.append(f"    if c{i}._to_save is not None: save(c{i}, "
@@ -194,21 +184,13 @@ def _as_array(item):
     return item if isinstance(item, np.ndarray) else np.asarray(item)
 
 
-def _write(result, target: Tensor):
-    """An in-place op's `result` written into `target`, whose version moves on (what
-    eager code does, without a node: nothing here needs a gradient); its array."""
-    data = target._data
-    if result is not data:
-        data[...] = result
-    target._version.value += 1
-    return data
-
-
-def _write_result(ctx, result, data, counter: Tensor, arrays: tuple, checks: tuple):
-    """An in-place op's `result` written into `data`, an array of the graph's results,
-    as eager code writes it: what the op saved of its input's old value is copied first,
-    what it saved of its result is the written array, and `counter` (the version of that
-    memory) moves on, so that whatever saved the old value raises in backward."""
+def _write(ctx, result, arrays: tuple, checks: tuple):
+    """An in-place op's `result` written into its target, ``arrays[0]`` (a buffer, or an
+    array of the graph's results), as eager code writes it: what the op saved of the
+    target's old value is copied first, what it saved of its result is the written
+    array, and the version of that memory, ``checks[0]``'s, moves on, so that whatever
+    saved the old value raises in backward.  Returns the target's array."""
+    data = arrays[0]
     items = ctx._to_save
     if items is not None:
         # (as eager code's write_inplace: the result saved is the written array, the input
@@ -217,7 +199,7 @@ def _write_result(ctx, result, data, counter: Tensor, arrays: tuple, checks: tup
                              for item in items)
     if result is not data:
         data[...] = result
-    counter._version.value += 1
+    checks[0]._version.value += 1
     if items is not None:
         _save(ctx, arrays, checks)
     return data

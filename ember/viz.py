@@ -134,7 +134,8 @@ def make_dot(var, params: dict | None = None, show_attrs: bool = False,
             if key in seen:
                 continue
             seen.add(key)
-            label = node.name()
+            # (a leaf's node is drawn by its class name, as torchviz draws it)
+            label = "AccumulateGrad" if isinstance(node, AccumulateGrad) else node.name()
             if isinstance(node, AccumulateGrad):
                 leaf_key = str(id(node.variable))
                 add_leaf(node.variable, leaf_key)

@@ -25,7 +25,7 @@ class AccumulateGrad(Node):
         self._sequence_nr = 2 ** 62  # leaves run as soon as they are ready
 
     def name(self) -> str:
-        return "AccumulateGrad"
+        return "torch::autograd::AccumulateGrad"  # (PyTorch's name for it, namespace too)
 
     def _attach(self, value: Tensor, output_nr: int) -> Tensor:
         if value is self.variable:

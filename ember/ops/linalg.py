@@ -527,7 +527,10 @@ class AddProduct(Function):
     _fresh_grads = True  # (input's gradient may be `grad` itself: the engine checks)
 
     @staticmethod
-    def forward(ctx, input, a, b, kind, beta, alpha):
+    def forward(ctx, input, a, b, kind="addmm", beta=1, alpha=1):
+        # (ember's calls pass the scalars as keywords, so that the node's edges are its
+        # three tensors', as PyTorch's AddmmBackward0 has three next_functions; traces
+        # saved before that pass them by position, and still load)
         ctx.kind, ctx.beta, ctx.alpha = kind, beta, alpha
         ctx._name = _ADD_NAMES[kind]
         ctx.save_for_backward(a, b)
@@ -604,7 +607,7 @@ def _usual_addmm(input, a, b) -> bool:
 
 def _add_product(kind: str, input, a, b, beta, alpha, inplace: bool = False) -> Tensor:
     if kind == "addmm" and not inplace and _usual_addmm(input, a, b):
-        return AddProduct.apply(input, a, b, kind, beta, alpha)
+        return AddProduct.apply(input, a, b, kind=kind, beta=beta, alpha=alpha)
     _check_tensor(kind, input, a, b)
     dims = {"addmm": (2, 2), "addmv": (2, 1), "addr": (1, 1), "baddbmm": (3, 3),
             "addbmm": (3, 3)}[kind]
@@ -659,7 +662,7 @@ def _add_product(kind: str, input, a, b, beta, alpha, inplace: bool = False) -> 
     if a._data.dtype.kind in "iu":  # integer tensors take the scalars as integers (truncated)
         beta, alpha = int(beta), int(alpha)
     cls = AddProductInplace if inplace else AddProduct
-    return cls.apply(input, a, b, kind, beta, alpha)
+    return cls.apply(input, a, b, kind=kind, beta=beta, alpha=alpha)
 
 
 def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta=1, alpha=1) -> Tensor:

@@ -76,3 +76,31 @@ def test_inplace_write_after_save_is_still_caught():
     a.mul_(2)
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         b.sum().backward()
+
+
+def test_transpose_and_relu_backward_on_arrays_match_the_recorded_forms():
+    """t()'s and relu's backward skip Function.apply when nothing records; a recorded
+    backward (create_graph) still goes through it, and both give the same gradients."""
+    from ember.autograd import gradgradcheck
+
+    w = ember.randn(5, 3, dtype=ember.float64, requires_grad=True)
+    x = ember.randn(4, 3, dtype=ember.float64)
+    out = (x @ w.t()).relu() * ember.arange(20.0, dtype=ember.float64).reshape(4, 5)
+    (gw,) = ember.autograd.grad(out.sum(), w)
+    (gw2,) = ember.autograd.grad((x @ w.t()).relu().mul(
+        ember.arange(20.0, dtype=ember.float64).reshape(4, 5)).sum(), w, create_graph=True)
+    expected = ((x.numpy() @ w.detach().numpy().T > 0) * np.arange(20.0).reshape(4, 5)).T \
+        @ x.numpy()
+    np.testing.assert_allclose(gw.numpy(), expected)
+    np.testing.assert_allclose(gw2.detach().numpy(), expected)
+    assert gw2.requires_grad and not gw.requires_grad
+    assert gradgradcheck(lambda a: (x @ a.t()).relu().pow(2).sum(), (w,))
+
+
+def test_transpose_backward_on_arrays_never_hands_the_callers_gradient_to_a_leaf():
+    g = ember.randn(2, 3)
+    a = ember.randn(3, 2, requires_grad=True)
+    a.t().backward(g)  # t()'s backward returns a view of g: the leaf must copy it
+    np.testing.assert_array_equal(a.grad.numpy(), g.numpy().T)
+    g.mul_(0)
+    assert np.abs(a.grad.numpy()).sum() > 0

@@ -59,7 +59,7 @@ def test_classic_style_values_and_node():
     assert y.requires_grad and not y.is_leaf
     assert y.grad_fn.name() == "SquareBackward" and isinstance(y.grad_fn, Square)
     ((node, nr),) = y.grad_fn.next_functions
-    assert node.name() == "AccumulateGrad" and node.variable is x and nr == 0
+    assert node.name() == "torch::autograd::AccumulateGrad" and node.variable is x and nr == 0
     y.sum().backward()
     assert x.grad.tolist() == [2.0, 4.0, 6.0]
 

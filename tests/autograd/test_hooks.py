@@ -184,7 +184,7 @@ def test_next_functions_and_accumulate_grad():
     y = x * c
     assert y.grad_fn.name() == "MulBackward0"
     (acc, nr), (none, none_nr) = y.grad_fn.next_functions
-    assert acc.name() == "AccumulateGrad" and acc.variable is x and nr == 0
+    assert acc.name() == "torch::autograd::AccumulateGrad" and acc.variable is x and nr == 0
     assert none is None and none_nr == 0
     assert acc.next_functions == ()
     z = y * y

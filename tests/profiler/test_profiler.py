@@ -46,7 +46,7 @@ def _graph_nodes(root):
             continue
         seen.add(id(node))
         stack.extend(child for child, _ in node.next_functions)
-        if node.name() == "AccumulateGrad":
+        if node.name() == "torch::autograd::AccumulateGrad":
             continue
         names[node.name()] = names.get(node.name(), 0) + 1
         cls = op_name(type(node))

@@ -43,7 +43,7 @@ def convert_matmul(c: Call) -> None:
 
 def convert_add_product(c: Call) -> None:
     """``beta * input + alpha * product(a, b)``."""
-    kind, beta, alpha = c.arg(3), c.arg(4), c.arg(5)
+    kind, beta, alpha = c.get(3, "kind"), c.get(4, "beta"), c.get(5, "alpha")
     a, b = c.input(1), None
     dtype = c.out_dtype()
     if kind == "addmm":

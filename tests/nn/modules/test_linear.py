@@ -207,3 +207,43 @@ def test_mlp_gradients_match_torch():
     assert_close(loss, ref.item(), check_dtype=False)
     for (name, p), (_, q) in zip(ours.named_parameters(), theirs.named_parameters()):
         assert_close(p.grad, q.grad.numpy(), msg=name)
+
+
+def test_linear_graph_has_pytorchs_edges():
+    """AddmmBackward0 has one edge per tensor (bias, input, weight.t()), as in PyTorch:
+    its scalars are not inputs of the graph."""
+    m = nn.Linear(3, 2)
+    y = m(ember.randn(4, 3))
+    fns = y.grad_fn.next_functions
+    assert [None if f is None else f.name() for f, _ in fns] == [
+        "torch::autograd::AccumulateGrad", None, "TBackward0"]
+    assert fns[0][0].variable is m.bias
+    assert fns[2][0].next_functions[0][0].variable is m.weight
+    y = ember.addmm(ember.randn(2, requires_grad=True), ember.randn(4, 3),
+                    ember.randn(3, 2, requires_grad=True), beta=0.5, alpha=2.0)
+    assert len(y.grad_fn.next_functions) == 3
+
+
+def test_linear_graph_edges_match_pytorch():
+    torch = pytest.importorskip("torch")
+    names = []
+    for lib in (ember, torch):
+        y = lib.nn.Linear(3, 2)(lib.randn(4, 3))
+        names.append([None if f is None else f.name() for f, _ in y.grad_fn.next_functions])
+    assert names[0] == names[1]
+
+
+def test_addmm_node_called_with_positional_scalars_still_differentiates():
+    """Traces saved before the scalars became keywords replay the positional form."""
+    from ember.ops.linalg import AddProduct
+    from ember.ops.shape import T
+
+    b = ember.randn(3, dtype=ember.float64, requires_grad=True)
+    x = ember.randn(4, 2, dtype=ember.float64)
+    w = ember.randn(3, 2, dtype=ember.float64, requires_grad=True)
+    y = AddProduct.apply(b, x, T.apply(w), "addmm", 0.5, 2.0)
+    bd, wd = b.detach().numpy(), w.detach().numpy()
+    np.testing.assert_allclose(y.detach().numpy(), 0.5 * bd + 2.0 * x.numpy() @ wd.T)
+    y.sum().backward()
+    np.testing.assert_allclose(w.grad.numpy(), 2.0 * np.ones((4, 3)).T @ x.numpy())
+    np.testing.assert_allclose(b.grad.numpy(), np.full(3, 2.0))

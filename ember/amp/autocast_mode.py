@@ -35,7 +35,8 @@ _SUPPORTED = (dtypes.bfloat16, dtypes.float16)
 # whose lower-precision inputs are cast up to float32, per device type (PyTorch's policies).
 _LOWER_OPS = {linalg.MatMul, linalg.AddProduct, conv.Convolution, einsum.Einsum,
               rnn.LSTMSequence, rnn.GRUSequence, rnn.RNNSequence}
-_LOSSES = {loss.CrossEntropy, loss.NllLoss, loss.BinaryCrossEntropy}
+_LOSSES = {loss.CrossEntropy, loss.NllLoss, loss.BinaryCrossEntropy,
+           loss.BinaryCrossEntropyWithLogits}
 _LOWER_PRECISION = {"cpu": _LOWER_OPS, "cuda": _LOWER_OPS}
 _FLOAT32 = {"cpu": _LOSSES,
            "cuda": _LOSSES | {activation.Softmax, activation.LogSoftmax, activation.Softplus,

@@ -23,9 +23,11 @@ from . import _kernels
 from . import _native_rows
 from ._autocast import float32_inputs
 from ._util import check_same_device, xp_of
-from .activation import LogSigmoid, Softmax, log_softmax
+from .activation import Softmax, log_softmax
 from .arithmetic import check_broadcast, unsupported
 from .elementwise_special import where, xlogy
+from .loss_pointwise import (BinaryCrossEntropy, BinaryCrossEntropyWithLogits, HuberLoss,
+                             SmoothL1Loss)
 
 REDUCTIONS = ("none", "mean", "sum")
 
@@ -86,6 +88,14 @@ def warn_size(input: Tensor, target: Tensor) -> None:
         check_broadcast(input, target)
 
 
+def same_float_dtype(input, target) -> bool:
+    """Whether `input` and `target` are tensors of one floating dtype: a regression loss
+    then runs as one node (ops/loss_pointwise.py); other pairs take the composition of
+    ops, which promotes their dtypes."""
+    return (isinstance(input, Tensor) and isinstance(target, Tensor)
+            and input.dtype is target.dtype and input.dtype.is_floating_point)
+
+
 def _weighted(loss: Tensor, weight, reduction: str, input: Tensor) -> Tensor:
     """Apply an elementwise `weight`; its 'mean' divides by the sum of the weights."""
     if weight is None:
@@ -121,9 +131,11 @@ def smooth_l1_loss(input: Tensor, target: Tensor, size_average=None, reduce=None
     warn_size(input, target)
     if beta < 0:
         raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
-    diff = input - target
     if beta == 0:
-        return reduce_loss(diff.abs(), reduction)
+        return reduce_loss((input - target).abs(), reduction)
+    if same_float_dtype(input, target):
+        return SmoothL1Loss.apply(input, target, reduction=reduction, beta=beta)
+    diff = input - target
     absd = diff.abs()
     loss = where(absd < beta, 0.5 * diff * diff / beta, absd - 0.5 * beta)
     return reduce_loss(loss, reduction)
@@ -138,6 +150,8 @@ def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: fl
     warn_size(input, target)
     if delta <= 0:
         raise RuntimeError("huber_loss does not support non-positive values for delta.")
+    if weight is None and same_float_dtype(input, target):
+        return HuberLoss.apply(input, target, reduction=reduction, delta=delta)
     diff = input - target
     absd = diff.abs()
     loss = where(absd < delta, 0.5 * diff * diff, delta * (absd - 0.5 * delta))
@@ -490,31 +504,6 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_a
 # binary cross entropy
 
 
-class BinaryCrossEntropy(Function):
-    """``-(t log x + (1 - t) log(1 - x))`` with each log clamped at -100."""
-
-    @staticmethod
-    def forward(ctx, x, t):
-        xp = xp_of(x)
-        ctx.save_for_backward(x, t)
-        with np.errstate(divide="ignore"):
-            log_x = xp.maximum(xp.log(x), -100)
-            log_1mx = xp.maximum(xp.log(1 - x), -100)
-        return (-(t * log_x + (1 - t) * log_1mx)).astype(x.dtype, copy=False)
-
-    @staticmethod
-    def backward(ctx, grad):
-        x, t = ctx.saved_tensors
-        gx = gt = None
-        if ctx.needs_input_grad[0]:
-            # NOTE: PyTorch's denominator floor: the gradient stays finite at x = 0 or 1.
-            gx = grad * (x - t) / ((1 - x) * x).clamp_min(1e-12)
-        if ctx.needs_input_grad[1]:
-            with np.errstate(divide="ignore"):
-                gt = grad * ((1 - x).log().clamp_min(-100) - x.log().clamp_min(-100))
-        return gx, gt
-
-
 @float32_inputs  # (autocast: losses run in float32)
 def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
                          size_average=None, reduce=None, reduction: str = "mean") -> Tensor:
@@ -533,10 +522,8 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
         raise RuntimeError("all elements of input should be between 0 and 1")
     if target.dtype != input.dtype:
         target = target.to(input.dtype)
-    loss = BinaryCrossEntropy.apply(input, target)
-    if weight is not None:
-        loss = loss * weight
-    return reduce_loss(loss, reduction)
+    return BinaryCrossEntropy.apply(input, target, weight=_array_of(weight, input),
+                                    reduction=reduction)
 
 
 @float32_inputs  # (autocast: losses run in float32)
@@ -556,15 +543,20 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor,
                          f"size ({size_str(input.shape)})")
     constant_arg("binary_cross_entropy_with_logits", "weight", weight)
     constant_arg("binary_cross_entropy_with_logits", "pos_weight", pos_weight)
-    log_sig = LogSigmoid.apply(input)
-    if pos_weight is not None:
-        # -[pw t log s(x) + (1 - t) log(1 - s(x))], with log(1 - s(x)) = log s(x) - x
-        loss = (1 - target) * input - (1 + (pos_weight - 1) * target) * log_sig
-    else:
-        loss = (1 - target) * input - log_sig
-    if weight is not None:
-        loss = loss * weight
-    return reduce_loss(loss, reduction)
+    if target.dtype != input.dtype:
+        target = target.to(input.dtype)
+    return BinaryCrossEntropyWithLogits.apply(
+        input, target, weight=_array_of(weight, input), pos_weight=_array_of(pos_weight, input),
+        reduction=reduction)
+
+
+def _array_of(weight, input: Tensor):
+    """A class weight's array in the input's dtype (None stays None): binary cross
+    entropy's nodes take weights as parameters, not inputs of the graph."""
+    if weight is None:
+        return None
+    check_same_device("binary_cross_entropy", input, weight)
+    return weight.detach().to(input.dtype)._data
 
 
 # ---------------------------------------------------------------------------

@@ -5,7 +5,8 @@ from __future__ import annotations
 from .._core.tensor import Tensor
 from ._autocast import float32_inputs
 from ._util import cpp_name
-from .loss import _weighted, check_tensor, resolve_reduction, warn_size
+from .loss import _weighted, check_tensor, resolve_reduction, same_float_dtype, warn_size
+from .loss_pointwise import MseLoss
 
 __all__ = ["mse_loss"]
 
@@ -29,5 +30,7 @@ def mse_loss(input: Tensor, target: Tensor, size_average=None, reduce=None,
     warn_size(input, target)
     if not (input.dtype.is_floating_point or target.dtype.is_floating_point):
         raise NotImplementedError(f"\"mse_cpu\" not implemented for '{cpp_name(input.dtype)}'")
+    if weight is None and same_float_dtype(input, target):
+        return MseLoss.apply(input, target, reduction=reduction)  # (one node, as PyTorch's)
     diff = input - target
     return _weighted(diff * diff, weight, reduction, input)

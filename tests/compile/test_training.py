@@ -47,7 +47,8 @@ class Block(nn.Module):
         y = (att @ v).transpose(1, 2).contiguous().view(b, t, c)
         x = x + self.proj(y)
         x = x + self.mlp(self.ln2(x))
-        return F.mse_loss(x, targets)
+        # (mse_loss is one node; the second term is an elementwise chain to fuse)
+        return F.mse_loss(x, targets) + ((x - targets).abs() * 0.1).mean()
 
 
 class CNN(nn.Module):

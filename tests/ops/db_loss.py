@@ -36,6 +36,10 @@ def _l1_ref(x, y, reduction="mean"):
     return _reduce(np.abs(x - y), reduction)
 
 
+def _mse_ref(x, y, reduction="mean"):
+    return _reduce((x - y) ** 2, reduction)
+
+
 def _smooth_l1_ref(x, y, reduction="mean", beta=1.0):
     d = np.abs(x - y)
     return _reduce(np.where(d < beta, 0.5 * d * d / beta, d - 0.5 * beta), reduction)
@@ -214,6 +218,7 @@ def _gauss_samples(rng):
 
 
 OPS = [
+    OpInfo("mse_loss", F.mse_loss, _mse_ref, _pair()),
     OpInfo("l1_loss", F.l1_loss, _l1_ref, _pair()),
     OpInfo("smooth_l1_loss", lambda x, y, **kw: F.smooth_l1_loss(x, y, beta=0.7, **kw),
            lambda x, y, **kw: _smooth_l1_ref(x, y, beta=0.7, **kw), _pair()),

@@ -1,6 +1,8 @@
 """Loss layers: options held and passed on, weight buffers in state_dict, legacy
 arguments, constructor checks, printing."""
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -129,3 +131,132 @@ def test_cross_entropy_trains_a_linear_classifier():
             for p in model.parameters():
                 p -= 0.5 * p.grad
     assert loss.item() < 0.3 * first
+
+
+REGRESSION_NODES = [
+    (F.mse_loss, {}, "MseLossBackward0"),
+    (F.smooth_l1_loss, {"beta": 0.5}, "SmoothL1LossBackward0"),
+    (F.huber_loss, {"delta": 0.5}, "HuberLossBackward0"),
+]
+
+
+@pytest.mark.parametrize("loss, kw, name", REGRESSION_NODES)
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_regression_losses_are_one_node_named_as_pytorchs(loss, kw, name, reduction):
+    x = ember.randn(3, 4, requires_grad=True)
+    out = loss(x, ember.randn(3, 4), reduction=reduction, **kw)
+    assert out.grad_fn.name() == name
+    assert [f is None for f, _ in out.grad_fn.next_functions] == [False, True]
+
+
+@pytest.mark.parametrize("loss, kw, name", REGRESSION_NODES)
+def test_regression_loss_nodes_match_pytorch(loss, kw, name):
+    torch = pytest.importorskip("torch")
+    tf = getattr(torch.nn.functional, loss.__name__)
+    x = np.random.default_rng(0).standard_normal((3, 4))
+    y = np.random.default_rng(1).standard_normal((3, 4))
+    for reduction in ("mean", "sum", "none"):
+        ours = ember.tensor(x, requires_grad=True)
+        theirs = torch.tensor(x, requires_grad=True)
+        a = loss(ours, ember.tensor(y), reduction=reduction, **kw)
+        b = tf(theirs, torch.tensor(y), reduction=reduction, **kw)
+        assert a.grad_fn.name() == b.grad_fn.name()
+        a.sum().backward()
+        b.sum().backward()
+        np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(), rtol=1e-12)
+        np.testing.assert_allclose(ours.grad.numpy(), theirs.grad.numpy(), rtol=1e-12)
+
+
+@pytest.mark.parametrize("loss, kw, name", REGRESSION_NODES)
+def test_regression_loss_node_broadcasts_and_differentiates_the_target(loss, kw, name):
+    """A (3, 1) target against a (3, 4) input: both gradients summed back to their own
+    shapes, equal to those of the loss written out in ember ops."""
+    rng = np.random.default_rng(2)
+    x0, t0 = rng.standard_normal((3, 4)), rng.standard_normal((3, 1))
+    d = x0 - t0
+    if loss is F.mse_loss:
+        slope = 2 * d
+    elif loss is F.smooth_l1_loss:
+        slope = np.where(np.abs(d) < 0.5, d / 0.5, np.sign(d))
+    else:
+        slope = np.where(np.abs(d) < 0.5, d, 0.5 * np.sign(d))
+    x = ember.tensor(x0, requires_grad=True)
+    t = ember.tensor(t0, requires_grad=True)
+    with pytest.warns(UserWarning, match="target size"):
+        out = loss(x, t, **kw)
+    out.backward()
+    np.testing.assert_allclose(x.grad.numpy(), slope / 12)
+    np.testing.assert_allclose(t.grad.numpy(), -slope.sum(1, keepdims=True) / 12)
+
+
+def test_mse_loss_of_mixed_dtypes_and_of_no_elements():
+    out = F.mse_loss(ember.tensor([1.0, 2.0]), ember.tensor([1, 4]))  # int target: promoted
+    assert out.dtype == ember.float32 and out.item() == 2.0
+    x = ember.zeros(0, requires_grad=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # (nan, quietly, as PyTorch gives it)
+        empty = F.mse_loss(x, ember.zeros(0))
+        assert np.isnan(empty.item())
+        empty.backward()
+    assert x.grad.shape == (0,)
+
+
+@pytest.mark.parametrize("with_logits", [False, True])
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_binary_cross_entropy_is_one_node_with_weights_as_parameters(with_logits, reduction):
+    x = ember.rand(2, 3, requires_grad=True)
+    t = ember.rand(2, 3, requires_grad=True)
+    w = ember.rand(3)
+    if with_logits:
+        out = F.binary_cross_entropy_with_logits(x, t, weight=w, pos_weight=ember.rand(3),
+                                                 reduction=reduction)
+        assert out.grad_fn.name() == "BinaryCrossEntropyWithLogitsBackward0"
+    else:
+        out = F.binary_cross_entropy(x, t, weight=w, reduction=reduction)
+        assert out.grad_fn.name() == "BinaryCrossEntropyBackward0"
+    assert len(out.grad_fn.next_functions) == 2  # input and target: weights are no inputs
+
+
+@pytest.mark.parametrize("with_logits", [False, True])
+def test_binary_cross_entropy_nodes_match_pytorch(with_logits):
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(3)
+    x0 = rng.uniform(-3, 3, (4, 3)) if with_logits else rng.uniform(0.05, 0.95, (4, 3))
+    t0, w0, p0 = rng.uniform(0, 1, (4, 3)), rng.uniform(0.5, 2, 3), rng.uniform(0.5, 2, 3)
+    for reduction in ("mean", "sum", "none"):
+        for weighted in (False, True):
+            results = []
+            for lib in (ember, torch):
+                x = lib.tensor(x0, requires_grad=True)
+                t = lib.tensor(t0, requires_grad=True)
+                kw = {"weight": lib.tensor(w0)} if weighted else {}
+                if with_logits:
+                    if weighted:
+                        kw["pos_weight"] = lib.tensor(p0)
+                    out = lib.nn.functional.binary_cross_entropy_with_logits(
+                        x, t, reduction=reduction, **kw)
+                else:
+                    out = lib.nn.functional.binary_cross_entropy(x, t, reduction=reduction,
+                                                                 **kw)
+                (out * lib.tensor(np.arange(1.0, 13.0).reshape(4, 3)) if reduction == "none"
+                 else out).sum().backward()
+                results.append((out.grad_fn.name(), out.detach().numpy(), x.grad.numpy(),
+                                t.grad.numpy()))
+            assert results[0][0] == results[1][0]
+            for ours, theirs in zip(results[0][1:], results[1][1:]):
+                np.testing.assert_allclose(ours, theirs, rtol=1e-10, atol=1e-12)
+
+
+def test_weighted_binary_cross_entropy_nodes_pass_gradgradcheck():
+    from ember.autograd import gradcheck, gradgradcheck
+
+    rng = np.random.default_rng(4)
+    w = ember.tensor(rng.uniform(0.5, 2, 3))
+    p = ember.tensor(rng.uniform(0.5, 2, 3))
+    x = ember.tensor(rng.uniform(0.1, 0.9, (2, 3)), requires_grad=True)
+    t = ember.tensor(rng.uniform(0, 1, (2, 3)), requires_grad=True)
+    for fn in (lambda a, b: F.binary_cross_entropy(a, b, weight=w),
+               lambda a, b: F.binary_cross_entropy_with_logits(a, b, weight=w, pos_weight=p,
+                                                               reduction="sum")):
+        assert gradcheck(fn, (x, t))
+        assert gradgradcheck(fn, (x, t))

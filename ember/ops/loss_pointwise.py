@@ -1,0 +1,200 @@
+"""Losses computed element by element and reduced, each as one node: the elementwise
+loss and its reduction in a single `Function`, as PyTorch records ``MseLossBackward0``,
+``SmoothL1LossBackward0``, ``HuberLossBackward0``, ``BinaryCrossEntropyBackward0`` and
+``BinaryCrossEntropyWithLogitsBackward0`` (a printed loss shows
+``grad_fn=<MseLossBackward0>``, not the ``MeanBackward0`` of a composition of ops).
+
+Each node's forward computes the loss on the arrays and reduces it ('none', 'mean' or
+'sum', `reduced`); its backward is written with ember ops, so gradients of every order
+follow.  For the regression losses it is ``slope(input - target) * grad`` for the input
+and its negative for the target; inputs of different shapes broadcast, and the engine
+sums each gradient back to its input's shape.  Class weights (binary cross entropy's
+``weight``, ``pos_weight``) are keyword parameters, not inputs of the graph: PyTorch
+gives them no gradient either.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._core.function import Function
+from .._core.tensor import Tensor, _make
+from ._util import xp_of
+from .activation import _softplus_array, logsigmoid
+from .elementwise_special import sigmoid, where
+
+__all__ = ["MseLoss", "SmoothL1Loss", "HuberLoss", "BinaryCrossEntropy",
+           "BinaryCrossEntropyWithLogits"]
+
+
+def reduced(xp, loss, reduction: str):
+    """`loss` itself ('none'), its sum, or its mean (nan over no elements, quietly, as in
+    PyTorch), as an array of the loss's dtype."""
+    if reduction == "none":
+        return loss
+    total = loss.sum()
+    if reduction == "mean":
+        with np.errstate(invalid="ignore", divide="ignore"):
+            total = total / loss.size
+    return xp.asarray(total, dtype=loss.dtype)
+
+
+def per_element(ctx, grad: Tensor) -> Tensor:
+    """The gradient reaching each element of a reduced loss: `grad`, divided by the
+    element count for 'mean' (kept on `ctx` by forward as ``ctx.count``)."""
+    if ctx.reduction == "mean" and ctx.count:
+        return grad * (1.0 / ctx.count)
+    return grad
+
+
+class PointwiseLoss(Function):
+    """Base of the losses below: `elementwise` gives the loss of each element from the
+    arrays ``d = input - target``; `slope` its derivative in d, as ember ops on the
+    tensor d.  Keyword parameters (beta, delta) reach both."""
+
+    @staticmethod
+    def forward(ctx, x, t, *, reduction: str, **params):
+        cls = type(ctx)
+        ctx.save_for_backward(x, t)
+        ctx.reduction, ctx.params = reduction, params
+        loss = cls.elementwise(xp_of(x), x - t, **params)
+        ctx.count = loss.size
+        return reduced(xp_of(x), loss, reduction)
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, t = ctx.saved_tensors
+        g = type(ctx).slope(x - t, **ctx.params) * per_element(ctx, grad)
+        need_x, need_t = ctx.needs_input_grad
+        return (g if need_x else None), (-g if need_t else None)
+
+    @staticmethod
+    def elementwise(xp, d, **params):
+        raise NotImplementedError
+
+    @staticmethod
+    def slope(d, **params):
+        raise NotImplementedError
+
+
+class MseLoss(PointwiseLoss):
+    """``d ** 2``."""
+
+    _name = "MseLossBackward0"
+
+    @staticmethod
+    def elementwise(xp, d):
+        return d * d
+
+    @staticmethod
+    def slope(d):
+        return d * 2
+
+
+class SmoothL1Loss(PointwiseLoss):
+    """``0.5 d^2 / beta`` where ``|d| < beta``, else ``|d| - beta / 2`` (beta > 0)."""
+
+    _name = "SmoothL1LossBackward0"
+
+    @staticmethod
+    def elementwise(xp, d, beta):
+        a = xp.abs(d)
+        return xp.where(a < beta, (0.5 / beta) * d * d, a - 0.5 * beta).astype(d.dtype,
+                                                                               copy=False)
+
+    @staticmethod
+    def slope(d, beta):
+        return where(d.abs() < beta, d / beta, d.sign())
+
+
+class HuberLoss(PointwiseLoss):
+    """``0.5 d^2`` where ``|d| < delta``, else ``delta * (|d| - delta / 2)`` (delta > 0)."""
+
+    _name = "HuberLossBackward0"
+
+    @staticmethod
+    def elementwise(xp, d, delta):
+        a = xp.abs(d)
+        return xp.where(a < delta, 0.5 * d * d, delta * (a - 0.5 * delta)).astype(
+            d.dtype, copy=False)
+
+    @staticmethod
+    def slope(d, delta):
+        return where(d.abs() < delta, d, d.sign() * delta)
+
+
+class BinaryCrossEntropy(Function):
+    """``-w (t log x + (1 - t) log(1 - x))`` with each log clamped at -100, reduced; `weight`
+    (an array broadcasting to x, or None) scales each element."""
+
+    _name = "BinaryCrossEntropyBackward0"
+
+    @staticmethod
+    def forward(ctx, x, t, *, weight, reduction: str):
+        xp = xp_of(x)
+        ctx.save_for_backward(x, t)
+        ctx.weight, ctx.reduction = weight, reduction
+        with np.errstate(divide="ignore"):
+            log_x = xp.maximum(xp.log(x), -100)
+            log_1mx = xp.maximum(xp.log(1 - x), -100)
+        loss = (-(t * log_x + (1 - t) * log_1mx)).astype(x.dtype, copy=False)
+        if weight is not None:
+            loss = loss * weight
+        ctx.count = loss.size
+        return reduced(xp, loss, reduction)
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, t = ctx.saved_tensors
+        grad = per_element(ctx, grad)
+        if ctx.weight is not None:
+            grad = grad * _make(ctx.weight)
+        gx = gt = None
+        if ctx.needs_input_grad[0]:
+            # NOTE: PyTorch's denominator floor: the gradient stays finite at x = 0 or 1.
+            gx = grad * (x - t) / ((1 - x) * x).clamp_min(1e-12)
+        if ctx.needs_input_grad[1]:
+            with np.errstate(divide="ignore"):
+                gt = grad * ((1 - x).log().clamp_min(-100) - x.log().clamp_min(-100))
+        return gx, gt
+
+
+class BinaryCrossEntropyWithLogits(Function):
+    """``w ((1 - t) x - (1 + (p - 1) t) log sigmoid(x))``, the binary cross entropy of
+    ``sigmoid(x)`` without overflow, reduced; `weight` and `pos_weight` (p, broadcast along
+    the last dim: one per class) are arrays or None."""
+
+    _name = "BinaryCrossEntropyWithLogitsBackward0"
+
+    @staticmethod
+    def forward(ctx, x, t, *, weight, pos_weight, reduction: str):
+        xp = xp_of(x)
+        ctx.save_for_backward(x, t)
+        ctx.weight, ctx.pos_weight, ctx.reduction = weight, pos_weight, reduction
+        # log sigmoid(x) = -softplus(-x) (see activation.LogSigmoid)
+        log_sig = (0 - _softplus_array(xp, -x)).astype(x.dtype, copy=False)
+        if pos_weight is None:
+            loss = (1 - t) * x - log_sig
+        else:
+            loss = (1 - t) * x - (1 + (pos_weight - 1) * t) * log_sig
+        if weight is not None:
+            loss = loss * weight
+        ctx.count = loss.size
+        return reduced(xp, loss.astype(x.dtype, copy=False), reduction)
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, t = ctx.saved_tensors
+        grad = per_element(ctx, grad)
+        if ctx.weight is not None:
+            grad = grad * _make(ctx.weight)
+        p = None if ctx.pos_weight is None else _make(ctx.pos_weight)
+        gx = gt = None
+        if ctx.needs_input_grad[0]:
+            # d/dx: sigmoid(x) - t, or (1 - t) - (1 + (p - 1) t) (1 - sigmoid(x))
+            s = sigmoid(x)
+            gx = (s - t if p is None else (1 - t) - (1 + (p - 1) * t) * (1 - s)) * grad
+        if ctx.needs_input_grad[1]:
+            # d/dt: -x, or -x - (p - 1) log sigmoid(x)
+            gt = (-x if p is None else -x - (p - 1) * logsigmoid(x)) * grad
+        return gx, gt

@@ -37,6 +37,8 @@ def ops(lib, shape):
     w = lib.ones(cols)
     b = lib.zeros(cols)
     target = lib.tensor(np.random.default_rng(0).integers(0, cols, shape[0]))
+    wc, bc = lib.ones(64), lib.zeros(64)  # (group norm: x as (-1, 64 channels, 32))
+    values = lib.tensor(np.random.default_rng(2).standard_normal(shape).astype(np.float32))
     return {
         "gelu": lambda x: fn.gelu(x),
         "gelu tanh": lambda x: fn.gelu(x, approximate="tanh"),
@@ -47,6 +49,8 @@ def ops(lib, shape):
         "layer_norm": lambda x: fn.layer_norm(x, (cols,), w, b),
         "cross_entropy": lambda x: fn.cross_entropy(x, target),
         "dropout p=0.1": lambda x: fn.dropout(x, 0.1, training=True),
+        "group_norm": lambda x: fn.group_norm(x.reshape(-1, 64, 32), 32, wc, bc),
+        "mse_loss": lambda x: fn.mse_loss(x, values),
     }
 
 

@@ -17,10 +17,11 @@ import numpy as np
 
 from .._core import dtype as dtypes
 from .._core.function import Function
-from .._core.grad_mode import is_grad_enabled
+from .._core.engine import run_backward
+from .._core.grad_mode import enable_grad, is_grad_enabled
 from .._core.tensor import Tensor, _make, size_str
 from . import _kernels
-from . import _native_batchnorm, _native_rows
+from . import _native_batchnorm, _native_channel_affine, _native_rows
 from ._util import check_same_device, wrap_dim, xp_of
 from .arithmetic import unsupported
 from .joining import cat
@@ -110,7 +111,11 @@ def _rows_fast(x, weight, bias, dims, bshape) -> bool:
             and x.flags.c_contiguous):
         return False
     trailing = tuple(range(x.ndim - len(dims), x.ndim))
-    if tuple(dims) != trailing or tuple(bshape) != tuple(x.shape[d] for d in dims):
+    if tuple(dims) != trailing:
+        return False
+    if weight is None and bias is None:  # (group norm's: its affine map comes after)
+        return True
+    if tuple(bshape) != tuple(x.shape[d] for d in dims):
         return False
     return all(p is None or (type(p) is np.ndarray and p.dtype == x.dtype)
                for p in (weight, bias))
@@ -438,7 +443,7 @@ def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None,
     if input.dim() < 2:
         raise RuntimeError(f"Expected at least 2 dimensions for input tensor but received "
                            f"{input.dim()}")
-    n, c = input.shape[0], input.shape[1]
+    c = input.shape[1]
     if c % num_groups:
         raise RuntimeError("Expected number of channels in input to be divisible by "
                            f"num_groups, but got input of shape {list(input.shape)} and "
@@ -448,13 +453,98 @@ def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None,
             raise RuntimeError("Expected weight to be a vector of size equal to the number of "
                                f"channels in input, but got weight of shape {list(t.shape)} "
                                f"and input of shape {list(input.shape)}")
-    grouped = input.reshape((n, num_groups, -1))
+    if _group_norm_fast(input, weight, bias):
+        return GroupNorm.apply(input, weight, bias, groups=num_groups, eps=eps)
+    return _group_norm_composite(input, num_groups, weight, bias, eps)
+
+
+def _group_norm_composite(input, num_groups, weight, bias, eps):
+    """group_norm written with ember ops: what `GroupNorm` computes, for the inputs it does
+    not take and for its gradients of second order and more."""
+    grouped = input.reshape((input.shape[0], num_groups, -1))
     out = _normalize(grouped, None, None, (2,), eps, (1,), "NativeGroupNormBackward0")
     out = out.reshape(input.shape)
     if weight is not None:
         out = out * _channel_view(weight, input.dim())
     if bias is not None:
         out = out + _channel_view(bias, input.dim())
+    return out
+
+
+def _group_norm_fast(x, weight, bias) -> bool:
+    """Whether `GroupNorm` takes these: a non-empty float32/float64 NumPy input, and
+    weight and bias (when given) of its dtype."""
+    data = x._data
+    if not (type(data) is np.ndarray and data.dtype in (np.float32, np.float64) and data.size):
+        return False
+    return all(p is None or (isinstance(p, Tensor) and type(p._data) is np.ndarray
+                             and p._data.dtype == data.dtype) for p in (weight, bias))
+
+
+class GroupNorm(Function):
+    """Group norm of (N, C, *) data as one node, as PyTorch's ``NativeGroupNormBackward0``:
+    each sample's channels in `groups` groups, each group standardized by layer norm's row
+    kernels, then the per-channel affine map (ops/_native_channel_affine.py).
+
+    First-order gradients come from the same kernels.  With ``create_graph`` the backward
+    differentiates the composite form (`_group_norm_composite`) recomputed from the saved
+    inputs, so that gradients of every order are those of the formula.
+    NOTE: composite, on (8, 64, 32, 32) float32 with 32 groups (2-core Intel Xeon,
+    2026-12-06): forward 1.29 ms and forward + backward 3.87 ms, against PyTorch's
+    0.08 and 0.40-0.83; this node: see docs/performance.md.
+    """
+
+    _name = "NativeGroupNormBackward0"
+
+    @staticmethod
+    def forward(ctx, x, weight, bias, *, groups, eps):
+        rows = np.ascontiguousarray(x).reshape(x.shape[0] * groups, -1)
+        kernels = _native_rows if _native_rows.supports(rows) else _kernels
+        y, _, _, rstd = kernels.layer_norm(rows, eps, None, None)
+        y = y.reshape(x.shape)
+        out = y if weight is None and bias is None else _channel_affine(y, weight, bias)
+        ctx.groups, ctx.eps, ctx.rstd = groups, eps, rstd
+        ctx.save_for_backward(x, weight, bias, y)  # (y is the output without weight or bias)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, weight, bias, y = ctx.saved_tensors
+        needs = ctx.needs_input_grad
+        if is_grad_enabled():  # create_graph: differentiate the composite form
+            wrt = [t for t, need in zip((x, weight, bias), needs) if need]
+            with enable_grad():
+                out = _group_norm_composite(x, ctx.groups, weight, bias, ctx.eps)
+            got = iter(run_backward([out], [grad], retain_graph=True, create_graph=True,
+                                    inputs=wrt, accumulate=False, allow_unused=True))
+            return tuple(next(got) if need else None for need in needs)
+        g, yd = np.ascontiguousarray(grad._data), y._data
+        w = None if weight is None else weight._data
+        if _native_channel_affine.supports(g, w) and yd.flags.c_contiguous:
+            gy, gw, gb = _native_channel_affine.backward(g, yd, w, needs[0])
+        else:
+            axes = (0,) + tuple(range(2, g.ndim))
+            gw, gb = (g * yd).sum(axes), g.sum(axes)
+            gy = g if w is None else g * w.reshape((1, -1) + (1,) * (g.ndim - 2))
+        gx = None
+        if needs[0]:
+            rows = x.shape[0] * ctx.groups
+            rows_gy = np.ascontiguousarray(gy).reshape(rows, -1)
+            rows_y = yd.reshape(rows, -1)
+            kernels = _native_rows if _native_rows.supports(rows_gy, rows_y) else _kernels
+            gx = _make(kernels.layer_norm_backward(rows_gy, rows_y, ctx.rstd, None, True,
+                                                   False, False)[0].reshape(x.shape))
+        return (gx, _make(gw) if needs[1] else None, _make(gb) if needs[2] else None)
+
+
+def _channel_affine(y, weight, bias):
+    """``y * weight[c] + bias[c]`` over dim 1 of y (either may be None)."""
+    if _native_channel_affine.supports(y, weight, bias):
+        return _native_channel_affine.forward(y, weight, bias)
+    shape = (1, -1) + (1,) * (y.ndim - 2)
+    out = y * weight.reshape(shape) if weight is not None else y.copy()
+    if bias is not None:
+        out += bias.reshape(shape)
     return out
 
 

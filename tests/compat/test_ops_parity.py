@@ -106,7 +106,7 @@ KNOWN_DIFFERENCES = [
     *[(f"{op} * grad_fn_name", _COMPOSITE) for op in (
         "ravel", "diag", "diagonal_copy", "take", "put", "put_", "kron", "einsum", "logdet",
         "matrix_power", "linalg.matrix_norm", "linalg.norm", "sum_to_size", "prelu", "rrelu",
-        "rrelu_", "batch_norm", "group_norm", "instance_norm", "rnn_tanh_cell",
+        "rrelu_", "batch_norm", "instance_norm", "rnn_tanh_cell",
         "rnn_relu_cell", "gru_cell", "lstm_cell", "index_reduce", "index_reduce_")],
     ("cholesky * grad_fn_name", "torch.cholesky is linalg.cholesky underneath in ember "
                                 "(LinalgCholeskyExBackward0)"),

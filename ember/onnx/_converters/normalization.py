@@ -41,6 +41,29 @@ def convert_normalize(c: Call) -> None:
     c.done(out, mean, rstd, y if (has_w or has_b) else None)
 
 
+def convert_group_norm(c: Call) -> None:
+    """Group norm (one node in ember): the groups standardized with ReduceMean over a
+    (N, groups, rest) view, then the per-channel affine map."""
+    x = c.input(0)
+    has_w, has_b = c.arg(1) is not None, c.arg(2) is not None
+    groups, eps = int(c.param("groups")), float(c.param("eps"))
+    in_shape = c.shape(0)
+    dtype = c.out_dtype()
+    c.static_dims(0, (1,), "group norm's affine map is per channel")
+    grouped = c.reshape(x, (0, groups, -1))  # (0: the batch size as it comes)
+    mean = c.reduce("ReduceMean", grouped, (2,), True)
+    centered = c.op("Sub", grouped, mean)
+    var = c.reduce("ReduceMean", c.op("Mul", centered, centered), (2,), True)
+    rstd = c.op("Reciprocal", c.op("Sqrt", c.op("Add", var, c.const(eps, dtype))))
+    out = c.op("Reshape", c.op("Mul", centered, rstd), c.op("Shape", x))
+    channel = (in_shape[1],) + (1,) * (len(in_shape) - 2)
+    if has_w:
+        out = c.op("Mul", out, c.reshape(c.input(1), channel))
+    if has_b:
+        out = c.op("Add", out, c.reshape(c.input(2), channel))
+    c.done(out)
+
+
 def _accepts_batch_norm(module, args, kwargs) -> bool:
     return (not module.training and module.running_mean is not None
             and module.running_var is not None and len(args) == 1 and not kwargs
@@ -58,7 +81,8 @@ def convert_batch_norm(c: Call) -> None:
                 c.tensor(m.running_var), epsilon=float(m.eps)))
 
 
-CONVERTERS = {normalization.Normalize: convert_normalize}
+CONVERTERS = {normalization.Normalize: convert_normalize,
+              normalization.GroupNorm: convert_group_norm}
 
 MODULE_CONVERTERS = {
     cls: (_accepts_batch_norm, convert_batch_norm)

@@ -1,0 +1,142 @@
+"""Group norm as one node (normalization.GroupNorm): layer norm's row kernels per group
+and the per-channel affine kernels (ember/ops/_native_channel_affine.py), against a
+float64 NumPy reference and the composite form, on the numba and the NumPy paths, with
+gradients of first and second order."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import ember
+import ember.nn.functional as F
+from ember.autograd import gradcheck, gradgradcheck
+from ember.ops import _native as native
+from ember.ops import _native_channel_affine
+from ember.ops.normalization import _group_norm_composite
+
+needs_numba = pytest.mark.skipif(not native.available(), reason="numba is not installed")
+
+# (shape, groups): large enough for the native kernels (>= 8192 elements), and small ones
+CASES = [((4, 8, 16, 20), 4), ((3, 12, 300), 3), ((2, 6, 5, 4), 6), ((5, 4), 2)]
+
+
+def _reference(x, groups, w, b, g, eps=1e-5):
+    """float64 forward and input/weight/bias gradients of group norm, written out."""
+    n, c = x.shape[:2]
+    rows = x.reshape(n * groups, -1)
+    mean = rows.mean(1, keepdims=True)
+    rstd = 1 / np.sqrt(((rows - mean) ** 2).mean(1, keepdims=True) + eps)
+    y = ((rows - mean) * rstd).reshape(x.shape)
+    shape = (1, c) + (1,) * (x.ndim - 2)
+    out = y * w.reshape(shape) + b.reshape(shape)
+    axes = (0,) + tuple(range(2, x.ndim))
+    gy = (g * w.reshape(shape)).reshape(n * groups, -1)
+    yr = y.reshape(n * groups, -1)
+    gx = rstd * (gy - gy.mean(1, keepdims=True) - yr * (gy * yr).mean(1, keepdims=True))
+    return out, gx.reshape(x.shape), (g * y).sum(axes), g.sum(axes)
+
+
+@pytest.mark.parametrize("numba_on", [pytest.param(True, marks=needs_numba), False])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape, groups", CASES)
+def test_group_norm_node_matches_the_reference(shape, groups, dtype, numba_on):
+    rng = np.random.default_rng(0)
+    x0 = rng.standard_normal(shape) * 3 + 1
+    w0, b0 = rng.uniform(0.5, 2, shape[1]), rng.standard_normal(shape[1])
+    g0 = rng.standard_normal(shape)
+    out0, gx0, gw0, gb0 = _reference(x0, groups, w0, b0, g0)
+    with native.use_numba(numba_on):
+        x = ember.tensor(x0.astype(dtype), requires_grad=True)
+        w = ember.tensor(w0.astype(dtype), requires_grad=True)
+        b = ember.tensor(b0.astype(dtype), requires_grad=True)
+        out = F.group_norm(x, groups, w, b)
+        assert out.grad_fn.name() == "NativeGroupNormBackward0"
+        out.backward(ember.tensor(g0.astype(dtype)))
+    tol = dict(rtol=2e-4, atol=2e-4) if dtype == np.float32 else dict(rtol=1e-9, atol=1e-10)
+    for got, expected in ((out.detach(), out0), (x.grad, gx0), (w.grad, gw0), (b.grad, gb0)):
+        np.testing.assert_allclose(got.numpy(), expected, **tol)
+
+
+@pytest.mark.parametrize("numba_on", [pytest.param(True, marks=needs_numba), False])
+def test_group_norm_node_gradients_of_every_order(numba_on):
+    """First order from the kernels, second order through the composite form: gradcheck
+    and gradgradcheck in float64, with and without the affine parameters."""
+    rng = np.random.default_rng(1)
+    x = ember.tensor(rng.standard_normal((2, 4, 3, 2)), requires_grad=True)
+    w = ember.tensor(rng.uniform(0.5, 2, 4), requires_grad=True)
+    b = ember.tensor(rng.standard_normal(4), requires_grad=True)
+    with native.use_numba(numba_on):
+        for fn, args in ((lambda a, c, d: F.group_norm(a, 2, c, d), (x, w, b)),
+                         (lambda a: F.group_norm(a, 4), (x,))):
+            assert gradcheck(fn, args)
+            assert gradgradcheck(fn, args)
+
+
+@needs_numba
+def test_large_group_norm_second_order_equals_the_composite_forms():
+    rng = np.random.default_rng(2)
+    x0, w0 = rng.standard_normal((4, 8, 16, 20)), rng.uniform(0.5, 2, 8)
+    grads = []
+    for fn in (lambda a, c: F.group_norm(a, 4, c), lambda a, c: _group_norm_composite(
+            a, 4, c, None, 1e-5)):
+        x = ember.tensor(x0, requires_grad=True)
+        w = ember.tensor(w0, requires_grad=True)
+        out = fn(x, w)
+        (gx,) = ember.autograd.grad((out * out.detach()).sum(), x, create_graph=True)
+        gx.pow(2).sum().backward()
+        grads.append((gx.detach().numpy(), x.grad.numpy(), w.grad.numpy()))
+    for ours, composite in zip(*grads):
+        np.testing.assert_allclose(ours, composite, rtol=1e-9, atol=1e-10)
+
+
+def test_group_norm_node_keeps_version_checks_and_other_inputs_on_the_composite():
+    x = ember.randn(2, 4, 3, requires_grad=True)
+    out = F.group_norm(x * 1, 2)  # no affine: the output is the saved normalized y
+    out.mul_(2)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        out.sum().backward()
+    half = F.group_norm(ember.randn(2, 4, 3).half(), 2)  # half precision: the composite
+    assert half.dtype == ember.float16
+
+
+@needs_numba
+def test_channel_affine_kernels_against_numpy():
+    rng = np.random.default_rng(3)
+    for dtype in (np.float32, np.float64):
+        y = rng.standard_normal((3, 16, 400)).astype(dtype)
+        g = rng.standard_normal((3, 16, 400)).astype(dtype)
+        w, b = rng.standard_normal(16).astype(dtype), rng.standard_normal(16).astype(dtype)
+        assert _native_channel_affine.supports(y, w, b)
+        tol = dict(rtol=1e-5, atol=1e-4) if dtype == np.float32 else dict(rtol=1e-12)
+        np.testing.assert_allclose(_native_channel_affine.forward(y, w, b),
+                                   y * w[:, None] + b[:, None], **tol)
+        gy, gw, gb = _native_channel_affine.backward(g, y, w, True)
+        np.testing.assert_allclose(gy, g * w[:, None], **tol)
+        np.testing.assert_allclose(gw, (g * y).sum((0, 2)), **tol)
+        np.testing.assert_allclose(gb, g.sum((0, 2)), **tol)
+        none, gw2, gb2 = _native_channel_affine.backward(g, y, None, False)
+        assert none is None
+        np.testing.assert_allclose(gw2, gw, **tol)
+        np.testing.assert_allclose(gb2, gb, **tol)
+    assert not _native_channel_affine.supports(y[:, :, :10], w, b)  # too small
+    assert not _native_channel_affine.supports(y, w[:8], b)          # not one per channel
+
+
+def test_group_norm_node_matches_pytorch():
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(4)
+    x0, w0, b0 = rng.standard_normal((4, 8, 16, 20)), rng.uniform(0.5, 2, 8), \
+        rng.standard_normal(8)
+    g0 = rng.standard_normal((4, 8, 16, 20))
+    results = []
+    for lib in (ember, torch):
+        x, w, b = (lib.tensor(a, requires_grad=True) for a in (x0, w0, b0))
+        out = lib.nn.functional.group_norm(x, 4, w, b)
+        out.backward(lib.tensor(g0))
+        results.append((out.grad_fn.name(), len(out.grad_fn.next_functions),
+                        out.detach().numpy(), x.grad.numpy(), w.grad.numpy(),
+                        b.grad.numpy()))
+    assert results[0][:2] == results[1][:2]
+    for ours, theirs in zip(results[0][2:], results[1][2:]):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-9, atol=1e-10)

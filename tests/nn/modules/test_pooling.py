@@ -200,3 +200,20 @@ def test_max_pool_values_only_path_matches_the_indexed_one(kwargs, dtype):
     w = ember.tensor(values.astype(np.float64), requires_grad=True) if dtype != np.int32 else None
     if w is not None:  # a graph is recorded: the indexed path, with its backward
         assert F.max_pool2d(w, **kwargs).grad_fn.name() == "MaxPool2DWithIndicesBackward0"
+
+
+@pytest.mark.parametrize("nd", [1, 2, 3])
+def test_global_average_pooling_is_one_mean(nd):
+    """Adaptive average pooling to size 1 (a classifier's head) is the mean over the
+    spatial dims, for batched and unbatched inputs, recorded as PyTorch records it."""
+    pool = getattr(F, f"adaptive_avg_pool{nd}d")
+    x = ember.randn(*((2, 3) + (4, 5, 6)[:nd]), dtype=ember.float64, requires_grad=True)
+    out = pool(x, 1)
+    dims = tuple(range(2, 2 + nd))
+    np.testing.assert_allclose(out.detach().numpy(), x.detach().numpy().mean(dims,
+                                                                                keepdims=True))
+    assert out.grad_fn.name() == "MeanBackward1"
+    single = pool(x[0], 1)
+    np.testing.assert_allclose(single.detach().numpy(), out[0].detach().numpy())
+    out.sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), np.full(x.shape, 1 / np.prod(x.shape[2:])))

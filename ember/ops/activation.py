@@ -18,7 +18,7 @@ import numpy as np
 
 from .._core import dtype as dtypes
 from .._core.function import Function
-from .._core.grad_mode import is_grad_enabled
+from .._core.grad_mode import PROCESS, is_grad_enabled
 from .._core.tensor import Tensor, _make
 from . import _kernels
 from . import _native_activation as _native_act
@@ -454,7 +454,10 @@ class LeakyRelu(Function):
     @staticmethod
     def forward(ctx, x, negative_slope):
         ctx.slope = negative_slope
-        y = xp_of(x).where(x > 0, x, x * negative_slope).astype(x.dtype, copy=False)
+        if _native_act.supports(x):
+            y = _native_act.leaky_relu(x, negative_slope)
+        else:
+            y = xp_of(x).where(x > 0, x, x * negative_slope).astype(x.dtype, copy=False)
         ctx.save_for_backward(y if ctx._inplace else x)
         return y
 
@@ -468,6 +471,9 @@ class LeakyRelu(Function):
                 "negative slope, please call out-of-place version instead. File an issue at "
                 "https://github.com/pytorch/pytorch if you do require supporting in-place "
                 "leakRelu backward calculation with negative slope")
+        if (not is_grad_enabled() and PROCESS.observer is None
+                and _native_act.supports(s._data, grad._data)):  # first order: one pass
+            return _make(_native_act.leaky_relu_backward(grad._data, s._data, ctx.slope))
         return grad.where(s > 0, grad * ctx.slope)
 
 

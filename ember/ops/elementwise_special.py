@@ -18,6 +18,7 @@ import numpy as np
 
 from .._core import dtype as dtypes
 from .._core.function import Function
+from .._core.grad_mode import PROCESS, is_grad_enabled
 from .._core.tensor import Tensor, _make
 from ._inplace import binary_function
 from ._util import (check_same_device, float_input, is_scalar, promote, result_type,
@@ -26,6 +27,7 @@ from .arithmetic import (
     _is_integral, _xp, cast, check_broadcast, check_inplace_shape, inplace_form, inplace_operand,
     require_float_target, unsupported,
 )
+from . import _native_activation as _native_act
 from .elementwise import _float_pair, _Unary
 
 _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
@@ -172,6 +174,10 @@ def _in_float64(fn):
 
 
 def _sigmoid(xp, x):
+    if _native_act.supports(x):
+        # NOTE: one pass; the select below costs ~4 ns an element on a random sign
+        # pattern (1M float32: 4.3 ms forward, PyTorch 0.3)
+        return _native_act.forward("sigmoid", x)
     if x.dtype.kind == "c":  # |x| and x >= 0 mean nothing for complex numbers
         return 1 / (1 + xp.exp(-x))
     # NOTE: exp(-|x|) never overflows; the two branches are the same function.
@@ -181,8 +187,18 @@ def _sigmoid(xp, x):
 
 class Sigmoid(_Unary):
     saves = "y"
+    _reuses_grad = True  # (see Node._reuses_grad)
     compute = staticmethod(_sigmoid)
     derivative = staticmethod(lambda x, y: y * (1 - y))
+
+    @staticmethod
+    def backward(ctx, grad):
+        _, y = ctx.saved_tensors
+        if (not is_grad_enabled() and PROCESS.observer is None
+                and _native_act.supports(y._data, grad._data)):  # first order: one pass
+            return _make(_native_act.backward("sigmoid", grad._data, y._data,
+                                              overwrite=ctx._owns_grad))
+        return _Unary.backward(ctx, grad)
 
 
 class Erf(_Unary):

@@ -43,6 +43,8 @@ CASES = {
     "silu": (F.silu, lambda x: x / (1 + np.exp(-x)),
              lambda x: (1 / (1 + np.exp(-x))) * (1 + x * (1 - 1 / (1 + np.exp(-x))))),
     "tanh": (ember.tanh, np.tanh, lambda x: 1 - np.tanh(x) ** 2),
+    "sigmoid": (ember.sigmoid, lambda x: 1 / (1 + np.exp(-x)),
+                lambda x: np.exp(-x) / (1 + np.exp(-x)) ** 2),
 }
 
 
@@ -83,7 +85,7 @@ def test_both_paths_match_float64_reference(name, dtype):
 
 
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")  # (the NumPy path's inf * 0)
-@pytest.mark.parametrize("name", ["gelu", "gelu_tanh", "silu"])
+@pytest.mark.parametrize("name", ["gelu", "gelu_tanh", "silu", "sigmoid"])
 def test_special_values_follow_the_numpy_path(name):
     x = np.zeros(nact.MIN_SIZE, np.float32)
     x[:6] = [np.nan, np.inf, -np.inf, 1e38, -1e38, 88.9]
@@ -162,6 +164,7 @@ def test_parallel_split_and_single_thread_runs_agree(monkeypatch):
     x = rng.standard_normal((512, 64)).astype(np.float32)
     t = rng.integers(0, 64, 512)
     ops = [F.gelu, lambda a: F.gelu(a, approximate="tanh"), F.silu, ember.tanh, F.relu,
+           ember.sigmoid,
            lambda a: F.softmax(a, -1), lambda a: F.log_softmax(a, -1),
            lambda a: F.softmax(a.reshape(512, 8, 8), 1),
            lambda a: F.log_softmax(a.reshape(512, 8, 8), 1),
@@ -218,7 +221,8 @@ def test_cut_work_is_dealt_in_contiguous_shares_the_callers_largest(monkeypatch)
 
 # (the threaded builds of two of the kernels: each build costs ~1 s of compiling in CI)
 @pytest.mark.parametrize("name, parallel", [(name, False) for name in (
-    "gelu", "gelu_tanh", "silu", "tanh", "relu")] + [("gelu", True), ("relu", True)])
+    "gelu", "gelu_tanh", "silu", "tanh", "relu", "sigmoid")] + [("gelu", True),
+                                                                ("relu", True)])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_backward_over_the_gradient_equals_backward_into_a_new_array(name, dtype, parallel,
                                                                      monkeypatch):
@@ -232,3 +236,30 @@ def test_backward_over_the_gradient_equals_backward_into_a_new_array(name, dtype
     assert out is mine
     np.testing.assert_array_equal(mine, fresh)
     assert not np.shares_memory(fresh, g)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("slope", [0.01, 0.2, -0.5, 1.5])
+def test_leaky_relu_kernels_give_the_numpy_paths_bits(dtype, slope):
+    x = _inputs(dtype)
+    x[208:212] = [np.nan, np.inf, -np.inf, -0.0]
+    g = np.random.default_rng(5).standard_normal(x.size).astype(dtype)
+    results = []
+    for flag in (True, False):
+        with native.use_numba(flag):
+            t = ember.tensor(x, requires_grad=True)
+            y = F.leaky_relu(t, slope)
+            y.backward(ember.tensor(g))
+        results.append((y.detach().numpy(), t.grad.numpy()))
+    (y1, g1), (y2, g2) = results
+    np.testing.assert_array_equal(y1.view(f"i{x.itemsize}"), y2.view(f"i{x.itemsize}"))
+    np.testing.assert_array_equal(g1, g2)
+    np.testing.assert_array_equal(g1, np.where(x > 0, g, g * dtype(slope)))
+
+
+def test_leaky_relu_gradients_of_every_order_with_numba_on(monkeypatch):
+    monkeypatch.setattr(nact, "MIN_SIZE", 1)  # let the kernels take small inputs
+    x = ember.randn(3, 5, dtype=ember.float64, requires_grad=True)
+    with native.use_numba(True):
+        assert ember.autograd.gradcheck(lambda a: F.leaky_relu(a, 0.3), (x,))
+        assert ember.autograd.gradgradcheck(lambda a: F.leaky_relu(a, 0.3), (x,))

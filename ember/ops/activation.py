@@ -23,6 +23,7 @@ from .._core.tensor import Tensor, _make
 from . import _kernels
 from . import _native_activation as _native_act
 from . import _native_rows
+from . import _native_select
 from ._direct import direct_unary
 from ._inplace import named
 from ._util import wrap_dim, xp_of
@@ -343,6 +344,11 @@ def _sigmoid_array(xp, x):
     return xp.where(x >= 0, 1 / (1 + e), e / (1 + e)).astype(x.dtype, copy=False)
 
 
+def _select(xp):
+    """`xp`'s ``where``; for NumPy arrays the select kernel's (ops/_native_select.py)."""
+    return _native_select.where if xp is np else xp.where
+
+
 def _softplus_array(xp, z):
     # NOTE: log(1 + exp(z)) = max(z, 0) + log1p(exp(-|z|)) never overflows.
     return xp.maximum(z, 0) + xp.log1p(xp.exp(-xp.abs(z)))
@@ -392,7 +398,7 @@ class Softplus(Function):
         xp = xp_of(x)
         z = x * beta
         with np.errstate(all="ignore"):
-            out = xp.where(z > threshold, x, _softplus_array(xp, z) / beta)
+            out = _select(xp)(z > threshold, x, _softplus_array(xp, z) / beta)
         return out.astype(x.dtype, copy=False)
 
     @staticmethod
@@ -425,7 +431,7 @@ class Elu(Function):
         xp = xp_of(x)
         with np.errstate(all="ignore"):
             neg = (scale * alpha) * xp.expm1(xp.minimum(x, 0) * input_scale)
-            y = xp.where(x > 0, x * scale, neg).astype(x.dtype, copy=False)
+            y = _select(xp)(x > 0, x * scale, neg).astype(x.dtype, copy=False)
         # the in-place form saves its output (its input is overwritten), as PyTorch does
         ctx.save_for_backward(y if ctx._inplace else x)
         return y
@@ -500,7 +506,7 @@ class Threshold(Function):
     def forward(ctx, x, threshold, value):
         ctx.threshold = threshold
         ctx.save_for_backward(x)
-        return xp_of(x).where(x > threshold, x, value).astype(x.dtype, copy=False)
+        return _select(xp_of(x))(x > threshold, x, value).astype(x.dtype, copy=False)
 
     @staticmethod
     def backward(ctx, grad):

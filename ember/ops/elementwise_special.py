@@ -28,6 +28,7 @@ from .arithmetic import (
     require_float_target, unsupported,
 )
 from . import _native_activation as _native_act
+from . import _native_select
 from .elementwise import _float_pair, _Unary
 
 _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
@@ -609,7 +610,8 @@ class Where(Function):
     @staticmethod
     def forward(ctx, condition, x, y, np_dtype):
         ctx.save_for_backward(condition)
-        out = _xp(condition, x, y).where(condition, x, y)
+        xp = _xp(condition, x, y)
+        out = _native_select.where(condition, x, y) if xp is np else xp.where(condition, x, y)
         return out if out.dtype == np_dtype else out.astype(np_dtype)
 
     @staticmethod

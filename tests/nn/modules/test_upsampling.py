@@ -163,3 +163,33 @@ def test_channel_shuffle():
         nn.functional.channel_shuffle(x, 4)
     with pytest.raises(RuntimeError, match="expects input with > 2 dims"):
         nn.functional.channel_shuffle(ember.ones(6), 2)
+
+
+@pytest.mark.parametrize("mode, kw", [("nearest", {}), ("nearest-exact", {}),
+                                      ("bilinear", {"align_corners": False}),
+                                      ("bilinear", {"align_corners": True}),
+                                      ("bicubic", {}), ("area", {})])
+def test_dense_and_sparse_resampling_maps_agree(mode, kw, monkeypatch):
+    """Short axes resample by one matrix product (resample.DENSE_MAX), longer ones by the
+    taps: the same values and gradients."""
+    from ember.ops import resample
+
+    x0 = np.random.default_rng(0).standard_normal((2, 3, 7, 9))
+    g0 = np.random.default_rng(1).standard_normal((2, 3, 12, 20))
+    results = []
+    for dense_max in (resample.DENSE_MAX, 0):
+        monkeypatch.setattr(resample, "DENSE_MAX", dense_max)
+        x = ember.tensor(x0, requires_grad=True)
+        y = F.interpolate(x, size=(12, 20), mode=mode, **kw)
+        y.backward(ember.tensor(g0))
+        results.append((y.detach().numpy(), x.grad.numpy()))
+    for dense, sparse in zip(*results):
+        np.testing.assert_allclose(dense, sparse, rtol=1e-12, atol=1e-12)
+
+
+def test_resampling_keeps_non_finite_values_to_their_own_outputs():
+    x = np.zeros((1, 1, 4, 4))
+    x[0, 0, 1, 2], x[0, 0, 3, 0] = np.inf, np.nan
+    y = F.interpolate(ember.tensor(x), scale_factor=2).numpy()
+    np.testing.assert_array_equal(np.isinf(y), np.kron(np.isinf(x), np.ones((2, 2))) > 0)
+    np.testing.assert_array_equal(np.isnan(y), np.kron(np.isnan(x), np.ones((2, 2))) > 0)

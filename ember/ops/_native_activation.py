@@ -55,6 +55,7 @@ _GELU_C = 0.044715
 # float32 constants (module globals of a NumPy scalar type keep numba's arithmetic in
 # float32; a Python float would promote it to float64)
 _ZERO, _ONE, _HALF, _TWO = _f32(0.0), _f32(1.0), _f32(0.5), _f32(2.0)
+_THREE, _SIX = _f32(3.0), _f32(6.0)
 _LOG2E = _f32(1.4426950408889634)
 _LN2_HI, _LN2_LO = _f32(0.693359375), _f32(-2.12194440e-4)  # ln 2 = hi + lo, hi exact
 # exp32 gives 0 below _EXP_LO (exp(-87.33) = 1.18e-38, just above float32's smallest normal
@@ -407,6 +408,41 @@ def _relu_backward_into(grad, y):
 
 
 @native.kernel(parallel=True)
+def _hardswish_f32(x, out):
+    # (in float32, as NumPy's and PyTorch's: 1e38 overflows to inf there too)
+    for i in native.prange(x.size):
+        v = x[i]
+        out[i] = v * min(max(v + _THREE, _ZERO), _SIX) / _SIX if v == v else v
+
+
+@native.kernel(parallel=True)
+def _hardswish_f64(x, out):
+    for i in native.prange(x.size):
+        v = x[i]
+        out[i] = v * min(max(v + 3.0, 0.0), 6.0) / 6.0 if v == v else v
+
+
+@native.kernel(inline=True)
+def _hardswish_slope(v):
+    """hardswish'(v): 0 below -3 (and for nan), v / 3 + 1/2 up to 3, 1 above."""
+    if v >= -3.0:
+        return v / 3.0 + 0.5 if v <= 3.0 else 1.0
+    return 0.0
+
+
+@native.kernel(parallel=True)
+def _hardswish_backward(grad, x, out):
+    for i in native.prange(x.size):
+        out[i] = grad[i] * _hardswish_slope(x[i])
+
+
+@native.kernel(parallel=True)
+def _hardswish_backward_into(grad, x):
+    for i in native.prange(x.size):
+        grad[i] *= _hardswish_slope(x[i])
+
+
+@native.kernel(parallel=True)
 def _leaky_relu(x, slope, out):
     for i in native.prange(x.size):
         v = x[i]
@@ -443,21 +479,25 @@ _FORWARD = {("gelu", 4): _gelu_f32, ("gelu", 8): _gelu_f64,
             ("gelu_tanh", 4): _gelu_tanh_f32, ("gelu_tanh", 8): _gelu_tanh_f64,
             ("silu", 4): _silu_f32, ("silu", 8): _silu_f64,
             ("relu", 4): _relu, ("relu", 8): _relu,
-            ("sigmoid", 4): _sigmoid_f32, ("sigmoid", 8): _sigmoid_f64}
+            ("sigmoid", 4): _sigmoid_f32, ("sigmoid", 8): _sigmoid_f64,
+            ("hardswish", 4): _hardswish_f32, ("hardswish", 8): _hardswish_f64}
 _BACKWARD = {("gelu", 4): _gelu_backward_f32, ("gelu", 8): _gelu_backward_f64,
              ("gelu_tanh", 4): _gelu_tanh_backward_f32,
              ("gelu_tanh", 8): _gelu_tanh_backward_f64,
              ("silu", 4): _silu_backward_f32, ("silu", 8): _silu_backward_f64,
              ("tanh", 4): _tanh_backward, ("tanh", 8): _tanh_backward,
              ("relu", 4): _relu_backward, ("relu", 8): _relu_backward,
-             ("sigmoid", 4): _sigmoid_backward, ("sigmoid", 8): _sigmoid_backward}
+             ("sigmoid", 4): _sigmoid_backward, ("sigmoid", 8): _sigmoid_backward,
+             ("hardswish", 4): _hardswish_backward, ("hardswish", 8): _hardswish_backward}
 _BACKWARD_INTO = {("gelu", 4): _gelu_backward_f32_into, ("gelu", 8): _gelu_backward_f64_into,
                   ("gelu_tanh", 4): _gelu_tanh_backward_f32_into,
                   ("gelu_tanh", 8): _gelu_tanh_backward_f64_into,
                   ("silu", 4): _silu_backward_f32_into, ("silu", 8): _silu_backward_f64_into,
                   ("tanh", 4): _tanh_backward_into, ("tanh", 8): _tanh_backward_into,
                   ("relu", 4): _relu_backward_into, ("relu", 8): _relu_backward_into,
-                  ("sigmoid", 4): _sigmoid_backward_into, ("sigmoid", 8): _sigmoid_backward_into}
+                  ("sigmoid", 4): _sigmoid_backward_into, ("sigmoid", 8): _sigmoid_backward_into,
+                  ("hardswish", 4): _hardswish_backward_into,
+                  ("hardswish", 8): _hardswish_backward_into}
 
 
 def supports(*arrays, min_size: int = MIN_SIZE) -> bool:

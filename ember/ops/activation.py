@@ -527,14 +527,22 @@ class Hardsigmoid(Function):
 
 
 class Hardswish(Function):
+    _reuses_grad = True  # (see Node._reuses_grad)
+
     @staticmethod
     def forward(ctx, x):
         ctx.save_for_backward(x)
+        if _native_act.supports(x):
+            return _native_act.forward("hardswish", x)
         return (x * xp_of(x).clip(x + 3, 0, 6) / 6).astype(x.dtype, copy=False)
 
     @staticmethod
     def backward(ctx, grad):
         (x,) = ctx.saved_tensors
+        if (not is_grad_enabled() and PROCESS.observer is None
+                and _native_act.supports(x._data, grad._data)):  # first order: one pass
+            return _make(_native_act.backward("hardswish", grad._data, x._data,
+                                              overwrite=ctx._owns_grad))
         middle = grad * (x / 3 + 0.5)
         return middle.where(x <= 3, grad).where(x >= -3, 0.0)
 

@@ -45,6 +45,8 @@ CASES = {
     "tanh": (ember.tanh, np.tanh, lambda x: 1 - np.tanh(x) ** 2),
     "sigmoid": (ember.sigmoid, lambda x: 1 / (1 + np.exp(-x)),
                 lambda x: np.exp(-x) / (1 + np.exp(-x)) ** 2),
+    "hardswish": (F.hardswish, lambda x: x * np.clip(x + 3, 0, 6) / 6,
+                  lambda x: np.where(x < -3, 0.0, np.where(x <= 3, x / 3 + 0.5, 1.0))),
 }
 
 
@@ -85,7 +87,7 @@ def test_both_paths_match_float64_reference(name, dtype):
 
 
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")  # (the NumPy path's inf * 0)
-@pytest.mark.parametrize("name", ["gelu", "gelu_tanh", "silu", "sigmoid"])
+@pytest.mark.parametrize("name", ["gelu", "gelu_tanh", "silu", "sigmoid", "hardswish"])
 def test_special_values_follow_the_numpy_path(name):
     x = np.zeros(nact.MIN_SIZE, np.float32)
     x[:6] = [np.nan, np.inf, -np.inf, 1e38, -1e38, 88.9]
@@ -164,7 +166,7 @@ def test_parallel_split_and_single_thread_runs_agree(monkeypatch):
     x = rng.standard_normal((512, 64)).astype(np.float32)
     t = rng.integers(0, 64, 512)
     ops = [F.gelu, lambda a: F.gelu(a, approximate="tanh"), F.silu, ember.tanh, F.relu,
-           ember.sigmoid,
+           ember.sigmoid, F.hardswish,
            lambda a: F.softmax(a, -1), lambda a: F.log_softmax(a, -1),
            lambda a: F.softmax(a.reshape(512, 8, 8), 1),
            lambda a: F.log_softmax(a.reshape(512, 8, 8), 1),
@@ -221,8 +223,8 @@ def test_cut_work_is_dealt_in_contiguous_shares_the_callers_largest(monkeypatch)
 
 # (the threaded builds of two of the kernels: each build costs ~1 s of compiling in CI)
 @pytest.mark.parametrize("name, parallel", [(name, False) for name in (
-    "gelu", "gelu_tanh", "silu", "tanh", "relu", "sigmoid")] + [("gelu", True),
-                                                                ("relu", True)])
+    "gelu", "gelu_tanh", "silu", "tanh", "relu", "sigmoid", "hardswish")] + [
+        ("gelu", True), ("relu", True)])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_backward_over_the_gradient_equals_backward_into_a_new_array(name, dtype, parallel,
                                                                      monkeypatch):

@@ -62,6 +62,11 @@ def _load_numba():
 
 # One parallel kernel at a time: workqueue aborts the process on concurrent launches.
 _launch_lock = threading.Lock()
+# Held while a kernel compiles the signatures left from its first call (`Kernel.__call__`):
+# two threads that meet a new dtype at once (a product's parts on ember's threads) would
+# otherwise both compile, one of them into a dispatcher the other has just closed
+# ("compilation disabled").
+_pending_lock = threading.RLock()
 
 
 def available() -> bool:
@@ -144,29 +149,39 @@ class Kernel:
     def __call__(self, *args):
         compiled = self._compiled
         if compiled is None:
-            compiled = self._compile()
+            with _pending_lock:  # (one build, whichever thread calls first)
+                compiled = self._compiled if self._compiled is not None else self._compile()
         if self.parallel:
             with _launch_lock:
                 return compiled(*args)
         if not self._pending:
             return compiled(*args)
-        try:
-            return compiled(*args)
-        except TypeError:   # (numba: no build fits, and it may compile none: build the rest)
-            self._compile_pending()
-            return compiled(*args)
+        with _pending_lock:  # (while builds are pending: see `_pending_lock`)
+            if self._pending:
+                try:
+                    return compiled(*args)
+                except TypeError:   # (numba: no build fits, and it may compile none)
+                    self._compile_pending()
+        return compiled(*args)
 
     def _compile_pending(self) -> None:
         """Compile the signatures left from the first call, and first those of the kernels
-        this one calls (its new builds call theirs)."""
-        for callee in _kernels_named(self.py_func).values():
-            if callee._pending:
-                callee._compile_pending()
-        pending, self._pending = self._pending, ()
-        self._compiled.disable_compile(False)
-        for signature in pending:
-            self._compiled.compile(signature)
-        self._compiled.disable_compile()
+        this one calls (its new builds call theirs).  One thread at a time; `_pending`
+        empties only once they are all built, so that no other thread calls the closed
+        dispatcher for a signature not built yet."""
+        with _pending_lock:
+            for callee in _kernels_named(self.py_func).values():
+                if callee._pending:
+                    callee._compile_pending()
+            if not self._pending:  # (another thread built them while this one waited)
+                return
+            self._compiled.disable_compile(False)
+            try:
+                for signature in self._pending:
+                    self._compiled.compile(signature)
+            finally:
+                self._compiled.disable_compile()
+            self._pending = ()
 
     def has_run(self) -> bool:
         """Whether either build (threaded or serial) has been compiled, i.e. called."""

@@ -65,6 +65,38 @@ def test_fixed_signatures_are_built_as_the_calls_need_them():
         _first_item(np.arange(3))
 
 
+def test_threads_meeting_a_fixed_signature_kernel_first_at_once_all_get_results():
+    """Two threads making a kernel's first calls at once, in the dtype built second (a
+    split product's parts on ember's threads): one build, no 'No matching definition'
+    or 'compilation disabled' (a first build made twice left one thread holding a
+    dispatcher whose pending builds the other had taken)."""
+    import threading
+
+    def last_item(x):
+        return x[x.shape[0] - 1]
+
+    for _ in range(5):
+        kernel = native.Kernel(last_item, parallel=False, fastmath=False,
+                               signatures=_both_floats)
+        start = threading.Barrier(2)
+        results, errors = [], []
+
+        def call(start=start, kernel=kernel, results=results, errors=errors):
+            start.wait()
+            try:
+                results.append(kernel(np.arange(1.0, 9.0)))
+            except Exception as exc:  # noqa: BLE001 - the test reports what it got
+                errors.append(exc)
+
+        threads = [threading.Thread(target=call) for _ in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert not errors and results == [8.0, 8.0]
+        assert len(kernel._compiled.signatures) == 2
+
+
 def test_use_numba_switches_off_in_this_thread_only():
     assert native.enabled()
     with native.use_numba(False):

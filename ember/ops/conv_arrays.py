@@ -22,7 +22,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from . import _native_direct_conv, _native_winograd, _parallel
+from . import _native_depthwise, _native_direct_conv, _native_winograd, _parallel
 from ._util import xp_of
 
 # ----------------------------------------------------------------------
@@ -158,6 +158,8 @@ def conv_array(a, w, geo, bias=None):
     """The convolution of `a` (N, C, *size) with `w` (Cout, C/groups, *k), plus `bias`."""
     xp = xp_of(a)
     if xp is np:  # the native kernels for the shapes they serve (see their `supports`)
+        if _native_depthwise.supports(a, w, geo):
+            return _native_depthwise.forward(a, w, geo, bias)
         dtype = np.result_type(a, w)
         if _native_direct_conv.supports(dtype, a.shape[0], w.shape[1], w.shape[0],
                                         w.shape[2:], geo):
@@ -216,6 +218,8 @@ def conv_array(a, w, geo, bias=None):
 def conv_transpose_array(c, w, geo, bias=None):
     """The adjoint of `conv_array` in its input: (N, Cout, *out) -> (N, C, *size)."""
     xp = xp_of(c)
+    if xp is np and _native_depthwise.supports(c, w, geo):
+        return _native_depthwise.adjoint(c, w, geo, bias)
     # NOTE: the stride-1 paths also multiply the weight by zeros (of the padding or the
     # border): an inf weight would give NaN where PyTorch gives inf, so only finite ones.
     if xp is np and all(s == 1 for s in geo.stride) and np.isfinite(w).all():
@@ -377,6 +381,10 @@ def conv_weight_array(a, c, kernel, geo):
     """The adjoint of `conv_array` in its weight: <conv(a, w), c> = <w, conv_weight(a, c)>."""
     xp = xp_of(a)
     kernel = tuple(kernel)
+    if (xp is np and len(kernel) == 2 and type(c) is np.ndarray and c.dtype == a.dtype
+            and geo.groups == a.shape[1] == c.shape[1]
+            and _native_depthwise.supports(a, np.empty((a.shape[1], 1, 1, 1), a.dtype), geo)):
+        return _native_depthwise.weight_grad(a, c, kernel, geo)
     g, co, n, ch = geo.groups, c.shape[1], a.shape[0], a.shape[1]
     p = math.prod(c.shape[2:])
     view = _column_view(a, kernel, geo)                              # (C, *k, N, *out)

@@ -86,6 +86,8 @@ def test_many_chunks(monkeypatch):
 def test_choice_of_path(monkeypatch, cin, cout, groups, kernel, dtype, path):
     if dtype == np.float32 and not native.enabled():
         path = "_transpose_by_shifts"                    # (no Winograd without numba)
+    # (the general path's choice: depthwise ones take ops/_native_depthwise.py first)
+    monkeypatch.setattr(conv._native_depthwise, "supports", lambda *a: False)
     called = []
     for name in ("_transpose_by_shifts", "_transpose_as_conv", "_transpose_col2im"):
         real = getattr(conv, name)

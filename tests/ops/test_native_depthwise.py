@@ -1,0 +1,101 @@
+"""Depthwise convolutions through the numba kernels (ember/ops/_native_depthwise.py)
+against the general path (columns and products), on the geometries they serve: strides,
+dilations, paddings (also uneven), kernel sizes, transposed convolutions with
+output_padding, and gradients of every order."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import ember
+import ember.nn.functional as F
+from ember.autograd import gradcheck, gradgradcheck
+from ember.ops import _native as native
+from ember.ops import _native_depthwise
+
+needs_numba = pytest.mark.skipif(not native.available(), reason="numba is not installed")
+
+GEOMETRIES = [dict(stride=1, padding=1), dict(stride=2, padding=1), dict(stride=1, padding=0),
+              dict(stride=(2, 1), padding=(2, 0), dilation=(1, 2)),
+              dict(stride=1, padding="same", dilation=2), dict(stride=3, padding=2)]
+
+
+def _run(x0, w0, b0, g_seed, transposed=False, **kw):
+    x = ember.tensor(x0, requires_grad=True)
+    w = ember.tensor(w0, requires_grad=True)
+    b = ember.tensor(b0, requires_grad=True)
+    conv = F.conv_transpose2d if transposed else F.conv2d
+    y = conv(x, w, b, groups=x0.shape[1], **kw)
+    g = np.random.default_rng(g_seed).standard_normal(tuple(y.shape)).astype(x0.dtype)
+    y.backward(ember.tensor(g))
+    return y.detach().numpy(), x.grad.numpy(), w.grad.numpy(), b.grad.numpy()
+
+
+def _both(monkeypatch, *args, **kw):
+    """(kernels' results, general path's results)."""
+    calls = []
+    real = _native_depthwise.supports
+    monkeypatch.setattr(_native_depthwise, "supports",
+                        lambda *a: calls.append(1) or real(*a))
+    ours = _run(*args, **kw)
+    assert calls, "the depthwise kernels did not run"
+    monkeypatch.setattr(_native_depthwise, "supports", lambda *a: False)
+    return ours, _run(*args, **kw)
+
+
+@needs_numba
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("kernel", [3, 5, (7, 3)])
+@pytest.mark.parametrize("geometry", GEOMETRIES)
+def test_depthwise_kernels_match_the_general_path(geometry, kernel, dtype, monkeypatch):
+    if geometry.get("padding") == "same" and geometry.get("stride", 1) != 1:
+        pytest.skip("padding='same' needs stride 1")
+    k = (kernel, kernel) if isinstance(kernel, int) else kernel
+    rng = np.random.default_rng(0)
+    x0 = rng.standard_normal((3, 6, 17, 14)).astype(dtype)
+    w0 = rng.standard_normal((6, 1) + k).astype(dtype)
+    b0 = rng.standard_normal(6).astype(dtype)
+    ours, general = _both(monkeypatch, x0, w0, b0, 1, **geometry)
+    tol = dict(rtol=1e-4, atol=1e-4) if dtype == np.float32 else dict(rtol=1e-11, atol=1e-11)
+    for a, b in zip(ours, general):
+        assert a.shape == b.shape
+        np.testing.assert_allclose(a, b, **tol)
+
+
+@needs_numba
+@pytest.mark.parametrize("geometry", [dict(stride=2, padding=1, output_padding=1),
+                                      dict(stride=1, padding=0), dict(stride=3, padding=1,
+                                                                      output_padding=2)])
+def test_depthwise_transposed_convolutions_match_the_general_path(geometry, monkeypatch):
+    rng = np.random.default_rng(1)
+    x0 = rng.standard_normal((2, 4, 9, 8))
+    w0 = rng.standard_normal((4, 1, 3, 3))
+    ours, general = _both(monkeypatch, x0, w0, rng.standard_normal(4), 2, transposed=True,
+                          **geometry)
+    for a, b in zip(ours, general):
+        np.testing.assert_allclose(a, b, rtol=1e-11, atol=1e-11)
+
+
+@needs_numba
+def test_depthwise_gradients_of_every_order():
+    rng = np.random.default_rng(2)
+    x = ember.tensor(rng.standard_normal((2, 3, 6, 5)), requires_grad=True)
+    w = ember.tensor(rng.standard_normal((3, 1, 3, 3)), requires_grad=True)
+    fn = lambda a, b: F.conv2d(a, b, stride=2, padding=1, groups=3)  # noqa: E731
+    assert gradcheck(fn, (x, w))
+    assert gradgradcheck(fn, (x, w))
+
+
+def test_depthwise_convolution_matches_pytorch():
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(3)
+    x0, w0 = rng.standard_normal((4, 32, 20, 20)), rng.standard_normal((32, 1, 7, 7))
+    results = []
+    for lib in (ember, torch):
+        x, w = lib.tensor(x0, requires_grad=True), lib.tensor(w0, requires_grad=True)
+        y = lib.nn.functional.conv2d(x, w, padding=3, groups=32)
+        y.backward(lib.ones_like(y))
+        results.append((y.detach().numpy(), x.grad.numpy(), w.grad.numpy()))
+    for ours, theirs in zip(*results):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-10, atol=1e-10)

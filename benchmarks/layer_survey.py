@@ -1,0 +1,138 @@
+"""A survey of common layers and ops, forward + backward, ember against PyTorch: the
+same call on the same data in one process, sorted by the ratio ember/PyTorch (worst
+first), to find the ops that fall far behind.
+
+Each op runs on a (8, 64, 32, 32), (32, 64, 256) or (4096, 256) float32 input that
+requires grad; a timed call is the forward and ``y.backward(ones)``.  The two libraries
+run one op after the other (each its own block of calls), so on a busy machine compare
+ratios, not times, and re-run outliers.  Usage:
+    python benchmarks/layer_survey.py [--threads 2] [--repeats 30] [--only elu,where]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from benchmarks._harness import pin_threads_from_argv  # noqa: E402
+
+pin_threads_from_argv(default="2")
+
+import numpy as np  # noqa: E402
+
+import ember  # noqa: E402
+from benchmarks._harness import try_import_torch  # noqa: E402
+
+
+def cases(lib) -> dict:
+    """name -> (input array, function of the input tensor): the same calls on both."""
+    fn = lib.nn.functional
+    rng = np.random.default_rng(0)
+
+    def data(*shape):
+        return rng.standard_normal(shape).astype(np.float32)
+
+    images, rows3, rows = data(8, 64, 32, 32), data(32, 64, 256), data(4096, 256)
+    w3, w1, wd = (lib.tensor(data(64, 64, 3, 3)), lib.tensor(data(64, 64, 1, 1)),
+                  lib.tensor(data(64, 1, 3, 3)))
+    return {
+        "conv 3x3, 64 channels": (images[:2], lambda x: fn.conv2d(x, w3, padding=1)),
+        "conv 1x1": (images, lambda x: fn.conv2d(x, w1)),
+        "depthwise conv 3x3": (images, lambda x: fn.conv2d(x, wd, padding=1, groups=64)),
+        "batch_norm (training)": (images, lambda x: fn.batch_norm(x, None, None,
+                                                                  training=True)),
+        "instance_norm": (images, lambda x: fn.instance_norm(x)),
+        "group_norm": (images, lambda x: fn.group_norm(x, 32)),
+        "layer_norm (2 dims)": (images, lambda x: fn.layer_norm(x, (32, 32))),
+        "rms_norm": (rows3, lambda x: fn.rms_norm(x, (256,))),
+        "max_pool2d": (images, lambda x: fn.max_pool2d(x, 2)),
+        "avg_pool2d": (images, lambda x: fn.avg_pool2d(x, 2)),
+        "adaptive_avg_pool2d 1": (images, lambda x: fn.adaptive_avg_pool2d(x, 1)),
+        "interpolate nearest": (images, lambda x: fn.interpolate(x, scale_factor=2)),
+        "interpolate bilinear": (images, lambda x: fn.interpolate(x, scale_factor=2,
+                                                                  mode="bilinear")),
+        "pad reflect": (images, lambda x: fn.pad(x, (1, 1, 1, 1), mode="reflect")),
+        "pixel_shuffle": (images, lambda x: fn.pixel_shuffle(x, 2)),
+        "sigmoid": (rows, lambda x: lib.sigmoid(x)),
+        "leaky_relu": (rows, lambda x: fn.leaky_relu(x, 0.1)),
+        "elu": (rows, lambda x: fn.elu(x)),
+        "softplus": (rows, lambda x: fn.softplus(x)),
+        "hardswish": (rows, lambda x: fn.hardswish(x)),
+        "mish": (rows, lambda x: fn.mish(x)),
+        "glu": (rows, lambda x: fn.glu(x)),
+        "prelu": (images, lambda x: fn.prelu(x, lib.full((64,), 0.25))),
+        "softmax (dim 1 of 3)": (rows3, lambda x: fn.softmax(x, 1)),
+        "logsumexp": (rows, lambda x: x.logsumexp(1)),
+        "cumsum": (rows, lambda x: x.cumsum(1)),
+        "norm (dim 1)": (rows, lambda x: x.norm(dim=1)),
+        "var": (rows, lambda x: x.var(1)),
+        "where": (rows, lambda x: lib.where(x > 0, x, x * 0.1)),
+        "clamp": (rows, lambda x: x.clamp(-1, 1)),
+        "cat": (rows, lambda x: lib.cat([x, x], 1)),
+        "transpose + contiguous": (rows3, lambda x: x.transpose(1, 2).contiguous()),
+        "scaled_dot_product_attention": (data(8, 4, 128, 32), lambda q: (
+            fn.scaled_dot_product_attention(q, q, q, is_causal=True))),
+        "l1_loss": (rows, lambda x: fn.l1_loss(x, x.detach() * 0.5)),
+        "mse_loss": (rows, lambda x: fn.mse_loss(x, x.detach() * 0.5)),
+        "kl_div": (rows, lambda x: fn.kl_div(fn.log_softmax(x, 1),
+                                             fn.softmax(x.detach(), 1),
+                                             reduction="batchmean")),
+        "cosine_similarity": (rows, lambda x: fn.cosine_similarity(x, x.detach() + 1)),
+        "normalize": (rows, lambda x: fn.normalize(x)),
+    }
+
+
+def time_case(lib, array, op, repeats: int) -> float:
+    """Median seconds of forward + backward."""
+    x = lib.tensor(array, requires_grad=True)
+
+    def step():
+        x.grad = None
+        y = op(x)
+        y.backward(lib.ones_like(y))
+
+    for _ in range(3):
+        step()
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        step()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--repeats", type=int, default=30)
+    parser.add_argument("--only", default=None, help="comma-separated parts of names")
+    args = parser.parse_args()
+    torch = try_import_torch()
+    ember.set_num_threads(args.threads)
+    if torch is not None:
+        torch.set_num_threads(args.threads)
+    ours = cases(ember)
+    theirs = cases(torch) if torch is not None else {}
+    rows = []
+    for name, (array, op) in ours.items():
+        if args.only and not any(part in name for part in args.only.split(",")):
+            continue
+        e = time_case(ember, array, op, args.repeats)
+        t = time_case(torch, *theirs[name], args.repeats) if theirs else None
+        rows.append((name, e, t))
+    rows.sort(key=lambda r: -(r[1] / r[2]) if r[2] else 0)
+    print(f"{args.threads} threads, median of {args.repeats}, forward + backward, ms")
+    print(f"{'op':<30} {'ember':>8} {'PyTorch':>8} {'ratio':>6}")
+    for name, e, t in rows:
+        ratio = f"{e / t:6.2f}" if t else f"{'-':>6}"
+        torch_ms = f"{t * 1e3:8.3f}" if t else f"{'-':>8}"
+        print(f"{name:<30} {e * 1e3:8.3f} {torch_ms} {ratio}")
+
+
+if __name__ == "__main__":
+    main()

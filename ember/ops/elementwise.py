@@ -23,6 +23,7 @@ from .._core.grad_mode import PROCESS, STATE, is_grad_enabled
 from .._core.tensor import Tensor, _make
 from . import _kernels
 from . import _native_activation as _native_act
+from . import _native_select
 from ._inplace import op_pair
 from ._util import float_input, xp_of
 from .arithmetic import require_float_target, unsupported
@@ -271,8 +272,9 @@ def _sign(xp, x):
     if x.dtype.kind == "b":
         return x.copy()
     out = xp.sign(x)
-    if _is_float_array(x):
-        out = xp.where(xp.isnan(x), 0, out).astype(x.dtype)  # PyTorch: sign(nan) == 0
+    if _is_float_array(x):  # PyTorch: sign(nan) == 0 (the select kernel: see _native_select)
+        select = _native_select.where if xp is np else xp.where
+        out = select(xp.isnan(x), 0, out).astype(x.dtype, copy=False)
     return out
 
 

@@ -123,6 +123,25 @@ class HuberLoss(PointwiseLoss):
         return where(d.abs() < delta, d, d.sign() * delta)
 
 
+def _weighted_reduced(ctx, xp, loss, weight, reduction: str):
+    """A binary cross entropy's elementwise `loss`, times its class `weight` (an array or
+    None), reduced (`reduced`); keeps the element count on `ctx` for backward."""
+    if weight is not None:
+        loss = loss * weight
+    ctx.count = loss.size
+    return reduced(xp, loss, reduction)
+
+
+def _weighted_inputs(ctx, grad: Tensor) -> tuple:
+    """(input, target, the gradient reaching each element times its class weight) for a
+    binary cross entropy's backward."""
+    x, t = ctx.saved_tensors
+    grad = per_element(ctx, grad)
+    if ctx.weight is not None:
+        grad = grad * _make(ctx.weight)
+    return x, t, grad
+
+
 class BinaryCrossEntropy(Function):
     """``-w (t log x + (1 - t) log(1 - x))`` with each log clamped at -100, reduced; `weight`
     (an array broadcasting to x, or None) scales each element."""
@@ -138,17 +157,11 @@ class BinaryCrossEntropy(Function):
             log_x = xp.maximum(xp.log(x), -100)
             log_1mx = xp.maximum(xp.log(1 - x), -100)
         loss = (-(t * log_x + (1 - t) * log_1mx)).astype(x.dtype, copy=False)
-        if weight is not None:
-            loss = loss * weight
-        ctx.count = loss.size
-        return reduced(xp, loss, reduction)
+        return _weighted_reduced(ctx, xp, loss, weight, reduction)
 
     @staticmethod
     def backward(ctx, grad):
-        x, t = ctx.saved_tensors
-        grad = per_element(ctx, grad)
-        if ctx.weight is not None:
-            grad = grad * _make(ctx.weight)
+        x, t, grad = _weighted_inputs(ctx, grad)
         gx = gt = None
         if ctx.needs_input_grad[0]:
             # NOTE: PyTorch's denominator floor: the gradient stays finite at x = 0 or 1.
@@ -177,17 +190,11 @@ class BinaryCrossEntropyWithLogits(Function):
             loss = (1 - t) * x - log_sig
         else:
             loss = (1 - t) * x - (1 + (pos_weight - 1) * t) * log_sig
-        if weight is not None:
-            loss = loss * weight
-        ctx.count = loss.size
-        return reduced(xp, loss.astype(x.dtype, copy=False), reduction)
+        return _weighted_reduced(ctx, xp, loss.astype(x.dtype, copy=False), weight, reduction)
 
     @staticmethod
     def backward(ctx, grad):
-        x, t = ctx.saved_tensors
-        grad = per_element(ctx, grad)
-        if ctx.weight is not None:
-            grad = grad * _make(ctx.weight)
+        x, t, grad = _weighted_inputs(ctx, grad)
         p = None if ctx.pos_weight is None else _make(ctx.pos_weight)
         gx = gt = None
         if ctx.needs_input_grad[0]:

@@ -154,9 +154,32 @@ def _images_first(prod, target, m: int) -> None:
     target[...] = prod.reshape(g * og, m, -1).transpose(1, 0, 2)
 
 
+def _pointwise(a, w, geo) -> bool:
+    """Whether a convolution of `a` with `w` is a 1x1 one (every kernel size 1, stride 1,
+    no padding or dilation, one group) on float NumPy arrays of one dtype: per image, one
+    matrix product of the weight and the input as it lies (`conv_array` and its
+    adjoints).  NOTE: the columns of the general path are a copy of the input for such
+    a kernel; (8, 64, 32, 32) to 128 channels, float32, forward + backward: 4.4 ms
+    that way, 1.7 ms so (PyTorch 2.35; 2-core Intel Xeon, 2026-12-06)."""
+    return (type(a) is np.ndarray and type(w) is np.ndarray and a.dtype == w.dtype
+            and a.dtype in (np.float32, np.float64) and geo.groups == 1
+            and all(k == 1 for k in w.shape[2:]) and all(s == 1 for s in geo.stride)
+            and not any(geo.lo) and not any(geo.hi))
+
+
+def _with_bias(out, bias):
+    if bias is not None:
+        out += bias.reshape((1, -1) + (1,) * (out.ndim - 2)).astype(out.dtype, copy=False)
+    return out
+
+
 def conv_array(a, w, geo, bias=None):
     """The convolution of `a` (N, C, *size) with `w` (Cout, C/groups, *k), plus `bias`."""
     xp = xp_of(a)
+    if xp is np and _pointwise(a, w, geo):
+        out = _parallel.matmul(w.reshape(w.shape[0], -1),
+                               np.ascontiguousarray(a).reshape(a.shape[0], a.shape[1], -1))
+        return _with_bias(out.reshape((a.shape[0], w.shape[0]) + a.shape[2:]), bias)
     if xp is np:  # the native kernels for the shapes they serve (see their `supports`)
         if _native_depthwise.supports(a, w, geo):
             return _native_depthwise.forward(a, w, geo, bias)
@@ -218,6 +241,10 @@ def conv_array(a, w, geo, bias=None):
 def conv_transpose_array(c, w, geo, bias=None):
     """The adjoint of `conv_array` in its input: (N, Cout, *out) -> (N, C, *size)."""
     xp = xp_of(c)
+    if xp is np and _pointwise(c, w, geo) and tuple(c.shape[2:]) == tuple(geo.size):
+        wt = np.ascontiguousarray(w.reshape(w.shape[0], -1).T)
+        out = _parallel.matmul(wt, np.ascontiguousarray(c).reshape(c.shape[0], c.shape[1], -1))
+        return _with_bias(out.reshape((c.shape[0], wt.shape[0]) + c.shape[2:]), bias)
     if xp is np and _native_depthwise.supports(c, w, geo):
         return _native_depthwise.adjoint(c, w, geo, bias)
     # NOTE: the stride-1 paths also multiply the weight by zeros (of the padding or the
@@ -381,6 +408,14 @@ def conv_weight_array(a, c, kernel, geo):
     """The adjoint of `conv_array` in its weight: <conv(a, w), c> = <w, conv_weight(a, c)>."""
     xp = xp_of(a)
     kernel = tuple(kernel)
+    if (xp is np and all(k == 1 for k in kernel) and type(c) is np.ndarray
+            and c.shape[2:] == a.shape[2:]
+            and _pointwise(a, np.empty((1, 1) + kernel, a.dtype), geo) and c.dtype == a.dtype):
+        n, ch, co = a.shape[0], a.shape[1], c.shape[1]
+        a3 = np.ascontiguousarray(a).reshape(n, ch, -1)
+        c3 = np.ascontiguousarray(c).reshape(n, co, -1)
+        per_image = _parallel.matmul(c3, a3.transpose(0, 2, 1))      # (N, Cout, C)
+        return per_image.sum(axis=0).reshape((co, ch) + kernel)
     if (xp is np and len(kernel) == 2 and type(c) is np.ndarray and c.dtype == a.dtype
             and geo.groups == a.shape[1] == c.shape[1]
             and _native_depthwise.supports(a, np.empty((a.shape[1], 1, 1, 1), a.dtype), geo)):

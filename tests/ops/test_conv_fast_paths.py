@@ -1,4 +1,5 @@
-"""Depthwise convolutions through the numba kernels (ember/ops/_native_depthwise.py)
+"""Convolutions that skip the columns: depthwise ones through the numba kernels
+(ember/ops/_native_depthwise.py) and 1x1 ones as one product per image
 against the general path (columns and products), on the geometries they serve: strides,
 dilations, paddings (also uneven), kernel sizes, transposed convolutions with
 output_padding, and gradients of every order."""
@@ -99,3 +100,46 @@ def test_depthwise_convolution_matches_pytorch():
         results.append((y.detach().numpy(), x.grad.numpy(), w.grad.numpy()))
     for ours, theirs in zip(*results):
         np.testing.assert_allclose(ours, theirs, rtol=1e-10, atol=1e-10)
+
+
+# ---------------------------------------------------------------------------
+# 1x1 convolutions: one product per image (conv_arrays._pointwise), not columns
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("spatial", [(9,), (7, 6), (3, 4, 5)])
+@pytest.mark.parametrize("transposed", [False, True])
+def test_pointwise_convolutions_match_the_general_path(spatial, transposed, dtype,
+                                                       monkeypatch):
+    from ember.ops import conv_arrays
+
+    nd = len(spatial)
+    conv = getattr(F, f"conv_transpose{nd}d" if transposed else f"conv{nd}d")
+    rng = np.random.default_rng(5)
+    x0 = rng.standard_normal((3, 4) + spatial).astype(dtype)
+    w0 = rng.standard_normal((4, 6) + (1,) * nd if transposed else (6, 4) + (1,) * nd)
+    b0 = rng.standard_normal(6)
+    g0 = rng.standard_normal((3, 6) + spatial).astype(dtype)
+    results = []
+    real = conv_arrays._pointwise
+    for take in (True, False):
+        calls = []
+        monkeypatch.setattr(conv_arrays, "_pointwise",
+                            lambda *a, _c=calls, _t=take: _c.append(1) or (_t and real(*a)))
+        x = ember.tensor(x0, requires_grad=True)
+        w = ember.tensor(w0.astype(dtype), requires_grad=True)
+        b = ember.tensor(b0.astype(dtype), requires_grad=True)
+        y = conv(x, w, b)
+        y.backward(ember.tensor(g0))
+        results.append((y.detach().numpy(), x.grad.numpy(), w.grad.numpy(), b.grad.numpy()))
+        assert calls
+    tol = dict(rtol=1e-4, atol=1e-4) if dtype == np.float32 else dict(rtol=1e-11, atol=1e-11)
+    for a, b in zip(*results):
+        np.testing.assert_allclose(a, b, **tol)
+
+
+def test_pointwise_convolution_gradients_of_every_order():
+    rng = np.random.default_rng(6)
+    x = ember.tensor(rng.standard_normal((2, 3, 4, 5)), requires_grad=True)
+    w = ember.tensor(rng.standard_normal((2, 3, 1, 1)), requires_grad=True)
+    assert gradcheck(lambda a, b: F.conv2d(a, b), (x, w))
+    assert gradgradcheck(lambda a, b: F.conv2d(a, b), (x, w))

@@ -35,6 +35,12 @@ class VectorNorm(Function):
         xp = xp_of(x)
         ctx.ord, ctx.dims, ctx.keepdim, ctx.shape = ord, dims, keepdim, x.shape
         dtype = x.real.dtype if x.dtype.kind == "c" else x.dtype
+        if ord == 2 and x.dtype.kind == "f":  # (|x|^2 is x^2: no pass for the abs)
+            w = widen(x)[0]
+            out = xp.sqrt((w * w).sum(axis=dims, keepdims=keepdim))
+            out = xp.asarray(out, dtype=dtype)
+            ctx.save_for_backward(x, out)
+            return out
         a = xp.abs(widen(x)[0])
         if ord == 2:
             out = xp.sqrt((a * a).sum(axis=dims, keepdims=keepdim))
@@ -67,11 +73,11 @@ class VectorNorm(Function):
             grad, norm = grad.reshape(kept), norm.reshape(kept)
         xd = x._data
         xp = xp_of(xd)
-        sign = const_like(xp.sign(xd), x)
         if ord == 2:
             # NOTE: at a zero norm the gradient is taken as zero (not nan), as in PyTorch.
             zero = const_like(norm._data == 0, norm)
-            return grad * x / (norm + zero)
+            return x * (grad / (norm + zero))  # (one pass over x: the ratio is small)
+        sign = const_like(xp.sign(xd), x)
         if ord == 1:
             return grad * sign
         if ord in (math.inf, -math.inf):

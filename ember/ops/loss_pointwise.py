@@ -64,7 +64,7 @@ class PointwiseLoss(Function):
     @staticmethod
     def backward(ctx, grad):
         x, t = ctx.saved_tensors
-        g = type(ctx).slope(x - t, **ctx.params) * per_element(ctx, grad)
+        g = type(ctx).scaled_slope(x - t, per_element(ctx, grad), **ctx.params)
         need_x, need_t = ctx.needs_input_grad
         return (g if need_x else None), (-g if need_t else None)
 
@@ -75,6 +75,11 @@ class PointwiseLoss(Function):
     @staticmethod
     def slope(d, **params):
         raise NotImplementedError
+
+    @classmethod
+    def scaled_slope(cls, d, grad, **params):
+        """``slope(d) * grad``, grad reaching each element (0-d for a reduced loss)."""
+        return cls.slope(d, **params) * grad
 
 
 class MseLoss(PointwiseLoss):
@@ -89,6 +94,10 @@ class MseLoss(PointwiseLoss):
     @staticmethod
     def slope(d):
         return d * 2
+
+    @classmethod
+    def scaled_slope(cls, d, grad):
+        return d * (grad * 2)  # (the factor on the small gradient: one pass over d)
 
 
 class SmoothL1Loss(PointwiseLoss):

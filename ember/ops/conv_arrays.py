@@ -22,7 +22,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from . import _native_depthwise, _native_direct_conv, _native_winograd, _parallel
+from . import (_native_col2im, _native_depthwise, _native_direct_conv, _native_winograd,
+               _parallel)
 from ._util import xp_of
 
 # ----------------------------------------------------------------------
@@ -281,9 +282,16 @@ def _transpose_col2im(c, w, geo, bias):
     for part in parts:
         m = part.stop - part.start
         rows = _images_last(c[part], g, m)                           # (G, Og, m*P)
-        chunk = xp.matmul(wt, rows, out=cols[:ck * m * p].reshape(g, ck // g, m * p))
+        block = cols[:ck * m * p].reshape(g, ck // g, m * p)
+        if g == 1 and xp is np:  # (one product: split over ember's threads)
+            chunk = _parallel.matmul(wt[0], rows[0], out=block[0])[None]
+        else:
+            chunk = xp.matmul(wt, rows, out=block)
         chunk = chunk.reshape((g * cg,) + kernel + (m,) + out_shape)    # (C, *k, m, *out)
         target = buf[part]
+        if nd == 2 and _native_col2im.supports(chunk, target):
+            _native_col2im.add_columns(chunk, target, geo.stride, geo.dilation)
+            continue
         for index, slices in offsets:                                # col2im
             piece = chunk[(slice(None),) + index]                    # (C, m, *out)
             target[every + slices] += piece.swapaxes(0, 1)

@@ -1,8 +1,8 @@
-"""Convolutions that skip the columns: depthwise ones through the numba kernels
-(ember/ops/_native_depthwise.py) and 1x1 ones as one product per image
-against the general path (columns and products), on the geometries they serve: strides,
-dilations, paddings (also uneven), kernel sizes, transposed convolutions with
-output_padding, and gradients of every order."""
+"""The convolutions' fast paths against the general one (columns and products): depthwise
+convolutions through the numba kernels (ember/ops/_native_depthwise.py), 1x1 ones as one
+product per image, and the col2im kernel (ember/ops/_native_col2im.py), on the geometries
+they serve: strides, dilations, paddings (also uneven), kernel sizes, groups, transposed
+convolutions with output_padding, and gradients of every order."""
 
 from __future__ import annotations
 
@@ -143,3 +143,37 @@ def test_pointwise_convolution_gradients_of_every_order():
     w = ember.tensor(rng.standard_normal((2, 3, 1, 1)), requires_grad=True)
     assert gradcheck(lambda a, b: F.conv2d(a, b), (x, w))
     assert gradgradcheck(lambda a, b: F.conv2d(a, b), (x, w))
+
+
+# ---------------------------------------------------------------------------
+# the general path's col2im through the numba kernel (ember/ops/_native_col2im.py)
+
+@needs_numba
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("geometry", [dict(stride=2, padding=1), dict(stride=2, padding=0,
+                                                                      output_padding=1),
+                                      dict(stride=(3, 2), padding=(1, 2), dilation=2),
+                                      dict(stride=2, padding=1, groups=2)])
+def test_col2im_kernel_matches_numpys_strided_adds(geometry, dtype, monkeypatch):
+    from ember.ops import _native_col2im
+
+    rng = np.random.default_rng(7)
+    groups = geometry.get("groups", 1)
+    x0 = rng.standard_normal((3, 4, 6, 5)).astype(dtype)
+    w0 = rng.standard_normal((4, 6 // groups, 4, 3)).astype(dtype)
+    results = []
+    real = _native_col2im.supports
+    for take in (True, False):
+        calls = []
+        monkeypatch.setattr(_native_col2im, "supports",
+                            lambda *a, _c=calls, _t=take: _c.append(1) or (_t and real(*a)))
+        x = ember.tensor(x0, requires_grad=True)
+        w = ember.tensor(w0, requires_grad=True)
+        y = F.conv_transpose2d(x, w, **geometry)      # col2im in the forward
+        z = F.conv2d(y, w, stride=geometry["stride"], groups=groups)  # and in a backward
+        z.backward(ember.ones_like(z))
+        results.append((y.detach().numpy(), x.grad.numpy(), w.grad.numpy()))
+        assert calls
+    tol = dict(rtol=1e-4, atol=1e-4) if dtype == np.float32 else dict(rtol=1e-11, atol=1e-11)
+    for a, b in zip(*results):
+        np.testing.assert_allclose(a, b, **tol)

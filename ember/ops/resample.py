@@ -20,7 +20,7 @@ import numpy as np
 from .._core.backend import scatter_add
 from .._core.function import Function
 from .._core.tensor import Tensor
-from . import _parallel
+from . import _native_axis_map
 from ._util import xp_of
 from .conv import ntuple
 from .conv_arrays import kernel_offsets, pad_array, window_view
@@ -29,43 +29,10 @@ from .conv_arrays import kernel_offsets, pad_array, window_view
 # a sparse linear map along one axis
 
 
-# Along an axis of at most this many inputs, a map runs as one dense matrix product
-# (`_dense`): n_in multiply-adds per output from BLAS cost less than NumPy's passes of
-# take, multiply and add per tap, or the adjoint's sort and reduceat.  NOTE: nearest 2x
-# upsampling of (8, 64, 32, 32) float32, forward and backward, took 39.7 ms that way
-# against PyTorch's 3.7 (bilinear 73.4 against 8.0; 2-core Intel Xeon, 2026-12-06).
-DENSE_MAX = 256
-
-
-def _dense(idx, weight, size: int, dtype):
-    """The (out, size) matrix of a map: row o holds weight[t, o] at column idx[t, o]."""
-    taps, n_out = idx.shape
-    m = np.zeros((n_out, size), np.float64)
-    w = np.ones(idx.shape) if weight is None else np.asarray(weight, np.float64)
-    np.add.at(m, (np.broadcast_to(np.arange(n_out), idx.shape), idx), w)
-    return m.astype(dtype)
-
-
-def _along(x, axis: int, matrix):
-    """``x`` times `matrix` along `axis`: out[..., j, ...] = sum_i x[..., i, ...] m[i, j]."""
-    moved = np.ascontiguousarray(np.moveaxis(x, axis, -1))
-    out = _parallel.matmul(moved.reshape(-1, moved.shape[-1]), matrix)
-    out = out.reshape(moved.shape[:-1] + (matrix.shape[1],))
-    return np.ascontiguousarray(np.moveaxis(out, -1, axis))
-
-
-def _dense_fits(x, size: int) -> bool:
-    """Whether `_dense` takes a map of `x` along an axis of `size` inputs: float NumPy data
-    and every value finite (a product would spread an inf or a nan, times the matrix's
-    zeros, over every output of its row; a sum is finite only when all the values are)."""
-    return (type(x) is np.ndarray and x.dtype in (np.float32, np.float64) and size <= DENSE_MAX
-            and bool(np.isfinite(x.sum())))
-
-
 def _apply_map(x, axis: int, idx, weight):
     """y[..., o, ...] = sum_t weight[t, o] * x[..., idx[t, o], ...]."""
-    if _dense_fits(x, x.shape[axis]) and type(idx) is np.ndarray:
-        return _along(x, axis, _dense(idx, weight, x.shape[axis], x.dtype).T)
+    if _native_axis_map.supports(x, idx, weight):
+        return _native_axis_map.apply(x, axis, idx, weight)
     xp = xp_of(x)
     shape = [1] * x.ndim
     shape[axis] = idx.shape[1]
@@ -80,8 +47,8 @@ def _apply_map(x, axis: int, idx, weight):
 
 def _adjoint_map(g, axis: int, idx, weight, size: int):
     """The transpose of `_apply_map`: each g[..., o, ...] added into its taps' positions."""
-    if _dense_fits(g, size) and type(idx) is np.ndarray:
-        return _along(g, axis, _dense(idx, weight, size, g.dtype))
+    if _native_axis_map.supports(g, idx, weight):
+        return _native_axis_map.adjoint(g, axis, idx, weight, size)
     xp = xp_of(g)
     moved = xp.moveaxis(g, axis, -1)
     vals = moved[..., None, :] * weight.astype(g.dtype, copy=False) if weight is not None \

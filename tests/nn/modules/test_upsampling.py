@@ -169,22 +169,38 @@ def test_channel_shuffle():
                                       ("bilinear", {"align_corners": False}),
                                       ("bilinear", {"align_corners": True}),
                                       ("bicubic", {}), ("area", {})])
-def test_dense_and_sparse_resampling_maps_agree(mode, kw, monkeypatch):
-    """Short axes resample by one matrix product (resample.DENSE_MAX), longer ones by the
-    taps: the same values and gradients."""
-    from ember.ops import resample
+def test_axis_map_kernels_and_the_numpy_path_agree(mode, kw):
+    """Resampling maps run through numba kernels (ops/_native_axis_map.py) or NumPy's
+    takes and sorted sums: the same values and gradients, along every axis."""
+    from ember.ops import _native as native
 
     x0 = np.random.default_rng(0).standard_normal((2, 3, 7, 9))
     g0 = np.random.default_rng(1).standard_normal((2, 3, 12, 20))
     results = []
-    for dense_max in (resample.DENSE_MAX, 0):
-        monkeypatch.setattr(resample, "DENSE_MAX", dense_max)
-        x = ember.tensor(x0, requires_grad=True)
-        y = F.interpolate(x, size=(12, 20), mode=mode, **kw)
-        y.backward(ember.tensor(g0))
+    for flag in (True, False):
+        with native.use_numba(flag):
+            x = ember.tensor(x0, requires_grad=True)
+            y = F.interpolate(x, size=(12, 20), mode=mode, **kw)
+            y.backward(ember.tensor(g0))
         results.append((y.detach().numpy(), x.grad.numpy()))
-    for dense, sparse in zip(*results):
-        np.testing.assert_allclose(dense, sparse, rtol=1e-12, atol=1e-12)
+    for kernels, numpy_path in zip(*results):
+        np.testing.assert_allclose(kernels, numpy_path, rtol=1e-12, atol=1e-12)
+
+
+def test_padding_maps_agree_on_both_paths():
+    from ember.ops import _native as native
+
+    x0 = np.random.default_rng(2).standard_normal((2, 3, 6, 5, 4)).astype(np.float32)
+    results = []
+    for flag in (True, False):
+        with native.use_numba(flag):
+            x = ember.tensor(x0, requires_grad=True)
+            y = F.pad(x, (1, 2, 3, 1, 2, 2), mode="reflect") + F.pad(x, (2, 0, 1, 1, 0, 3),
+                                                                      mode="replicate").sum()
+            y.backward(ember.ones_like(y))
+        results.append((y.detach().numpy(), x.grad.numpy()))
+    for kernels, numpy_path in zip(*results):
+        np.testing.assert_allclose(kernels, numpy_path, rtol=1e-5, atol=1e-5)
 
 
 def test_resampling_keeps_non_finite_values_to_their_own_outputs():

@@ -1,0 +1,125 @@
+"""numba kernels of resample.py's sparse maps along one axis (interpolation, padding by
+reflection or replication, adaptive pooling): ``out[a, o, b] = sum_t weight[t, o] *
+x[a, idx[t, o], b]`` and its adjoint, which adds each output back into its taps.
+
+The data is seen as (A, N, B) around the mapped axis, so no axis is moved and nothing is
+copied; one task per leading index (dealt to ember's threads), the inner loop along
+contiguous memory.  Unlike a
+product with the dense (out, in) matrix, a non-finite value reaches only the outputs
+that read it.
+
+NOTE: why.  NumPy's adjoint sorted the taps and summed each run with ``reduceat`` over
+moved axes: nearest 2x upsampling of (8, 64, 32, 32) float32, forward and backward, took
+39.7 ms against PyTorch's 3.7, reflection padding of (4, 16, 64, 64) by 4 12.9 ms
+against 0.35 (2-core Intel Xeon, 2026-12-06).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import _native as native
+
+
+def supports(x, idx, weight) -> bool:
+    """Whether the kernels take a map of `x` with taps `idx` (T, O) and `weight` (T, O or
+    None): float32/float64 NumPy data, int64 NumPy taps, numba on."""
+    return (native.enabled() and type(x) is np.ndarray and x.dtype in (np.float32, np.float64)
+            and type(idx) is np.ndarray and idx.ndim == 2 and x.size > 0 and idx.size > 0
+            and (weight is None or type(weight) is np.ndarray))
+
+
+@native.kernel(parallel=True)
+def _gather(x, idx, weight, out):
+    lead, n_out, inner = out.shape
+    taps = idx.shape[0]
+    for a in native.prange(lead):
+        src, dst = x[a], out[a]
+        dst[:, :] = 0
+        for t in range(taps):
+            for o in range(n_out):
+                w = weight[t, o]
+                row, line = src[idx[t, o]], dst[o]
+                for b in range(inner):
+                    line[b] += w * row[b]
+
+
+@native.kernel(parallel=True)
+def _scatter(g, idx, weight, out):
+    lead, n_out, inner = g.shape
+    taps = idx.shape[0]
+    for a in native.prange(lead):
+        src, dst = g[a], out[a]
+        dst[:, :] = 0
+        for t in range(taps):
+            for o in range(n_out):
+                w = weight[t, o]
+                line, row = src[o], dst[idx[t, o]]
+                for b in range(inner):
+                    row[b] += w * line[b]
+
+
+@native.kernel(parallel=True)
+def _gather_last(x, idx, weight, out):
+    """`_gather` along the last axis (no inner dim: no row views in the loop)."""
+    lead, n_out = out.shape
+    taps = idx.shape[0]
+    for a in native.prange(lead):
+        for o in range(n_out):
+            total = 0.0
+            for t in range(taps):
+                total += weight[t, o] * x[a, idx[t, o]]
+            out[a, o] = total
+
+
+@native.kernel(parallel=True)
+def _scatter_last(g, idx, weight, out):
+    """`_scatter` along the last axis."""
+    lead, n_out = g.shape
+    taps = idx.shape[0]
+    for a in native.prange(lead):
+        out[a, :] = 0
+        for t in range(taps):
+            for o in range(n_out):
+                out[a, idx[t, o]] += weight[t, o] * g[a, o]
+
+
+def _three(x, axis: int, n: int):
+    """`x` as (A, n, B) around `axis` (a C-contiguous array's view)."""
+    return x.reshape(int(np.prod(x.shape[:axis])), n, -1)
+
+
+def _weights(idx, weight, dtype):
+    w = np.ones(idx.shape, dtype) if weight is None else weight
+    return np.ascontiguousarray(w, dtype=dtype)
+
+
+def apply(x, axis: int, idx, weight):
+    """``y[..., o, ...] = sum_t weight[t, o] * x[..., idx[t, o], ...]`` along `axis`."""
+    x = np.ascontiguousarray(x)
+    shape = x.shape[:axis] + (idx.shape[1],) + x.shape[axis + 1:]
+    out = np.empty(shape, x.dtype)
+    taps, w = np.ascontiguousarray(idx), _weights(idx, weight, x.dtype)
+    if axis == x.ndim - 1:
+        native.run(_gather_last, out.size * idx.shape[0], x.reshape(-1, x.shape[-1]), taps, w,
+                   out.reshape(-1, out.shape[-1]), cut=(0, 3))
+    else:
+        native.run(_gather, out.size * idx.shape[0], _three(x, axis, x.shape[axis]), taps, w,
+                   _three(out, axis, idx.shape[1]), cut=(0, 3))
+    return out
+
+
+def adjoint(g, axis: int, idx, weight, size: int):
+    """The transpose of `apply`: each g[..., o, ...] added into its taps' positions, an
+    axis of `size`."""
+    g = np.ascontiguousarray(g)
+    shape = g.shape[:axis] + (size,) + g.shape[axis + 1:]
+    out = np.empty(shape, g.dtype)
+    taps, w = np.ascontiguousarray(idx), _weights(idx, weight, g.dtype)
+    if axis == g.ndim - 1:
+        native.run(_scatter_last, g.size * idx.shape[0], g.reshape(-1, g.shape[-1]), taps, w,
+                   out.reshape(-1, size), cut=(0, 3))
+    else:
+        native.run(_scatter, g.size * idx.shape[0], _three(g, axis, g.shape[axis]), taps, w,
+                   _three(out, axis, size), cut=(0, 3))
+    return out

@@ -17,6 +17,14 @@ from ember.ops import _native_depthwise
 
 needs_numba = pytest.mark.skipif(not native.available(), reason="numba is not installed")
 
+def _gate(monkeypatch, module, name: str, real, take: bool) -> list:
+    """Replace the test `module.name` (whose original is `real`) by one that records its
+    calls and answers as `real` when `take`, else False (the general path)."""
+    calls = []
+    monkeypatch.setattr(module, name, lambda *a: calls.append(1) or (take and real(*a)))
+    return calls
+
+
 GEOMETRIES = [dict(stride=1, padding=1), dict(stride=2, padding=1), dict(stride=1, padding=0),
               dict(stride=(2, 1), padding=(2, 0), dilation=(1, 2)),
               dict(stride=1, padding="same", dilation=2), dict(stride=3, padding=2)]
@@ -122,9 +130,7 @@ def test_pointwise_convolutions_match_the_general_path(spatial, transposed, dtyp
     results = []
     real = conv_arrays._pointwise
     for take in (True, False):
-        calls = []
-        monkeypatch.setattr(conv_arrays, "_pointwise",
-                            lambda *a, _c=calls, _t=take: _c.append(1) or (_t and real(*a)))
+        calls = _gate(monkeypatch, conv_arrays, "_pointwise", real, take)
         x = ember.tensor(x0, requires_grad=True)
         w = ember.tensor(w0.astype(dtype), requires_grad=True)
         b = ember.tensor(b0.astype(dtype), requires_grad=True)
@@ -164,9 +170,7 @@ def test_col2im_kernel_matches_numpys_strided_adds(geometry, dtype, monkeypatch)
     results = []
     real = _native_col2im.supports
     for take in (True, False):
-        calls = []
-        monkeypatch.setattr(_native_col2im, "supports",
-                            lambda *a, _c=calls, _t=take: _c.append(1) or (_t and real(*a)))
+        calls = _gate(monkeypatch, _native_col2im, "supports", real, take)
         x = ember.tensor(x0, requires_grad=True)
         w = ember.tensor(w0, requires_grad=True)
         y = F.conv_transpose2d(x, w, **geometry)      # col2im in the forward

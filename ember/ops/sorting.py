@@ -15,6 +15,7 @@ from .._core.function import Function
 from .._core.grad_mode import STATE
 from .._core.tensor import Tensor, _make
 from ._inplace import inplace_form
+from . import _native_scan
 from ._util import wrap_dim, xp_of
 from .reduction import (
     _EvenReduce, _ExpShifted, _PickAlongDim, _check_nonempty, _const, _is_float, _short_name,
@@ -37,6 +38,8 @@ def _accumulate(xp, ufunc, x, axis: int):
 
 
 def _reverse_cumsum_array(xp, x, axis: int):
+    if _native_scan.supports(x):
+        return _native_scan.cumsum(x, axis, reverse=True)
     return xp.flip(xp.cumsum(xp.flip(x, axis), axis=axis), axis)
 
 
@@ -70,6 +73,8 @@ class Cumsum(Function):
     @staticmethod
     def forward(ctx, x, dim):
         ctx.dim = dim
+        if _native_scan.supports(x):
+            return _native_scan.cumsum(x, dim)
         return xp_of(x).cumsum(x, axis=dim)
 
     @staticmethod

@@ -166,7 +166,6 @@ def test_parallel_split_and_single_thread_runs_agree(monkeypatch):
     x = rng.standard_normal((512, 64)).astype(np.float32)
     t = rng.integers(0, 64, 512)
     ops = [F.gelu, lambda a: F.gelu(a, approximate="tanh"), F.silu, ember.tanh, F.relu,
-           ember.sigmoid, F.hardswish,
            lambda a: F.softmax(a, -1), lambda a: F.log_softmax(a, -1),
            lambda a: F.softmax(a.reshape(512, 8, 8), 1),
            lambda a: F.log_softmax(a.reshape(512, 8, 8), 1),

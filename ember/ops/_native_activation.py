@@ -31,6 +31,7 @@ import math
 
 import numpy as np
 
+from .._core.grad_mode import PROCESS, STATE
 from . import _native as native
 
 # Below this many elements the NumPy path is as fast (a kernel's serial build costs a few
@@ -511,6 +512,14 @@ def supports(*arrays, min_size: int = MIN_SIZE) -> bool:
         return native.enabled()
     return (native.is_cpu_array(*arrays) and native.enabled()
             and all(a.dtype == first.dtype and a.shape == first.shape for a in arrays))
+
+
+def first_order(grad, saved) -> bool:
+    """Whether an activation's backward may run its kernel on the arrays of `grad` and
+    `saved` (tensors): no graph of the backward recorded (no ``create_graph``), nothing
+    observing the ops (profiler, autocast), and `supports` arrays."""
+    return (not STATE.enabled and PROCESS.observer is None
+            and supports(saved._data, grad._data))
 
 
 def forward(name: str, x: np.ndarray) -> np.ndarray:

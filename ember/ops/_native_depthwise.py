@@ -23,13 +23,13 @@ FUSED_MULTIPLY_ADD = {"contract"}
 REORDER = {"reassoc", "contract"}  # (the weight gradient's sums: vectorized, reordered)
 
 
-def supports(x, w, geo) -> bool:
-    """Whether these kernels take a convolution of `x` (N, C, H, W) with `w`: depthwise
-    (groups == C == w's channel count, one filter each), float32/float64 NumPy arrays of
-    one dtype, numba on."""
-    return (type(x) is np.ndarray and type(w) is np.ndarray and x.ndim == 4 and w.ndim == 4
-            and x.dtype == w.dtype and x.dtype in (np.float32, np.float64)
-            and geo.groups == x.shape[1] == w.shape[0] and w.shape[1] == 1
+def supports(x, w_shape, w_dtype, geo) -> bool:
+    """Whether these kernels take a convolution of `x` (N, C, H, W) with filters of
+    `w_shape` and `w_dtype`: depthwise (groups == C == the filter count, one channel
+    each, 2-D), a float32/float64 NumPy `x` of the filters' dtype, numba on."""
+    return (type(x) is np.ndarray and x.ndim == 4 and len(w_shape) == 4
+            and x.dtype == w_dtype and x.dtype in (np.float32, np.float64)
+            and geo.groups == x.shape[1] == w_shape[0] and w_shape[1] == 1
             and native.enabled())
 
 

@@ -51,6 +51,12 @@ def _operand(value, shape):
     return None, None
 
 
+def where_of(xp):
+    """The ``where`` to call for arrays of module `xp`: `where` below for NumPy's (its
+    kernels where they apply), the module's own for others (CuPy's)."""
+    return where if xp is np else xp.where
+
+
 def where(condition, a, b):
     """``np.where(condition, a, b)``, by the select kernels when they take the operands
     (the same values: each element is one operand's, as given or cast to the array's

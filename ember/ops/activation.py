@@ -18,7 +18,7 @@ import numpy as np
 
 from .._core import dtype as dtypes
 from .._core.function import Function
-from .._core.grad_mode import PROCESS, is_grad_enabled
+from .._core.grad_mode import is_grad_enabled
 from .._core.tensor import Tensor, _make
 from . import _kernels
 from . import _native_activation as _native_act
@@ -344,11 +344,6 @@ def _sigmoid_array(xp, x):
     return xp.where(x >= 0, 1 / (1 + e), e / (1 + e)).astype(x.dtype, copy=False)
 
 
-def _select(xp):
-    """`xp`'s ``where``; for NumPy arrays the select kernel's (ops/_native_select.py)."""
-    return _native_select.where if xp is np else xp.where
-
-
 def _softplus_array(xp, z):
     # NOTE: log(1 + exp(z)) = max(z, 0) + log1p(exp(-|z|)) never overflows.
     return xp.maximum(z, 0) + xp.log1p(xp.exp(-xp.abs(z)))
@@ -398,7 +393,7 @@ class Softplus(Function):
         xp = xp_of(x)
         z = x * beta
         with np.errstate(all="ignore"):
-            out = _select(xp)(z > threshold, x, _softplus_array(xp, z) / beta)
+            out = _native_select.where_of(xp)(z > threshold, x, _softplus_array(xp, z) / beta)
         return out.astype(x.dtype, copy=False)
 
     @staticmethod
@@ -431,7 +426,7 @@ class Elu(Function):
         xp = xp_of(x)
         with np.errstate(all="ignore"):
             neg = (scale * alpha) * xp.expm1(xp.minimum(x, 0) * input_scale)
-            y = _select(xp)(x > 0, x * scale, neg).astype(x.dtype, copy=False)
+            y = _native_select.where_of(xp)(x > 0, x * scale, neg).astype(x.dtype, copy=False)
         # the in-place form saves its output (its input is overwritten), as PyTorch does
         ctx.save_for_backward(y if ctx._inplace else x)
         return y
@@ -477,8 +472,7 @@ class LeakyRelu(Function):
                 "negative slope, please call out-of-place version instead. File an issue at "
                 "https://github.com/pytorch/pytorch if you do require supporting in-place "
                 "leakRelu backward calculation with negative slope")
-        if (not is_grad_enabled() and PROCESS.observer is None
-                and _native_act.supports(s._data, grad._data)):  # first order: one pass
+        if _native_act.first_order(grad, s):  # one pass on the arrays
             return _make(_native_act.leaky_relu_backward(grad._data, s._data, ctx.slope))
         return grad.where(s > 0, grad * ctx.slope)
 
@@ -506,7 +500,8 @@ class Threshold(Function):
     def forward(ctx, x, threshold, value):
         ctx.threshold = threshold
         ctx.save_for_backward(x)
-        return _select(xp_of(x))(x > threshold, x, value).astype(x.dtype, copy=False)
+        out = _native_select.where_of(xp_of(x))(x > threshold, x, value)
+        return out.astype(x.dtype, copy=False)
 
     @staticmethod
     def backward(ctx, grad):
@@ -539,8 +534,7 @@ class Hardswish(Function):
     @staticmethod
     def backward(ctx, grad):
         (x,) = ctx.saved_tensors
-        if (not is_grad_enabled() and PROCESS.observer is None
-                and _native_act.supports(x._data, grad._data)):  # first order: one pass
+        if _native_act.first_order(grad, x):  # one pass on the arrays
             return _make(_native_act.backward("hardswish", grad._data, x._data,
                                               overwrite=ctx._owns_grad))
         middle = grad * (x / 3 + 0.5)

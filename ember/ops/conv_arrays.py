@@ -155,16 +155,17 @@ def _images_first(prod, target, m: int) -> None:
     target[...] = prod.reshape(g * og, m, -1).transpose(1, 0, 2)
 
 
-def _pointwise(a, w, geo) -> bool:
-    """Whether a convolution of `a` with `w` is a 1x1 one (every kernel size 1, stride 1,
-    no padding or dilation, one group) on float NumPy arrays of one dtype: per image, one
+def _pointwise(a, kernel, dtype, geo) -> bool:
+    """Whether a convolution of `a` with filters of spatial size `kernel` and `dtype` is a
+    1x1 one (every kernel size 1, stride 1, no padding, one group) on a float NumPy `a`
+    of the filters' dtype: per image, one
     matrix product of the weight and the input as it lies (`conv_array` and its
     adjoints).  NOTE: the columns of the general path are a copy of the input for such
     a kernel; (8, 64, 32, 32) to 128 channels, float32, forward + backward: 4.4 ms
     that way, 1.7 ms so (PyTorch 2.35; 2-core Intel Xeon, 2026-12-06)."""
-    return (type(a) is np.ndarray and type(w) is np.ndarray and a.dtype == w.dtype
+    return (type(a) is np.ndarray and a.dtype == dtype
             and a.dtype in (np.float32, np.float64) and geo.groups == 1
-            and all(k == 1 for k in w.shape[2:]) and all(s == 1 for s in geo.stride)
+            and all(k == 1 for k in kernel) and all(s == 1 for s in geo.stride)
             and not any(geo.lo) and not any(geo.hi))
 
 
@@ -177,12 +178,12 @@ def _with_bias(out, bias):
 def conv_array(a, w, geo, bias=None):
     """The convolution of `a` (N, C, *size) with `w` (Cout, C/groups, *k), plus `bias`."""
     xp = xp_of(a)
-    if xp is np and _pointwise(a, w, geo):
+    if xp is np and _pointwise(a, w.shape[2:], w.dtype, geo):
         out = _parallel.matmul(w.reshape(w.shape[0], -1),
                                np.ascontiguousarray(a).reshape(a.shape[0], a.shape[1], -1))
         return _with_bias(out.reshape((a.shape[0], w.shape[0]) + a.shape[2:]), bias)
     if xp is np:  # the native kernels for the shapes they serve (see their `supports`)
-        if _native_depthwise.supports(a, w, geo):
+        if _native_depthwise.supports(a, w.shape, w.dtype, geo):
             return _native_depthwise.forward(a, w, geo, bias)
         dtype = np.result_type(a, w)
         if _native_direct_conv.supports(dtype, a.shape[0], w.shape[1], w.shape[0],
@@ -242,11 +243,11 @@ def conv_array(a, w, geo, bias=None):
 def conv_transpose_array(c, w, geo, bias=None):
     """The adjoint of `conv_array` in its input: (N, Cout, *out) -> (N, C, *size)."""
     xp = xp_of(c)
-    if xp is np and _pointwise(c, w, geo) and tuple(c.shape[2:]) == tuple(geo.size):
+    if xp is np and _pointwise(c, w.shape[2:], w.dtype, geo) and c.shape[2:] == tuple(geo.size):
         wt = np.ascontiguousarray(w.reshape(w.shape[0], -1).T)
         out = _parallel.matmul(wt, np.ascontiguousarray(c).reshape(c.shape[0], c.shape[1], -1))
         return _with_bias(out.reshape((c.shape[0], wt.shape[0]) + c.shape[2:]), bias)
-    if xp is np and _native_depthwise.supports(c, w, geo):
+    if xp is np and _native_depthwise.supports(c, w.shape, w.dtype, geo):
         return _native_depthwise.adjoint(c, w, geo, bias)
     # NOTE: the stride-1 paths also multiply the weight by zeros (of the padding or the
     # border): an inf weight would give NaN where PyTorch gives inf, so only finite ones.
@@ -416,17 +417,15 @@ def conv_weight_array(a, c, kernel, geo):
     """The adjoint of `conv_array` in its weight: <conv(a, w), c> = <w, conv_weight(a, c)>."""
     xp = xp_of(a)
     kernel = tuple(kernel)
-    if (xp is np and all(k == 1 for k in kernel) and type(c) is np.ndarray
-            and c.shape[2:] == a.shape[2:]
-            and _pointwise(a, np.empty((1, 1) + kernel, a.dtype), geo) and c.dtype == a.dtype):
+    if (xp is np and type(c) is np.ndarray and c.shape[2:] == a.shape[2:]
+            and _pointwise(a, kernel, c.dtype, geo)):
         n, ch, co = a.shape[0], a.shape[1], c.shape[1]
         a3 = np.ascontiguousarray(a).reshape(n, ch, -1)
         c3 = np.ascontiguousarray(c).reshape(n, co, -1)
         per_image = _parallel.matmul(c3, a3.transpose(0, 2, 1))      # (N, Cout, C)
         return per_image.sum(axis=0).reshape((co, ch) + kernel)
-    if (xp is np and len(kernel) == 2 and type(c) is np.ndarray and c.dtype == a.dtype
-            and geo.groups == a.shape[1] == c.shape[1]
-            and _native_depthwise.supports(a, np.empty((a.shape[1], 1, 1, 1), a.dtype), geo)):
+    if (xp is np and type(c) is np.ndarray and c.shape[1] == a.shape[1]
+            and _native_depthwise.supports(a, (a.shape[1], 1) + kernel, c.dtype, geo)):
         return _native_depthwise.weight_grad(a, c, kernel, geo)
     g, co, n, ch = geo.groups, c.shape[1], a.shape[0], a.shape[1]
     p = math.prod(c.shape[2:])

@@ -272,9 +272,8 @@ def _sign(xp, x):
     if x.dtype.kind == "b":
         return x.copy()
     out = xp.sign(x)
-    if _is_float_array(x):  # PyTorch: sign(nan) == 0 (the select kernel: see _native_select)
-        select = _native_select.where if xp is np else xp.where
-        out = select(xp.isnan(x), 0, out).astype(x.dtype, copy=False)
+    if _is_float_array(x):  # PyTorch: sign(nan) == 0
+        out = _native_select.where_of(xp)(xp.isnan(x), 0, out).astype(x.dtype, copy=False)
     return out
 
 

@@ -18,7 +18,6 @@ import numpy as np
 
 from .._core import dtype as dtypes
 from .._core.function import Function
-from .._core.grad_mode import PROCESS, is_grad_enabled
 from .._core.tensor import Tensor, _make
 from ._inplace import binary_function
 from ._util import (check_same_device, float_input, is_scalar, promote, result_type,
@@ -195,8 +194,7 @@ class Sigmoid(_Unary):
     @staticmethod
     def backward(ctx, grad):
         _, y = ctx.saved_tensors
-        if (not is_grad_enabled() and PROCESS.observer is None
-                and _native_act.supports(y._data, grad._data)):  # first order: one pass
+        if _native_act.first_order(grad, y):  # one pass on the arrays
             return _make(_native_act.backward("sigmoid", grad._data, y._data,
                                               overwrite=ctx._owns_grad))
         return _Unary.backward(ctx, grad)
@@ -610,8 +608,7 @@ class Where(Function):
     @staticmethod
     def forward(ctx, condition, x, y, np_dtype):
         ctx.save_for_backward(condition)
-        xp = _xp(condition, x, y)
-        out = _native_select.where(condition, x, y) if xp is np else xp.where(condition, x, y)
+        out = _native_select.where_of(_xp(condition, x, y))(condition, x, y)
         return out if out.dtype == np_dtype else out.astype(np_dtype)
 
     @staticmethod

@@ -27,7 +27,7 @@ from .activation import Softmax, log_softmax
 from .arithmetic import check_broadcast, unsupported
 from .elementwise_special import where, xlogy
 from .loss_pointwise import (BinaryCrossEntropy, BinaryCrossEntropyWithLogits, HuberLoss,
-                             SmoothL1Loss)
+                             SmoothL1Loss, reduced)
 
 REDUCTIONS = ("none", "mean", "sum")
 
@@ -198,7 +198,7 @@ class CrossEntropy(_ClassIndexLoss):
             loss = _native_cross_entropy(ctx, x, weight, target, picked_weight, valid,
                                          smoothing)
             ctx.save_for_backward(x, weight)
-            return _reduced(ctx, xp, loss, reduction, total).astype(x.dtype, copy=False)
+            return reduced(ctx, xp, loss, reduction, total).astype(x.dtype, copy=False)
         if _kernels.rowwise_fast(x):
             logp = _kernels.log_softmax_rows(x)
         else:
@@ -215,7 +215,7 @@ class CrossEntropy(_ClassIndexLoss):
         ctx.smoothing, ctx.bshape = smoothing, bshape
         ctx.logp = logp  # for the first-order backward (it saves recomputing the softmax)
         ctx.save_for_backward(x, weight)
-        return _reduced(ctx, xp, loss, reduction, total).astype(x.dtype, copy=False)
+        return reduced(ctx, xp, loss, reduction, total).astype(x.dtype, copy=False)
 
     @staticmethod
     def _backward(ctx, grad):
@@ -294,7 +294,7 @@ class NllLoss(_ClassIndexLoss):
         loss = -(picked_weight * picked)
         ctx.target, ctx.picked_weight, ctx.valid = target, picked_weight, valid
         ctx.shape = x.shape
-        return _reduced(ctx, xp, loss, reduction, total).astype(x.dtype, copy=False)
+        return reduced(ctx, xp, loss, reduction, total).astype(x.dtype, copy=False)
 
     @staticmethod
     def _backward(ctx, grad):
@@ -311,20 +311,6 @@ class NllLoss(_ClassIndexLoss):
         onehot = xp.arange(ctx.shape[1]).reshape(bshape) == ctx.target[:, None]
         picked = grad.unsqueeze(1) * _make(-ctx.picked_weight[:, None].astype(dtype))
         return where(_make(onehot), picked, _make(xp.zeros((), dtype)))  # (nan stays put)
-
-
-def _reduced(ctx, xp, loss, reduction: str, total: float):
-    """`loss` per sample, or its sum, or its sum over `total` ('mean'); keeps on `ctx` the
-    factor of each sample's gradient (None for 'none')."""
-    if reduction == "none":
-        ctx.factor = None
-        return loss
-    ctx.factor = 1.0 if reduction == "sum" else math.inf if total == 0 else 1.0 / total
-    # (a nonzero total has no division warnings to silence: errstate costs ~1 us)
-    quiet = np.errstate(invalid="ignore", divide="ignore") if total == 0 else \
-        contextlib.nullcontext()
-    with quiet:
-        return xp.asarray(loss.sum() / (total if reduction == "mean" else 1.0))
 
 
 def _quiet_nan(ctx):

@@ -15,6 +15,9 @@ gives them no gradient either.
 
 from __future__ import annotations
 
+import contextlib
+import math
+
 import numpy as np
 
 from .._core.function import Function
@@ -27,24 +30,24 @@ __all__ = ["MseLoss", "SmoothL1Loss", "HuberLoss", "BinaryCrossEntropy",
            "BinaryCrossEntropyWithLogits"]
 
 
-def reduced(xp, loss, reduction: str):
-    """`loss` itself ('none'), its sum, or its mean (nan over no elements, quietly, as in
-    PyTorch), as an array of the loss's dtype."""
+def reduced(ctx, xp, loss, reduction: str, total: float):
+    """`loss` per element, or its sum, or its sum over `total` ('mean'; over a total of 0:
+    nan, quietly, as in PyTorch); keeps on `ctx` the factor of each element's gradient
+    (None for 'none', inf for a mean over nothing)."""
     if reduction == "none":
+        ctx.factor = None
         return loss
-    total = loss.sum()
-    if reduction == "mean":
-        with np.errstate(invalid="ignore", divide="ignore"):
-            total = total / loss.size
-    return xp.asarray(total, dtype=loss.dtype)
+    ctx.factor = 1.0 if reduction == "sum" else math.inf if total == 0 else 1.0 / total
+    # (a nonzero total has no division warnings to silence: errstate costs ~1 us)
+    quiet = np.errstate(invalid="ignore", divide="ignore") if total == 0 else \
+        contextlib.nullcontext()
+    with quiet:
+        return xp.asarray(loss.sum() / (total if reduction == "mean" else 1.0))
 
 
 def per_element(ctx, grad: Tensor) -> Tensor:
-    """The gradient reaching each element of a reduced loss: `grad`, divided by the
-    element count for 'mean' (kept on `ctx` by forward as ``ctx.count``)."""
-    if ctx.reduction == "mean" and ctx.count:
-        return grad * (1.0 / ctx.count)
-    return grad
+    """The gradient reaching each element of a loss that `reduced` reduced."""
+    return grad if ctx.factor is None or ctx.factor == 1.0 else grad * ctx.factor
 
 
 class PointwiseLoss(Function):
@@ -56,10 +59,9 @@ class PointwiseLoss(Function):
     def forward(ctx, x, t, *, reduction: str, **params):
         cls = type(ctx)
         ctx.save_for_backward(x, t)
-        ctx.reduction, ctx.params = reduction, params
+        ctx.params = params
         loss = cls.elementwise(xp_of(x), x - t, **params)
-        ctx.count = loss.size
-        return reduced(xp_of(x), loss, reduction)
+        return reduced(ctx, xp_of(x), loss, reduction, loss.size)
 
     @staticmethod
     def backward(ctx, grad):
@@ -137,8 +139,7 @@ def _weighted_reduced(ctx, xp, loss, weight, reduction: str):
     None), reduced (`reduced`); keeps the element count on `ctx` for backward."""
     if weight is not None:
         loss = loss * weight
-    ctx.count = loss.size
-    return reduced(xp, loss, reduction)
+    return reduced(ctx, xp, loss, reduction, loss.size)
 
 
 def _weighted_inputs(ctx, grad: Tensor) -> tuple:
@@ -161,7 +162,7 @@ class BinaryCrossEntropy(Function):
     def forward(ctx, x, t, *, weight, reduction: str):
         xp = xp_of(x)
         ctx.save_for_backward(x, t)
-        ctx.weight, ctx.reduction = weight, reduction
+        ctx.weight = weight
         with np.errstate(divide="ignore"):
             log_x = xp.maximum(xp.log(x), -100)
             log_1mx = xp.maximum(xp.log(1 - x), -100)
@@ -192,7 +193,7 @@ class BinaryCrossEntropyWithLogits(Function):
     def forward(ctx, x, t, *, weight, pos_weight, reduction: str):
         xp = xp_of(x)
         ctx.save_for_backward(x, t)
-        ctx.weight, ctx.pos_weight, ctx.reduction = weight, pos_weight, reduction
+        ctx.weight, ctx.pos_weight = weight, pos_weight
         # log sigmoid(x) = -softplus(-x) (see activation.LogSigmoid)
         log_sig = (0 - _softplus_array(xp, -x)).astype(x.dtype, copy=False)
         if pos_weight is None:

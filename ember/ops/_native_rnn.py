@@ -80,8 +80,10 @@ def lstm_forward_step(xw, rec_t, h, c, gates, h_prev, c_prev, tanh_c, out):
     # made outside the loops: a loop touching all nine arrays, or choosing per element,
     # is not vectorized (10x slower).
     bs, hidden = c.shape
-    h_prev[...] = h
-    c_prev[...] = c
+    # (element loops, not ``h_prev[...] = h``: numba's array assignment took ~3 s of the
+    # kernel's 3.5 s first compile, for its shape checks and their messages)
+    _copy_rows(h, h_prev)
+    _copy_rows(c, c_prev)
     for b in range(bs):
         z, rec = gates[b], rec_t[:, b]
         x = xw[b]
@@ -93,7 +95,15 @@ def lstm_forward_step(xw, rec_t, h, c, gates, h_prev, c_prev, tanh_c, out):
             _activate64(z, hidden)
         i, f, g, o = z[:hidden], z[hidden:2 * hidden], z[2 * hidden:3 * hidden], z[3 * hidden:]
         cell_update(i, f, g, o, c[b], tanh_c[b], out[b])
-    h[...] = out
+    _copy_rows(out, h)
+
+
+@native.kernel(inline=True)
+def _copy_rows(src, dst):
+    for b in range(src.shape[0]):
+        row, into = src[b], dst[b]
+        for k in range(row.shape[0]):
+            into[k] = row[k]
 
 
 @native.kernel(inline=True, fastmath=FUSED_MULTIPLY_ADD)

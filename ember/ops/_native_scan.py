@@ -47,7 +47,11 @@ def _scan_blocks(x, out, reverse):
     for a in native.prange(lead):
         src, dst = x[a], out[a]
         first = n - 1 if reverse else 0
-        dst[first, :] = src[first, :]
+        start, origin = dst[first], src[first]
+        # (an element loop, not ``dst[first, :] = src[first, :]``: numba's array
+        # assignment adds ~2 s to the kernel's first compile, for its shape checks)
+        for b in range(inner):
+            start[b] = origin[b]
         for step in range(1, n):
             j = n - 1 - step if reverse else step
             before = j + 1 if reverse else j - 1

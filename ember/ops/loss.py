@@ -229,7 +229,8 @@ class CrossEntropy(_ClassIndexLoss):
                 g = _per_sample(ctx, grad, x.dim())._data
             else:  # (each sample's gradient scaled on the arrays, not by tensor ops)
                 g = grad._data if ctx.factor is None else grad._data * ctx.factor
-            g = np.ascontiguousarray(np.broadcast_to(g, x.shape[:1]), dtype)
+            # (a writable copy: a read-only view of g would give the kernel a second build)
+            g = np.array(np.broadcast_to(g, x.shape[:1]), dtype)
             return _make(_native_rows.cross_entropy_backward(g, x._data, *ctx.native)), None
         grad = _per_sample(ctx, grad, x.dim())
         if not is_grad_enabled() and s == 0:

@@ -124,7 +124,12 @@ def matmul(a, b, out=None, *, bias=None):
 # against 11.0, 32x256 @ 256x128 28.1 against 19.2; below ~100K multiply-adds OpenBLAS
 # wins (16x128 @ 128x64: 3.5 against 5.0).  With both operands row-major the two are even
 # (128x256 @ 256x10: 9.3 against 9.9), and OpenBLAS keeps those.
-TRANSPOSED_MKL_MIN = 1 << 18
+# NOTE: but timed in the MLP step, MKL's 128x256 @ 256x10 cost more than it saved: the
+# Python of the ops after it ran slower (a `t()` right after it took 6.2 us, 3.7 after
+# OpenBLAS's and 2.9 after no product: MKL's call leaves less of the interpreter's data in
+# the core's caches), and the step took 2584 against 2552 us (medians of 16 alternated
+# blocks of 100 steps, 2026-12-06).  So from SPLIT_MIN only, i.e. on one thread.
+TRANSPOSED_MKL_MIN = 1 << 20
 
 
 def _matmul_unsplit_or_batched(a, b, out):

@@ -553,16 +553,19 @@ def test_bias_gradients_sum_over_leading_dims_on_the_threads(two_threads, monkey
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_unsplit_products_with_a_transposed_right_operand(dtype, monkeypatch):
-    # a linear layer's x @ W.T below the split size runs on the threads' BLAS
-    # (`product_here`) from TRANSPOSED_MKL_MIN multiply-adds; the rest on NumPy's
+    # an unsplit linear layer's x @ W.T (one thread: nothing is split) runs on the
+    # threads' BLAS (`product_here`) from TRANSPOSED_MKL_MIN multiply-adds; the rest on
+    # NumPy's
     rng = np.random.default_rng(7)
     here = []
     monkeypatch.setattr(_parallel, "product_here",
                         lambda a, b, out=None, bias=None: here.append(a.shape) or np.matmul(
                             a, b, out=out))
-    cases = [((128, 256), (10, 256), True),     # 327,680 multiply-adds, transposed: here
-             ((16, 128), (64, 128), False),     # 131,072: below the threshold
-             ((1, 256), (300, 256), False)]     # one row: a matrix-vector product
+    monkeypatch.setattr(_parallel, "threads", lambda: 1)
+    assert _parallel.TRANSPOSED_MKL_MIN == 1 << 20
+    cases = [((128, 1024), (10, 1024), True),   # 1,310,720 multiply-adds, transposed: here
+             ((128, 256), (10, 256), False),    # 327,680: below the threshold
+             ((1, 8192), (300, 8192), False)]   # one row: a matrix-vector product
     for (m, k), (n, _), expect_here in cases:
         x = rng.standard_normal((m, k)).astype(dtype)
         w = rng.standard_normal((n, k)).astype(dtype)

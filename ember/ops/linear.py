@@ -31,8 +31,7 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
         if bias is not None:
             # addmm's node on weight.t()'s, as below, without the checks that
             # `plain_linear` has made (~5 us of a small layer's ~30)
-            return AddProduct.apply(bias, input, T.apply(weight), kind="addmm", beta=1,
-                                    alpha=1)
+            return AddProduct.record_linear(bias, input, T.apply(weight))
     if input.dim() == 0 or weight.dim() == 0:
         raise RuntimeError("both arguments to linear need to be at least 1D, but they are "
                            f"{input.dim()}D and {weight.dim()}D")

@@ -247,3 +247,60 @@ def test_addmm_node_called_with_positional_scalars_still_differentiates():
     y.sum().backward()
     np.testing.assert_allclose(w.grad.numpy(), 2.0 * np.ones((4, 3)).T @ x.numpy())
     np.testing.assert_allclose(b.grad.numpy(), np.full(3, 2.0))
+
+
+def test_a_recorded_linear_equals_addmm_through_apply():
+    """`AddProduct.record_linear` (a linear layer's recorded call) gives what the general
+    ``AddProduct.apply`` path gives: output, node, saved tensors (through saved-tensor
+    hooks too), version checks, gradients of both orders."""
+    from ember.ops.linalg import AddProduct
+    from ember.ops.shape import T
+
+    rng = np.random.default_rng(3)
+    x0 = rng.standard_normal((5, 4))
+    w0, b0 = rng.standard_normal((3, 4)), rng.standard_normal(3)
+
+    def run(direct):
+        x = ember.tensor(x0, requires_grad=True)
+        w, b = ember.tensor(w0, requires_grad=True), ember.tensor(b0, requires_grad=True)
+        packed = []
+
+        def pack(t):
+            packed.append(tuple(t.shape))
+            return t
+
+        with ember.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+            y = (AddProduct.record_linear(b, x, T.apply(w)) if direct else
+                 AddProduct.apply(b, x, T.apply(w), kind="addmm", beta=1, alpha=1))
+        node = y.grad_fn
+        edges = [None if f is None else f.name() for f, _ in node.next_functions]
+        (gx,) = ember.autograd.grad((y * y).sum(), x, create_graph=True)
+        gx.sum().backward()
+        return (y.detach().numpy(), node.name(), edges, packed, gx.detach().numpy(),
+                w.grad.numpy(), b.grad.numpy())
+
+    ours, general = run(True), run(False)
+    for a, b in zip(ours, general):
+        if isinstance(a, np.ndarray):
+            np.testing.assert_array_equal(a, b)
+        else:
+            assert a == b
+    assert ours[1] == "AddmmBackward0" and ours[3] == [(5, 4), (4, 3)]
+    # a saved input changed in place is caught, as on the general path
+    x = ember.tensor(x0, requires_grad=True)
+    w = ember.tensor(w0, requires_grad=True)
+    y = AddProduct.record_linear(ember.tensor(b0), x, T.apply(w))
+    with ember.no_grad():
+        x.add_(1.0)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.sum().backward()
+
+
+def test_a_recorded_linear_under_the_profiler_is_the_usual_op():
+    m = nn.Linear(4, 3)
+    with ember.profiler.profile() as prof:
+        m(ember.randn(2, 4)).sum().backward()
+    names = [e.name for e in prof.events()]
+    # the op is seen through `Function.apply`'s observer: forward and backward events
+    assert ["t", "add_product"] == [n for n in names if n in ("t", "add_product")][:2]
+    assert "AddmmBackward0" in names and "TBackward0" in names

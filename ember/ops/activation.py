@@ -32,6 +32,8 @@ from .elementwise import relu as _relu
 from .elementwise import relu_ as _relu_
 from .elementwise import tanh as _tanh
 from .elementwise_special import _erf64, sigmoid
+from .elementwise_special import _sigmoid as _sigmoid_new  # (a new array)
+from .joining import cat as _cat
 from .elementwise_special import where as _where
 from ..random import _generator_for
 
@@ -339,11 +341,6 @@ class GeluBackward(Function):
         return g_grad, g_x
 
 
-def _sigmoid_array(xp, x):
-    e = xp.exp(-xp.abs(x))
-    return xp.where(x >= 0, 1 / (1 + e), e / (1 + e)).astype(x.dtype, copy=False)
-
-
 def _softplus_array(xp, z):
     # NOTE: log(1 + exp(z)) = max(z, 0) + log1p(exp(-|z|)) never overflows.
     return xp.maximum(z, 0) + xp.log1p(xp.exp(-xp.abs(z)))
@@ -358,7 +355,7 @@ class Silu(Function):
         if _native_act.supports(x):
             return _native_act.forward("silu", x)
         with np.errstate(all="ignore"):
-            return x * _sigmoid_array(xp_of(x), x)
+            return x * _sigmoid_new(xp_of(x), x)
 
     @staticmethod
     def backward(ctx, grad):
@@ -383,6 +380,49 @@ class Mish(Function):
         (x,) = ctx.saved_tensors
         t = _tanh(Softplus.apply(x, 1.0, 20.0))
         return grad * (t + x * (1 - t * t) * sigmoid(x))
+
+
+class Glu(Function):
+    """``a * sigmoid(b)`` for the halves a, b of the input along `dim`.  Backward:
+    ``cat(g * s, g * s * a * (1 - s))`` along `dim`, with s = sigmoid(b) computed again (as
+    PyTorch's GluBackward0, it saves only the input)."""
+
+    @staticmethod
+    def forward(ctx, x, *, dim):
+        ctx.dim = dim
+        ctx.save_for_backward(x)
+        a, b = _halves(x, dim)
+        out = _sigmoid_new(xp_of(x), b)
+        out *= a
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        dim = ctx.dim
+        data, g = x._data, grad._data
+        if not is_grad_enabled() and type(data) is type(g) is np.ndarray:
+            # first order on the arrays, both halves written into one result
+            a, b = _halves(data, dim)
+            s = _sigmoid_new(np, b)
+            out = np.empty(data.shape, data.dtype)
+            ga, gb = _halves(out, dim)
+            np.multiply(g, s, out=ga)
+            np.multiply(ga, a, out=gb)
+            np.subtract(1, s, out=s)
+            gb *= s
+            return _make(out)
+        a, b = x.split(x.shape[dim] // 2, dim)
+        s = sigmoid(b)
+        ga = grad * s
+        return _cat([ga, ga * a * (1 - s)], dim)
+
+
+def _halves(x, dim: int) -> tuple:
+    """The two halves of array `x` along `dim` (views)."""
+    half = x.shape[dim] // 2
+    lead = (slice(None),) * dim
+    return x[lead + (slice(0, half),)], x[lead + (slice(half, None),)]
 
 
 class Softplus(Function):
@@ -760,8 +800,7 @@ def glu(input: Tensor, dim: int = -1) -> Tensor:
     size = input.shape[d]
     if size % 2:
         raise RuntimeError(f"Halving dimension must be even, but dimension {d} is size {size}")
-    a, b = input.split(size // 2, d)
-    return a * sigmoid(b)
+    return Glu.apply(input, dim=d)
 
 
 def prelu(input: Tensor, weight: Tensor) -> Tensor:

@@ -219,3 +219,39 @@ def test_top_level_forms():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         F.softmax(x, 1)  # an explicit dim gives no warning
+
+
+@pytest.mark.parametrize("dim", [0, 1, -1])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_glu_is_one_node_and_both_backward_paths_agree(dim, dtype):
+    """glu is one GluBackward0 node (one edge, as in PyTorch); its first-order backward on
+    the arrays equals the tensor formulas that create_graph records, and NumPy's."""
+    rng = np.random.default_rng(5)
+    x0 = rng.standard_normal((4, 6, 8)).astype(dtype)
+    g0 = rng.standard_normal(F.glu(ember.tensor(x0), dim).shape).astype(dtype)
+    x = ember.tensor(x0, requires_grad=True)
+    y = F.glu(x, dim)
+    assert y.grad_fn.name() == "GluBackward0" and len(y.grad_fn.next_functions) == 1
+    (first,) = ember.autograd.grad(y, x, ember.tensor(g0))
+    (recorded,) = ember.autograd.grad(F.glu(x, dim), x, ember.tensor(g0), create_graph=True)
+    a, b = np.split(x0.astype(np.float64), 2, axis=dim)
+    s = 1 / (1 + np.exp(-b))
+    g = g0.astype(np.float64)
+    expected = np.concatenate([g * s, g * a * s * (1 - s)], axis=dim)
+    tol = 1e-5 if dtype == np.float32 else 1e-12
+    np.testing.assert_allclose(first.numpy(), expected, rtol=tol, atol=tol)
+    np.testing.assert_allclose(recorded.detach().numpy(), expected, rtol=tol, atol=tol)
+    np.testing.assert_allclose(y.detach().numpy(), a * s, rtol=tol, atol=tol)
+
+
+def test_glu_matches_pytorch():
+    torch = pytest.importorskip("torch")
+    x0 = np.random.default_rng(6).standard_normal((3, 4, 10))
+    ours = ember.tensor(x0, requires_grad=True)
+    theirs = torch.tensor(x0, requires_grad=True)
+    y, ref = F.glu(ours, 1), torch.nn.functional.glu(theirs, 1)
+    assert y.grad_fn.name() == ref.grad_fn.name()
+    (y * y).sum().backward()
+    (ref * ref).sum().backward()
+    np.testing.assert_allclose(y.detach().numpy(), ref.detach().numpy(), rtol=1e-12)
+    np.testing.assert_allclose(ours.grad.numpy(), theirs.grad.numpy(), rtol=1e-12)

@@ -73,6 +73,14 @@ def convert_softplus(c: Call) -> None:
     c.done(c.op("Where", above, x, soft))
 
 
+def convert_glu(c: Call) -> None:
+    """``a * sigmoid(b)`` for the halves of the input along `dim`: Split, Sigmoid, Mul."""
+    dim = int(c.param("dim"))
+    half = c.shape(0)[dim] // 2
+    a, b = c.op("Split", c.input(0), c.ints([half, half]), axis=dim, outputs=2)
+    c.done(c.op("Mul", a, c.op("Sigmoid", b)))
+
+
 def convert_log_sigmoid(c: Call) -> None:
     x = c.input(0)
     c.done(c.op("Neg", c.op("Softplus", c.op("Neg", x))))
@@ -150,7 +158,7 @@ CONVERTERS = {
     el.Relu: convert_relu,
     act.Softmax: convert_softmax, act.LogSoftmax: convert_log_softmax,
     act.Gelu: convert_gelu, act.Silu: convert_silu, act.Mish: convert_mish,
-    act.Softplus: convert_softplus, act.LogSigmoid: convert_log_sigmoid,
+    act.Softplus: convert_softplus, act.LogSigmoid: convert_log_sigmoid, act.Glu: convert_glu,
     act.Elu: convert_elu, act.Celu: convert_elu, act.LeakyRelu: convert_leaky_relu,
     act.Hardtanh: convert_hardtanh, act.Threshold: convert_threshold,
     act.Hardsigmoid: convert_hardsigmoid, act.Hardswish: convert_hardswish,

@@ -22,6 +22,7 @@ from .._core.grad_mode import is_grad_enabled
 from .._core.tensor import Tensor, _make
 from . import _kernels
 from . import _native_activation as _native_act
+from . import _native_glu
 from . import _native_rows
 from . import _native_select
 from ._direct import direct_unary
@@ -391,6 +392,8 @@ class Glu(Function):
     def forward(ctx, x, *, dim):
         ctx.dim = dim
         ctx.save_for_backward(x)
+        if _native_glu.supports(x):
+            return _native_glu.glu(x, dim)
         a, b = _halves(x, dim)
         out = _sigmoid_new(xp_of(x), b)
         out *= a
@@ -403,6 +406,8 @@ class Glu(Function):
         data, g = x._data, grad._data
         if not is_grad_enabled() and type(data) is type(g) is np.ndarray:
             # first order on the arrays, both halves written into one result
+            if _native_glu.supports(data):
+                return _make(_native_glu.glu_backward(g, data, dim))
             a, b = _halves(data, dim)
             s = _sigmoid_new(np, b)
             out = np.empty(data.shape, data.dtype)

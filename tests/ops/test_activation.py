@@ -9,6 +9,7 @@ import pytest
 import ember
 import ember.nn.functional as F
 from ember.autograd import gradcheck, gradgradcheck
+from ember.ops import _native as native
 from ember.testing import assert_close
 
 BIG = [[1e4, -1e4, 0.0, 5.0], [-1e4, -1e4, 1e4, 1e4]]
@@ -221,18 +222,21 @@ def test_top_level_forms():
         F.softmax(x, 1)  # an explicit dim gives no warning
 
 
+@pytest.mark.parametrize("numba", [True, False])
 @pytest.mark.parametrize("dim", [0, 1, -1])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_glu_is_one_node_and_both_backward_paths_agree(dim, dtype):
+def test_glu_is_one_node_and_both_backward_paths_agree(dim, dtype, numba):
     """glu is one GluBackward0 node (one edge, as in PyTorch); its first-order backward on
-    the arrays equals the tensor formulas that create_graph records, and NumPy's."""
+    the arrays (the native kernels', or NumPy's) equals the tensor formulas that
+    create_graph records, and NumPy's in float64."""
     rng = np.random.default_rng(5)
     x0 = rng.standard_normal((4, 6, 8)).astype(dtype)
     g0 = rng.standard_normal(F.glu(ember.tensor(x0), dim).shape).astype(dtype)
     x = ember.tensor(x0, requires_grad=True)
-    y = F.glu(x, dim)
+    with native.use_numba(numba):
+        y = F.glu(x, dim)
+        (first,) = ember.autograd.grad(y, x, ember.tensor(g0))
     assert y.grad_fn.name() == "GluBackward0" and len(y.grad_fn.next_functions) == 1
-    (first,) = ember.autograd.grad(y, x, ember.tensor(g0))
     (recorded,) = ember.autograd.grad(F.glu(x, dim), x, ember.tensor(g0), create_graph=True)
     a, b = np.split(x0.astype(np.float64), 2, axis=dim)
     s = 1 / (1 + np.exp(-b))
@@ -251,7 +255,23 @@ def test_glu_matches_pytorch():
     theirs = torch.tensor(x0, requires_grad=True)
     y, ref = F.glu(ours, 1), torch.nn.functional.glu(theirs, 1)
     assert y.grad_fn.name() == ref.grad_fn.name()
-    (y * y).sum().backward()
+    (y * y).sum().backward()  # (an expanded, read-only gradient reaches glu's backward)
     (ref * ref).sum().backward()
     np.testing.assert_allclose(y.detach().numpy(), ref.detach().numpy(), rtol=1e-12)
     np.testing.assert_allclose(ours.grad.numpy(), theirs.grad.numpy(), rtol=1e-12)
+
+
+def test_glu_kernels_take_any_layout():
+    """A transposed (non-contiguous) or read-only input and an expanded gradient give the
+    native kernels' results the NumPy path gives."""
+    x0 = np.random.default_rng(8).standard_normal((6, 10)).T   # (10, 6), F-ordered
+    x0.flags.writeable = False
+    results = []
+    for numba in (True, False):
+        with native.use_numba(numba):
+            x = ember.tensor(x0, requires_grad=True)
+            y = F.glu(x, 0)
+            y.sum().backward()
+            results.append((y.detach().numpy(), x.grad.numpy()))
+    np.testing.assert_allclose(results[0][0], results[1][0], rtol=1e-14)
+    np.testing.assert_allclose(results[0][1], results[1][1], rtol=1e-14)

@@ -1,0 +1,86 @@
+"""numba kernels of the gated linear unit, ``a * sigmoid(b)`` for the halves a, b of the
+input along one dim, forward and first-order backward, each one pass.
+
+The input is seen as (outer, 2, n) around the dim (n: half the dim's size times the
+sizes after it), so each half of an outer item is one contiguous run whatever the dim.
+
+NOTE: why.  On (4096, 256) float32, halves along the last dim, NumPy's ufuncs over the
+strided halves took 0.8 ms forward and 1.8 ms backward (a sigmoid of a copied half, then
+three strided products; PyTorch: 0.2 and 0.8 ms), one pass 0.2 ms or so (2-core Intel
+Xeon, 2026-12-06).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from . import _native as native
+from ._native_activation import FUSED_MULTIPLY_ADD, _sigmoid32
+
+_ONE = np.float32(1.0)  # (keeps float32 arithmetic in float32; promotes in float64)
+
+
+def supports(x) -> bool:
+    """Whether the kernels take `x`: a non-empty float32/float64 NumPy array, numba on."""
+    return (type(x) is np.ndarray and x.dtype in (np.float32, np.float64) and x.size > 0
+            and native.enabled())
+
+
+@native.kernel(inline=True)
+def _sigmoid_as(v):
+    """sigmoid(v) in v's precision, as the sigmoid kernels compute it."""
+    return _sigmoid32(v) if isinstance(v, np.float32) else 1.0 / (1.0 + math.exp(-v))
+
+
+@native.kernel(parallel=True, fastmath=FUSED_MULTIPLY_ADD)
+def _glu_kernel(x, out):
+    for o in native.prange(x.shape[0]):
+        a, b, dst = x[o, 0], x[o, 1], out[o]
+        for j in range(a.size):
+            dst[j] = a[j] * _sigmoid_as(b[j])
+
+
+@native.kernel(parallel=True, fastmath=FUSED_MULTIPLY_ADD)
+def _glu_backward_kernel(g, x, out):
+    # NOTE: three short loops, s kept in ga between them: one loop over all five arrays
+    # was not vectorized (3.7x slower: 2.58 against 0.69 ms on (4096, 256) float32)
+    for o in native.prange(x.shape[0]):
+        a, b, grad, ga, gb = x[o, 0], x[o, 1], g[o], out[o, 0], out[o, 1]
+        for j in range(a.size):
+            ga[j] = _sigmoid_as(b[j])
+        for j in range(a.size):
+            gb[j] = grad[j] * ga[j] * a[j] * (_ONE - ga[j])
+        for j in range(a.size):
+            ga[j] *= grad[j]
+
+
+def _as_halves(x, dim: int):
+    """`x` C-contiguous and writable as (outer, 2, n) around `dim`."""
+    outer = math.prod(x.shape[:dim])
+    return _writable(np.ascontiguousarray(x)).reshape(outer, 2, x.size // (2 * outer))
+
+
+def _writable(a):
+    """`a`, or a copy where it is read-only (which would give the kernels another build)."""
+    return a if a.flags.writeable else a.copy()
+
+
+def glu(x, dim: int):
+    """``a * sigmoid(b)`` for the halves of a `supports` array along `dim` (non-negative,
+    of even size)."""
+    halves = _as_halves(x, dim)
+    out = np.empty(halves.shape[:1] + halves.shape[2:], x.dtype)
+    native.run(_glu_kernel, x.size, halves, out, cut=(0, 1))
+    return out.reshape(x.shape[:dim] + (x.shape[dim] // 2,) + x.shape[dim + 1:])
+
+
+def glu_backward(g, x, dim: int):
+    """The gradient of `glu` in `x` for the output's gradient `g` (any layout)."""
+    halves = _as_halves(x, dim)
+    rows = _writable(np.ascontiguousarray(g, dtype=x.dtype)).reshape(halves.shape[0], -1)
+    out = np.empty(halves.shape, x.dtype)
+    native.run(_glu_backward_kernel, x.size, rows, halves, out, cut=(0, 1, 2))
+    return out.reshape(x.shape)
+

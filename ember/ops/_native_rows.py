@@ -1,7 +1,8 @@
 """numba kernels that work row by row: softmax and log-softmax (over the last dim, or over
 the middle dim of an (outer, C, inner) view for another dim), the softmax of scaled and
-masked rows (attention's), layer norm over the trailing dims, and cross-entropy
-(log-softmax and the pick of the target, fused), each forward and first-order backward.
+masked rows (attention's), layer norm over the trailing dims, cross-entropy (log-softmax
+and the pick of the target, fused) and logsumexp over the last dim, each forward and
+first-order backward.
 
 The rows of a C-contiguous 2-D array are split between threads (`native.prange` over
 rows, or over fixed blocks of rows where a backward sums over rows: those sums come out
@@ -439,4 +440,44 @@ def cross_entropy_backward(g, x, norm, target, coef_t, coef_u, weight) -> np.nda
     run(_cross_entropy_backward_kernel, x.size, g, x, *norm, target, coef_t, coef_u, weight,
         x.dtype.type(weight.sum()), out, cut=(1, 0, 2, 3, 4, 5, 6, 9),
         part="cross_entropy_grad")
+    return out
+
+
+# ---------------------------------------------------------------------------
+# logsumexp over the last dim
+
+
+@native.kernel(parallel=True, fastmath=_REORDER)
+def _logsumexp_kernel(x, out):
+    for i in native.prange(x.shape[0]):
+        row = x[i]
+        m = _row_max(row)
+        shift = m if math.isfinite(m) else _ZERO  # (rows of inf or NaN: no shift)
+        total = _ZERO
+        for j in range(row.size):
+            total += _exp_as(row[j] - shift)
+        out[i] = math.log(total) + shift
+
+
+@native.kernel(parallel=True, fastmath=_REORDER)
+def _logsumexp_backward_kernel(g, x, lse, out):
+    for i in native.prange(x.shape[0]):
+        row, dst, gi, z = x[i], out[i], g[i], lse[i]
+        for j in range(row.size):
+            dst[j] = gi * _exp_as(row[j] - z)
+
+
+def logsumexp(x: np.ndarray) -> np.ndarray:
+    """``log(sum(exp(x), -1))`` of a `supports` 2-D array, one value per row (rows of
+    infinities or NaN give what the NumPy path gives: the shift is 0 there)."""
+    out = np.empty(x.shape[0], x.dtype)
+    run(_logsumexp_kernel, x.size, x, out, cut=(0, 1))
+    return out
+
+
+def logsumexp_backward(g: np.ndarray, x: np.ndarray, lse: np.ndarray) -> np.ndarray:
+    """``g[:, None] * exp(x - lse[:, None])``: the gradient of `logsumexp` for the rows'
+    gradient `g` (C-contiguous, x's dtype) and its result `lse`."""
+    out = np.empty_like(x)
+    run(_logsumexp_backward_kernel, x.size, g, x, lse, out, cut=(0, 1, 2, 3))
     return out

@@ -11,7 +11,9 @@ import numpy as np
 
 from .._core import dtype as dtypes
 from .._core.function import Function, as_array
-from .._core.tensor import Tensor
+from .._core.grad_mode import PROCESS, STATE
+from .._core.tensor import Tensor, _make
+from . import _native_rows
 from ._util import xp_of
 from .reduction import (
     _const, _count, _ExpShifted, _is_float, _keep, _kept_shape,
@@ -137,8 +139,14 @@ class LogSumExp(Function):
     def forward(ctx, x, dims, keepdim):
         xp = xp_of(x)
         ctx.shape, ctx.dims, ctx.keepdim = x.shape, dims, keepdim
+        ctx.rows = None
         if x.size == 0:
             out = xp.full(_kept_shape(x.shape, dims), -xp.inf, dtype=x.dtype)
+        elif dims == (x.ndim - 1,) and _native_rows.supports(x.reshape(-1, x.shape[-1])):
+            # over the last dim: one kernel pass for the max, one for the sum of exps
+            ctx.rows = (-1, x.shape[-1])
+            out = _native_rows.logsumexp(x.reshape(ctx.rows)).reshape(
+                _kept_shape(x.shape, dims))
         else:
             # NOTE: shift by the max so that exp cannot overflow (infinite maxima: by 0).
             m = x.max(axis=dims, keepdims=True)
@@ -154,6 +162,13 @@ class LogSumExp(Function):
     @staticmethod
     def backward(ctx, grad):
         x, out = ctx.saved_tensors
+        if (ctx.rows is not None and not STATE.enabled and PROCESS.observer is None
+                and type(grad._data) is np.ndarray):  # first order: one kernel pass
+            rows = x._data.reshape(ctx.rows)
+            g = np.ascontiguousarray(grad._data, rows.dtype).reshape(-1)
+            return _make(_native_rows.logsumexp_backward(
+                g if g.flags.writeable else g.copy(), rows, out._data.reshape(-1)).reshape(
+                ctx.shape)), None, None
         g = _restore_reduced(grad, ctx.shape, ctx.dims, ctx.keepdim)
         return g * _ExpShifted.apply(x, _keep(out, ctx.shape, ctx.dims, ctx.keepdim))
 

@@ -292,3 +292,35 @@ def test_exp_below_the_normal_range_is_zero_in_float32_rows():
     assert (p[:, 1] == 0).all() and (p[:, 2] == 0).all()
     np.testing.assert_allclose(p.sum(axis=1), 1.0, rtol=1e-6)
     np.testing.assert_allclose(p[:, 0], 1 / 62, rtol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape", [(7,), (5, 9), (3, 4, 33)])
+def test_logsumexp_over_the_last_dim_both_paths_match_float64(shape, dtype):
+    """The row kernels' logsumexp and its first-order gradient, and the NumPy path's,
+    against float64 NumPy, with rows holding +inf, -inf only, and NaN; keepdim both ways."""
+    rng = np.random.default_rng(11)
+    x0 = (rng.standard_normal(shape) * 30).astype(dtype)
+    rows = x0.reshape(-1, shape[-1])
+    if rows.shape[0] > 3:
+        rows[1, 2], rows[2, :], rows[3, 4] = np.inf, -np.inf, np.nan
+    x64 = rows.astype(np.float64)
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        top = x64.max(1, keepdims=True)
+        shift = np.where(np.isfinite(top), top, 0)
+        lse = np.log(np.exp(x64 - shift).sum(1, keepdims=True)) + shift
+    tol = dict(rtol=2e-6, atol=2e-6) if dtype == np.float32 else dict(rtol=1e-13, atol=1e-13)
+    for keepdim in (False, True):
+        out_shape = shape[:-1] + ((1,) if keepdim else ())
+        g = rng.standard_normal(out_shape).astype(dtype)
+        with np.errstate(invalid="ignore", over="ignore"):
+            expected_grad = g.reshape(-1, 1).astype(np.float64) * np.exp(x64 - lse)
+        for numba in (True, False):
+            with native.use_numba(numba), np.errstate(invalid="ignore", divide="ignore"):
+                x = ember.tensor(x0, requires_grad=True)
+                y = ember.logsumexp(x, -1, keepdim=keepdim)
+                y.backward(ember.tensor(g))
+            assert tuple(y.shape) == out_shape
+            np.testing.assert_allclose(y.detach().numpy().reshape(-1), lse.reshape(-1), **tol)
+            np.testing.assert_allclose(x.grad.numpy().reshape(rows.shape), expected_grad,
+                                       **tol)

@@ -142,6 +142,13 @@ def _sigmoid32(v):
 
 
 @native.kernel(inline=True)
+def _sigmoid_as(v):
+    """sigmoid(v) in v's precision, as the sigmoid kernels compute it (numba knows v's
+    type when it compiles: no branch is left in a loop)."""
+    return _sigmoid32(v) if isinstance(v, np.float32) else 1.0 / (1.0 + math.exp(-v))
+
+
+@native.kernel(inline=True)
 def _normal_cdf32(v):
     """Phi(v) in float32 (error below 1.5e-7), through the fitted polynomial."""
     s = v * v

@@ -17,7 +17,7 @@ import math
 import numpy as np
 
 from . import _native as native
-from ._native_activation import FUSED_MULTIPLY_ADD, _sigmoid32
+from ._native_activation import FUSED_MULTIPLY_ADD, _sigmoid_as
 
 _ONE = np.float32(1.0)  # (keeps float32 arithmetic in float32; promotes in float64)
 
@@ -26,12 +26,6 @@ def supports(x) -> bool:
     """Whether the kernels take `x`: a non-empty float32/float64 NumPy array, numba on."""
     return (type(x) is np.ndarray and x.dtype in (np.float32, np.float64) and x.size > 0
             and native.enabled())
-
-
-@native.kernel(inline=True)
-def _sigmoid_as(v):
-    """sigmoid(v) in v's precision, as the sigmoid kernels compute it."""
-    return _sigmoid32(v) if isinstance(v, np.float32) else 1.0 / (1.0 + math.exp(-v))
 
 
 @native.kernel(parallel=True, fastmath=FUSED_MULTIPLY_ADD)

@@ -23,6 +23,7 @@ from .._core.tensor import Tensor, _make
 from . import _kernels
 from . import _native_activation as _native_act
 from . import _native_glu
+from . import _native_smooth
 from . import _native_rows
 from . import _native_select
 from ._direct import direct_unary
@@ -435,6 +436,8 @@ class Softplus(Function):
     def forward(ctx, x, beta, threshold):
         ctx.beta, ctx.threshold = beta, threshold
         ctx.save_for_backward(x)
+        if _native_act.supports(x):
+            return _native_smooth.softplus(x, beta, threshold)
         xp = xp_of(x)
         z = x * beta
         with np.errstate(all="ignore"):
@@ -444,6 +447,9 @@ class Softplus(Function):
     @staticmethod
     def backward(ctx, grad):
         (x,) = ctx.saved_tensors
+        if _native_act.first_order(grad, x):  # one pass on the arrays
+            return _make(_native_smooth.softplus_backward(grad._data, x._data, ctx.beta,
+                                                          ctx.threshold))
         z = x * ctx.beta
         return grad * sigmoid(z).where(z <= ctx.threshold, 1.0)
 
@@ -469,6 +475,10 @@ class Elu(Function):
     def forward(ctx, x, alpha, scale, input_scale):
         ctx.params = (alpha, scale, input_scale)
         xp = xp_of(x)
+        if _native_act.supports(x):
+            y = _native_smooth.elu(x, alpha, scale, input_scale)
+            ctx.save_for_backward(y if ctx._inplace else x)
+            return y
         with np.errstate(all="ignore"):
             neg = (scale * alpha) * xp.expm1(xp.minimum(x, 0) * input_scale)
             y = _native_select.where_of(xp)(x > 0, x * scale, neg).astype(x.dtype, copy=False)
@@ -488,6 +498,9 @@ class Elu(Function):
                     "a negative slope, please call out-of-place version instead.")
             neg = input_scale * (s + scale * alpha)
             return grad * neg.where(s <= 0, scale)
+        if _native_act.first_order(grad, s):  # one pass on the arrays
+            return _make(_native_smooth.elu_backward(grad._data, s._data, alpha, scale,
+                                                     input_scale))
         neg = (scale * alpha * input_scale) * (s * input_scale).exp()
         return grad * neg.where(s <= 0, scale)
 

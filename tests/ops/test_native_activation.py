@@ -1,6 +1,7 @@
-"""The numba kernels of GELU, SiLU and tanh (ops/_native_activation.py): both paths (numba
-on and off) against float64 references, forward and first-order backward; gradcheck and
-double backward with numba on; small tensors stay on the NumPy path."""
+"""The numba kernels of GELU, SiLU, tanh, sigmoid and hardswish
+(ops/_native_activation.py), and of softplus and the elus (ops/_native_smooth.py): both
+paths (numba on and off) against float64 references, forward and first-order backward;
+gradcheck and double backward with numba on; small tensors stay on the NumPy path."""
 
 import math
 
@@ -32,6 +33,8 @@ def _gelu_tanh_parts(x):
     return t, _K * (1 + 3 * 0.044715 * x * x)
 
 
+_SELU = (1.6732632423543772848170429916717, 1.0507009873554804934193349852946)
+
 # name -> (ember function, float64 forward, float64 derivative)
 CASES = {
     "gelu": (F.gelu, lambda x: x * _cdf(x), lambda x: _cdf(x) + x * _pdf(x)),
@@ -47,6 +50,21 @@ CASES = {
                 lambda x: np.exp(-x) / (1 + np.exp(-x)) ** 2),
     "hardswish": (F.hardswish, lambda x: x * np.clip(x + 3, 0, 6) / 6,
                   lambda x: np.where(x < -3, 0.0, np.where(x <= 3, x / 3 + 0.5, 1.0))),
+    # ops/_native_smooth.py
+    "softplus": (F.softplus, lambda x: np.where(x > 20, x, np.log1p(np.exp(np.minimum(x, 20)))),
+                 lambda x: np.where(x > 20, 1.0, 1 / (1 + np.exp(-x)))),
+    "softplus beta 2, threshold 5": (
+        lambda t: F.softplus(t, 2.0, 5.0),
+        lambda x: np.where(2 * x > 5, x, np.log1p(np.exp(np.minimum(2 * x, 5))) / 2),
+        lambda x: np.where(2 * x > 5, 1.0, 1 / (1 + np.exp(-2 * x)))),
+    "elu": (F.elu, lambda x: np.where(x > 0, x, np.expm1(np.minimum(x, 0))),
+            lambda x: np.where(x > 0, 1.0, np.exp(np.minimum(x, 0)))),
+    "selu": (F.selu, lambda x: _SELU[1] * np.where(x > 0, x, _SELU[0] * np.expm1(
+        np.minimum(x, 0))), lambda x: _SELU[1] * np.where(x > 0, 1.0, _SELU[0] * np.exp(
+            np.minimum(x, 0)))),
+    "celu alpha 0.5": (lambda t: F.celu(t, 0.5),
+                       lambda x: np.where(x > 0, x, 0.5 * np.expm1(np.minimum(x, 0) / 0.5)),
+                       lambda x: np.where(x > 0, 1.0, np.exp(np.minimum(x, 0) / 0.5))),
 }
 
 
@@ -87,7 +105,8 @@ def test_both_paths_match_float64_reference(name, dtype):
 
 
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")  # (the NumPy path's inf * 0)
-@pytest.mark.parametrize("name", ["gelu", "gelu_tanh", "silu", "sigmoid", "hardswish"])
+@pytest.mark.parametrize("name", ["gelu", "gelu_tanh", "silu", "sigmoid", "hardswish",
+                                  "softplus", "elu", "celu alpha 0.5"])
 def test_special_values_follow_the_numpy_path(name):
     x = np.zeros(nact.MIN_SIZE, np.float32)
     x[:6] = [np.nan, np.inf, -np.inf, 1e38, -1e38, 88.9]

@@ -1,0 +1,104 @@
+"""numba kernels of the exponential activations softplus and elu (selu and celu are elus):
+the select that ends each forward, and each first-order backward, one pass.
+
+The forwards keep NumPy's vectorized exp, expm1 and log1p for the exponential itself
+(numba's scalar libm calls are not vectorized, and the kernels' own float32 exp has no
+expm1 or log1p, which must stay exact near 0), and fold the comparisons, selects and
+scalings that follow into one pass.  The backwards need only exp (through sigmoid for
+softplus), which the row kernels' `_exp_as` computes vectorized.
+
+NOTE: why.  On (4096, 256) float32, forward + backward, softplus took 6.3 ms and elu 5.7
+(PyTorch: 1.5 and 1.4), in eleven and eight NumPy passes and the backward's tensor ops
+(2-core Intel Xeon, 2026-12-06).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import _native as native
+from ._native_activation import FUSED_MULTIPLY_ADD, _sigmoid_as
+from ._native_rows import _exp_as
+
+_ZERO = np.float32(0.0)  # (keeps float32 arithmetic in float32; promotes in float64)
+
+
+# (the selects write over `t`, an argument of their own: an `out` given as a second name of
+# t would fail LLVM's check that the arrays do not overlap, and run its scalar loop)
+
+
+@native.kernel(parallel=True)
+def _softplus_select(x, t, beta, threshold):
+    for i in native.prange(x.size):
+        z = x[i] * beta
+        t[i] = x[i] if z > threshold else ((z if z > 0 else _ZERO) + t[i]) / beta
+
+
+@native.kernel(parallel=True, fastmath=FUSED_MULTIPLY_ADD)
+def _softplus_backward(g, x, beta, threshold, out):
+    for i in native.prange(x.size):
+        z = x[i] * beta
+        out[i] = g[i] * _sigmoid_as(z) if z <= threshold else g[i]
+
+
+@native.kernel(parallel=True)
+def _elu_select(x, t, scale, scale_alpha):
+    for i in native.prange(x.size):
+        t[i] = x[i] * scale if x[i] > 0 else t[i] * scale_alpha
+
+
+@native.kernel(parallel=True, fastmath=FUSED_MULTIPLY_ADD)
+def _elu_backward(g, x, scale, input_scale, coefficient, out):
+    for i in native.prange(x.size):
+        v = x[i]
+        out[i] = g[i] * (coefficient * _exp_as(v * input_scale) if v <= 0 else scale)
+
+
+def _flat(a):
+    """`a` as a C-contiguous, writable 1-D array (a read-only one would give the kernels
+    another build)."""
+    flat = np.ascontiguousarray(a).reshape(-1)
+    return flat if flat.flags.writeable else flat.copy()
+
+
+def softplus(x, beta: float, threshold: float):
+    """``log(1 + exp(beta x)) / beta``, and x where ``beta x > threshold``, of a float
+    array: ``max(z, 0) + log1p(exp(-|z|))`` with z = beta x, the NumPy path's formula."""
+    flat = _flat(x)
+    real = flat.dtype.type
+    t = np.abs(flat * real(beta) if beta != 1 else flat)
+    np.negative(t, out=t)
+    np.exp(t, out=t)
+    np.log1p(t, out=t)
+    native.run(_softplus_select, flat.size, flat, t, real(beta), real(threshold), cut=(0, 1))
+    return t.reshape(x.shape)
+
+
+def softplus_backward(g, x, beta: float, threshold: float):
+    """``g * sigmoid(beta x)``, and g where ``beta x > threshold``."""
+    flat, real = _flat(x), x.dtype.type
+    out = np.empty_like(flat)
+    native.run(_softplus_backward, flat.size, _flat(g), flat, real(beta), real(threshold),
+               out, cut=(0, 1, 4))
+    return out.reshape(x.shape)
+
+
+def elu(x, alpha: float, scale: float, input_scale: float):
+    """``scale x`` where x > 0, else ``scale alpha expm1(input_scale x)``."""
+    flat = _flat(x)
+    real = flat.dtype.type
+    t = np.minimum(flat, 0)
+    if input_scale != 1:
+        t *= real(input_scale)
+    np.expm1(t, out=t)
+    native.run(_elu_select, flat.size, flat, t, real(scale), real(scale * alpha), cut=(0, 1))
+    return t.reshape(x.shape)
+
+
+def elu_backward(g, x, alpha: float, scale: float, input_scale: float):
+    """``g scale alpha input_scale exp(input_scale x)`` where x <= 0, else ``g scale``."""
+    flat, real = _flat(x), x.dtype.type
+    out = np.empty_like(flat)
+    native.run(_elu_backward, flat.size, _flat(g), flat, real(scale), real(input_scale),
+               real(scale * alpha * input_scale), out, cut=(0, 1, 5))
+    return out.reshape(x.shape)

@@ -410,6 +410,15 @@ def _relu_backward(grad, y, out):
 
 
 @native.kernel(parallel=True)
+def _abs_backward(grad, x, out):
+    # grad * sgn(x): 0 where x is 0 or NaN (sgn(NaN) = 0, as in PyTorch), so a NaN or inf
+    # gradient there gives NaN, as grad * 0 does on the NumPy path
+    for i in native.prange(x.size):
+        v = x[i]
+        out[i] = grad[i] * (_ONE if v > 0 else (-_ONE if v < 0 else _ZERO))
+
+
+@native.kernel(parallel=True)
 def _relu_backward_into(grad, y):
     for i in native.prange(y.size):
         grad[i] = grad[i] if _relu_keeps(y[i]) else _ZERO
@@ -496,7 +505,8 @@ _BACKWARD = {("gelu", 4): _gelu_backward_f32, ("gelu", 8): _gelu_backward_f64,
              ("tanh", 4): _tanh_backward, ("tanh", 8): _tanh_backward,
              ("relu", 4): _relu_backward, ("relu", 8): _relu_backward,
              ("sigmoid", 4): _sigmoid_backward, ("sigmoid", 8): _sigmoid_backward,
-             ("hardswish", 4): _hardswish_backward, ("hardswish", 8): _hardswish_backward}
+             ("hardswish", 4): _hardswish_backward, ("hardswish", 8): _hardswish_backward,
+             ("abs", 4): _abs_backward, ("abs", 8): _abs_backward}
 _BACKWARD_INTO = {("gelu", 4): _gelu_backward_f32_into, ("gelu", 8): _gelu_backward_f64_into,
                   ("gelu_tanh", 4): _gelu_tanh_backward_f32_into,
                   ("gelu_tanh", 8): _gelu_tanh_backward_f64_into,

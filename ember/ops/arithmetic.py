@@ -17,6 +17,7 @@ from .._core.function import Function, check_graph_leak
 from .._core.grad_mode import STATE
 from .._core.tensor import Tensor, _make
 from ._broadcast import broadcast_shapes
+from . import _native_activation as _native_act
 from . import _native_binary
 from ._direct import direct
 from ._inplace import inplace_form, op_pair
@@ -573,6 +574,8 @@ class Abs(Function):
     @staticmethod
     def backward(ctx, grad):
         (x,) = ctx.saved_tensors
+        if _native_act.first_order(grad, x):  # one pass on the arrays (l1_loss's backward)
+            return _make(_native_act.backward("abs", grad._data, x._data))
         return grad * x.sign()  # NOTE: sign(0) = 0, so abs'(0) = 0 as in PyTorch
 
 

@@ -1,4 +1,4 @@
-"""The numba kernels of GELU, SiLU, tanh, sigmoid and hardswish
+"""The numba kernels of GELU, SiLU, tanh, sigmoid, hardswish and abs' backward
 (ops/_native_activation.py), and of softplus and the elus (ops/_native_smooth.py): both
 paths (numba on and off) against float64 references, forward and first-order backward;
 gradcheck and double backward with numba on; small tensors stay on the NumPy path."""
@@ -50,6 +50,7 @@ CASES = {
                 lambda x: np.exp(-x) / (1 + np.exp(-x)) ** 2),
     "hardswish": (F.hardswish, lambda x: x * np.clip(x + 3, 0, 6) / 6,
                   lambda x: np.where(x < -3, 0.0, np.where(x <= 3, x / 3 + 0.5, 1.0))),
+    "abs": (ember.abs, np.abs, np.sign),  # (its backward kernel: l1_loss's)
     # ops/_native_smooth.py
     "softplus": (F.softplus, lambda x: np.where(x > 20, x, np.log1p(np.exp(np.minimum(x, 20)))),
                  lambda x: np.where(x > 20, 1.0, 1 / (1 + np.exp(-x)))),
@@ -290,3 +291,21 @@ def test_leaky_relu_gradients_of_every_order_with_numba_on(monkeypatch):
     with native.use_numba(True):
         assert ember.autograd.gradcheck(lambda a: F.leaky_relu(a, 0.3), (x,))
         assert ember.autograd.gradgradcheck(lambda a: F.leaky_relu(a, 0.3), (x,))
+
+
+def test_abs_gradient_at_zero_and_nan_is_that_of_sgn():
+    """abs' backward kernel multiplies by sgn(x), which is 0 at 0, -0 and NaN (as in
+    PyTorch): a NaN or inf gradient there gives NaN, as on the NumPy path."""
+    x = np.zeros(nact.MIN_SIZE, np.float32)
+    x[:5] = [0.0, -0.0, np.nan, -3.0, 2.0]
+    g = np.ones(nact.MIN_SIZE, np.float32)
+    g[1] = np.inf
+    grads = []
+    for numba in (True, False):
+        with native.use_numba(numba), np.errstate(invalid="ignore"):
+            t = ember.tensor(x, requires_grad=True)
+            ember.abs(t).backward(ember.tensor(g))
+            grads.append(t.grad.numpy())
+    np.testing.assert_array_equal(grads[0], grads[1])
+    assert grads[0][0] == 0 and np.isnan(grads[0][1]) and grads[0][2] == 0
+    assert grads[0][3] == -1 and grads[0][4] == 1

@@ -370,6 +370,8 @@ class Silu(Function):
 
 
 class Mish(Function):
+    _fresh_grads = True  # (each backward's gradient is a new array: Node._fresh_grads)
+
     @staticmethod
     def forward(ctx, x):
         ctx.save_for_backward(x)
@@ -388,6 +390,8 @@ class Glu(Function):
     """``a * sigmoid(b)`` for the halves a, b of the input along `dim`.  Backward:
     ``cat(g * s, g * s * a * (1 - s))`` along `dim`, with s = sigmoid(b) computed again (as
     PyTorch's GluBackward0, it saves only the input)."""
+
+    _fresh_grads = True  # (each backward's gradient is a new array: Node._fresh_grads)
 
     @staticmethod
     def forward(ctx, x, *, dim):
@@ -432,6 +436,8 @@ def _halves(x, dim: int) -> tuple:
 
 
 class Softplus(Function):
+    _fresh_grads = True  # (each backward's gradient is a new array: Node._fresh_grads)
+
     @staticmethod
     def forward(ctx, x, beta, threshold):
         ctx.beta, ctx.threshold = beta, threshold
@@ -455,6 +461,8 @@ class Softplus(Function):
 
 
 class LogSigmoid(Function):
+    _fresh_grads = True  # (each backward's gradient is a new array: Node._fresh_grads)
+
     @staticmethod
     def forward(ctx, x):
         ctx.save_for_backward(x)
@@ -470,6 +478,8 @@ class LogSigmoid(Function):
 
 class Elu(Function):
     """``scale * x`` for x > 0, ``scale * alpha * (exp(x * input_scale) - 1)`` otherwise."""
+
+    _fresh_grads = True  # (each backward's gradient is a new array: Node._fresh_grads)
 
     @staticmethod
     def forward(ctx, x, alpha, scale, input_scale):
@@ -510,6 +520,8 @@ class Celu(Elu):
 
 
 class LeakyRelu(Function):
+    _fresh_grads = True  # (each backward's gradient is a new array: Node._fresh_grads)
+
     @staticmethod
     def forward(ctx, x, negative_slope):
         ctx.slope = negative_slope
@@ -536,6 +548,8 @@ class LeakyRelu(Function):
 
 
 class Hardtanh(Function):
+    _fresh_grads = True  # (each backward's gradient is a new array: Node._fresh_grads)
+
     @staticmethod
     def forward(ctx, x, min_val, max_val):
         ctx.bounds = (min_val, max_val)
@@ -554,6 +568,8 @@ class Hardtanh(Function):
 
 
 class Threshold(Function):
+    _fresh_grads = True  # (each backward's gradient is a new array: Node._fresh_grads)
+
     @staticmethod
     def forward(ctx, x, threshold, value):
         ctx.threshold = threshold
@@ -568,6 +584,8 @@ class Threshold(Function):
 
 
 class Hardsigmoid(Function):
+    _fresh_grads = True  # (each backward's gradient is a new array: Node._fresh_grads)
+
     @staticmethod
     def forward(ctx, x):
         ctx.save_for_backward(x)
@@ -600,6 +618,8 @@ class Hardswish(Function):
 
 
 class Softshrink(Function):
+    _fresh_grads = True  # (each backward's gradient is a new array: Node._fresh_grads)
+
     @staticmethod
     def forward(ctx, x, lambd):
         ctx.save_for_backward(x)

@@ -566,6 +566,8 @@ def square_(input: Tensor) -> Tensor:
 
 
 class Abs(Function):
+    _fresh_grads = True  # (its gradient is a new array: Node._fresh_grads)
+
     @staticmethod
     def forward(ctx, x):
         ctx.save_for_backward(x)

@@ -134,6 +134,7 @@ def std_mean(input: Tensor, dim=None, unbiased=None, keepdim: bool = False, *,
 
 class LogSumExp(Function):
     _name = "LogsumexpBackward0"
+    _fresh_grads = True  # (its gradient is a new array: Node._fresh_grads)
 
     @staticmethod
     def forward(ctx, x, dims, keepdim):

@@ -222,3 +222,22 @@ def test_hook_on_a_view_node_stops_adoption(adopted):
     (ember.randn(4, 2) @ v).sum().backward()
     assert adopted == [False]
     assert not _shares(w.grad, seen[0])
+
+
+@pytest.mark.parametrize("op", [
+    lambda x: ember.nn.functional.leaky_relu(x, 0.1), ember.nn.functional.elu,
+    ember.nn.functional.softplus, ember.nn.functional.glu, lambda x: x.logsumexp(-1),
+    ember.abs, ember.nn.functional.hardtanh, ember.nn.functional.mish,
+    ember.nn.functional.logsigmoid, ember.nn.functional.hardsigmoid,
+    lambda x: ember.nn.functional.softshrink(x, 0.5),
+    lambda x: ember.nn.functional.threshold(x, 0.1, 2.0)])
+@pytest.mark.parametrize("size", [8, 4096])   # (the NumPy path, and the kernels' where any)
+def test_activation_gradients_are_adopted_without_copy(adopted, op, size):
+    # these backwards allocate the gradient they return, on either path: a leaf keeps it
+    x = ember.randn(4, size, requires_grad=True)
+    g = ember.randn(*op(x).shape)
+    op(x).backward(g)
+    assert adopted == [True]
+    assert x.grad._data.flags.writeable and not _shares(x.grad, g)
+    (expected,) = ember.autograd.grad(op(x), x, g)
+    np.testing.assert_array_equal(x.grad.numpy(), expected.numpy())

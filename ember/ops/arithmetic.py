@@ -85,6 +85,8 @@ class RsubScalar(Sub):
 
 
 class Mul(Function):
+    _fresh_grads = True  # (each gradient is a new product or quotient: Node._fresh_grads)
+
     @staticmethod
     def forward(ctx, x, y):
         ctx.save_for_backward(x, y)
@@ -127,6 +129,8 @@ MulInplace = inplace_form(Mul)
 
 
 class Div(Function):
+    _fresh_grads = True  # (each gradient is a new product or quotient: Node._fresh_grads)
+
     @staticmethod
     def forward(ctx, x, y):
         ctx.save_for_backward(x, y)

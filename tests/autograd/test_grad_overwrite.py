@@ -79,13 +79,26 @@ def test_owned_gradient_is_overwritten_and_the_result_is_right(name, dtype, over
     np.testing.assert_allclose(x.grad.numpy(), expected, **tol)
 
 
+class _Doubles(ember.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad * 2
+
+
 @pytest.mark.parametrize("name", list(ACTIVATIONS))
 def test_a_node_result_is_not_overwritten(name, overwrites):
-    # MulBackward's result is not the engine's (mul does not declare fresh gradients)
+    # a user Function's result is not the engine's; MulBackward's is (mul declares fresh
+    # gradients)
     fn, _ = ACTIVATIONS[name]
     x = _x()
-    (fn(x) * 2).sum().backward()
+    _Doubles.apply(fn(x)).sum().backward()
     assert overwrites == [False]
+    (fn(x) * 2).sum().backward()
+    assert overwrites == [False, True]
 
 
 def test_a_chain_of_fresh_gradients_is_overwritten_all_along(overwrites):

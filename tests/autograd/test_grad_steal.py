@@ -48,11 +48,26 @@ def test_implicit_root_gradient_of_a_leaf_is_kept(adopted):
     assert w.grad.item() == 1.0
 
 
+class _Doubles(ember.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad * 2
+
+
 def test_a_node_result_is_copied(adopted):
-    # The engine did not make MulBackward's result, so it cannot know who else holds it.
+    # The engine did not make a user Function's result, so it cannot know who else holds
+    # it (a built-in op that allocates its gradients says so: `_fresh_grads`).
     w = ember.randn(5, requires_grad=True)
-    (w * 2).sum().backward()
+    _Doubles.apply(w).sum().backward()
     assert adopted == [False]
+    np.testing.assert_allclose(w.grad.numpy(), 2.0)
+    w.grad = None
+    (w * 2).sum().backward()
+    assert adopted == [False, True]
     np.testing.assert_allclose(w.grad.numpy(), 2.0)
 
 
@@ -230,10 +245,11 @@ def test_hook_on_a_view_node_stops_adoption(adopted):
     ember.abs, ember.nn.functional.hardtanh, ember.nn.functional.mish,
     ember.nn.functional.logsigmoid, ember.nn.functional.hardsigmoid,
     lambda x: ember.nn.functional.softshrink(x, 0.5),
-    lambda x: ember.nn.functional.threshold(x, 0.1, 2.0)])
+    lambda x: ember.nn.functional.threshold(x, 0.1, 2.0), lambda x: x * 3.0,
+    lambda x: x / 3.0, lambda x: x * x.detach().exp(), lambda x: 2.0 / (x * x + 1)])
 @pytest.mark.parametrize("size", [8, 4096])   # (the NumPy path, and the kernels' where any)
 def test_activation_gradients_are_adopted_without_copy(adopted, op, size):
-    # these backwards allocate the gradient they return, on either path: a leaf keeps it
+    # these backwards (and mul's and div's) allocate the gradient they return, on either path: a leaf keeps it
     x = ember.randn(4, size, requires_grad=True)
     g = ember.randn(*op(x).shape)
     op(x).backward(g)

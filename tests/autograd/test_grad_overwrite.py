@@ -17,6 +17,7 @@ import ember.nn.functional as F
 from ember.ops import _native as native
 from ember.ops import _native_activation as nact
 from ember.ops import _native_dropout
+from tests.autograd.test_grad_steal import _Doubles  # (a user Function: `grad * 2`)
 
 pytestmark = pytest.mark.skipif(not native.available(), reason="numba is not installed")
 
@@ -77,16 +78,6 @@ def test_owned_gradient_is_overwritten_and_the_result_is_right(name, dtype, over
     expected = 5 * _derivative(name, x.detach().numpy().astype(np.float64))
     tol = dict(rtol=1e-5, atol=1e-5) if dtype == np.float32 else dict(rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(x.grad.numpy(), expected, **tol)
-
-
-class _Doubles(ember.autograd.Function):
-    @staticmethod
-    def forward(ctx, x):
-        return x * 2
-
-    @staticmethod
-    def backward(ctx, grad):
-        return grad * 2
 
 
 @pytest.mark.parametrize("name", list(ACTIVATIONS))

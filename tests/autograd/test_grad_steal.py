@@ -249,7 +249,8 @@ def test_hook_on_a_view_node_stops_adoption(adopted):
     lambda x: x / 3.0, lambda x: x * x.detach().exp(), lambda x: 2.0 / (x * x + 1)])
 @pytest.mark.parametrize("size", [8, 4096])   # (the NumPy path, and the kernels' where any)
 def test_activation_gradients_are_adopted_without_copy(adopted, op, size):
-    # these backwards (and mul's and div's) allocate the gradient they return, on either path: a leaf keeps it
+    # these backwards (and mul's and div's) allocate the gradient they return, on either
+    # path: a leaf keeps it
     x = ember.randn(4, size, requires_grad=True)
     g = ember.randn(*op(x).shape)
     op(x).backward(g)

@@ -1,6 +1,7 @@
 """numba kernels of resample.py's sparse maps along one axis (interpolation, padding by
 reflection or replication, adaptive pooling): ``out[a, o, b] = sum_t weight[t, o] *
-x[a, idx[t, o], b]`` and its adjoint, which adds each output back into its taps.
+x[a, idx[t, o], b]`` and its adjoint, which adds each output back into its taps; and of
+maps of the last two axes by index at once (the usual 2-D padding: one pass, not two).
 
 The data is seen as (A, N, B) around the mapped axis, so no axis is moved and nothing is
 copied; one task per leading index (dealt to ember's threads), the inner loop along
@@ -122,4 +123,65 @@ def adjoint(g, axis: int, idx, weight, size: int):
     else:
         native.run(_scatter, g.size * idx.shape[0], _three(g, axis, g.shape[axis]), taps, w,
                    _three(out, axis, size), cut=(0, 3))
+    return out
+
+
+# ----------------------------------------------------------------------
+# maps of the last two axes by index (padding by reflection, replication or wrapping):
+# ``out[..., i, j] = x[..., rows[i], cols[j]]`` in one pass instead of one per axis
+
+
+@native.kernel(parallel=True)
+def _plane_gather(x, rows, cols, out):
+    for p in native.prange(x.shape[0]):
+        src, dst = x[p], out[p]
+        for i in range(rows.size):
+            line, into = src[rows[i]], dst[i]
+            for j in range(cols.size):
+                into[j] = line[cols[j]]
+
+
+@native.kernel(parallel=True)
+def _plane_scatter(g, rows, cols, out):
+    for p in native.prange(g.shape[0]):
+        src, dst = g[p], out[p]
+        for r in range(dst.shape[0]):
+            row = dst[r]
+            for c in range(dst.shape[1]):
+                row[c] = 0
+        for i in range(rows.size):
+            line, into = src[i], dst[rows[i]]
+            for j in range(cols.size):
+                into[cols[j]] += line[j]
+
+
+def plane_supports(x) -> bool:
+    """Whether `gather_planes` and `scatter_planes` take `x`: float32/float64 NumPy data of
+    2 dims or more."""
+    return type(x) is np.ndarray and x.dtype in (np.float32, np.float64) and x.ndim >= 2
+
+
+def gather_planes(x, rows, cols):
+    """``x[..., rows[i], cols[j]]`` for every (i, j) (int64 index vectors)."""
+    x = np.ascontiguousarray(x)
+    out = np.empty(x.shape[:-2] + (rows.size, cols.size), x.dtype)
+    if not (native.enabled() and out.size):
+        out[...] = x[..., rows[:, None], cols[None, :]]
+        return out
+    native.run(_plane_gather, out.size, x.reshape((-1,) + x.shape[-2:]), rows, cols,
+               out.reshape((-1,) + out.shape[-2:]), cut=(0, 3))
+    return out
+
+
+def scatter_planes(g, rows, cols, size: tuple):
+    """The transpose of `gather_planes`: each g[..., i, j] added into position
+    (rows[i], cols[j]) of planes of `size`."""
+    g = np.ascontiguousarray(g)
+    out = np.empty(g.shape[:-2] + tuple(size), g.dtype)
+    if not (native.enabled() and g.size):
+        out[...] = 0
+        np.add.at(out, (Ellipsis, rows[:, None], cols[None, :]), g)
+        return out
+    native.run(_plane_scatter, g.size, g.reshape((-1,) + g.shape[-2:]), rows, cols,
+               out.reshape((-1,) + out.shape[-2:]), cut=(0, 3))
     return out

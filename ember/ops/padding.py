@@ -15,7 +15,8 @@ import numpy as np
 from .._core.function import Function
 from .._core.tensor import Tensor
 from ._util import xp_of
-from .resample import axis_map
+from . import _native_axis_map
+from .resample import PlaneMap, axis_map
 
 _INTS = (int, np.integer)
 _MODES = ("constant", "reflect", "replicate", "circular")
@@ -105,7 +106,7 @@ def _mode_pad(input: Tensor, pairs: list, mode: str) -> Tensor:
                            f"got: {list(input.shape)}")
     kind = {"reflect": "Reflection", "replicate": "Replication", "circular": "Circular"}[mode]
     name = f"{kind}Pad{k}DBackward0"
-    out = input
+    maps = []  # (dim, source index of each output position), checked first
     # pairs run from the last dim backwards
     for i, (d, (lo, hi)) in enumerate(zip(reversed(padded), pairs)):
         n = input.shape[d]
@@ -124,10 +125,16 @@ def _mode_pad(input: Tensor, pairs: list, mode: str) -> Tensor:
             axis = "DHW"[3 - 1 - i] if i < 3 else str(d)
             raise RuntimeError(f"input ({axis}: {n}) is too small. Calculated output {axis}: "
                                f"{n + lo + hi}")
-        if lo == 0 and hi == 0:
-            continue
-        idx = _source_index(mode, n, lo, hi).reshape(1, -1)
-        out = axis_map(out, d, idx, None, name)
+        maps.append((d, _source_index(mode, n, lo, hi)))
+    if k == 2 and _native_axis_map.plane_supports(input._data):
+        # both dims in one pass, forward and backward (as PyTorch's one node)
+        (_, cols), (_, rows) = maps
+        return PlaneMap.apply(input, rows=rows, cols=cols, size=tuple(input.shape[-2:]),
+                              name=name)
+    out = input
+    for d, idx in maps:
+        if len(idx) != input.shape[d] or (idx != np.arange(len(idx))).any():
+            out = axis_map(out, d, idx.reshape(1, -1), None, name)
     return out if out is not input else input * 1
 
 

@@ -90,6 +90,27 @@ class AxisMap(Function):
         return AxisMap.apply(grad, axis, idx, weight, size, adjoint)
 
 
+class PlaneMap(Function):
+    """``x[..., rows[i], cols[j]]`` for every (i, j): a map of the last two axes by index
+    (``adjoint=True``: its transpose, each element added back into its source, planes of
+    `size`).  The parameters are keywords: the node has one edge, its input's."""
+
+    @staticmethod
+    def forward(ctx, x, *, rows, cols, size, adjoint=False, name=None):
+        if name is not None:
+            ctx._name = name
+        ctx.args = (rows, cols, x.shape[-2:], not adjoint, name)
+        if adjoint:
+            return _native_axis_map.scatter_planes(x, rows, cols, size)
+        return _native_axis_map.gather_planes(x, rows, cols)
+
+    @staticmethod
+    def backward(ctx, grad):
+        rows, cols, size, adjoint, name = ctx.args
+        return PlaneMap.apply(grad, rows=rows, cols=cols, size=size, adjoint=adjoint,
+                              name=name)
+
+
 def axis_map(x: Tensor, axis: int, idx, weight=None, name: str | None = None) -> Tensor:
     """Resample `x` along `axis`: out[o] = sum_t weight[t, o] * x[idx[t, o]]."""
     xp = xp_of(x._data)

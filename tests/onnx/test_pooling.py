@@ -77,3 +77,18 @@ def test_pad(mode):
 
 def test_constant_pad_crops_and_fills():
     check_fn(lambda x: F.pad(x, (-1, 2), value=3.5), ember.randn(2, 3, 5))
+
+
+def test_a_2d_padding_and_its_transpose_export_as_gathers_and_products():
+    # F.pad's one-pass 2-D map (resample.PlaneMap), and its adjoint (what its gradient
+    # runs): each element of the padded planes added back into its source
+    import numpy as np
+
+    from ember.ops.resample import PlaneMap
+
+    rows, cols = np.array([1, 0, 1, 2, 3, 2]), np.array([2, 1, 0, 1, 2, 3, 4, 3])
+    proto = check_fn(lambda x: PlaneMap.apply(x, rows=rows, cols=cols, size=(4, 5)),
+                     ember.randn(2, 3, 4, 5))
+    assert "Gather" in op_types(proto)
+    check_fn(lambda g: PlaneMap.apply(g, rows=rows, cols=cols, size=(4, 5), adjoint=True),
+             ember.randn(2, 3, 6, 8))

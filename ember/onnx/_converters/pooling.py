@@ -101,6 +101,26 @@ def _dense(idx: np.ndarray, weight, n_in: int) -> np.ndarray:
     return matrix
 
 
+def convert_plane_map(c: Call) -> None:
+    """``x[..., rows[i], cols[j]]``: two Gathers (the usual 2-D padding)."""
+    ndim = len(c.shape(0))
+    c.static_dims(0, [ndim - 2, ndim - 1], "padding maps a fixed number of positions")
+    rows = np.asarray(to_numpy(c.param("rows")), np.int64)
+    cols = np.asarray(to_numpy(c.param("cols")), np.int64)
+    if c.param("adjoint", False):  # (its transpose: one-hot matrices on both sides)
+        height, width = c.param("size")
+        left = np.zeros((height, rows.size))
+        left[rows, np.arange(rows.size)] = 1
+        right = np.zeros((cols.size, width))
+        right[np.arange(cols.size), cols] = 1
+        dtype = c.out_dtype()
+        c.done(c.op("MatMul", c.op("MatMul", c.const(left, dtype), c.input(0)),
+                    c.const(right, dtype)))
+        return
+    c.done(c.op("Gather", c.op("Gather", c.input(0), c.const(rows), axis=ndim - 2),
+                c.const(cols), axis=ndim - 1))
+
+
 def convert_axis_map(c: Call) -> None:
     """``out[.., o, ..] = sum_t weight[t, o] * x[.., idx[t, o], ..]`` along one axis."""
     x = c.input(0)
@@ -145,5 +165,5 @@ CONVERTERS = {
     pooling.MaxPoolValues: convert_max_pool_values,
     pooling.AvgPool: convert_avg_pool,
     pooling.FlatGather: convert_adaptive_max,
-    resample.AxisMap: convert_axis_map,
+    resample.AxisMap: convert_axis_map, resample.PlaneMap: convert_plane_map,
 }

@@ -93,3 +93,44 @@ def test_errors():
         F.pad(ember.randn(5), (-3, -3))
     with pytest.raises(ValueError, match=r"expected 2D or 3D input \(got 4D input\)"):
         nn.CircularPad1d(1)(x)
+
+
+@pytest.mark.parametrize("numba", [True, False])
+@pytest.mark.parametrize("mode, numpy_mode", [("reflect", "reflect"), ("replicate", "edge"),
+                                              ("circular", "wrap")])
+def test_2d_padding_is_one_node_matching_numpy_forward_and_backward(mode, numpy_mode, numba):
+    """F.pad of the last two dims runs as one map of both (resample.PlaneMap: the numba
+    kernels, or NumPy's indexing with numba off), one node with one edge, as PyTorch's."""
+    from ember.ops import _native as native
+
+    rng = np.random.default_rng(9)
+    x0 = rng.standard_normal((2, 3, 5, 6))
+    pads = ((0, 0), (0, 0), (2, 1), (3, 2))   # F.pad's (3, 2, 2, 1): last dim first
+    want = np.pad(x0, pads, mode=numpy_mode)
+    g0 = rng.standard_normal(want.shape)
+    # the gradient: each output's gradient added into the input element it copies
+    src = np.arange(x0.size).reshape(x0.shape)
+    taken = np.pad(src, pads, mode=numpy_mode)
+    want_grad = np.bincount(taken.ravel(), g0.ravel(), minlength=x0.size).reshape(x0.shape)
+    with native.use_numba(numba):
+        x = ember.tensor(x0, requires_grad=True)
+        y = F.pad(x, (3, 2, 2, 1), mode=mode)
+        y.backward(ember.tensor(g0))
+        assert ember.autograd.gradgradcheck(lambda t: F.pad(t, (3, 2, 2, 1), mode=mode),
+                                            (ember.tensor(x0[:1, :1], requires_grad=True),))
+    assert y.grad_fn.name() == {"reflect": "ReflectionPad2DBackward0",
+                                "replicate": "ReplicationPad2DBackward0",
+                                "circular": "CircularPad2DBackward0"}[mode]
+    assert len(y.grad_fn.next_functions) == 1
+    np.testing.assert_array_equal(y.detach().numpy(), want)
+    np.testing.assert_allclose(x.grad.numpy(), want_grad, rtol=1e-12, atol=1e-12)
+
+
+def test_2d_padding_crops_with_negative_amounts():
+    x = ember.randn(1, 2, 6, 7, requires_grad=True)
+    y = F.pad(x, (-1, 2, 1, -2), mode="replicate")
+    want = np.pad(x.detach().numpy()[..., :4, 1:], ((0, 0), (0, 0), (1, 0), (0, 2)),
+                  mode="edge")
+    np.testing.assert_array_equal(y.detach().numpy(), want)
+    y.sum().backward()
+    assert x.grad.numpy()[..., :, 0].sum() == 0 and x.grad.numpy()[..., 4:, :].sum() == 0

@@ -23,6 +23,7 @@ from .._core.tensor import _make
 from ..jit._graph import Literal, Node
 from ..onnx._trace import Source
 from ..ops import _kernels, _native_rows
+from ..ops import _native as native
 from ..ops._util import xp_of
 from ..ops.activation import Softmax, _softmax_arrays
 from ..ops.arithmetic import Mul
@@ -87,9 +88,7 @@ def _full_mask(mask, shape: tuple) -> np.ndarray:
     a (32, 4, 64, 64) batch: ~9 us)."""
     full = np.ascontiguousarray(mask if mask.shape == shape else np.broadcast_to(mask, shape),
                                 dtype=bool)
-    if not full.flags.writeable:  # (a read-only array would give the kernel a second build)
-        full = full.copy()
-    return full.reshape(-1, shape[-1])
+    return native.writable(full).reshape(-1, shape[-1])
 
 
 def find_masked_softmax(nodes: list, meta, uses: dict) -> dict:

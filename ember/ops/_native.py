@@ -98,6 +98,12 @@ def is_cpu_array(*arrays) -> bool:
     return all(type(a) is np.ndarray for a in arrays)
 
 
+def writable(a):
+    """`a`, or a copy of it where it is read-only: numba types a read-only array apart from
+    a writable one, so passing one would compile a second build of a kernel."""
+    return a if a.flags.writeable else a.copy()
+
+
 def set_num_threads(num: int) -> None:
     """Let parallel kernels use `num` threads (called by `ember.set_num_threads`)."""
     numba = _load_numba() if not _ENV_OFF else False

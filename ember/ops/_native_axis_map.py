@@ -163,7 +163,7 @@ def plane_supports(x) -> bool:
 
 def gather_planes(x, rows, cols):
     """``x[..., rows[i], cols[j]]`` for every (i, j) (int64 index vectors)."""
-    x = np.ascontiguousarray(x)
+    x = native.writable(np.ascontiguousarray(x))
     out = np.empty(x.shape[:-2] + (rows.size, cols.size), x.dtype)
     if not (native.enabled() and out.size):
         out[...] = x[..., rows[:, None], cols[None, :]]
@@ -176,7 +176,7 @@ def gather_planes(x, rows, cols):
 def scatter_planes(g, rows, cols, size: tuple):
     """The transpose of `gather_planes`: each g[..., i, j] added into position
     (rows[i], cols[j]) of planes of `size`."""
-    g = np.ascontiguousarray(g)
+    g = native.writable(np.ascontiguousarray(g))
     out = np.empty(g.shape[:-2] + tuple(size), g.dtype)
     if not (native.enabled() and g.size):
         out[...] = 0

@@ -53,12 +53,7 @@ def _glu_backward_kernel(g, x, out):
 def _as_halves(x, dim: int):
     """`x` C-contiguous and writable as (outer, 2, n) around `dim`."""
     outer = math.prod(x.shape[:dim])
-    return _writable(np.ascontiguousarray(x)).reshape(outer, 2, x.size // (2 * outer))
-
-
-def _writable(a):
-    """`a`, or a copy where it is read-only (which would give the kernels another build)."""
-    return a if a.flags.writeable else a.copy()
+    return native.writable(np.ascontiguousarray(x)).reshape(outer, 2, x.size // (2 * outer))
 
 
 def glu(x, dim: int):
@@ -73,7 +68,7 @@ def glu(x, dim: int):
 def glu_backward(g, x, dim: int):
     """The gradient of `glu` in `x` for the output's gradient `g` (any layout)."""
     halves = _as_halves(x, dim)
-    rows = _writable(np.ascontiguousarray(g, dtype=x.dtype)).reshape(halves.shape[0], -1)
+    rows = native.writable(np.ascontiguousarray(g, dtype=x.dtype)).reshape(halves.shape[0], -1)
     out = np.empty(halves.shape, x.dtype)
     native.run(_glu_backward_kernel, x.size, rows, halves, out, cut=(0, 1, 2))
     return out.reshape(x.shape)

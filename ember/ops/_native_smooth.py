@@ -55,10 +55,8 @@ def _elu_backward(g, x, scale, input_scale, coefficient, out):
 
 
 def _flat(a):
-    """`a` as a C-contiguous, writable 1-D array (a read-only one would give the kernels
-    another build)."""
-    flat = np.ascontiguousarray(a).reshape(-1)
-    return flat if flat.flags.writeable else flat.copy()
+    """`a` as a C-contiguous, writable 1-D array (`native.writable`)."""
+    return native.writable(np.ascontiguousarray(a).reshape(-1))
 
 
 def softplus(x, beta: float, threshold: float):

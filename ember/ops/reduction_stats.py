@@ -13,6 +13,7 @@ from .._core import dtype as dtypes
 from .._core.function import Function, as_array
 from .._core.grad_mode import PROCESS, STATE
 from .._core.tensor import Tensor, _make
+from . import _native as native
 from . import _native_rows
 from ._util import xp_of
 from .reduction import (
@@ -168,8 +169,7 @@ class LogSumExp(Function):
             rows = x._data.reshape(ctx.rows)
             g = np.ascontiguousarray(grad._data, rows.dtype).reshape(-1)
             return _make(_native_rows.logsumexp_backward(
-                g if g.flags.writeable else g.copy(), rows, out._data.reshape(-1)).reshape(
-                ctx.shape)), None, None
+                native.writable(g), rows, out._data.reshape(-1)).reshape(ctx.shape)), None, None
         g = _restore_reduced(grad, ctx.shape, ctx.dims, ctx.keepdim)
         return g * _ExpShifted.apply(x, _keep(out, ctx.shape, ctx.dims, ctx.keepdim))
 

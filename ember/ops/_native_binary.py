@@ -1,5 +1,6 @@
-"""Large additions of two arrays cut over ember's two threads: ``x + y`` (Add's forward)
-and ``acc += g`` (the engine summing two gradients of one tensor).
+"""Large additions, subtractions and products of two arrays cut over ember's two threads:
+``x + y``, ``x - y`` and ``x * y`` (the forwards of Add, Sub and Mul, and Mul's
+first-order backward) and ``acc += g`` (the engine summing two gradients of one tensor).
 
 NumPy adds on the calling thread alone.  A transformer's residual stream is added to
 and its gradients summed at every block: GPT's (32, 64, 128) float32 arrays, 1 MB each,
@@ -42,15 +43,40 @@ def _add_into(acc, g):
         acc[i] += g[i]
 
 
+@native.kernel(parallel=True)
+def _subtract(x, y, out):
+    for i in native.prange(x.size):
+        out[i] = x[i] - y[i]
+
+
+@native.kernel(parallel=True)
+def _multiply(x, y, out):
+    for i in native.prange(x.size):
+        out[i] = x[i] * y[i]
+
+
+def _cut(kernel, x, y):
+    """`kernel`'s ``x op y`` of `_takes` arrays, cut over the threads."""
+    out = np.empty_like(x)
+    run(kernel, x.size, x.reshape(-1), y.reshape(-1), out.reshape(-1), cut=(0, 1, 2),
+        part="flat3")
+    return out
+
+
 def add(x, y):
     """``x + y`` for arrays (or NumPy scalars): cut over the threads where `_takes`
     them, else NumPy's."""
-    if not _takes(x, y):
-        return x + y
-    out = np.empty_like(x)
-    run(_add, x.size, x.reshape(-1), y.reshape(-1), out.reshape(-1), cut=(0, 1, 2),
-        part="flat3")
-    return out
+    return _cut(_add, x, y) if _takes(x, y) else x + y
+
+
+def subtract(x, y):
+    """``x - y``, as `add`."""
+    return _cut(_subtract, x, y) if _takes(x, y) else x - y
+
+
+def multiply(x, y):
+    """``x * y``, as `add`."""
+    return _cut(_multiply, x, y) if _takes(x, y) else x * y
 
 
 def add_into(acc: np.ndarray, g: np.ndarray) -> None:

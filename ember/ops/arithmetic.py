@@ -62,7 +62,7 @@ AddInplace = inplace_form(Add)
 class Sub(Function):
     @staticmethod
     def forward(ctx, x, y):
-        return x - y
+        return _native_binary.subtract(x, y)  # (large same-shape arrays: on the threads)
 
     @staticmethod
     def backward(ctx, grad):
@@ -90,7 +90,7 @@ class Mul(Function):
     @staticmethod
     def forward(ctx, x, y):
         ctx.save_for_backward(x, y)
-        return x * y
+        return _native_binary.multiply(x, y)  # (large same-shape arrays: on the threads)
 
     @staticmethod
     def backward(ctx, grad):
@@ -119,7 +119,8 @@ def _tensor_product(grad: Tensor, other) -> Tensor:
 def _array_product(grad: Tensor, other) -> Tensor:
     """``grad * other`` computed on the arrays: a first-order backward records no graph,
     and the two products of a mul node were half of its backward's time as ember ops."""
-    data = grad._data * (other._data if isinstance(other, Tensor) else other)
+    data = _native_binary.multiply(grad._data, other._data if isinstance(other, Tensor)
+                                   else other)
     if not isinstance(data, type(grad._data)):  # NumPy gives a scalar for 0-d operands
         data = xp_of(grad._data).asarray(data)
     return _make(data)

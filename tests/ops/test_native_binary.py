@@ -1,5 +1,6 @@
-"""Large same-shape additions cut over two threads (ops/_native_binary.py): the same bits
-as NumPy's, on the threads and off them, and the forward of ``x + y`` that uses them."""
+"""Large same-shape additions, subtractions and products cut over two threads
+(ops/_native_binary.py): the same bits as NumPy's, on the threads and off them, and the
+ops that use them."""
 
 import numpy as np
 import pytest
@@ -16,6 +17,8 @@ def test_cut_additions_equal_numpy_bit_for_bit(on_two_threads, dtype):
     y = rng.standard_normal(shape).astype(dtype)
     assert _native_binary._takes(x, y) == _native.available()
     np.testing.assert_array_equal(_native_binary.add(x, y), x + y)
+    np.testing.assert_array_equal(_native_binary.subtract(x, y), x - y)
+    np.testing.assert_array_equal(_native_binary.multiply(x, y), x * y)
     acc = x.copy()
     _native_binary.add_into(acc, y)
     np.testing.assert_array_equal(acc, x + y)
@@ -66,3 +69,18 @@ def test_the_engine_sums_a_tensors_gradients_with_the_cut_kernels(on_two_threads
     ((x * ember.tensor(w1)).sum() + (x * ember.tensor(w2)).sum()).backward()
     assert calls                                   # two gradients reached x's one slot
     np.testing.assert_array_equal(x.grad.numpy(), w1 + w2)
+
+
+@pytest.mark.parametrize("numba_on", [True, False], ids=["numba", "numpy"])
+def test_large_sub_and_mul_forward_and_backward(on_two_threads, numba_on):
+    rng = np.random.default_rng(2)
+    shape = (4, _native.SPLIT_MIN // 256, 64)
+    a0, b0, g0 = (rng.standard_normal(shape).astype(np.float32) for _ in range(3))
+    with _native.use_numba(numba_on):
+        a = ember.tensor(a0, requires_grad=True)
+        b = ember.tensor(b0, requires_grad=True)
+        out = (a - b) * b
+        out.backward(ember.tensor(g0))
+    np.testing.assert_array_equal(out.detach().numpy(), (a0 - b0) * b0)
+    np.testing.assert_array_equal(a.grad.numpy(), g0 * b0)
+    np.testing.assert_array_equal(b.grad.numpy(), g0 * (a0 - b0) - g0 * b0)

@@ -104,6 +104,11 @@ def writable(a):
     return a if a.flags.writeable else a.copy()
 
 
+def flat(a):
+    """`a` as a C-contiguous, writable 1-D array (see `writable`), for elementwise kernels."""
+    return writable(np.ascontiguousarray(a).reshape(-1))
+
+
 def set_num_threads(num: int) -> None:
     """Let parallel kernels use `num` threads (called by `ember.set_num_threads`)."""
     numba = _load_numba() if not _ENV_OFF else False

@@ -145,10 +145,7 @@ def _plane_gather(x, rows, cols, out):
 def _plane_scatter(g, rows, cols, out):
     for p in native.prange(g.shape[0]):
         src, dst = g[p], out[p]
-        for r in range(dst.shape[0]):
-            row = dst[r]
-            for c in range(dst.shape[1]):
-                row[c] = 0
+        dst[:, :] = 0
         for i in range(rows.size):
             line, into = src[i], dst[rows[i]]
             for j in range(cols.size):

@@ -45,14 +45,9 @@ def _scaled_difference(x, t, factor, out):
         out[i] = (x[i] - t[i]) * factor
 
 
-def _flat(a):
-    """`a` as a C-contiguous, writable 1-D array (`native.writable`)."""
-    return native.writable(np.ascontiguousarray(a).reshape(-1))
-
-
 def squared_distance_sum(x, t) -> float:
     """``sum((x - t) ** 2)`` of `takes` arrays, as a Python float."""
-    xf, tf = _flat(x), _flat(t)
+    xf, tf = native.flat(x), native.flat(t)
     whole = xf.size - xf.size % BLOCK
     sums = np.zeros(whole // BLOCK + 1, np.float64)
     if whole:
@@ -65,7 +60,7 @@ def squared_distance_sum(x, t) -> float:
 
 def scaled_difference(x, t, factor):
     """``(x - t) * factor`` of `takes` arrays and a number of their dtype."""
-    xf, tf = _flat(x), _flat(t)
+    xf, tf = native.flat(x), native.flat(t)
     out = np.empty_like(xf)
     native.run(_scaled_difference, xf.size, xf, tf, x.dtype.type(factor), out, cut=(0, 1, 3))
     return out.reshape(x.shape)

@@ -54,15 +54,10 @@ def _elu_backward(g, x, scale, input_scale, coefficient, out):
         out[i] = g[i] * (coefficient * _exp_as(v * input_scale) if v <= 0 else scale)
 
 
-def _flat(a):
-    """`a` as a C-contiguous, writable 1-D array (`native.writable`)."""
-    return native.writable(np.ascontiguousarray(a).reshape(-1))
-
-
 def softplus(x, beta: float, threshold: float):
     """``log(1 + exp(beta x)) / beta``, and x where ``beta x > threshold``, of a float
     array: ``max(z, 0) + log1p(exp(-|z|))`` with z = beta x, the NumPy path's formula."""
-    flat = _flat(x)
+    flat = native.flat(x)
     real = flat.dtype.type
     t = np.abs(flat * real(beta) if beta != 1 else flat)
     np.negative(t, out=t)
@@ -74,16 +69,16 @@ def softplus(x, beta: float, threshold: float):
 
 def softplus_backward(g, x, beta: float, threshold: float):
     """``g * sigmoid(beta x)``, and g where ``beta x > threshold``."""
-    flat, real = _flat(x), x.dtype.type
+    flat, real = native.flat(x), x.dtype.type
     out = np.empty_like(flat)
-    native.run(_softplus_backward, flat.size, _flat(g), flat, real(beta), real(threshold),
+    native.run(_softplus_backward, flat.size, native.flat(g), flat, real(beta), real(threshold),
                out, cut=(0, 1, 4))
     return out.reshape(x.shape)
 
 
 def elu(x, alpha: float, scale: float, input_scale: float):
     """``scale x`` where x > 0, else ``scale alpha expm1(input_scale x)``."""
-    flat = _flat(x)
+    flat = native.flat(x)
     real = flat.dtype.type
     t = np.minimum(flat, 0)
     if input_scale != 1:
@@ -95,8 +90,8 @@ def elu(x, alpha: float, scale: float, input_scale: float):
 
 def elu_backward(g, x, alpha: float, scale: float, input_scale: float):
     """``g scale alpha input_scale exp(input_scale x)`` where x <= 0, else ``g scale``."""
-    flat, real = _flat(x), x.dtype.type
+    flat, real = native.flat(x), x.dtype.type
     out = np.empty_like(flat)
-    native.run(_elu_backward, flat.size, _flat(g), flat, real(scale), real(input_scale),
+    native.run(_elu_backward, flat.size, native.flat(g), flat, real(scale), real(input_scale),
                real(scale * alpha * input_scale), out, cut=(0, 1, 5))
     return out.reshape(x.shape)

@@ -36,15 +36,23 @@ def reduced(ctx, xp, loss, reduction: str, total: float):
     """`loss` per element, or its sum, or its sum over `total` ('mean'; over a total of 0:
     nan, quietly, as in PyTorch); keeps on `ctx` the factor of each element's gradient
     (None for 'none', inf for a mean over nothing)."""
-    if reduction == "none":
-        ctx.factor = None
+    ctx.factor = gradient_factor(reduction, total)
+    if ctx.factor is None:
         return loss
-    ctx.factor = 1.0 if reduction == "sum" else math.inf if total == 0 else 1.0 / total
     # (a nonzero total has no division warnings to silence: errstate costs ~1 us)
     quiet = np.errstate(invalid="ignore", divide="ignore") if total == 0 else \
         contextlib.nullcontext()
     with quiet:
         return xp.asarray(loss.sum() / (total if reduction == "mean" else 1.0))
+
+
+def gradient_factor(reduction: str, total: float) -> float | None:
+    """What each element's gradient is scaled by under `reduction` of `total` elements
+    (or summed weights): None for 'none', 1 for 'sum', 1 / total for 'mean' (inf over
+    nothing)."""
+    if reduction == "none":
+        return None
+    return 1.0 if reduction == "sum" else math.inf if total == 0 else 1.0 / total
 
 
 def per_element(ctx, grad: Tensor) -> Tensor:
@@ -99,7 +107,7 @@ class MseLoss(PointwiseLoss):
             return PointwiseLoss.forward(ctx, x, t, reduction=reduction, **params)
         ctx.save_for_backward(x, t)
         ctx.params = params
-        ctx.factor = 1.0 if reduction == "sum" else 1.0 / x.size
+        ctx.factor = gradient_factor(reduction, x.size)
         total = _native_mse.squared_distance_sum(x, t)
         return np.asarray(total * ctx.factor, x.dtype)
 

@@ -106,7 +106,7 @@ def _mode_pad(input: Tensor, pairs: list, mode: str) -> Tensor:
                            f"got: {list(input.shape)}")
     kind = {"reflect": "Reflection", "replicate": "Replication", "circular": "Circular"}[mode]
     name = f"{kind}Pad{k}DBackward0"
-    maps = []  # (dim, source index of each output position), checked first
+    maps = []  # (dim, lo, hi, source index of each output position), checked first
     # pairs run from the last dim backwards
     for i, (d, (lo, hi)) in enumerate(zip(reversed(padded), pairs)):
         n = input.shape[d]
@@ -125,15 +125,15 @@ def _mode_pad(input: Tensor, pairs: list, mode: str) -> Tensor:
             axis = "DHW"[3 - 1 - i] if i < 3 else str(d)
             raise RuntimeError(f"input ({axis}: {n}) is too small. Calculated output {axis}: "
                                f"{n + lo + hi}")
-        maps.append((d, _source_index(mode, n, lo, hi)))
+        maps.append((d, lo, hi, _source_index(mode, n, lo, hi)))
     if k == 2 and _native_axis_map.plane_supports(input._data):
         # both dims in one pass, forward and backward (as PyTorch's one node)
-        (_, cols), (_, rows) = maps
+        cols, rows = maps[0][3], maps[1][3]
         return PlaneMap.apply(input, rows=rows, cols=cols, size=tuple(input.shape[-2:]),
                               name=name)
     out = input
-    for d, idx in maps:
-        if len(idx) != input.shape[d] or (idx != np.arange(len(idx))).any():
+    for d, lo, hi, idx in maps:
+        if lo or hi:
             out = axis_map(out, d, idx.reshape(1, -1), None, name)
     return out if out is not input else input * 1
 

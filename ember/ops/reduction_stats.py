@@ -144,11 +144,11 @@ class LogSumExp(Function):
         ctx.rows = None
         if x.size == 0:
             out = xp.full(_kept_shape(x.shape, dims), -xp.inf, dtype=x.dtype)
-        elif dims == (x.ndim - 1,) and _native_rows.supports(x.reshape(-1, x.shape[-1])):
+        elif dims == (x.ndim - 1,) and _native_rows.supports(
+                rows := x.reshape(-1, x.shape[-1])):
             # over the last dim: one kernel pass for the max, one for the sum of exps
-            ctx.rows = (-1, x.shape[-1])
-            out = _native_rows.logsumexp(x.reshape(ctx.rows)).reshape(
-                _kept_shape(x.shape, dims))
+            ctx.rows = rows.shape
+            out = _native_rows.logsumexp(rows).reshape(_kept_shape(x.shape, dims))
         else:
             # NOTE: shift by the max so that exp cannot overflow (infinite maxima: by 0).
             m = x.max(axis=dims, keepdims=True)

@@ -29,6 +29,7 @@ from ..jit._graph import Literal
 from ..onnx._trace import Source
 from ..ops import _native as native
 from ..ops._broadcast import broadcasts_to
+from ..ops.shape import stand_ins
 from .codegen import ELEMENTWISE, ChainKernel, Member, operands
 from .memory import BufferPool
 
@@ -225,6 +226,8 @@ def _recorded_backward(chain: Chain, leaves: tuple, grad, create_graph: bool,
     if not any(wanted):
         return (None,) * len(leaves)
     with enable_grad():
+        if create_graph:  # (a leaf may be another's ancestor: l(x).tanh() * x)
+            leaves = stand_ins(leaves)
         out = run_members(chain.kernel.members, list(leaves))
         got = iter(autograd_grad(out, [x for x, w in zip(leaves, wanted) if w], grad,
                                  create_graph=create_graph, allow_unused=True))

@@ -55,6 +55,7 @@ from .._core.node import Node, _raise_version_error, next_sequence_nr
 from .._core.tensor import _make
 from ..autograd import grad as autograd_grad
 from ..jit._graph import ArrayOf, Literal, Sequence, sources
+from ..ops.shape import stand_ins
 from ..onnx._trace import Source, TracedFunction
 from ..random import default_generator
 from .traced_calls import (USER_APPLY, call_class, cuts_graph, may_view, view_base,
@@ -341,6 +342,9 @@ class WholeGraph:
         written = [(t, t._data.copy(), t._version.value)
                    for t in _pick(inputs, tensors, self.written)]
         with enable_grad():
+            # (an input may be another's ancestor, or the same tensor: model(x, x))
+            inputs, tensors = stand_ins(inputs), stand_ins(tensors)
+            ext = _pick(inputs, tensors, self.externals)
             if state is not None:
                 now = self.generator.get_state()
                 self.generator.set_state(state)

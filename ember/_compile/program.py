@@ -177,15 +177,25 @@ def _hooked(t: Tensor) -> bool:
                                      or node._hooks or node._prehooks)
 
 
-def signature(args: tuple, state: tuple):
+def signature(args: tuple, state: tuple, tensors: list = ()):
     """What a graph is valid for (see the module docstring), `state` being the module's
-    (from `module_state`); None when the arguments cannot be guarded (then the call runs
-    eagerly)."""
+    (from `module_state`) and `tensors` its parameters and buffers; None when the
+    arguments cannot be guarded (then the call runs eagerly).
+
+    It also tells which tensor arguments are the same tensor, or one of the module's
+    own: a graph captured from ``f(x, x)`` reads one tensor where ``f(x, y)`` reads two.
+    """
     parts = [STATE.enabled, state]
-    for a in args:
+    first = {}   # id of a tensor argument -> its first position
+    own = None   # id of each of the module's tensors -> its position
+    for k, a in enumerate(args):
         if isinstance(a, Tensor):
             data = a._data
-            parts.append((type(data), data.shape, data.dtype, a._requires_grad))
+            if own is None:
+                own = {id(t): i for i, t in enumerate(tensors)}
+            same = first.setdefault(id(a), k)
+            parts.append((type(data), data.shape, data.dtype, a._requires_grad, same,
+                          own.get(id(a))))
         elif a is None or isinstance(a, (bool, int, float, str)):
             parts.append((type(a), a))
         else:

@@ -42,7 +42,7 @@ class CompiledFunction:
         tensors, state = ([], ()) if self.module is None else program.module_state(self.module)
         if tensors is None:
             return self._eager("a module has hooks", args, kwargs)
-        key = program.signature(args, state)
+        key = program.signature(args, state, tensors)
         if key is None or not any(isinstance(a, Tensor) for a in args):
             return self._eager("no tensor argument, or one that is neither a tensor nor a "
                                "number", args, kwargs)

@@ -67,7 +67,11 @@ def _root_grads(outputs, grad_outputs, create_graph):
                 f"Mismatch in shape: grad_output[{i}] has a shape of {size_str(g._data.shape)} "
                 f"and output[{i}] has a shape of {size_str(out._data.shape)}."
             )
-        elif not create_graph:
+        if g._data.dtype != out._data.dtype:
+            # as in PyTorch, the backward runs in the output's dtype: a float32 gradient
+            # of a float64 output is cast first, not rounded with each formula's result
+            g = g.to(out.dtype)
+        if not create_graph:
             g = g.detach()
         made.append(False)
         grads.append(g)

@@ -25,6 +25,7 @@ from . import _native_batchnorm, _native_channel_affine, _native_rows
 from ._util import check_same_device, wrap_dim, xp_of
 from .arithmetic import unsupported
 from .joining import cat
+from .shape import stand_ins
 
 
 def _prod(shape) -> int:
@@ -512,9 +513,10 @@ class GroupNorm(Function):
         x, weight, bias, y = ctx.saved_tensors
         needs = ctx.needs_input_grad
         if is_grad_enabled():  # create_graph: differentiate the composite form
-            wrt = [t for t, need in zip((x, weight, bias), needs) if need]
             with enable_grad():
+                x, weight, bias = stand_ins((x, weight, bias))   # (weight may be bias)
                 out = _group_norm_composite(x, ctx.groups, weight, bias, ctx.eps)
+            wrt = [t for t, need in zip((x, weight, bias), needs) if need]
             got = iter(run_backward([out], [grad], retain_graph=True, create_graph=True,
                                     inputs=wrt, accumulate=False, allow_unused=True))
             return tuple(next(got) if need else None for need in needs)

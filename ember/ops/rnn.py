@@ -32,6 +32,7 @@ from ._util import xp_of
 from .._core.engine import grad as autograd_grad
 from .joining import cat
 from .linalg import addmm, matmul
+from .shape import stand_ins
 
 __all__ = ["lstm_cell", "gru_cell", "rnn_tanh_cell", "rnn_relu_cell"]
 
@@ -88,6 +89,7 @@ def _state_arrays(xp, xw, h0, w_hh) -> tuple:
 def _grads_by_recompute(ctx, composite, inputs, grads, **params):
     """Gradients for double backward: differentiate the ember-op composite (recorded)."""
     wanted = [i for i, x in enumerate(inputs) if x is not None and ctx.needs_input_grad[i]]
+    inputs = stand_ins(inputs)
     outputs = composite(*inputs, **params)
     pairs = [(o, g) for o, g in zip(outputs, grads) if g is not None and o.requires_grad]
     found = autograd_grad([o for o, _ in pairs], [inputs[i] for i in wanted],

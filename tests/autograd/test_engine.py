@@ -64,6 +64,29 @@ def test_backward_needs_scalar_or_gradient():
         y.backward()
 
 
+def test_a_gradient_of_another_dtype_is_cast_before_backward_runs():
+    # as in PyTorch: a float32 gradient of a float64 output runs float64 formulas (not
+    # float32 ones cast at the end), and a float64 gradient of a float32 output float32
+    g32 = np.array([0.1, 0.7], dtype=np.float32)
+    x = ember.tensor([1.0 / 3.0, 2.0 / 3.0], dtype=ember.float64, requires_grad=True)
+    (gx,) = autograd.grad(x * 3, x, ember.tensor(g32))
+    assert gx.dtype == ember.float64
+    np.testing.assert_array_equal(gx.numpy(), g32.astype(np.float64) * 3)
+    x.grad = None
+    (x * 3).backward(ember.tensor(g32))
+    np.testing.assert_array_equal(x.grad.numpy(), g32.astype(np.float64) * 3)
+    y = ember.tensor([1.0 / 3.0, 2.0 / 3.0], requires_grad=True)
+    (gy,) = autograd.grad(y * 3, y, ember.tensor(g32.astype(np.float64)))
+    assert gy.dtype == ember.float32
+    np.testing.assert_array_equal(gy.numpy(), (g32 * np.float32(3)))
+    # with create_graph the cast is recorded: the gradient is differentiable in it
+    go = ember.tensor(g32, requires_grad=True)
+    (gx,) = autograd.grad(x * x, x, go, create_graph=True)
+    (ggo,) = autograd.grad(gx.sum(), go)
+    assert ggo.dtype == ember.float32
+    np.testing.assert_allclose(ggo.numpy(), 2 * x.detach().numpy(), rtol=1e-7)
+
+
 def test_gradient_shape_mismatch_message():
     x = leaf([1.0, 2.0, 3.0])
     y = x * x

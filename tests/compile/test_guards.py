@@ -341,3 +341,88 @@ def test_a_forward_that_appends_to_a_module_list_runs_eagerly():
         compiled(ember.ones(1, 2))
     compiled(ember.ones(1, 2))
     assert len(model.seen) == 2
+
+
+class _TwoInputs(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(3, 3)
+
+    def forward(self, a, b):
+        return (self.fc(a).tanh() * b).sum()
+
+
+def _values(model, args, watched):
+    out = model(*args)
+    grads = ember.autograd.grad(model(*args), watched, allow_unused=True)
+    recorded = ember.autograd.grad(model(*args), watched, allow_unused=True,
+                                   create_graph=True)
+    return out, grads, recorded
+
+
+@pytest.mark.parametrize("captured_with", ["x, y", "x, x", "y, weight"])
+def test_which_arguments_are_one_tensor_is_part_of_the_signature(captured_with):
+    """A graph captured from f(x, x) reads one tensor where f(x, y) reads two (and one
+    captured with a parameter as an argument reads the parameter): each aliasing of the
+    arguments captures its own graph, and forward, gradients and recorded (create_graph)
+    gradients all equal eager ones."""
+    ember.manual_seed(0)
+    model = _TwoInputs()
+    compiled = ember.compile(model)
+    x = ember.tensor(np.arange(9.0, dtype=np.float32).reshape(3, 3) / 7, requires_grad=True)
+    y = ember.tensor(np.arange(9.0, dtype=np.float32).reshape(3, 3) / 5, requires_grad=True)
+    weight = model.fc.weight
+    named = {"x": x, "y": y, "weight": weight}
+    first = [named[n] for n in captured_with.split(", ")]
+    for _ in range(3):
+        compiled(*first)
+    watched = [x, y, weight]
+    for args in ((x, y), (x, x), (y, x), (y, y), (y, weight), (weight, weight)):
+        eager = _values(model, args, watched)
+        got = _values(compiled, args, watched)
+        np.testing.assert_allclose(got[0].item(), eager[0].item(), rtol=1e-6)
+        for a, b in zip(eager[1] + eager[2], got[1] + got[2]):
+            assert (a is None) == (b is None)
+            if a is not None:
+                np.testing.assert_allclose(b.detach().numpy(), a.detach().numpy(),
+                                           rtol=1e-5, atol=1e-6)
+
+
+class _InputTwice(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(3, 3)
+
+    def forward(self, a):
+        return (self.fc(a).tanh() * a).sum()
+
+
+def test_an_input_used_beside_what_is_computed_from_it_under_create_graph():
+    """fc(x).tanh() * x: the fused tanh-multiply's leaves are fc(x) and x, one computed
+    from the other; the recorded backward differentiates each leaf's own uses."""
+    ember.manual_seed(0)
+    model = _InputTwice()
+    compiled = ember.compile(model)
+    x = ember.tensor(np.arange(6.0, dtype=np.float32).reshape(2, 3) / 7, requires_grad=True)
+    for _ in range(3):
+        compiled(x)
+    (eager,) = ember.autograd.grad(model(x), x, create_graph=True)
+    (got,) = ember.autograd.grad(compiled(x), x, create_graph=True)
+    np.testing.assert_allclose(got.detach().numpy(), eager.detach().numpy(), rtol=1e-5)
+    (eager2,) = ember.autograd.grad(eager.sum(), x)
+    (got2,) = ember.autograd.grad(got.sum(), x)
+    np.testing.assert_allclose(got2.numpy(), eager2.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_an_argument_computed_from_another_under_create_graph():
+    """f(x, 2x): the whole graph's recorded backward differentiates each argument's own
+    uses (2x's gradient reaches x through the op outside the graph, once)."""
+    ember.manual_seed(0)
+    model = _TwoInputs()
+    compiled = ember.compile(model)
+    x = ember.tensor(np.arange(9.0, dtype=np.float32).reshape(3, 3) / 7, requires_grad=True)
+    for _ in range(3):
+        compiled(x, x * 2)
+    (eager,) = ember.autograd.grad(model(x, x * 2), x, create_graph=True)
+    (got,) = ember.autograd.grad(compiled(x, x * 2), x, create_graph=True)
+    np.testing.assert_allclose(got.detach().numpy(), eager.detach().numpy(), rtol=1e-5)

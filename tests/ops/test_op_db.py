@@ -105,6 +105,34 @@ def test_gradgradcheck(op):
         assert gradgradcheck(fn, tuple(args), atol=op.gradcheck_atol)
 
 
+@pytest.mark.parametrize("op", [o for o in OP_DB if o.grad_order >= 2],
+                         ids=[o.name for o in OP_DB if o.grad_order >= 2])
+def test_recorded_first_derivative_equals_the_plain_one(op):
+    """The gradient taken with ``create_graph=True`` (the formulas gradgradcheck
+    differentiates) equals the one without (the formulas gradcheck checks): gradgradcheck
+    alone passes a recorded backward that is wrong in a self-consistent way."""
+    for sample in op.samples(_rng(op.name))[:2]:
+        args = _to_ember(sample, "float64", requires_grad=True)
+        wrt = [a for a in args if isinstance(a, ember.Tensor) and a.requires_grad]
+        if not wrt:
+            continue
+        outs = [o for o in _outputs(_select(op, op.op(*args, **sample.kwargs)))
+                if o.requires_grad]
+        rng = _rng(op.name + "/seed")
+        seeds = [ember.tensor(rng.uniform(-1, 1, tuple(o.shape))) for o in outs]
+        runs = []
+        for create_graph in (False, True):
+            outs = [o for o in _outputs(_select(op, op.op(*args, **sample.kwargs)))
+                    if o.requires_grad]
+            runs.append(ember.autograd.grad(outs, wrt, seeds, create_graph=create_graph,
+                                            allow_unused=True))
+        for plain, recorded in zip(*runs):
+            assert (plain is None) == (recorded is None)
+            if plain is not None:
+                np.testing.assert_allclose(recorded.detach().numpy(), plain.numpy(),
+                                           rtol=1e-9, atol=1e-12)
+
+
 @pytest.mark.parametrize("op", [o for o in OP_DB if o.grad_order >= 1],
                          ids=[o.name for o in OP_DB if o.grad_order >= 1])
 def test_no_reference_cycles(op):

@@ -334,7 +334,10 @@ def run(kernel: Kernel, size: int, *args, cut: tuple = (), part: str | None = No
     passed whole.  `part` names the kernel's family of arguments in ops/_native_cuts.py:
     the worker's share then runs as a native part, without waiting for the GIL (360-392
     against 423-540 us for that GELU); without it, or when that cannot run, as a
-    Python part.
+    Python part.  On numba's threads (from `PARALLEL_MIN`, where the work is not cut on
+    ember's), a kernel with a `part` also runs its serial build, once per thread through
+    that family's entry point (`_native_cuts.run_threaded`), so that its own threaded
+    build is never compiled.
 
     NOTE: exact GELU forward on 1M float32 elements (GPT's MLP, 2 threads) took 628 us
     serial and 364-419 us cut in two (PyTorch: 252 us); forward and backward 1.82 ms and
@@ -352,6 +355,9 @@ def run(kernel: Kernel, size: int, *args, cut: tuple = (), part: str | None = No
         _parallel_module().run_parts(run_share, _shares(args[cut[0]].shape[0], size, 2))
         return None
     if size >= PARALLEL_MIN:
+        if part is not None and _cuts_module().run_threaded(kernel, part, args, cut,
+                                                            _numba.get_num_threads()):
+            return None
         return kernel(*args)
     return kernel.serial(*args)
 

@@ -39,7 +39,8 @@ from numba import carray
 
 from . import _native as native
 from . import _parallel, _workers
-from ._native_parts import BLOCK_SIZE, array_at, block_at, compile_bound, pointer_to
+from ._native_parts import (BLOCK_SIZE, array_at, block_at, call_address, compile_bound,
+                            pointer_to)
 
 ARGS, LENGTHS = 2, 18  # (a block holds BLOCK_SIZE = 32 int64s)
 
@@ -223,51 +224,52 @@ def _address(a):
     return a.ctypes.data
 
 
+def _blocks(args: tuple, cut: tuple, shares: list):
+    """One argument block per share (a slice of the first dimension of the arrays at
+    positions `cut`; see the module's docstring), as the rows of an int64 array; None
+    when an array to cut is not C-contiguous or the arguments do not fit in a block."""
+    if len(args) > LENGTHS - ARGS:
+        return None
+    first = args[cut[0]]
+    blocks = np.zeros((len(shares), BLOCK_SIZE), np.int64)
+    blocks[:, 0] = [share.stop - share.start for share in shares]
+    blocks[:, 1] = first.shape[1] if first.ndim == 2 else 0
+    for i, a in enumerate(args):
+        slot = ARGS + i
+        if type(a) is np.ndarray:
+            if i in cut:
+                if not a.flags.c_contiguous:
+                    return None
+                address = _address(a)
+                blocks[:, slot] = [address + share.start * a.strides[0] for share in shares]
+            else:
+                blocks[:, slot], blocks[:, LENGTHS + i] = _address(a), a.shape[0]
+        elif isinstance(a, (float, np.floating)):
+            blocks.view(np.float64)[:, slot] = float(a)
+        else:  # (an integer or a bool)
+            blocks[:, slot] = int(a)
+    return blocks
+
+
 def run_cut(kernel, family: str, args: tuple, cut: tuple) -> bool:
     """``kernel(*args)`` with the arrays at positions `cut` halved along their first
     dimension: the second halves on a worker (a native part), the first on this thread.
     (The first array named in `cut` gives the block's row length: put a 2-D one first.)
     False, and nothing run, when no worker is free, an array is not C-contiguous or the
     arguments do not fit in a block."""
-    if len(args) > LENGTHS - ARGS:
-        return False
-    first = args[cut[0]]
-    items = first.shape[0]
+    items = args[cut[0]].shape[0]
     half = items // 2
-    # the block's int64s, and its float64s by slot (see the module's docstring)
-    ints = [items - half, first.shape[1] if first.ndim == 2 else 0] + [0] * (BLOCK_SIZE - 2)
-    floats = []
-    starts = []   # (slot, address) of each cut array: the caller's share starts there
-    for i, a in enumerate(args):
-        slot = ARGS + i
-        if type(a) is np.ndarray:
-            if i in cut:
-                if not a.flags.c_contiguous:
-                    return False
-                address = _address(a)
-                ints[slot] = address + half * a.strides[0]
-                starts.append((slot, address))
-            else:
-                ints[slot], ints[LENGTHS + i] = _address(a), a.shape[0]
-        elif isinstance(a, (float, np.floating)):
-            floats.append((slot, float(a)))
-        else:  # (an integer or a bool)
-            ints[slot] = int(a)
+    # the caller's share as a block too, for the entry point: both shares then start
+    # from one compiled call (_workers.native_halves), without Python between them
+    blocks = _blocks(args, cut, [slice(0, half), slice(half, items)])
+    if blocks is None:
+        return False
+    own, block = blocks[0], blocks[1]
     workers = _parallel._claim()
     if workers is None:
         return False
     try:
-        block = np.array(ints, np.int64)
-        numbers = block.view(np.float64)
-        for slot, value in floats:
-            numbers[slot] = value
-        entry = _entry(family, kernel, first.dtype)
-        # the caller's share as a block too, for the entry point: both shares then start
-        # from one compiled call (_workers.native_halves), without Python between them
-        own = block.copy()
-        own[0] = half
-        for slot, address in starts:
-            own[slot] = address
+        entry = _entry(family, kernel, args[cut[0]].dtype)
         if _workers.native_halves(workers[0], entry, block, own, args):
             return True
         if not workers[0].post_native(entry, block, args):
@@ -279,3 +281,23 @@ def run_cut(kernel, family: str, args: tuple, cut: tuple) -> bool:
         return True
     finally:
         _parallel._release()
+
+
+@native.kernel(parallel=True)
+def _run_blocks(entry, blocks):
+    for k in native.prange(blocks.shape[0]):
+        call_address(entry, blocks[k].ctypes.data)
+
+
+def run_threaded(kernel, family: str, args: tuple, cut: tuple, threads: int) -> bool:
+    """``kernel(*args)`` on numba's `threads` threads, one share of the arrays at positions
+    `cut` each, every share run by `family`'s entry point (the kernel's serial build, as
+    `run_cut` runs it): a kernel needs no threaded build of its own, which costs 1-4 s of
+    compiling for a row kernel against ~0.2 s for this loop, shared by all.  False, and
+    nothing run, where `run_cut` would say so of the arguments."""
+    items = args[cut[0]].shape[0]
+    blocks = _blocks(args, cut, _parallel.split(items, threads))
+    if blocks is None:
+        return False
+    _run_blocks(_entry(family, kernel, args[cut[0]].dtype), blocks)
+    return True

@@ -1,6 +1,7 @@
 """Kernels cut over two threads as native parts (ops/_native_cuts.py): each family's
 result equals the serial kernel's bit for bit, and the worker's half really ran as a
-native part."""
+native part; and the same through the families' entry points on numba's threads
+(`run_threaded`), without compiling the kernels' own threaded builds."""
 
 import numpy as np
 import pytest
@@ -11,33 +12,70 @@ from ember.ops import _native as native
 pytestmark = pytest.mark.skipif(not native.available(), reason="numba is not installed")
 
 
-@pytest.fixture
-def cut_or_serial(monkeypatch):
-    """A function running `compute()` twice: cut over two threads from the smallest size
-    (asserting that a native part ran), then on one thread; returns both results."""
+@pytest.fixture(params=["cut on ember's threads", "shares on numba's threads"])
+def cut_or_serial(request, monkeypatch):
+    """A function running `compute()` twice: in shares from the smallest size (cut over
+    ember's two threads, or one share per numba thread through the entry points;
+    asserting that this ran), then on one thread; returns both results."""
     from ember.ops import _native_cuts
 
     before = ember.get_num_threads()
     ember.set_num_threads(2)
-    run_cut, taken = _native_cuts.run_cut, []
+    on_numba = request.param.endswith("numba's threads")
+    name = "run_threaded" if on_numba else "run_cut"
+    real, taken = getattr(_native_cuts, name), []
 
     def counted(*args):
-        done = run_cut(*args)
+        done = real(*args)
         taken.append(done)
         return done
 
-    monkeypatch.setattr(_native_cuts, "run_cut", counted)
+    monkeypatch.setattr(_native_cuts, name, counted)
 
     def both(compute):
         taken.clear()
-        monkeypatch.setattr(native, "SPLIT_MIN", 1)
+        monkeypatch.setattr(native, "SPLIT_MIN", 1 << 40 if on_numba else 1)
+        monkeypatch.setattr(native, "PARALLEL_MIN", 1 if on_numba else 1 << 40)
         cut = compute()
-        assert taken and all(taken), "no native part ran"
+        assert taken and all(taken), "no share ran through an entry point"
         monkeypatch.setattr(native, "SPLIT_MIN", 1 << 40)
+        monkeypatch.setattr(native, "PARALLEL_MIN", 1 << 40)
         return cut, compute()
 
     yield both
     ember.set_num_threads(before)
+
+
+def test_shares_on_numba_threads_compile_no_threaded_build(monkeypatch):
+    """A kernel with an entry-point family runs on numba's threads through
+    `run_threaded`: its own threaded build stays uncompiled, and a single row (fewer
+    items than threads) is one share."""
+    from ember.ops import _native_cuts, _native_rows
+
+    kernel = _native_rows._softmax_kernel
+
+    def no_threaded_build(parallel=None):
+        assert parallel is False, "the threaded build was asked for"
+        return real_compile(parallel)
+
+    real_compile = kernel._compile
+    monkeypatch.setattr(kernel, "_compiled", None)   # (as if never built in this process)
+    monkeypatch.setattr(kernel, "_compile", no_threaded_build)
+    before = ember.get_num_threads()
+    ember.set_num_threads(2)
+    try:
+        monkeypatch.setattr(native, "SPLIT_MIN", 1 << 40)
+        monkeypatch.setattr(native, "PARALLEL_MIN", 1)
+        for rows in (1, 2, 7):
+            x = np.random.default_rng(rows).standard_normal((rows, 33)).astype(np.float32)
+            out = _native_rows.softmax(x, log=True)
+            expected = x - x.max(1, keepdims=True)
+            expected -= np.log(np.exp(expected).sum(1, keepdims=True))
+            np.testing.assert_allclose(out, expected, rtol=1e-5, atol=1e-6)
+    finally:
+        ember.set_num_threads(before)
+    assert _native_cuts._run_blocks.has_run()
+    assert kernel._compiled is None
 
 
 def _assert_same(a, b):

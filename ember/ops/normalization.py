@@ -24,7 +24,9 @@ from . import _kernels
 from . import _native_batchnorm, _native_channel_affine, _native_rows
 from ._util import check_same_device, wrap_dim, xp_of
 from .arithmetic import unsupported
+from . import normalization_rms
 from .joining import cat
+from .normalization_rms import RmsNorm
 from .shape import stand_ins
 
 
@@ -560,8 +562,9 @@ def rms_norm(input: Tensor, normalized_shape, weight: Tensor | None = None,
     if eps is None:
         eps = float(dtypes.finfo(input.dtype).eps)
     dims = tuple(range(input.dim() - len(shape), input.dim()))
-    out = input * ((input * input).mean(dims, keepdim=True) + eps).rsqrt()
-    return out if weight is None else out * weight
+    if normalization_rms.fast(input, weight):
+        return RmsNorm.apply(input, weight, dims=dims, eps=eps)
+    return normalization_rms.rms_norm_composite(input, dims, weight, eps)
 
 
 def local_response_norm(input: Tensor, size: int, alpha: float = 1e-4, beta: float = 0.75,

@@ -81,5 +81,12 @@ def test_composite_norms(module):
     check_fn(module(), ember.randn(2, 5, 3, 4))
 
 
+def test_rms_norm_over_two_dims_with_a_weight():
+    norm = nn.RMSNorm([3, 4], eps=1e-4)
+    with ember.no_grad():
+        norm.weight.copy_(ember.randn(3, 4))
+    check_fn(norm, ember.randn(2, 5, 3, 4))
+
+
 def test_normalize():
     check_fn(lambda x: F.normalize(x, dim=1), ember.randn(3, 4))

@@ -142,3 +142,47 @@ def test_normalize():
     out = ember.empty(3, 4, dtype=ember.float64)
     F.normalize(x, p=1.0, dim=0, out=out)
     assert_close(out.abs().sum(0), np.ones(4))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape, normalized, affine", [
+    ((4, 7, 9), (9,), True), ((3, 5, 2, 6), (2, 6), True), ((6, 33), (33,), False)])
+def test_rms_norm_node_against_float64_numpy(dtype, shape, normalized, affine):
+    """rms_norm as one node (ops/normalization_rms.py): forward and both gradients
+    against the formulas in float64, with a strided gradient, and the composition's
+    gradients under create_graph."""
+    rng = np.random.default_rng(len(shape))
+    xn = rng.standard_normal(shape)
+    wn = rng.standard_normal(normalized) if affine else None
+    gn = rng.standard_normal(shape)
+    x = ember.tensor(xn.astype(dtype), requires_grad=True)
+    w = ember.tensor(wn.astype(dtype), requires_grad=True) if affine else None
+    y = F.rms_norm(x, normalized, w, eps=1e-5)
+    assert y.grad_fn.name() == "RmsNormBackward0"
+    axes = tuple(range(len(shape) - len(normalized), len(shape)))
+    xd, n = xn.astype(dtype).astype(np.float64), int(np.prod(normalized))
+    rstd = 1 / np.sqrt((xd * xd).mean(axes, keepdims=True) + 1e-5)
+    wd = 1.0 if wn is None else wn.astype(dtype).astype(np.float64)
+    tol = dict(rtol=2e-5, atol=2e-6) if dtype == np.float32 else dict(rtol=1e-12, atol=1e-13)
+    np.testing.assert_allclose(y.detach().numpy(), xd * rstd * wd, **tol)
+    # d/dx: rstd * (g w) - x rstd^3 mean(g w x);  d/dw: sum over rows of g x rstd
+    gw_x = gn * wd
+    expected_gx = rstd * gw_x - xd * rstd ** 3 * (gw_x * xd).sum(axes, keepdims=True) / n
+    g = ember.tensor(np.asfortranarray(gn.astype(dtype)))   # (not C-contiguous)
+    grads = ember.autograd.grad(y, [x] + ([w] if affine else []), g)
+    np.testing.assert_allclose(grads[0].numpy(), expected_gx, **tol)
+    if affine:
+        lead = tuple(range(len(shape) - len(normalized)))
+        np.testing.assert_allclose(grads[1].numpy(), (gn * xd * rstd).sum(lead),
+                                   rtol=tol["rtol"] * 10, atol=tol["atol"] * 10)
+    recorded = ember.autograd.grad(F.rms_norm(x, normalized, w, eps=1e-5),
+                                   [x] + ([w] if affine else []), g, create_graph=True)
+    for a, b in zip(grads, recorded):
+        np.testing.assert_allclose(b.detach().numpy(), a.numpy(), **tol)
+
+
+def test_rms_norm_takes_the_composition_where_the_node_does_not_apply():
+    x = ember.randn(2, 3, dtype=ember.float16, requires_grad=True)
+    assert F.rms_norm(x, (3,)).grad_fn.name() == "MulBackward0"   # (float16: composed)
+    y = F.rms_norm(x.float().requires_grad_(), (3,), ember.ones(3, dtype=ember.float64))
+    assert y.grad_fn.name() == "MulBackward0"   # (weight of another dtype: composed)

@@ -1,7 +1,8 @@
 """Normalization: batch norm in eval mode (BatchNormalization, from the module), layer
 norm (LayerNormalization from opset 17), and every other use of the fused `Normalize`
 op (group/instance norm, batch norm with batch statistics, older opsets) written out
-with ReduceMean; eval-mode functional batch norm is elementwise arithmetic already."""
+with ReduceMean, as is RMS norm; eval-mode functional batch norm is elementwise
+arithmetic already."""
 
 from __future__ import annotations
 
@@ -64,6 +65,19 @@ def convert_group_norm(c: Call) -> None:
     c.done(out)
 
 
+def convert_rms_norm(c: Call) -> None:
+    """RMS norm (one node in ember): x / sqrt(ReduceMean(x * x) + eps) over its dims,
+    times the weight (of the normalized shape: it broadcasts as it is)."""
+    x = c.input(0)
+    dims, eps, dtype = tuple(c.param("dims")), float(c.param("eps")), c.out_dtype()
+    mean_square = c.reduce("ReduceMean", c.op("Mul", x, x), dims, True)
+    rstd = c.op("Reciprocal", c.op("Sqrt", c.op("Add", mean_square, c.const(eps, dtype))))
+    out = c.op("Mul", x, rstd)
+    if c.arg(1) is not None:
+        out = c.op("Mul", out, c.input(1))
+    c.done(out)
+
+
 def _accepts_batch_norm(module, args, kwargs) -> bool:
     return (not module.training and module.running_mean is not None
             and module.running_var is not None and len(args) == 1 and not kwargs
@@ -82,7 +96,8 @@ def convert_batch_norm(c: Call) -> None:
 
 
 CONVERTERS = {normalization.Normalize: convert_normalize,
-              normalization.GroupNorm: convert_group_norm}
+              normalization.GroupNorm: convert_group_norm,
+              normalization.RmsNorm: convert_rms_norm}
 
 MODULE_CONVERTERS = {
     cls: (_accepts_batch_norm, convert_batch_norm)

@@ -498,6 +498,7 @@ class GroupNorm(Function):
     """
 
     _name = "NativeGroupNormBackward0"
+    _fresh_grads = True  # (each gradient is an array made by the backward: Node._fresh_grads)
 
     @staticmethod
     def forward(ctx, x, weight, bias, *, groups, eps):
@@ -524,12 +525,15 @@ class GroupNorm(Function):
             return tuple(next(got) if need else None for need in needs)
         g, yd = np.ascontiguousarray(grad._data), y._data
         w = None if weight is None else weight._data
-        if _native_channel_affine.supports(g, w) and yd.flags.c_contiguous:
+        channel = (1, -1) + (1,) * (g.ndim - 2)
+        if not (needs[1] or needs[2]):  # (no affine map, or none of its gradients: no sums)
+            gy, gw, gb = (g if w is None else g * w.reshape(channel)), None, None
+        elif _native_channel_affine.supports(g, w) and yd.flags.c_contiguous:
             gy, gw, gb = _native_channel_affine.backward(g, yd, w, needs[0])
         else:
             axes = (0,) + tuple(range(2, g.ndim))
             gw, gb = (g * yd).sum(axes), g.sum(axes)
-            gy = g if w is None else g * w.reshape((1, -1) + (1,) * (g.ndim - 2))
+            gy = g if w is None else g * w.reshape(channel)
         gx = None
         if needs[0]:
             rows = x.shape[0] * ctx.groups

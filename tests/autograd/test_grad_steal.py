@@ -258,3 +258,29 @@ def test_activation_gradients_are_adopted_without_copy(adopted, op, size):
     assert x.grad._data.flags.writeable and not _shares(x.grad, g)
     (expected,) = ember.autograd.grad(op(x), x, g)
     np.testing.assert_array_equal(x.grad.numpy(), expected.numpy())
+
+
+@pytest.mark.parametrize("affine", [False, True])
+@pytest.mark.parametrize("op", ["group_norm", "rms_norm"])
+def test_norm_node_gradients_are_adopted_without_copy(adopted, op, affine):
+    # group norm's and rms norm's nodes return arrays made by their backwards: the input,
+    # weight and bias each keep theirs, and none shares memory with another or with g
+    x = ember.randn(4, 6, 5, requires_grad=True)
+    params = [ember.randn(6 if op == "group_norm" else 5, requires_grad=True)
+              for _ in range(affine * (2 if op == "group_norm" else 1))]
+    F = ember.nn.functional
+
+    def run():
+        return F.group_norm(x, 3, *params) if op == "group_norm" else F.rms_norm(
+            x, (5,), *params)
+
+    g = ember.randn(4, 6, 5)
+    run().backward(g)
+    assert adopted == [True] * (1 + len(params))
+    leaves = [x] + params
+    for i, t in enumerate(leaves):
+        assert t.grad._data.flags.writeable and not _shares(t.grad, g)
+        assert not any(_shares(t.grad, other.grad) for other in leaves[i + 1:])
+    expected = ember.autograd.grad(run(), leaves, g)
+    for t, e in zip(leaves, expected):
+        np.testing.assert_array_equal(t.grad.numpy(), e.numpy())

@@ -24,8 +24,9 @@ from . import _kernels
 from . import _native_batchnorm, _native_channel_affine, _native_rows
 from ._util import check_same_device, wrap_dim, xp_of
 from .arithmetic import unsupported
-from . import normalization_rms
+from . import normalization_l2, normalization_rms
 from .joining import cat
+from .normalization_l2 import L2Normalize
 from .normalization_rms import RmsNorm
 from .shape import stand_ins
 
@@ -601,8 +602,10 @@ def local_response_norm(input: Tensor, size: int, alpha: float = 1e-4, beta: flo
 def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12,
               out: Tensor | None = None) -> Tensor:
     """``input / max(||input||_p, eps)`` with the norm taken over `dim`."""
-    denom = input.norm(p, dim, keepdim=True).clamp_min(eps).expand_as(input)
-    result = input / denom
+    if input.dim() and normalization_l2.fast(input, p):
+        result = L2Normalize.apply(input, dim=wrap_dim(dim, input.dim()), eps=eps)
+    else:
+        result = normalization_l2.normalize_composite(input, p, dim, eps)
     return result if out is None else out.copy_(result)
 
 

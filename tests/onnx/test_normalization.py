@@ -90,3 +90,6 @@ def test_rms_norm_over_two_dims_with_a_weight():
 
 def test_normalize():
     check_fn(lambda x: F.normalize(x, dim=1), ember.randn(3, 4))
+    x = ember.randn(2, 3, 4)
+    x[1, :, 2] = 0   # (a zero vector: divided by eps)
+    check_fn(lambda x: F.normalize(x, dim=1, eps=1e-6), x)

@@ -186,3 +186,40 @@ def test_rms_norm_takes_the_composition_where_the_node_does_not_apply():
     assert F.rms_norm(x, (3,)).grad_fn.name() == "MulBackward0"   # (float16: composed)
     y = F.rms_norm(x.float().requires_grad_(), (3,), ember.ones(3, dtype=ember.float64))
     assert y.grad_fn.name() == "MulBackward0"   # (weight of another dtype: composed)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape, dim", [((5, 7), 1), ((5, 7), 0), ((3, 4, 6), 1),
+                                        ((3, 4, 6), -1), ((2, 3, 4, 5), 2)])
+def test_normalize_node_against_float64_numpy(dtype, shape, dim):
+    """normalize(x, 2, dim) as one node (ops/normalization_l2.py): values and gradient
+    against the formulas in float64, a zero vector (norm clamped to eps: divided by eps,
+    gradient g / eps), and the composition's gradient under create_graph."""
+    rng = np.random.default_rng(len(shape) + dim)
+    xn = rng.standard_normal(shape).astype(dtype)
+    index = [0] * len(shape)
+    index[dim] = slice(None)
+    xn[tuple(index)] = 0
+    gn = rng.standard_normal(shape)
+    x = ember.tensor(xn, requires_grad=True)
+    y = F.normalize(x, dim=dim, eps=1e-3)
+    assert y.grad_fn.name() == "L2NormalizeBackward0"
+    xd = xn.astype(np.float64)
+    norm = np.sqrt((xd * xd).sum(dim, keepdims=True))
+    s = 1 / np.maximum(norm, 1e-3)
+    tol = dict(rtol=2e-5, atol=2e-6) if dtype == np.float32 else dict(rtol=1e-12, atol=1e-13)
+    np.testing.assert_allclose(y.detach().numpy(), xd * s, **tol)
+    gd = gn.astype(dtype).astype(np.float64)
+    expected = gd * s - xd * s ** 3 * (gd * xd).sum(dim, keepdims=True) * (norm >= 1e-3)
+    (gx,) = ember.autograd.grad(y, x, ember.tensor(gn.astype(dtype)))
+    np.testing.assert_allclose(gx.numpy(), expected, **tol)
+    (recorded,) = ember.autograd.grad(F.normalize(x, dim=dim, eps=1e-3), x,
+                                      ember.tensor(gn.astype(dtype)), create_graph=True)
+    np.testing.assert_allclose(recorded.detach().numpy(), gx.numpy(), **tol)
+
+
+def test_normalize_other_norms_and_gradcheck():
+    x = ember.tensor(np.random.default_rng(0).standard_normal((3, 4)), requires_grad=True)
+    assert F.normalize(x, p=1.0).grad_fn.name() == "DivBackward0"   # (composed)
+    assert ember.autograd.gradcheck(lambda t: F.normalize(t, dim=0), (x,))
+    assert ember.autograd.gradgradcheck(lambda t: F.normalize(t, dim=1), (x,))

@@ -1,8 +1,8 @@
 """Normalization: batch norm in eval mode (BatchNormalization, from the module), layer
 norm (LayerNormalization from opset 17), and every other use of the fused `Normalize`
 op (group/instance norm, batch norm with batch statistics, older opsets) written out
-with ReduceMean, as is RMS norm; eval-mode functional batch norm is elementwise
-arithmetic already."""
+with ReduceMean, as are RMS norm and the 2-norm's normalize; eval-mode functional batch
+norm is elementwise arithmetic already."""
 
 from __future__ import annotations
 
@@ -78,6 +78,14 @@ def convert_rms_norm(c: Call) -> None:
     c.done(out)
 
 
+def convert_l2_normalize(c: Call) -> None:
+    """normalize(x, 2, dim) (one node in ember): x / Max(Sqrt(ReduceSum(x * x)), eps)."""
+    x = c.input(0)
+    dim, eps, dtype = int(c.param("dim")), float(c.param("eps")), c.out_dtype()
+    norm = c.op("Sqrt", c.reduce("ReduceSum", c.op("Mul", x, x), (dim,), True))
+    c.done(c.op("Div", x, c.op("Max", norm, c.const(eps, dtype))))
+
+
 def _accepts_batch_norm(module, args, kwargs) -> bool:
     return (not module.training and module.running_mean is not None
             and module.running_var is not None and len(args) == 1 and not kwargs
@@ -97,7 +105,8 @@ def convert_batch_norm(c: Call) -> None:
 
 CONVERTERS = {normalization.Normalize: convert_normalize,
               normalization.GroupNorm: convert_group_norm,
-              normalization.RmsNorm: convert_rms_norm}
+              normalization.RmsNorm: convert_rms_norm,
+              normalization.L2Normalize: convert_l2_normalize}
 
 MODULE_CONVERTERS = {
     cls: (_accepts_batch_norm, convert_batch_norm)

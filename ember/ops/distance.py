@@ -14,6 +14,7 @@ from .._core.tensor import Tensor, _make
 from ._broadcast import broadcast_shapes
 from ._util import cpp_name, wrap_dim, xp_of
 from .linalg_norms import vector_norm
+from .normalization import normalize
 
 
 def _check(op: str, *tensors) -> None:
@@ -36,9 +37,8 @@ def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -
                            f"{x1.dtype.name.capitalize().replace('Int64', 'Long')}")
     dim = wrap_dim(dim, len(shape), "cosine_similarity")
     a, b = x1.expand(shape), x2.expand(shape)
-    na = vector_norm(a, 2, dim, keepdim=True).clamp_min(eps)
-    nb = vector_norm(b, 2, dim, keepdim=True).clamp_min(eps)
-    return ((a / na) * (b / nb)).sum(dim)
+    # (each side's a / max(|a|, eps): normalize's one node where it applies)
+    return (normalize(a, 2.0, dim, eps) * normalize(b, 2.0, dim, eps)).sum(dim)
 
 
 def pdist(input: Tensor, p: float = 2) -> Tensor:

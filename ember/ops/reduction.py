@@ -240,7 +240,8 @@ class Mean(Function):
 
     @staticmethod
     def backward(ctx, grad):
-        return _restore_reduced(grad, ctx.shape, ctx.dims, ctx.keepdim) / float(ctx.count)
+        # (the division on the reduced gradient, then the broadcast: not a full-size pass)
+        return _restore_reduced(grad / float(ctx.count), ctx.shape, ctx.dims, ctx.keepdim)
 
 
 def _sum_dtype(input: Tensor, dtype):

@@ -196,14 +196,16 @@ def softmax_inner(x: np.ndarray, log: bool) -> np.ndarray:
     """softmax (or log-softmax) over the middle dim of a `supports` 3-D array
     (outer, C, inner): the softmax of another dim than the last, the array viewed so."""
     out = np.empty_like(x)
-    run(_softmax_inner_kernel, x.size, x, out, log)
+    # (cut by the outer index over ember's threads, as Python parts: no entry point family
+    # takes 3-D arrays)
+    run(_softmax_inner_kernel, x.size, x, out, log, cut=(0, 1))
     return out
 
 
 def softmax_inner_backward(g: np.ndarray, y: np.ndarray, log: bool) -> np.ndarray:
     """The first-order gradient of `softmax_inner` (as `softmax_backward`)."""
     out = np.empty_like(y)
-    run(_softmax_inner_backward_kernel, y.size, g, y, out, log)
+    run(_softmax_inner_backward_kernel, y.size, g, y, out, log, cut=(0, 1, 2))
     return out
 
 

@@ -136,6 +136,7 @@ class Softmax(Function):
     """softmax over `dim`; with ``_log`` (LogSoftmax) its logarithm."""
 
     _log = False
+    _fresh_grads = True  # (each backward's gradient is a new array: Node._fresh_grads)
 
     @staticmethod
     def forward(ctx, x, dim):

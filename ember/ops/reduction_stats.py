@@ -58,15 +58,16 @@ class Var(Function):
     def backward(ctx, grad):
         x, std = ctx.saved_tensors
         shape, dims, keepdim = ctx.shape, ctx.dims, ctx.keepdim
-        g = _restore_reduced(grad, shape, dims, keepdim)
         centered = x - x.mean(dims, keepdim=True)
+        # (each factor scales the reduced gradient, which then broadcasts in one product)
         if not ctx.sqrt:
             # NOTE: no degrees of freedom left: the variance is nan/inf, so is its gradient
-            return g * centered * (2.0 / ctx.dof if ctx.dof else math.inf)
+            g = grad * (2.0 / ctx.dof if ctx.dof else math.inf)
+            return _restore_reduced(g, shape, dims, keepdim) * centered
         # NOTE: d std = d var / (2 std); where std is 0 so is x - mean: give 0, not nan.
-        std = _keep(std, shape, dims, keepdim)
         zero = _const((std._data == 0).astype(std._data.dtype))
-        return g * centered / ((std + zero) * ctx.dof)
+        g = grad / ((std + zero) * ctx.dof)
+        return _restore_reduced(g, shape, dims, keepdim) * centered
 
 
 class VarMean(Var):
@@ -82,8 +83,9 @@ class VarMean(Var):
 
     @staticmethod
     def backward(ctx, grad, grad_mean):
-        g_mean = _restore_reduced(grad_mean, ctx.shape, ctx.dims, ctx.keepdim)
-        return Var.backward(ctx, grad) + g_mean / float(_count(ctx.shape, ctx.dims))
+        g_mean = grad_mean / float(_count(ctx.shape, ctx.dims))
+        return Var.backward(ctx, grad) + _restore_reduced(g_mean, ctx.shape, ctx.dims,
+                                                          ctx.keepdim)
 
 
 def _var_args(input: Tensor, dim, unbiased, correction, op: str):

@@ -191,6 +191,7 @@ def test_parallel_split_and_single_thread_runs_agree(monkeypatch):
     t = rng.integers(0, 64, 512)
     ops = {"gelu": F.gelu, "gelu_tanh": lambda a: F.gelu(a, approximate="tanh"),
            "silu": F.silu, "tanh": ember.tanh, "relu": F.relu,
+           "leaky_relu": lambda a: F.leaky_relu(a, 0.1),
            "softmax": lambda a: F.softmax(a, -1), "log_softmax": lambda a: F.log_softmax(a, -1),
            "softmax dim 1": lambda a: F.softmax(a.reshape(512, 8, 8), 1),
            "log_softmax dim 1": lambda a: F.log_softmax(a.reshape(512, 8, 8), 1),
@@ -198,7 +199,7 @@ def test_parallel_split_and_single_thread_runs_agree(monkeypatch):
            "layer_norm, no affine": lambda a: F.layer_norm(a, (64,)),
            "dropout": lambda a: (ember.manual_seed(7), F.dropout(a, 0.3))[1],
            "cross_entropy": lambda a: F.cross_entropy(a, ember.tensor(t), label_smoothing=0.1)}
-    same_loop = {"gelu_tanh", "silu", "tanh", "relu"}
+    same_loop = {"gelu_tanh", "silu", "tanh", "relu", "leaky_relu"}
     threads = ember.get_num_threads()
     ember.set_num_threads(2)
     try:

@@ -22,6 +22,7 @@ from .dropout import dropout
 from .joining import cat
 from .linalg import baddbmm, bmm, matmul
 from .linear import linear
+from .masked_softmax import ScaledMaskedSoftmax
 
 __all__ = ["scaled_dot_product_attention", "multi_head_attention_forward"]
 
@@ -90,6 +91,16 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
                                f"and {value.shape[-3]} value heads)")
         key = key.repeat_interleave(heads // kv_heads, -3)
         value = value.repeat_interleave(heads // kv_heads, -3)
+    if is_causal and query.is_floating_point():
+        # one node for the scale, the mask and the softmax (ops/masked_softmax.py); no row
+        # is all masked (row i keeps key 0)
+        masked = ones((length, source), dtype=dtypes.bool, device=query.device).tril()
+        weights = ScaledMaskedSoftmax.apply(
+            matmul(query, key.transpose(-2, -1)), factor, _NEG_INF,
+            mask=masked.logical_not()._data, dim=-1)
+        if dropout_p > 0.0:
+            weights = dropout(weights, dropout_p, True)
+        return matmul(weights, value)
     # As PyTorch's reference path: scale query and key by sqrt(scale) each.
     root = math.sqrt(factor)
     scores = matmul(query * root, (key * root).transpose(-2, -1))

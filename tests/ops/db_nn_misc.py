@@ -34,18 +34,23 @@ def _bag(mode):
     return op, ref
 
 
-def _attention_ref(q, k, v, mask=None):
+def _attention_ref(q, k, v, mask=None, is_causal=False):
     s = q @ np.swapaxes(k, -1, -2) / math.sqrt(q.shape[-1])
     if mask is not None:
         s = s + mask
+    if is_causal:   # (row i keeps keys j <= i)
+        s = np.where(np.tril(np.ones(s.shape[-2:], bool)), s, -np.inf)
     p = np.exp(s - s.max(-1, keepdims=True))
     return p / p.sum(-1, keepdims=True) @ v
 
 
 def _attention_samples(rng):
     u = lambda *s: rng.uniform(-1, 1, size=s)  # noqa: E731
-    return [Sample((u(2, 3, 2), u(2, 4, 2), u(2, 4, 3))),
-            Sample((u(1, 2, 3, 2), u(1, 2, 3, 2), u(1, 2, 3, 2), u(3, 3)))]
+    # (the first two also go through gradgradcheck: a causal one, ops/masked_softmax.py)
+    return [Sample((u(2, 3, 2), u(2, 4, 2), u(2, 4, 3)), {"is_causal": True}),
+            Sample((u(2, 3, 2), u(2, 4, 2), u(2, 4, 3))),
+            Sample((u(1, 2, 3, 2), u(1, 2, 3, 2), u(1, 2, 3, 2), u(3, 3))),
+            Sample((u(2, 4, 2), u(2, 3, 2), u(2, 3, 3)), {"is_causal": True})]
 
 
 def _sigmoid(x):

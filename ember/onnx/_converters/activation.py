@@ -13,6 +13,7 @@ import math
 from ...nn.modules import activation as act_modules
 from ...ops import activation as act
 from ...ops import elementwise as el
+from ...ops import masked_softmax
 from .._convert import Call
 
 
@@ -26,6 +27,16 @@ def convert_relu(c: Call) -> None:
 
 def convert_softmax(c: Call) -> None:
     c.done(c.op("Softmax", c.input(0), axis=int(c.arg(1))))
+
+
+def convert_masked_softmax(c: Call) -> None:
+    """softmax(where(mask, value, x * scale)) over the last dim (one node in ember)."""
+    x = c.input(0)
+    scale, value = float(c.arg(1)), float(c.arg(2))
+    dtype = c.out_dtype()
+    scaled = x if scale == 1.0 else c.op("Mul", x, c.const(scale, dtype))
+    filled = c.op("Where", c.param_input("mask"), c.const(value, dtype), scaled)
+    c.done(c.op("Softmax", filled, axis=int(c.param("dim"))))
 
 
 def convert_log_softmax(c: Call) -> None:
@@ -157,6 +168,7 @@ def convert_prelu_module(c: Call) -> None:
 CONVERTERS = {
     el.Relu: convert_relu,
     act.Softmax: convert_softmax, act.LogSoftmax: convert_log_softmax,
+    masked_softmax.ScaledMaskedSoftmax: convert_masked_softmax,
     act.Gelu: convert_gelu, act.Silu: convert_silu, act.Mish: convert_mish,
     act.Softplus: convert_softplus, act.LogSigmoid: convert_log_sigmoid, act.Glu: convert_glu,
     act.Elu: convert_elu, act.Celu: convert_elu, act.LeakyRelu: convert_leaky_relu,

@@ -248,7 +248,8 @@ def test_hook_on_a_view_node_stops_adoption(adopted):
     lambda x: ember.nn.functional.threshold(x, 0.1, 2.0), lambda x: x * 3.0,
     lambda x: x / 3.0, lambda x: x * x.detach().exp(), lambda x: 2.0 / (x * x + 1),
     lambda x: ember.softmax(x, -1), lambda x: ember.log_softmax(x, 0),
-    lambda x: ember.softmax(x.reshape(2, 2, -1), 1)])
+    lambda x: ember.softmax(x.reshape(2, 2, -1), 1), lambda x: x.norm(dim=1),
+    lambda x: ember.linalg.vector_norm(x, 3.0, 0), lambda x: x.norm(p=1)])
 @pytest.mark.parametrize("size", [8, 4096])   # (the NumPy path, and the kernels' where any)
 def test_activation_gradients_are_adopted_without_copy(adopted, op, size):
     # these backwards (and mul's and div's) allocate the gradient they return, on either

@@ -223,3 +223,16 @@ def test_normalize_other_norms_and_gradcheck():
     assert F.normalize(x, p=1.0).grad_fn.name() == "DivBackward0"   # (composed)
     assert ember.autograd.gradcheck(lambda t: F.normalize(t, dim=0), (x,))
     assert ember.autograd.gradgradcheck(lambda t: F.normalize(t, dim=1), (x,))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("dim, keepdim", [(None, False), (1, False), ((0, 2), True),
+                                          (-1, True), ((), False)])
+def test_two_norm_sums_of_squares_against_float64(dtype, dim, keepdim):
+    # the 2-norm's sums of squares are one einsum pass (ops/linalg_norms.py)
+    xn = np.random.default_rng(3).standard_normal((5, 6, 7)).astype(dtype)
+    got = ember.linalg.vector_norm(ember.tensor(xn), 2, dim, keepdim).numpy()
+    axes = None if dim in (None, ()) else dim
+    expected = np.sqrt((xn.astype(np.float64) ** 2).sum(axis=axes, keepdims=keepdim))
+    assert got.shape == expected.shape and got.dtype == dtype
+    np.testing.assert_allclose(got, expected, rtol=2e-6 if dtype == np.float32 else 1e-14)

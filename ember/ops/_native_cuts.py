@@ -1,10 +1,11 @@
 """Kernels cut over two threads as native parts (ops/_native_parts.py): the worker's half
-runs without the GIL.
+runs without the GIL (`run_cut`); and the same entry points run one share per thread on
+numba's threads where more threads take the work (`run_threaded`).
 
 `native.run(kernel, size, *args, cut=..., part=FAMILY)` hands a cut kernel here.  A
 family says how the kernel's arguments sit in the part's block and which types they
 have, so that numba can compile, once per kernel and dtype, a C entry point that
-rebuilds them and calls the kernel's serial build on the worker's share:
+rebuilds them and calls the kernel's serial build on a share:
 
 - ``flat2`` / ``flat3``: two or three 1-D arrays of the dtype, all cut (activations);
 - ``rows2_flag`` / ``rows3_flag``: two or three 2-D arrays cut by rows, and a bool

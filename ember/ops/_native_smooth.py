@@ -1,5 +1,6 @@
-"""numba kernels of the exponential activations softplus and elu (selu and celu are elus):
-the select that ends each forward, and each first-order backward, one pass.
+"""numba kernels of the exponential activations softplus, elu (selu and celu are elus) and
+mish: the select that ends each forward, each first-order backward, and mish whole, one
+pass each.
 
 The forwards keep NumPy's vectorized exp, expm1 and log1p for the exponential itself
 (numba's scalar libm calls are not vectorized, and the kernels' own float32 exp has no
@@ -21,6 +22,9 @@ from ._native_activation import FUSED_MULTIPLY_ADD, _sigmoid_as
 from ._native_rows import _exp_as
 
 _ZERO = np.float32(0.0)  # (keeps float32 arithmetic in float32; promotes in float64)
+_ONE, _TWO, _FOUR = np.float32(1.0), np.float32(2.0), np.float32(4.0)
+# From here on tanh(softplus(x)) is 1 in float32 and float64 (mish(x) = x): exp stays finite
+_MISH_LINEAR = np.float32(20.0)
 
 
 # (the selects write over `t`, an argument of their own: an `out` given as a second name of
@@ -52,6 +56,49 @@ def _elu_backward(g, x, scale, input_scale, coefficient, out):
     for i in native.prange(x.size):
         v = x[i]
         out[i] = g[i] * (coefficient * _exp_as(v * input_scale) if v <= 0 else scale)
+
+
+# mish(x) = x tanh(softplus(x)), and tanh(log(1 + e)) = n / (n + 2) with n = e (e + 2),
+# e = exp(x): one exp, no log or tanh (which numba would call per element, unvectorized).
+# Its derivative: n / (n + 2) + x 4 e (e + 1) / (n + 2)^2.
+
+
+@native.kernel(parallel=True, fastmath=FUSED_MULTIPLY_ADD)
+def _mish(x, out):
+    for i in native.prange(x.size):
+        v = x[i]
+        e = _exp_as(v if v < _MISH_LINEAR else _MISH_LINEAR)
+        n = e * (e + _TWO)
+        out[i] = v * n / (n + _TWO) if v < _MISH_LINEAR else v
+
+
+@native.kernel(parallel=True, fastmath=FUSED_MULTIPLY_ADD)
+def _mish_backward(g, x, out):
+    for i in native.prange(x.size):
+        v = x[i]
+        e = _exp_as(v if v < _MISH_LINEAR else _MISH_LINEAR)
+        d = e * (e + _TWO) + _TWO
+        # (the factor of v first: v * 4 e alone would overflow for v near -1e38)
+        slope = (d - _TWO) / d + v * (_FOUR * e * (e + _ONE) / (d * d))
+        # (v * 0: at +inf the slope is nan, as PyTorch's formula gives it)
+        out[i] = g[i] * (slope if v < _MISH_LINEAR else _ONE + v * _ZERO)
+
+
+def mish(x):
+    """``x tanh(softplus(x))`` of a float array (NaN stays NaN)."""
+    flat = native.flat(x)
+    out = np.empty_like(flat)
+    native.run(_mish, flat.size, flat, out, cut=(0, 1), part="flat2")
+    return out.reshape(x.shape)
+
+
+def mish_backward(g, x):
+    """The first-order gradient of `mish`: ``g`` times its derivative."""
+    flat = native.flat(x)
+    out = np.empty_like(flat)
+    native.run(_mish_backward, flat.size, native.flat(g), flat, out, cut=(0, 1, 2),
+               part="flat3")
+    return out.reshape(x.shape)
 
 
 def softplus(x, beta: float, threshold: float):

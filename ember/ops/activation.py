@@ -376,6 +376,8 @@ class Mish(Function):
     @staticmethod
     def forward(ctx, x):
         ctx.save_for_backward(x)
+        if _native_act.supports(x):
+            return _native_smooth.mish(x)
         xp = xp_of(x)
         with np.errstate(all="ignore"):
             return (x * xp.tanh(_softplus_array(xp, x))).astype(x.dtype, copy=False)
@@ -383,6 +385,8 @@ class Mish(Function):
     @staticmethod
     def backward(ctx, grad):
         (x,) = ctx.saved_tensors
+        if _native_act.first_order(grad, x):  # one pass on the arrays
+            return _make(_native_smooth.mish_backward(grad._data, x._data))
         t = _tanh(Softplus.apply(x, 1.0, 20.0))
         return grad * (t + x * (1 - t * t) * sigmoid(x))
 

@@ -63,10 +63,17 @@ CASES = {
     "selu": (F.selu, lambda x: _SELU[1] * np.where(x > 0, x, _SELU[0] * np.expm1(
         np.minimum(x, 0))), lambda x: _SELU[1] * np.where(x > 0, 1.0, _SELU[0] * np.exp(
             np.minimum(x, 0)))),
+    "mish": (F.mish, lambda x: x * np.tanh(_softplus64(x)),
+             lambda x: (np.tanh(_softplus64(x)) + x * (1 - np.tanh(_softplus64(x)) ** 2)
+                        / (1 + np.exp(-x)))),
     "celu alpha 0.5": (lambda t: F.celu(t, 0.5),
                        lambda x: np.where(x > 0, x, 0.5 * np.expm1(np.minimum(x, 0) / 0.5)),
                        lambda x: np.where(x > 0, 1.0, np.exp(np.minimum(x, 0) / 0.5))),
 }
+
+
+def _softplus64(x):
+    return np.where(x > 20, x, np.log1p(np.exp(np.minimum(x, 20))))
 
 
 _SIZE = (1 << 13) + 37  # past MIN_SIZE, and holds the special values below
@@ -107,7 +114,7 @@ def test_both_paths_match_float64_reference(name, dtype):
 
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")  # (the NumPy path's inf * 0)
 @pytest.mark.parametrize("name", ["gelu", "gelu_tanh", "silu", "sigmoid", "hardswish",
-                                  "softplus", "elu", "celu alpha 0.5"])
+                                  "softplus", "elu", "celu alpha 0.5", "mish"])
 def test_special_values_follow_the_numpy_path(name):
     x = np.zeros(nact.MIN_SIZE, np.float32)
     x[:6] = [np.nan, np.inf, -np.inf, 1e38, -1e38, 88.9]
@@ -117,6 +124,23 @@ def test_special_values_follow_the_numpy_path(name):
         want = CASES[name][0](ember.tensor(x)).numpy()
     np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
     np.testing.assert_allclose(got[~np.isnan(got)], want[~np.isnan(want)], rtol=1e-6)
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # (the NumPy path's inf * 0)
+def test_mish_gradient_special_values_follow_the_numpy_path():
+    # (mish's kernel: one exp, its slope 1 past x = 20 but nan at +inf, as PyTorch's)
+    x = np.zeros(nact.MIN_SIZE, np.float32)
+    x[:9] = [np.nan, np.inf, -np.inf, 1e38, -1e38, 88.9, 20.0, -87.5, -104.0]
+    grads = []
+    for flag in (True, False):
+        with native.use_numba(flag):
+            t = ember.tensor(x, requires_grad=True)
+            F.mish(t).backward(ember.ones(nact.MIN_SIZE))
+            grads.append(t.grad.numpy())
+    got, want = grads
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    np.testing.assert_allclose(got[~np.isnan(got)], want[~np.isnan(want)], rtol=1e-6,
+                               atol=1e-30)
 
 
 def test_tanh_special_values_and_their_gradient():
@@ -191,7 +215,7 @@ def test_parallel_split_and_single_thread_runs_agree(monkeypatch):
     t = rng.integers(0, 64, 512)
     ops = {"gelu": F.gelu, "gelu_tanh": lambda a: F.gelu(a, approximate="tanh"),
            "silu": F.silu, "tanh": ember.tanh, "relu": F.relu,
-           "leaky_relu": lambda a: F.leaky_relu(a, 0.1),
+           "leaky_relu": lambda a: F.leaky_relu(a, 0.1), "mish": F.mish,
            "softmax": lambda a: F.softmax(a, -1), "log_softmax": lambda a: F.log_softmax(a, -1),
            "softmax dim 1": lambda a: F.softmax(a.reshape(512, 8, 8), 1),
            "log_softmax dim 1": lambda a: F.log_softmax(a.reshape(512, 8, 8), 1),

@@ -29,7 +29,7 @@ from ..jit._graph import Literal
 from ..onnx._trace import Source
 from ..ops import _native as native
 from ..ops._broadcast import broadcasts_to
-from ..ops.shape import stand_ins
+from ..ops.recompute import stand_ins
 from .codegen import ELEMENTWISE, ChainKernel, Member, operands
 from .memory import BufferPool
 

@@ -55,7 +55,7 @@ from .._core.node import Node, _raise_version_error, next_sequence_nr
 from .._core.tensor import _make
 from ..autograd import grad as autograd_grad
 from ..jit._graph import ArrayOf, Literal, Sequence, sources
-from ..ops.shape import stand_ins
+from ..ops.recompute import stand_ins
 from ..onnx._trace import Source, TracedFunction
 from ..random import default_generator
 from .traced_calls import (USER_APPLY, call_class, cuts_graph, may_view, view_base,

@@ -93,27 +93,24 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
         value = value.repeat_interleave(heads // kv_heads, -3)
     if is_causal and query.is_floating_point():
         # one node for the scale, the mask and the softmax (ops/masked_softmax.py); no row
-        # is all masked (row i keeps key 0)
+        # is all masked (row i keeps key 0).  (Integer inputs take the path below, whose
+        # product raises PyTorch's dtype error.)
         masked = ones((length, source), dtype=dtypes.bool, device=query.device).tril()
         weights = ScaledMaskedSoftmax.apply(
             matmul(query, key.transpose(-2, -1)), factor, _NEG_INF,
             mask=masked.logical_not()._data, dim=-1)
-        if dropout_p > 0.0:
-            weights = dropout(weights, dropout_p, True)
-        return matmul(weights, value)
-    # As PyTorch's reference path: scale query and key by sqrt(scale) each.
-    root = math.sqrt(factor)
-    scores = matmul(query * root, (key * root).transpose(-2, -1))
-    if is_causal:
-        allowed = ones((length, source), dtype=dtypes.bool, device=query.device).tril()
-        scores = scores.masked_fill(allowed.logical_not(), _NEG_INF)
-    elif attn_mask is not None:
-        if attn_mask.dtype is dtypes.bool:
-            scores = scores.masked_fill(attn_mask.logical_not(), _NEG_INF)
+    else:
+        # As PyTorch's reference path: scale query and key by sqrt(scale) each.
+        root = math.sqrt(factor)
+        scores = matmul(query * root, (key * root).transpose(-2, -1))
+        if attn_mask is None:
+            weights = softmax(scores, -1)
         else:
-            scores = scores + attn_mask
-    weights = _softmax_keeping_dead_rows_zero(scores) if (
-        is_causal or attn_mask is not None) else softmax(scores, -1)
+            if attn_mask.dtype is dtypes.bool:
+                scores = scores.masked_fill(attn_mask.logical_not(), _NEG_INF)
+            else:
+                scores = scores + attn_mask
+            weights = _softmax_keeping_dead_rows_zero(scores)
     if dropout_p > 0.0:
         weights = dropout(weights, dropout_p, True)
     return matmul(weights, value)

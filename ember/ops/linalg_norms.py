@@ -15,6 +15,7 @@ import numpy as np
 from .._core import dtype as dtypes
 from .._core.function import Function
 from .._core.tensor import Tensor
+from . import _kernels
 from .linalg import _short, const_like, matmul, no_complex_grad, widen
 from .linalg_decomp import _check_float, _check_square, inv
 from .linalg_svd import svdvals
@@ -38,7 +39,10 @@ class VectorNorm(Function):
         dtype = x.real.dtype if x.dtype.kind == "c" else x.dtype
         if ord == 2 and x.dtype.kind == "f":  # (|x|^2 is x^2: no pass for the abs)
             w = widen(x)[0]
-            out = xp.sqrt(_sum_of_squares(xp, w, dims, keepdim))
+            # (NumPy's: the sums of squares in one pass, without the squares' array)
+            squares = (_kernels.sums_of_products(w, w, dims, keepdim)
+                       if xp is np and w.ndim <= 26 else (w * w).sum(axis=dims, keepdims=keepdim))
+            out = xp.sqrt(squares)
             out = xp.asarray(out, dtype=dtype)
             ctx.save_for_backward(x, out)
             return out
@@ -93,19 +97,6 @@ class VectorNorm(Function):
         scale = ((x.abs() + const_like(xd == 0, x)).pow(ord - 1)
                  / (norm + const_like(nd == 0, norm)).pow(ord - 1))
         return grad * const_like(xp.sign(xd) * (nd != 0), x) * scale
-
-
-def _sum_of_squares(xp, w, dims: tuple, keepdim: bool):
-    """``(w * w).sum(dims)``; for a NumPy array by einsum, in one pass without the
-    squares' array."""
-    if xp is not np or w.ndim > 26:
-        return (w * w).sum(axis=dims, keepdims=keepdim)
-    letters = "abcdefghijklmnopqrstuvwxyz"[:w.ndim]
-    kept = "".join(c for i, c in enumerate(letters) if i not in dims)
-    total = np.einsum(f"{letters},{letters}->{kept}", w, w)
-    if keepdim:
-        total = total.reshape([1 if i in dims else n for i, n in enumerate(w.shape)])
-    return total
 
 
 @with_out("linalg.vector_norm")

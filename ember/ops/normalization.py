@@ -17,8 +17,7 @@ import numpy as np
 
 from .._core import dtype as dtypes
 from .._core.function import Function
-from .._core.engine import run_backward
-from .._core.grad_mode import enable_grad, is_grad_enabled
+from .._core.grad_mode import is_grad_enabled
 from .._core.tensor import Tensor, _make, size_str
 from . import _kernels
 from . import _native_batchnorm, _native_channel_affine, _native_rows
@@ -28,7 +27,7 @@ from . import normalization_l2, normalization_rms
 from .joining import cat
 from .normalization_l2 import L2Normalize
 from .normalization_rms import RmsNorm
-from .shape import stand_ins
+from .recompute import recomputed_grads
 
 
 def _prod(shape) -> int:
@@ -457,12 +456,12 @@ def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None,
             raise RuntimeError("Expected weight to be a vector of size equal to the number of "
                                f"channels in input, but got weight of shape {list(t.shape)} "
                                f"and input of shape {list(input.shape)}")
-    if _group_norm_fast(input, weight, bias):
+    if _array_node_takes(input, weight, bias):
         return GroupNorm.apply(input, weight, bias, groups=num_groups, eps=eps)
-    return _group_norm_composite(input, num_groups, weight, bias, eps)
+    return _group_norm_composite(input, weight, bias, num_groups, eps)
 
 
-def _group_norm_composite(input, num_groups, weight, bias, eps):
+def _group_norm_composite(input, weight, bias, num_groups, eps):
     """group_norm written with ember ops: what `GroupNorm` computes, for the inputs it does
     not take and for its gradients of second order and more."""
     grouped = input.reshape((input.shape[0], num_groups, -1))
@@ -475,14 +474,15 @@ def _group_norm_composite(input, num_groups, weight, bias, eps):
     return out
 
 
-def _group_norm_fast(x, weight, bias) -> bool:
-    """Whether `GroupNorm` takes these: a non-empty float32/float64 NumPy input, and
-    weight and bias (when given) of its dtype."""
+def _array_node_takes(x, *params) -> bool:
+    """Whether a node computing on NumPy arrays (`GroupNorm`, `RmsNorm`, `L2Normalize`)
+    takes these: a non-empty float32/float64 NumPy input, and each parameter (when given)
+    of its dtype."""
     data = x._data
     if not (type(data) is np.ndarray and data.dtype in (np.float32, np.float64) and data.size):
         return False
     return all(p is None or (isinstance(p, Tensor) and type(p._data) is np.ndarray
-                             and p._data.dtype == data.dtype) for p in (weight, bias))
+                             and p._data.dtype == data.dtype) for p in params)
 
 
 class GroupNorm(Function):
@@ -517,13 +517,8 @@ class GroupNorm(Function):
         x, weight, bias, y = ctx.saved_tensors
         needs = ctx.needs_input_grad
         if is_grad_enabled():  # create_graph: differentiate the composite form
-            with enable_grad():
-                x, weight, bias = stand_ins((x, weight, bias))   # (weight may be bias)
-                out = _group_norm_composite(x, ctx.groups, weight, bias, ctx.eps)
-            wrt = [t for t, need in zip((x, weight, bias), needs) if need]
-            got = iter(run_backward([out], [grad], retain_graph=True, create_graph=True,
-                                    inputs=wrt, accumulate=False, allow_unused=True))
-            return tuple(next(got) if need else None for need in needs)
+            return recomputed_grads(_group_norm_composite, (x, weight, bias), needs, grad,
+                                    num_groups=ctx.groups, eps=ctx.eps)
         g, yd = np.ascontiguousarray(grad._data), y._data
         w = None if weight is None else weight._data
         channel = (1, -1) + (1,) * (g.ndim - 2)
@@ -567,9 +562,9 @@ def rms_norm(input: Tensor, normalized_shape, weight: Tensor | None = None,
     if eps is None:
         eps = float(dtypes.finfo(input.dtype).eps)
     dims = tuple(range(input.dim() - len(shape), input.dim()))
-    if normalization_rms.fast(input, weight):
+    if _array_node_takes(input, weight):
         return RmsNorm.apply(input, weight, dims=dims, eps=eps)
-    return normalization_rms.rms_norm_composite(input, dims, weight, eps)
+    return normalization_rms.rms_norm_composite(input, weight, dims, eps)
 
 
 def local_response_norm(input: Tensor, size: int, alpha: float = 1e-4, beta: float = 0.75,
@@ -602,7 +597,7 @@ def local_response_norm(input: Tensor, size: int, alpha: float = 1e-4, beta: flo
 def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12,
               out: Tensor | None = None) -> Tensor:
     """``input / max(||input||_p, eps)`` with the norm taken over `dim`."""
-    if input.dim() and normalization_l2.fast(input, p):
+    if input.dim() and p == 2 and _array_node_takes(input):
         result = L2Normalize.apply(input, dim=wrap_dim(dim, input.dim()), eps=eps)
     else:
         result = normalization_l2.normalize_composite(input, p, dim, eps)

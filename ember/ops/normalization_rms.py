@@ -5,36 +5,26 @@ NOTE: why.  Written with ember ops (`rms_norm_composite`) it is six nodes, and t
 backward of its broadcast products alone took ~1 ms: (32, 64, 256) float32, forward and
 backward, 2.64-2.73 ms against PyTorch's 1.37 (2-core Intel Xeon, 2026-12-06; PyTorch's
 CPU rms_norm is the same composition of ops).  With ``create_graph`` the backward
-differentiates the composition, recomputed, so that gradients of every order are its
-own.
+differentiates the composition, recomputed (ops/recompute.py), so that gradients of
+every order are its own.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from .._core.engine import run_backward
 from .._core.function import Function
-from .._core.grad_mode import enable_grad, is_grad_enabled
+from .._core.grad_mode import is_grad_enabled
 from .._core.tensor import Tensor, _make
-from .shape import stand_ins
+from . import _kernels
+from .recompute import recomputed_grads
 
 
-def rms_norm_composite(input: Tensor, dims: tuple, weight: Tensor | None, eps: float):
+def rms_norm_composite(input: Tensor, weight: Tensor | None, dims: tuple, eps: float):
     """rms_norm with ember ops over `dims`: the reference, and the form differentiated for
     gradients of second order and more."""
     out = input * ((input * input).mean(dims, keepdim=True) + eps).rsqrt()
     return out if weight is None else out * weight
-
-
-def fast(x: Tensor, weight: Tensor | None) -> bool:
-    """Whether `RmsNorm` takes these: a non-empty float32/float64 NumPy input, and a
-    weight (when given) of its dtype."""
-    data = x._data
-    if not (type(data) is np.ndarray and data.dtype in (np.float32, np.float64) and data.size):
-        return False
-    return weight is None or (type(weight._data) is np.ndarray
-                              and weight._data.dtype == data.dtype)
 
 
 class RmsNorm(Function):
@@ -47,8 +37,7 @@ class RmsNorm(Function):
     def forward(ctx, x, weight, *, dims, eps):
         size = int(np.prod([x.shape[d] for d in dims]))
         rows = np.ascontiguousarray(x).reshape(-1, size)
-        # (einsum: the sums of squares in one pass, without the squares' array)
-        rstd = np.einsum("ij,ij->i", rows, rows)[:, None]   # (then the mean, then 1 / rms)
+        rstd = _kernels.sums_of_products(rows, rows, (1,))   # (then the mean, then 1 / rms)
         rstd *= 1 / size
         rstd += eps
         np.sqrt(rstd, out=rstd)
@@ -65,13 +54,8 @@ class RmsNorm(Function):
         x, weight = ctx.saved_tensors
         needs = ctx.needs_input_grad
         if is_grad_enabled():  # create_graph: differentiate the composition
-            with enable_grad():
-                x, weight = stand_ins((x, weight))
-                out = rms_norm_composite(x, ctx.dims, weight, ctx.eps)
-            wanted = [t for t, need in zip((x, weight), needs) if need]
-            got = iter(run_backward([out], [grad], retain_graph=True, create_graph=True,
-                                    inputs=wanted, accumulate=False, allow_unused=True))
-            return tuple(next(got) if need else None for need in needs[:2])
+            return recomputed_grads(rms_norm_composite, (x, weight), needs, grad,
+                                    dims=ctx.dims, eps=ctx.eps)
         size, rstd = ctx.size, ctx.rstd
         rows = np.ascontiguousarray(x._data).reshape(-1, size)
         g = np.ascontiguousarray(grad._data).reshape(-1, size)
@@ -85,7 +69,7 @@ class RmsNorm(Function):
         if needs[0]:
             scaled = g if w is None else g * w              # d loss / d (x * rstd)
             # d/dx of x * rstd: rstd * scaled - x * rstd^3 * mean(scaled * x)
-            coefficient = np.einsum("ij,ij->i", scaled, rows)[:, None]
+            coefficient = _kernels.sums_of_products(scaled, rows, (1,))
             coefficient *= rstd * rstd * rstd / size
             gx = scaled * rstd
             gx -= rows * coefficient

@@ -29,10 +29,9 @@ from .._core.grad_mode import STATE
 from .._core.tensor import Tensor, _make
 from . import _native_lstm_threads, _native_rnn, _parallel
 from ._util import xp_of
-from .._core.engine import grad as autograd_grad
 from .joining import cat
 from .linalg import addmm, matmul
-from .shape import stand_ins
+from .recompute import recomputed_grads
 
 __all__ = ["lstm_cell", "gru_cell", "rnn_tanh_cell", "rnn_relu_cell"]
 
@@ -88,16 +87,7 @@ def _state_arrays(xp, xw, h0, w_hh) -> tuple:
 
 def _grads_by_recompute(ctx, composite, inputs, grads, **params):
     """Gradients for double backward: differentiate the ember-op composite (recorded)."""
-    wanted = [i for i, x in enumerate(inputs) if x is not None and ctx.needs_input_grad[i]]
-    inputs = stand_ins(inputs)
-    outputs = composite(*inputs, **params)
-    pairs = [(o, g) for o, g in zip(outputs, grads) if g is not None and o.requires_grad]
-    found = autograd_grad([o for o, _ in pairs], [inputs[i] for i in wanted],
-                          [g for _, g in pairs], create_graph=True, allow_unused=True)
-    result = [None] * len(inputs)
-    for i, g in zip(wanted, found):
-        result[i] = g
-    return tuple(result)
+    return recomputed_grads(composite, inputs, ctx.needs_input_grad, grads, **params)
 
 
 # ----------------------------------------------------------------------

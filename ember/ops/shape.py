@@ -158,19 +158,6 @@ def view_as(input: Tensor, other: Tensor) -> Tensor:
     return view(input, tuple(other.shape))
 
 
-def stand_ins(tensors) -> list:
-    """Recorded aliases (same-shape views) of those of `tensors` that require grad; the
-    others, and None, as they are.  For a backward that recomputes its forward to
-    differentiate it (``create_graph``): a gradient w.r.t. a stand-in counts only the
-    uses at its own position, while one w.r.t. the tensor itself also counts the paths
-    through the other inputs (one tensor passed twice, as in ``lstm_cell(x, (h, h))``,
-    or an input computed from another, as ``l(x)`` and ``x`` in a compiled
-    ``l(x).tanh() * x``), which the engine then follows a second time.  Call it with
-    recording on."""
-    return [view(t, tuple(t.shape)) if isinstance(t, Tensor) and t.requires_grad else t
-            for t in tensors]
-
-
 def reshape_as(input: Tensor, other: Tensor) -> Tensor:
     """``reshape(other.shape)``."""
     return reshape(input, tuple(other.shape))

@@ -9,6 +9,7 @@ import ember.nn as nn
 import ember.nn.functional as F
 from ember._compile.graph_node import GraphNode
 from ember.ops import _native as native
+from tests.autograd.test_grad_steal import _Doubles  # (a user Function: `grad * 2`)
 
 
 class Net(nn.Module):
@@ -182,16 +183,6 @@ def test_integer_outputs_carry_no_gradient():
     assert not index.requires_grad and index.dtype == ember.int64
 
 
-class _Twice(ember.autograd.Function):
-    @staticmethod
-    def forward(ctx, x):
-        return x * 2
-
-    @staticmethod
-    def backward(ctx, g):
-        return g * 2
-
-
 def _write_through_a_view(h):
     h[:, 0].mul_(2.0)  # (eager code rebases the view's base: the op-by-op replay does too)
     return h
@@ -199,7 +190,7 @@ def _write_through_a_view(h):
 
 def test_graphs_that_keep_the_op_by_op_replay():
     cases = {
-        "a user's autograd.Function": lambda lin, x: _Twice.apply(lin(x)),
+        "a user's autograd.Function": lambda lin, x: _Doubles.apply(lin(x)),
         "an in-place op": lambda lin, x: _write_through_a_view(lin(x)) * 2,
         "an output is a view of an input or parameter": lambda lin, x: (lin.weight.t(),
                                                                         lin(x)),

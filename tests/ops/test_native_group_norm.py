@@ -59,6 +59,25 @@ def test_group_norm_node_matches_the_reference(shape, groups, dtype, numba_on):
 
 
 @pytest.mark.parametrize("numba_on", [pytest.param(True, marks=needs_numba), False])
+@pytest.mark.parametrize("affine", ["none", "weight without grad"])
+def test_group_norm_node_without_affine_gradients(affine, numba_on):
+    # no weight or bias gradient wanted: the node skips the affine map's sums, and the
+    # input's gradient goes through the weight alone (or straight through)
+    shape, groups = (4, 8, 16, 20), 4
+    rng = np.random.default_rng(5)
+    x0, g0 = rng.standard_normal(shape), rng.standard_normal(shape)
+    w0 = rng.uniform(0.5, 2, shape[1]) if affine != "none" else np.ones(shape[1])
+    _, gx0, _, _ = _reference(x0, groups, w0, np.zeros(shape[1]), g0)
+    with native.use_numba(numba_on):
+        x = ember.tensor(x0, requires_grad=True)
+        w = None if affine == "none" else ember.tensor(w0)
+        out = F.group_norm(x, groups, w)
+        assert out.grad_fn.name() == "NativeGroupNormBackward0"
+        out.backward(ember.tensor(g0))
+    np.testing.assert_allclose(x.grad.numpy(), gx0, rtol=1e-9, atol=1e-10)
+
+
+@pytest.mark.parametrize("numba_on", [pytest.param(True, marks=needs_numba), False])
 def test_group_norm_node_gradients_of_every_order(numba_on):
     """First order from the kernels, second order through the composite form: gradcheck
     and gradgradcheck in float64, with and without the affine parameters."""
@@ -79,7 +98,7 @@ def test_large_group_norm_second_order_equals_the_composite_forms():
     x0, w0 = rng.standard_normal((4, 8, 16, 20)), rng.uniform(0.5, 2, 8)
     grads = []
     for fn in (lambda a, c: F.group_norm(a, 4, c), lambda a, c: _group_norm_composite(
-            a, 4, c, None, 1e-5)):
+            a, c, None, 4, 1e-5)):
         x = ember.tensor(x0, requires_grad=True)
         w = ember.tensor(w0, requires_grad=True)
         out = fn(x, w)

@@ -14,6 +14,7 @@ import ctypes
 import functools
 import os
 import threading
+import warnings
 from typing import NamedTuple
 
 # (setter, getter) symbol names of the OpenBLAS builds NumPy ships or links.
@@ -148,10 +149,13 @@ _CORENAME_SYMBOLS = ("scipy_openblas_get_corename64_", "openblas_get_corename64_
 _AVX512_CORES = ("SkylakeX", "Cooperlake", "SapphireRapids")
 
 
-def preferred_core(vendor: str, core: str | None, setting: str | None) -> str | None:
+def preferred_core(vendor: str, core: str | None, setting: str | None,
+                   avx512: bool = True) -> str | None:
     """The family ember switches OpenBLAS to, or None to leave it: `setting` is the
     EMBER_BLAS_CORETYPE variable ('keep', a family name, or unset), `core` the family
-    OpenBLAS chose, `vendor` the processor's vendor id.
+    OpenBLAS chose, `vendor` the processor's vendor id, `avx512` whether the processor
+    runs AVX-512 (an AVX-512 family asked for without it is refused with a warning:
+    OpenBLAS would run instructions the processor lacks and the process would die).
 
     NOTE: on AMD processors OpenBLAS's Haswell (AVX2) float32 kernels beat its AVX-512
     ones, which are tuned for Intel's two 512-bit FMA units (Zen 4 runs 512-bit
@@ -166,6 +170,11 @@ def preferred_core(vendor: str, core: str | None, setting: str | None) -> str | 
     """
     if setting is not None and setting.strip():
         setting = setting.strip()
+        if setting in _AVX512_CORES and not avx512:
+            warnings.warn(f"EMBER_BLAS_CORETYPE={setting} asks for OpenBLAS's AVX-512 "
+                          "kernels, which this processor cannot run; OpenBLAS's own "
+                          f"choice ({core}) is kept", RuntimeWarning, stacklevel=2)
+            return None
         return None if setting.lower() == "keep" or setting == core else setting
     if vendor == "AuthenticAMD" and core in _AVX512_CORES:
         return "Haswell"
@@ -173,10 +182,22 @@ def preferred_core(vendor: str, core: str | None, setting: str | None) -> str | 
 
 
 def _cpu_vendor() -> str:
+    return _cpuinfo_field("vendor_id")
+
+
+def _has_avx512() -> bool:
+    """Whether the processor runs AVX-512 (its foundation instructions); True where
+    /proc/cpuinfo cannot be read, leaving the choice to the user."""
+    flags = _cpuinfo_field("flags")
+    return not flags or "avx512f" in flags.split()
+
+
+def _cpuinfo_field(name: str) -> str:
+    """The first processor's `name` line of /proc/cpuinfo, or '' where there is none."""
     try:
         with open("/proc/cpuinfo", encoding="utf-8") as info:
             for line in info:
-                if line.startswith("vendor_id"):
+                if line.split(":", 1)[0].strip() == name:
                     return line.split(":", 1)[1].strip()
     except OSError:
         pass
@@ -202,7 +223,7 @@ def choose_core() -> str | None:
         return None
     core = core_name()
     setting = os.environ.get("EMBER_BLAS_CORETYPE")
-    wanted = preferred_core(_cpu_vendor(), core, setting)
+    wanted = preferred_core(_cpu_vendor(), core, setting, _has_avx512())
     if wanted is None or (not (setting or "").strip() and threading.active_count() > 1):
         return None
     os.environ["OPENBLAS_CORETYPE"] = wanted

@@ -328,6 +328,11 @@ def test_openblas_kernel_family_choice():
     assert choose("AuthenticAMD", "SkylakeX", "keep") is None
     assert choose("GenuineIntel", "SkylakeX", " Haswell ") == "Haswell"
     assert choose("GenuineIntel", "Haswell", "Haswell") is None
+    # an AVX-512 family on a processor without AVX-512 would die of an illegal instruction
+    with pytest.warns(RuntimeWarning, match="SkylakeX.*cannot run"):
+        assert choose("AuthenticAMD", "Haswell", "SkylakeX", avx512=False) is None
+    assert choose("AuthenticAMD", "Zen", "Haswell", avx512=False) == "Haswell"
+    assert choose("AuthenticAMD", "Haswell", None, avx512=False) is None
 
 
 # (run before ember is imported: OpenBLAS's own choice)
@@ -359,12 +364,15 @@ def test_openblas_kernel_family_switch_in_a_fresh_process(setting, user, expecte
         env["EMBER_BLAS_CORETYPE"] = setting
     if user is not None:
         env["OPENBLAS_CORETYPE"] = user
-    before, after, ok, left, vendor = subprocess.run(
-        [sys.executable, "-c", code], env=env, capture_output=True, text=True,
-        check=True).stdout.split()
+    run = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                         text=True, check=True)
+    before, after, ok, left, vendor = run.stdout.split()
     assert ok == "True"
     if expected == "auto":   # Haswell on AMD for OpenBLAS's AVX-512 families, else kept
         expected = _blas.preferred_core(vendor, before, None)
+    if expected in _blas._AVX512_CORES and not _blas._has_avx512():
+        expected = None      # refused, with a warning, on a processor without AVX-512
+        assert "cannot run" in run.stderr
     assert after == (before if expected is None else expected)
     assert left == (user or "None")   # the environment is put back as it was
 

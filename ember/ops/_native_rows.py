@@ -239,7 +239,8 @@ def _masked_softmax_kernel(x, mask, scale, value, out):
     for i in native.prange(x.shape[0]):
         row, hidden, dst = x[i], mask[i], out[i]
         for j in range(row.size):
-            dst[j] = value if hidden[j] else row[j] * scale
+            v = row[j]   # (read before the select: see _native_select's note)
+            dst[j] = value if hidden[j] else v * scale
         _exp_normalized(dst, dst, _row_max(dst))
 
 
@@ -253,7 +254,8 @@ def _masked_softmax_backward_kernel(g, y, mask, scale, out):
         for j in range(gr.size):
             total += gr[j] * yr[j]
         for j in range(gr.size):
-            dst[j] = _ZERO if hidden[j] else yr[j] * (gr[j] - total)
+            v = yr[j] * (gr[j] - total)
+            dst[j] = _ZERO if hidden[j] else v
         for j in range(gr.size):
             dst[j] *= scale
 

@@ -21,22 +21,32 @@ _FLOATS = (np.float32, np.float64)
 _SCALARS = (float, int, np.floating, np.integer)
 
 
+# NOTE: each element is read before the select, never inside one branch of it: a load
+# only one branch makes is one LLVM may not run speculatively, and on processors without
+# AVX-512's masked loads it then leaves the loop scalar, with a branch per element (1M
+# float32 on an AMD EPYC: 4.2 ms, 0.24 with the loads first; on the Intel Xeon with
+# AVX-512, 0.2-0.3 either way).  Every kernel's selects follow this rule.
+
+
 @native.kernel(parallel=True)
 def _arrays(condition, a, b, out):
     for i in native.prange(out.size):
-        out[i] = a[i] if condition[i] else b[i]
+        x, y = a[i], b[i]
+        out[i] = x if condition[i] else y
 
 
 @native.kernel(parallel=True)
 def _array_scalar(condition, a, b, out):
     for i in native.prange(out.size):
-        out[i] = a[i] if condition[i] else b
+        x = a[i]
+        out[i] = x if condition[i] else b
 
 
 @native.kernel(parallel=True)
 def _scalar_array(condition, a, b, out):
     for i in native.prange(out.size):
-        out[i] = a if condition[i] else b[i]
+        y = b[i]
+        out[i] = a if condition[i] else y
 
 
 def _operand(value, shape):

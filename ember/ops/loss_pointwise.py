@@ -23,7 +23,8 @@ import numpy as np
 from .._core.function import Function
 from .._core.grad_mode import PROCESS, STATE
 from .._core.tensor import Tensor, _make
-from . import _native_mse
+from . import _native_pointwise_loss as _native_loss
+from ._native_select import where_of
 from ._util import xp_of
 from .activation import _softplus_array, logsigmoid
 from .elementwise_special import sigmoid, where
@@ -94,34 +95,56 @@ class PointwiseLoss(Function):
         return cls.slope(d, **params) * grad
 
 
-class MseLoss(PointwiseLoss):
-    """``d ** 2``.  Reduced, on NumPy float arrays, the forward is one kernel pass for the
-    sum of squares and the first-order backward one for ``d * 2 grad / n``
-    (ops/_native_mse.py)."""
+class KernelReducedLoss(PointwiseLoss):
+    """A `PointwiseLoss` whose reduced forward, on NumPy float arrays of one shape and
+    dtype, is one kernel pass for the summed loss (`kernel_sum`), and whose first-order
+    backward one for the slope times ``grad / n`` (`kernel_slope`;
+    ops/_native_pointwise_loss.py).  Other cases take `PointwiseLoss`'s NumPy path."""
 
-    _name = "MseLossBackward0"
+    _fresh_grads = True  # (g and -g, new arrays on either path: Node._fresh_grads)
 
     @staticmethod
     def forward(ctx, x, t, *, reduction: str, **params):
-        if reduction == "none" or not _native_mse.takes(x, t):
+        if reduction == "none" or not _native_loss.takes(x, t):
             return PointwiseLoss.forward(ctx, x, t, reduction=reduction, **params)
         ctx.save_for_backward(x, t)
         ctx.params = params
         ctx.factor = gradient_factor(reduction, x.size)
-        total = _native_mse.squared_distance_sum(x, t)
-        return np.asarray(total * ctx.factor, x.dtype)
+        return np.asarray(type(ctx).kernel_sum(x, t, **params) * ctx.factor, x.dtype)
 
     @staticmethod
     def backward(ctx, grad):
         x, t = ctx.saved_tensors
         if (not STATE.enabled and PROCESS.observer is None and ctx.factor is not None
-                and _native_mse.takes(x._data, t._data) and type(grad._data) is np.ndarray):
-            # first order: the NumPy path's d * (grad * factor * 2), in one pass
-            g = _make(_native_mse.scaled_difference(
-                x._data, t._data, (grad._data * ctx.factor) * 2))
+                and _native_loss.takes(x._data, t._data) and type(grad._data) is np.ndarray):
+            g = _make(type(ctx).kernel_slope(x._data, t._data, grad._data * ctx.factor,
+                                             **ctx.params))
             need_x, need_t = ctx.needs_input_grad
             return (g if need_x else None), (-g if need_t else None)
         return PointwiseLoss.backward(ctx, grad)
+
+    @staticmethod
+    def kernel_sum(x, t, **params) -> float:
+        raise NotImplementedError
+
+    @staticmethod
+    def kernel_slope(x, t, factor, **params):
+        raise NotImplementedError
+
+
+class MseLoss(KernelReducedLoss):
+    """``d ** 2``."""
+
+    _name = "MseLossBackward0"
+
+    @staticmethod
+    def kernel_sum(x, t):
+        return _native_loss.squared_distance_sum(x, t)
+
+    @staticmethod
+    def kernel_slope(x, t, factor):
+        # the NumPy path's d * (grad * factor * 2), in one pass
+        return _native_loss.scaled_difference(x, t, factor * 2)
 
     @staticmethod
     def elementwise(xp, d):
@@ -136,31 +159,47 @@ class MseLoss(PointwiseLoss):
         return d * (grad * 2)  # (the factor on the small gradient: one pass over d)
 
 
-class SmoothL1Loss(PointwiseLoss):
+class SmoothL1Loss(KernelReducedLoss):
     """``0.5 d^2 / beta`` where ``|d| < beta``, else ``|d| - beta / 2`` (beta > 0)."""
 
     _name = "SmoothL1LossBackward0"
 
     @staticmethod
+    def kernel_sum(x, t, beta):
+        return _native_loss.huber_sum(x, t, "smooth_l1", beta)
+
+    @staticmethod
+    def kernel_slope(x, t, factor, beta):
+        return _native_loss.huber_slope(x, t, "smooth_l1", beta, factor)
+
+    @staticmethod
     def elementwise(xp, d, beta):
         a = xp.abs(d)
-        return xp.where(a < beta, (0.5 / beta) * d * d, a - 0.5 * beta).astype(d.dtype,
-                                                                               copy=False)
+        return where_of(xp)(a < beta, (0.5 / beta) * d * d, a - 0.5 * beta).astype(
+            d.dtype, copy=False)
 
     @staticmethod
     def slope(d, beta):
         return where(d.abs() < beta, d / beta, d.sign())
 
 
-class HuberLoss(PointwiseLoss):
+class HuberLoss(KernelReducedLoss):
     """``0.5 d^2`` where ``|d| < delta``, else ``delta * (|d| - delta / 2)`` (delta > 0)."""
 
     _name = "HuberLossBackward0"
 
     @staticmethod
+    def kernel_sum(x, t, delta):
+        return _native_loss.huber_sum(x, t, "huber", delta)
+
+    @staticmethod
+    def kernel_slope(x, t, factor, delta):
+        return _native_loss.huber_slope(x, t, "huber", delta, factor)
+
+    @staticmethod
     def elementwise(xp, d, delta):
         a = xp.abs(d)
-        return xp.where(a < delta, 0.5 * d * d, delta * (a - 0.5 * delta)).astype(
+        return where_of(xp)(a < delta, 0.5 * d * d, delta * (a - 0.5 * delta)).astype(
             d.dtype, copy=False)
 
     @staticmethod

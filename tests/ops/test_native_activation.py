@@ -350,3 +350,23 @@ def test_float32_softplus_kernel_accuracy(beta, threshold):
     normal = want > np.finfo(np.float32).tiny
     np.testing.assert_allclose(got[normal], want[normal], rtol=3e-7)
     assert np.all(np.abs(got[~normal]) <= np.finfo(np.float32).tiny)   # (flushed to 0)
+
+
+@pytest.mark.parametrize("fn, scale, alpha, input_scale", [
+    (lambda t: F.elu(t), 1.0, 1.0, 1.0), (lambda t: F.elu(t, 0.3), 1.0, 0.3, 1.0),
+    (F.selu, _SELU[1], _SELU[0], 1.0), (lambda t: F.celu(t, 2.5), 1.0, 2.5, 1 / 2.5)])
+def test_float32_elu_kernel_accuracy(fn, scale, alpha, input_scale):
+    # _native_smooth._elu32: the kernels' own expm1 (_expm1_32), exact near 0; within
+    # 2 ulps of float64's expm1 (3e-7 relative, as NumPy's is) plus scale's rounding
+    x = np.concatenate([np.linspace(-40, 10, 50001), -np.geomspace(1e-30, 1, 500),
+                        np.geomspace(1e-30, 1, 50)]).astype(np.float32)
+    got = fn(ember.tensor(x)).numpy()
+    x64 = x.astype(np.float64)
+    want = scale * np.where(x64 > 0, x64, alpha * np.expm1(np.minimum(x64, 0) * input_scale))
+    np.testing.assert_allclose(got, want, rtol=4e-7, atol=0)
+    special = np.float32([np.nan, -np.inf, np.inf, -0.0, 0.0, -17.6, -200.0])
+    special = np.concatenate([special, np.zeros(nact.MIN_SIZE, np.float32)])
+    got = F.elu(ember.tensor(special)).numpy()[:7]
+    assert np.isnan(got[0]) and got[1] == -1 and got[2] == np.inf
+    assert got[3] == 0 and np.signbit(got[3]) and got[4] == 0 and not np.signbit(got[4])
+    assert got[5] == -1 and got[6] == -1    # exp(x) below half an ulp of 1

@@ -84,6 +84,16 @@ def cases(lib) -> dict:
                                              reduction="batchmean")),
         "cosine_similarity": (rows, lambda x: fn.cosine_similarity(x, x.detach() + 1)),
         "normalize": (rows, lambda x: fn.normalize(x)),
+        "tanh": (rows, lambda x: x.tanh()),
+        "expm1": (rows, lambda x: x.expm1()),
+        "log1p": (rows, lambda x: x.abs().log1p()),
+        "pow 2": (rows, lambda x: x ** 2),
+        "hardtanh": (rows, lambda x: fn.hardtanh(x)),
+        "logsigmoid": (rows, lambda x: fn.logsigmoid(x)),
+        "binary_cross_entropy_with_logits": (rows, lambda x: (
+            fn.binary_cross_entropy_with_logits(x, (x.detach() > 0).float()))),
+        "smooth_l1_loss": (rows, lambda x: fn.smooth_l1_loss(x, x.detach() * 0.5)),
+        "huber_loss": (rows, lambda x: fn.huber_loss(x, x.detach() * 0.5)),
     }
 
 

@@ -44,8 +44,9 @@ def _softplus_select(x, t, beta, threshold):
 @native.kernel(parallel=True, fastmath=FUSED_MULTIPLY_ADD)
 def _softplus_backward(g, x, beta, threshold, out):
     for i in native.prange(x.size):
+        gv = g[i]      # (read before the select: see _native_select's note)
         z = x[i] * beta
-        out[i] = g[i] * _sigmoid_as(z) if z <= threshold else g[i]
+        out[i] = gv if z > threshold else gv * _sigmoid_as(z)   # (nan: nan, as PyTorch)
 
 
 @native.kernel(parallel=True)

@@ -345,7 +345,10 @@ class GeluBackward(Function):
 
 
 def _softplus_array(xp, z):
-    # NOTE: log(1 + exp(z)) = max(z, 0) + log1p(exp(-|z|)) never overflows.
+    """``log(1 + exp(z))`` of an array, as ``max(z, 0) + log1p(exp(-|z|))``, which never
+    overflows: for large float32 NumPy arrays in one kernel pass (_native_smooth)."""
+    if z.dtype == np.float32 and _native_act.supports(z):
+        return _native_smooth.softplus(z, 1.0, math.inf)
     return xp.maximum(z, 0) + xp.log1p(xp.exp(-xp.abs(z)))
 
 
@@ -462,7 +465,7 @@ class Softplus(Function):
             return _make(_native_smooth.softplus_backward(grad._data, x._data, ctx.beta,
                                                           ctx.threshold))
         z = x * ctx.beta
-        return grad * sigmoid(z).where(z <= ctx.threshold, 1.0)
+        return grad * sigmoid(z).masked_fill(z > ctx.threshold, 1.0)   # (nan: nan)
 
 
 class LogSigmoid(Function):
@@ -478,6 +481,9 @@ class LogSigmoid(Function):
     @staticmethod
     def backward(ctx, grad):
         (x,) = ctx.saved_tensors
+        if _native_act.first_order(grad, x):  # sigmoid(-x) grad, one pass on the arrays
+            return _make(_native_smooth.softplus_backward(grad._data, x._data, -1.0,
+                                                          math.inf))
         return grad * sigmoid(-x)
 
 

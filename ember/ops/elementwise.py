@@ -23,6 +23,7 @@ from .._core.grad_mode import PROCESS, STATE, is_grad_enabled
 from .._core.tensor import Tensor, _make
 from . import _kernels
 from . import _native_activation as _native_act
+from . import _native_exp_log
 from . import _native_select
 from ._inplace import op_pair
 from ._util import float_input, xp_of
@@ -105,9 +106,19 @@ class Exp2(_Unary):
     derivative = staticmethod(lambda x, y: y * LN2)
 
 
+def _expm1(xp, x):
+    return _native_exp_log.expm1(x) if _native_exp_log.takes(x) else xp.expm1(x)
+
+
+def _log1p(xp, x):
+    return _native_exp_log.log1p(x) if _native_exp_log.takes(x) else xp.log1p(x)
+
+
 class Expm1(_Unary):
+    """exp(x) - 1; large float32 CPU arrays by the kernels of _native_exp_log.py."""
+
     saves = "y"
-    compute = staticmethod(lambda xp, x: xp.expm1(x))
+    compute = staticmethod(_expm1)
     derivative = staticmethod(lambda x, y: y + 1)
 
 
@@ -127,8 +138,10 @@ class Log10(_Unary):
 
 
 class Log1p(_Unary):
+    """log(1 + x); large float32 CPU arrays by the kernels of _native_exp_log.py."""
+
     _name = "Log1PBackward0"
-    compute = staticmethod(lambda xp, x: xp.log1p(x))
+    compute = staticmethod(_log1p)
     derivative = staticmethod(lambda x, y: (x + 1).reciprocal())
 
 

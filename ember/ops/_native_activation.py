@@ -357,6 +357,12 @@ def _silu_backward_f64_into(grad, x):
 
 
 @native.kernel(parallel=True, fastmath=FUSED_MULTIPLY_ADD)
+def _tanh_f32(x, out):
+    for i in native.prange(x.size):
+        out[i] = _tanh32(x[i])
+
+
+@native.kernel(parallel=True, fastmath=FUSED_MULTIPLY_ADD)
 def _tanh_backward(grad, y, out):
     for i in native.prange(y.size):
         out[i] = grad[i] * _tanh_slope(y[i])
@@ -509,6 +515,41 @@ def _leaky_relu_backward(grad, s, slope, out):
         out[i] = g if s[i] > 0 else g * slope
 
 
+@native.kernel(parallel=True)
+def _hardtanh(x, lo, hi, out):
+    for i in native.prange(x.size):
+        v = x[i]
+        out[i] = lo if v < lo else (hi if v > hi else v)   # (nan stays nan)
+
+
+@native.kernel(parallel=True)
+def _hardtanh_backward(grad, y, lo, hi, out):
+    for i in native.prange(y.size):
+        g, v = grad[i], y[i]   # (read before the select: see _native_select's note)
+        out[i] = _ZERO if v <= lo or v >= hi else g
+
+
+def hardtanh(x: np.ndarray, lo: float, hi: float) -> np.ndarray:
+    """`x` clamped to [lo, hi] (NaN stays NaN), for a `supports` array: one parallel pass
+    (NumPy's clip runs on one thread)."""
+    flat = np.ascontiguousarray(x).reshape(-1)
+    out = np.empty_like(flat)
+    real = flat.dtype.type
+    run(_hardtanh, flat.size, flat, real(lo), real(hi), out, cut=(0, 3))
+    return out.reshape(x.shape)
+
+
+def hardtanh_backward(grad: np.ndarray, y: np.ndarray, lo: float, hi: float) -> np.ndarray:
+    """``grad``, zeroed where hardtanh's output `y` is at or past a bound (a NaN passes
+    its gradient, as in PyTorch), for `supports` arrays of one shape."""
+    flat = np.ascontiguousarray(y).reshape(-1)
+    out = np.empty_like(flat)
+    real = flat.dtype.type
+    run(_hardtanh_backward, flat.size, np.ascontiguousarray(grad).reshape(-1), flat, real(lo),
+        real(hi), out, cut=(0, 1, 4))
+    return out.reshape(y.shape)
+
+
 def leaky_relu(x: np.ndarray, slope: float) -> np.ndarray:
     """``x`` where x > 0, else ``x * slope`` (NaN stays NaN) for a `supports` array: one
     vectorized select.  NOTE: NumPy's ``where`` costs ~4 ns an element on a random sign
@@ -534,7 +575,8 @@ _FORWARD = {("gelu", 4): _gelu_f32, ("gelu", 8): _gelu_f64,
             ("silu", 4): _silu_f32, ("silu", 8): _silu_f64,
             ("relu", 4): _relu, ("relu", 8): _relu,
             ("sigmoid", 4): _sigmoid_f32, ("sigmoid", 8): _sigmoid_f64,
-            ("hardswish", 4): _hardswish_f32, ("hardswish", 8): _hardswish_f64}
+            ("hardswish", 4): _hardswish_f32, ("hardswish", 8): _hardswish_f64,
+            ("tanh", 4): _tanh_f32}   # (float64: NumPy's tanh)
 _BACKWARD = {("gelu", 4): _gelu_backward_f32, ("gelu", 8): _gelu_backward_f64,
              ("gelu_tanh", 4): _gelu_tanh_backward_f32,
              ("gelu_tanh", 8): _gelu_tanh_backward_f64,

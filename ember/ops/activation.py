@@ -564,7 +564,10 @@ class Hardtanh(Function):
     @staticmethod
     def forward(ctx, x, min_val, max_val):
         ctx.bounds = (min_val, max_val)
-        y = xp_of(x).clip(x, min_val, max_val).astype(x.dtype, copy=False)
+        if _native_act.supports(x):
+            y = _native_act.hardtanh(x, min_val, max_val)
+        else:
+            y = xp_of(x).clip(x, min_val, max_val).astype(x.dtype, copy=False)
         # NOTE: min < y < max exactly where min < x < max, so the output serves both forms.
         ctx.save_for_backward(y)
         return y
@@ -573,6 +576,8 @@ class Hardtanh(Function):
     def backward(ctx, grad):
         (y,) = ctx.saved_tensors
         lo, hi = ctx.bounds
+        if _native_act.first_order(grad, y):  # one pass on the arrays
+            return _make(_native_act.hardtanh_backward(grad._data, y._data, lo, hi))
         # NOTE: zero only where y is at or past a bound, so a NaN input passes its gradient
         # (PyTorch's rule), unlike clamp, whose gradient is zero at NaN.
         return grad.where(~((y <= lo) | (y >= hi)), 0.0)

@@ -370,3 +370,43 @@ def test_float32_elu_kernel_accuracy(fn, scale, alpha, input_scale):
     assert np.isnan(got[0]) and got[1] == -1 and got[2] == np.inf
     assert got[3] == 0 and np.signbit(got[3]) and got[4] == 0 and not np.signbit(got[4])
     assert got[5] == -1 and got[6] == -1    # exp(x) below half an ulp of 1
+
+
+def test_float32_tanh_kernel_within_three_ulps_and_special_values():
+    # the forward kernel (_tanh_f32): NumPy's float32 tanh runs on one thread
+    x = np.concatenate([np.linspace(-12, 12, 200001), np.geomspace(1e-30, 1, 5000),
+                        -np.geomspace(1e-30, 1, 5000)]).astype(np.float32)
+    got = ember.tensor(x).tanh().numpy()
+    want = np.tanh(x.astype(np.float64))
+    normal = np.abs(want) >= np.finfo(np.float32).tiny
+    ulps = np.abs(got[normal] - want[normal]) / np.spacing(
+        np.abs(want[normal]).astype(np.float32)).astype(np.float64)
+    assert ulps.max() <= 3
+    special = np.zeros(nact.MIN_SIZE, np.float32)
+    special[:5] = [np.nan, np.inf, -np.inf, -0.0, 1e-40]
+    got = ember.tensor(special).tanh().numpy()[:5]
+    assert np.isnan(got[0]) and got[1] == 1 and got[2] == -1
+    assert got[3] == 0 and np.signbit(got[3]) and got[4] == np.float32(1e-40)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("bounds", [(-1.0, 1.0), (0.0, 6.0)])
+def test_hardtanh_kernels_give_the_numpy_paths_bits(dtype, bounds):
+    x0 = (3 * np.random.default_rng(6).standard_normal(nact.MIN_SIZE + 3)).astype(dtype)
+    x0[:4] = [np.nan, bounds[0], bounds[1], -np.inf]
+    g0 = np.random.default_rng(7).standard_normal(x0.size).astype(dtype)
+    g0[5] = np.inf
+    results = []
+    for numba in (True, False):
+        with native.use_numba(numba):
+            x = ember.tensor(x0, requires_grad=True)
+            y = F.hardtanh(x, *bounds)
+            y.backward(ember.tensor(g0))
+            results.append((y.detach().numpy(), x.grad.numpy()))
+    np.testing.assert_array_equal(results[0][0], results[1][0])
+    np.testing.assert_array_equal(results[0][1], results[1][1])
+    y, g = results[0]
+    inside = (x0 > bounds[0]) & (x0 < bounds[1])
+    np.testing.assert_array_equal(y[4:], np.clip(x0[4:], *bounds))
+    assert np.isnan(y[0]) and g[0] == g0[0]    # nan passes its gradient
+    np.testing.assert_array_equal(g[1:], np.where(inside[1:], g0[1:], 0))

@@ -14,7 +14,7 @@ import numpy as np
 
 from .._core import dtype as dtypes
 from .._core.function import Function, check_graph_leak
-from .._core.grad_mode import STATE
+from .._core.grad_mode import PROCESS, STATE
 from .._core.tensor import Tensor, _make
 from ._broadcast import broadcast_shapes
 from . import _native_activation as _native_act
@@ -451,6 +451,7 @@ class PowTensorScalar(Function):
     """tensor ** number."""
 
     _name = "PowBackward0"
+    _fresh_grads = True  # (each backward's gradient is a new array: Node._fresh_grads)
 
     @staticmethod
     def forward(ctx, x, exponent):
@@ -464,6 +465,16 @@ class PowTensorScalar(Function):
         e = ctx.exponent
         if e == 0:
             return grad.new_zeros(grad.shape)
+        a, g = x._data, grad._data
+        if (not STATE.enabled and PROCESS.observer is None and type(a) is np.ndarray
+                and type(g) is np.ndarray and a.dtype.char in "fd" and g.dtype == a.dtype
+                and g.shape == a.shape and a.ndim > 0):
+            # first order on real arrays: the same arithmetic without recording, two
+            # passes (x ** 2 forward + backward took 1.4x PyTorch's time in five)
+            with np.errstate(all="ignore"):
+                d = a + a if e == 2 else np.power(a, e - 1) * e   # (2 x: exact)
+                d *= g
+            return _make(d)
         return times_conj(grad, e * x.pow(e - 1))
 
 

@@ -323,3 +323,23 @@ def test_empty_and_zero_dim():
     assert (e % 2).shape == (0, 3)
     z = t(3.0)
     assert (z ** 2).item() == 9.0 and (z % 2).item() == 1.0 and abs(-z).item() == 3.0
+
+
+@pytest.mark.parametrize("exponent", [2, 3, 0.5, -1.5, 1])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_pow_scalar_first_order_gradient_equals_the_recorded_one(exponent, dtype):
+    # the first-order backward runs on the arrays unrecorded: the same bits as the
+    # recorded (create_graph) backward, and e x ** (e - 1) grad against float64
+    x0 = np.random.default_rng(3).uniform(-2, 2, (40, 30)).astype(dtype)
+    g0 = np.random.default_rng(4).standard_normal((40, 30)).astype(dtype)
+    grads = []
+    for create_graph in (False, True):
+        x = ember.tensor(x0, requires_grad=True)
+        (gx,) = ember.autograd.grad(x ** exponent, x, ember.tensor(g0),
+                                    create_graph=create_graph)
+        grads.append(gx.detach().numpy())
+    np.testing.assert_array_equal(grads[0], grads[1])
+    x64 = x0.astype(np.float64)
+    with np.errstate(invalid="ignore"):
+        want = exponent * x64 ** (exponent - 1) * g0
+    np.testing.assert_allclose(grads[0], want, rtol=1e-6 if dtype == np.float32 else 1e-13)

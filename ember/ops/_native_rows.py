@@ -183,7 +183,8 @@ def _softmax_inner_backward_kernel(g, y, out, log):
         total = np.zeros(inner, y.dtype)
         for c in range(channels):
             for k in range(inner):
-                total[k] += go[c, k] if log else go[c, k] * yo[c, k]
+                gv, yv = go[c, k], yo[c, k]   # (read before the select: _native_select's note)
+                total[k] += gv if log else gv * yv
         for c in range(channels):
             for k in range(inner):
                 if log:

@@ -124,13 +124,14 @@ _L9, _L11, _L13 = np.float32(2.0 / 9), np.float32(2.0 / 11), np.float32(2.0 / 13
 @native.kernel(parallel=True, fastmath=FUSED_MULTIPLY_ADD)
 def _softplus32(x, beta, threshold, out):
     for i in native.prange(x.size):
-        z = x[i] * beta
+        v = x[i]
+        z = v * beta
         u = _exp_as(-abs(z))            # exp(-|z|), in (0, 1]
         s = u / (u + _TWO)
         s2 = s * s
         p = s * (_L1 + s2 * (_L3 + s2 * (_L5 + s2 * (_L7 + s2 * (_L9 + s2 * (
             _L11 + s2 * _L13))))))       # log1p(u)
-        out[i] = x[i] if z > threshold else ((z if z > 0 else _ZERO) + p) / beta
+        out[i] = v if z > threshold else ((z if z > 0 else _ZERO) + p) / beta
 
 
 def softplus(x, beta: float, threshold: float):

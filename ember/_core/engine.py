@@ -216,7 +216,8 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
                     if slots[nr] is None:
                         slots[nr] = g
                         if hands_over and _unshared(g, node_grads,
-                                                    node._is_view or node._owns_grad):
+                                                    node._is_view or node._owns_grad,
+                                                    node._grads_are_slices):
                             owned.add((child, nr))
                     else:
                         _sum_into(slots, owned, child, nr, g)
@@ -281,7 +282,8 @@ def _hands_over(node: Node, grads: list, owned: set) -> bool:
     Two kinds of built-in nodes hand the engine arrays nobody else holds: a node whose
     class declares ``_fresh_grads`` (its backward allocates each input's gradient) and a
     view's node, whose gradient is a view of its incoming one when the engine owned that
-    (as is the incoming array a ``_reuses_grad`` node wrote over).  Hooks on the node,
+    (as is the incoming array a ``_reuses_grad`` node wrote over, and each disjoint slice
+    of a ``_grads_are_slices`` node's).  Hooks on the node,
     or on the tensors it made, may keep what they see: none then.
     """
     if node._hooks or node._prehooks or node._tensor_prehooks or node._retained:
@@ -303,9 +305,10 @@ def _may_overwrite(node: Node, owned: set, create_graph: bool, captures) -> bool
                      or node._retained))
 
 
-def _unshared(g: Tensor, incoming: list, is_view: bool) -> bool:
+def _unshared(g: Tensor, incoming: list, is_view: bool, slices: bool = False) -> bool:
     """`g` may become the engine's: a writable NumPy array (not a broadcast view) that, for
-    a ``_fresh_grads`` node, shares no memory with a gradient the node received."""
+    a ``_fresh_grads`` node, shares no memory with a gradient the node received; for a
+    ``_grads_are_slices`` node (`slices`), a C-contiguous one."""
     data = g._data
     if type(data) is not np.ndarray:
         return False
@@ -313,6 +316,8 @@ def _unshared(g: Tensor, incoming: list, is_view: bool) -> bool:
         return False
     if is_view:
         return True
+    if slices:
+        return data.flags.c_contiguous
     root = data if data.base is None else data.base
     for x in incoming:
         if x is not None:

@@ -154,11 +154,15 @@ class Node:
     _reuses_grad = False
     _owns_grad = False
     _is_view = False
+    # A built-in backward whose gradients are disjoint slices of its incoming one (cat's,
+    # stack's): where the engine owns that array, it owns each C-contiguous slice too, and
+    # a leaf may keep one as .grad without a copy (as PyTorch's does for cat along dim 0).
+    _grads_are_slices = False
     # A built-in op whose forward marks an output of a float dtype non-differentiable
     # (ember.compile's training replay, which knows outputs' gradients ahead of the
     # forward, leaves graphs holding one to the op-by-op replay).
     _marks_outputs = False
-    _may_hand_over = False  # _fresh_grads or _is_view: one lookup per node for the engine
+    _may_hand_over = False  # _fresh_grads, _is_view or _grads_are_slices (for the engine)
 
     def name(self) -> str:
         """The PyTorch-style name of this node, e.g. ``'MulBackward0'``."""

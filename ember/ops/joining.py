@@ -44,6 +44,8 @@ def _promoted(tensors: list) -> list:
 
 
 class Cat(Function):
+    _grads_are_slices = True  # (each input's gradient a slice of the incoming one)
+
     @staticmethod
     def forward(ctx, *xs, dim):
         ctx.dim = dim
@@ -131,6 +133,8 @@ concat = concatenate = cat
 
 
 class Stack(Function):
+    _grads_are_slices = True  # (each input's gradient a slice of the incoming one)
+
     @staticmethod
     def forward(ctx, *xs, dim):
         ctx.dim = dim

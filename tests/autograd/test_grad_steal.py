@@ -287,3 +287,31 @@ def test_norm_node_gradients_are_adopted_without_copy(adopted, op, affine):
     expected = ember.autograd.grad(run(), leaves, g)
     for t, e in zip(leaves, expected):
         np.testing.assert_array_equal(t.grad.numpy(), e.numpy())
+
+
+@pytest.mark.parametrize("join", ["cat", "stack"])
+def test_contiguous_slices_of_an_owned_gradient_are_adopted(adopted, join):
+    # cat along dim 0 (and stack's unbind) hands each input a C-contiguous slice of the
+    # owned incoming gradient: kept without a copy, as PyTorch keeps them
+    a = ember.randn(6, 4, requires_grad=True)
+    b = ember.randn(6, 4, requires_grad=True)
+    getattr(ember, join)([a, b], 0).sigmoid().sum().backward()
+    assert adopted == [True, True]
+    assert a.grad._data.base is b.grad._data.base
+    s = ember.sigmoid(ember.cat([a, b]).detach())
+    np.testing.assert_allclose(np.concatenate([a.grad.numpy(), b.grad.numpy()]).reshape(-1),
+                               (s * (1 - s)).numpy().reshape(-1), rtol=1e-6)
+    # accumulating into one leaf's slice leaves the other's alone
+    before = b.grad.numpy().copy()
+    getattr(ember, join)([a, b.detach()], 0).sigmoid().sum().backward()
+    np.testing.assert_array_equal(b.grad.numpy(), before)
+    np.testing.assert_allclose(a.grad.numpy(), 2 * (s * (1 - s)).numpy()[:6], rtol=1e-6)
+
+
+def test_strided_slices_of_an_owned_gradient_are_copied(adopted):
+    # along dim 1 each slice is strided: copied into a C-contiguous .grad
+    a = ember.randn(6, 4, requires_grad=True)
+    b = ember.randn(6, 4, requires_grad=True)
+    ember.cat([a, b], 1).sigmoid().sum().backward()
+    assert adopted == [False, False]
+    assert a.grad.is_contiguous() and b.grad.is_contiguous()

@@ -83,33 +83,41 @@ _T3, _T5, _T7, _T9, _T11, _T13, _T15 = (_f32(c) for c in (
     -929569 / 638512875))
 
 
-class _Float32FromBits(native.Kernel):
-    """``_float32_from_bits(i)``: the float32 whose bit pattern is the int32 `i` (one LLVM
-    bitcast, which vectorizes; numba has no scalar ``view``).  Built on first use, like
-    every kernel, so that ``import ember`` does not import numba."""
+class _BitCast(native.Kernel):
+    """A kernel helper reading a 32-bit value's bits as another type: ``_float32_from_bits(i)``
+    is the float32 whose bit pattern is the int32 `i`, ``_bits_of_float32(v)`` the int32
+    of float32 `v`'s (one LLVM bitcast, which vectorizes; numba has no scalar ``view``).
+    Built on first use, like every kernel, so that ``import ember`` does not import
+    numba."""
 
-    def __init__(self):
+    def __init__(self, name: str, to_float: bool):
         self.py_func = None
         self._compiled = None
-        self.__name__ = "_float32_from_bits"
+        self.__name__ = name
+        self.to_float = to_float
 
     def _compile(self):
         from llvmlite import ir
         from numba.core import types
         from numba.extending import intrinsic
 
+        source, target = (types.int32, types.float32) if self.to_float else (
+            types.float32, types.int32)
+        llvm_target = ir.FloatType() if self.to_float else ir.IntType(32)
+
         @intrinsic
-        def _float32_from_bits(typingctx, bits):
+        def bitcast(typingctx, value):
             def codegen(context, builder, signature, args):
-                return builder.bitcast(args[0], ir.FloatType())
+                return builder.bitcast(args[0], llvm_target)
 
-            return types.float32(types.int32), codegen
+            return target(source), codegen
 
-        self._compiled = _float32_from_bits
+        self._compiled = bitcast
         return self._compiled
 
 
-_float32_from_bits = _Float32FromBits()
+_float32_from_bits = _BitCast("_float32_from_bits", to_float=True)
+_bits_of_float32 = _BitCast("_bits_of_float32", to_float=False)
 
 
 @native.kernel(inline=True)

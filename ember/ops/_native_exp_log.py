@@ -5,10 +5,10 @@ AVX-512, where its exp and log are vectorized: on an AMD EPYC (2026-12-06), 1M f
 took 10-13 ms in expm1 or log1p against 1.4 ms in exp and 1.9 in log, and
 ``x.expm1()`` / ``x.log1p()`` forward + backward 6.2x and 6.4x PyTorch's time.
 
-expm1 is the kernels' own vectorized `_expm1_32` (within 2 ulps).  log1p keeps NumPy's
-vectorized log: with ``u = 1 + x`` rounded, ``log1p(x) = log(u) x / (u - 1)`` (x itself
-where u is 1), which cancels the rounding of u (a classic rewrite, accurate to a few ulps
-when log is; the product in float64, within 2 ulps here).
+expm1 is the kernels' own vectorized `_expm1_32` (within 2 ulps).  log1p is
+``log(u) x / (u - 1)`` with ``u = 1 + x`` rounded (x itself where u is 1), which cancels
+the rounding of u (a classic rewrite, accurate to a few ulps when log is), with the
+kernels' own vectorized float32 log (`_log32`) and the product in float64: within 2 ulps.
 """
 
 from __future__ import annotations
@@ -16,14 +16,41 @@ from __future__ import annotations
 import numpy as np
 
 from . import _native as native
-from ._native_activation import _expm1_32, supports
+from ._native_activation import (_bits_of_float32, _expm1_32, _float32_from_bits,
+                                 supports)
 
-_ONE, _INF = np.float32(1.0), np.float32(np.inf)
+_ONE, _TWO = np.float32(1.0), np.float32(2.0)
+_INF, _NAN = np.float32(np.inf), np.float32(np.nan)
+# log32: a float32's fields, sqrt(2)'s bits, ln 2 = hi + lo (hi exact times any exponent),
+# and the atanh series' coefficients 2 / (2k + 1)
+_MANTISSA, _ONE_BITS = np.int32(0x007FFFFF), np.int32(0x3F800000)
+_SQRT2_BITS = np.int32(0x3FB504F3)
+_LN2_HI, _LN2_LO = np.float32(0.693359375), np.float32(-2.12194440e-4)
+_A3, _A5, _A7, _A9 = (np.float32(2.0 / 3), np.float32(2.0 / 5), np.float32(2.0 / 7),
+                      np.float32(2.0 / 9))
 
 
 def takes(x) -> bool:
     """Whether the kernels take `x`: a large float32 NumPy array, numba on."""
     return type(x) is np.ndarray and x.dtype == np.float32 and supports(x)
+
+
+@native.kernel(inline=True)
+def _log32(u):
+    """log(u) of a positive normal float32, within about 1 ulp: ``u = 2**e m`` with m in
+    [sqrt(1/2), sqrt(2)) read off u's bits, and ``log(m) = f - s (f - R)``, f = m - 1
+    (exact), s = f / (f + 2), R the rest of 2 atanh(s)'s series to s**9 (the next term
+    is 2e-9 of the result)."""
+    bits = _bits_of_float32(u)
+    mantissa = (bits & _MANTISSA) | _ONE_BITS                 # m in [1, 2)
+    high = np.int32(mantissa > _SQRT2_BITS)
+    m = _float32_from_bits(mantissa - (high << np.int32(23)))  # halved past sqrt(2)
+    e = np.float32((bits >> np.int32(23)) - np.int32(127) + high)
+    f = m - _ONE
+    s = f / (f + _TWO)
+    z = s * s
+    r = z * (_A3 + z * (_A5 + z * (_A7 + z * _A9)))
+    return e * _LN2_HI + ((f - s * (f - r)) + e * _LN2_LO)
 
 
 @native.kernel(parallel=True)
@@ -33,21 +60,14 @@ def _expm1(x, out):
 
 
 @native.kernel(parallel=True)
-def _one_plus(x, out):
+def _log1p32(x, out):
     for i in native.prange(x.size):
-        out[i] = _ONE + x[i]
-
-
-@native.kernel(parallel=True)
-def _log1p_from_log(x, u, log_u):
-    # log_u holds log(u), u = 1 + x rounded; written over with log1p(x)
-    for i in native.prange(x.size):
-        v, w, lw = x[i], u[i], log_u[i]   # (read before the select: _native_select's note)
-        # (in float64, so that only log's error and the last rounding are left; inf / inf
-        # would give nan)
-        fixed = lw if v == _INF else np.float32(np.float64(lw) * (
-            np.float64(v) / np.float64(w - _ONE)))
-        log_u[i] = v if w == _ONE else fixed
+        v = x[i]
+        u = _ONE + v
+        # (in float64, so that only log's error and the last rounding are left)
+        fixed = np.float32(np.float64(_log32(u)) * (np.float64(v) / np.float64(u - _ONE)))
+        special = -_INF if u == 0 else (_NAN if u < 0 else fixed)
+        out[i] = v if u == _ONE or v == _INF or v != v else special
 
 
 def expm1(x):
@@ -61,9 +81,6 @@ def expm1(x):
 def log1p(x):
     """``log(1 + x)`` of a `takes` array (nan below -1, -inf at -1, as NumPy's)."""
     flat = native.flat(x)
-    u = np.empty_like(flat)
-    native.run(_one_plus, flat.size, flat, u, cut=(0, 1))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        out = np.log(u)
-    native.run(_log1p_from_log, flat.size, flat, u, out, cut=(0, 1, 2))
+    out = np.empty_like(flat)
+    native.run(_log1p32, flat.size, flat, out, cut=(0, 1))
     return out.reshape(x.shape)

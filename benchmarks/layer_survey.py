@@ -51,6 +51,7 @@ def cases(lib) -> dict:
         "layer_norm (2 dims)": (images, lambda x: fn.layer_norm(x, (32, 32))),
         "rms_norm": (rows3, lambda x: fn.rms_norm(x, (256,))),
         "max_pool2d": (images, lambda x: fn.max_pool2d(x, 2)),
+        "max_pool2d 3x3/2": (images, lambda x: fn.max_pool2d(x, 3, 2, 1)),
         "avg_pool2d": (images, lambda x: fn.avg_pool2d(x, 2)),
         "adaptive_avg_pool2d 1": (images, lambda x: fn.adaptive_avg_pool2d(x, 1)),
         "interpolate nearest": (images, lambda x: fn.interpolate(x, scale_factor=2)),

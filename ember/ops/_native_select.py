@@ -81,13 +81,15 @@ def where(condition, a, b):
                 and np.result_type(a, b) == dtype):
             out = np.empty(condition.shape, dtype)
             flat = (condition.reshape(-1), out.reshape(-1))
+            # (the arrays cut over ember's threads; a scalar operand passed whole)
             if dtype_a and dtype_b:
-                native.run(_arrays, out.size, flat[0], a.reshape(-1), b.reshape(-1), flat[1])
+                native.run(_arrays, out.size, flat[0], a.reshape(-1), b.reshape(-1), flat[1],
+                           cut=(0, 1, 2, 3))
             elif dtype_a:
                 native.run(_array_scalar, out.size, flat[0], a.reshape(-1), dtype.type(b),
-                           flat[1])
+                           flat[1], cut=(0, 1, 3))
             else:
                 native.run(_scalar_array, out.size, flat[0], dtype.type(a), b.reshape(-1),
-                           flat[1])
+                           flat[1], cut=(0, 2, 3))
             return out
     return np.where(condition, a, b)

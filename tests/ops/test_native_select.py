@@ -30,8 +30,8 @@ def test_select_kernels_give_numpys_values(dtype, monkeypatch):
     ran = []
     # (their serial builds, as `native.run` takes for this size: a threaded build costs
     # ~1 s of compiling per kernel and dtype in a cold cache)
-    monkeypatch.setattr(native, "run", lambda kernel, *args: (ran.append(kernel),
-                                                              kernel.serial(*args[1:]))[1])
+    monkeypatch.setattr(native, "run", lambda kernel, *args, cut=(): (
+        ran.append(kernel), kernel.serial(*args[1:]))[1])
     for x, y in ((a, b), (a, 0.5), (-1, b), (a, np.nan), (a, 3)):
         got = _native_select.where(cond, x, y)
         want = np.where(cond, x, y)
@@ -43,7 +43,7 @@ def test_select_kernels_give_numpys_values(dtype, monkeypatch):
 
 @needs_numba
 def test_operands_the_kernels_do_not_take_go_to_numpy(monkeypatch):
-    monkeypatch.setattr(native, "run", lambda *a: pytest.fail("a kernel ran"))
+    monkeypatch.setattr(native, "run", lambda *a, **k: pytest.fail("a kernel ran"))
     a32, a64 = _data(np.float32), _data(np.float64)
     cond = a64 > 0
     cases = [(cond, a32, a64),                       # two dtypes: NumPy promotes
@@ -70,3 +70,15 @@ def test_where_and_the_gradients_written_with_it_on_both_paths():
         results.append((out.detach().numpy(), x.grad.numpy(), y.grad.numpy()))
     for a, b in zip(*results):
         np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7)
+
+
+@needs_numba
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_select_kernels_cut_over_two_threads_give_numpys_values(dtype, on_two_threads):
+    # the arrays cut over ember's threads from SPLIT_MIN elements (a scalar passed whole)
+    n = native.SPLIT_MIN + 7
+    rng = np.random.default_rng(4)
+    a, b = rng.standard_normal(n).astype(dtype), rng.standard_normal(n).astype(dtype)
+    cond = rng.standard_normal(n) > 0
+    for x, y in ((a, b), (a, 0.5), (-1, b)):
+        np.testing.assert_array_equal(_native_select.where(cond, x, y), np.where(cond, x, y))

@@ -142,6 +142,16 @@ def test_channel_affine_kernels_against_numpy():
     assert not _native_channel_affine.supports(y, w[:8], b)          # not one per channel
 
 
+@needs_numba
+def test_channel_affine_forward_cut_over_two_threads(on_two_threads):
+    # from SPLIT_MIN elements the images are cut over ember's threads: the same values
+    rng = np.random.default_rng(5)
+    y = rng.standard_normal((5, 16, 4000)).astype(np.float32)
+    w, b = rng.standard_normal(16).astype(np.float32), rng.standard_normal(16).astype(np.float32)
+    np.testing.assert_array_equal(_native_channel_affine.forward(y, w, b),
+                                  y * w[:, None] + b[:, None])
+
+
 def test_group_norm_node_matches_pytorch():
     torch = pytest.importorskip("torch")
     rng = np.random.default_rng(4)

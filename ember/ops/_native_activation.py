@@ -127,9 +127,7 @@ def _exp32(v):
     below the normal float32 range (see _EXP_LO), inf above it, nan for nan.
     """
     tiny = v < _EXP_LO
-    v = min(max(v, _EXP_LO), _EXP_HI)
-    fn = np.floor(v * _LOG2E + _HALF)  # (np.floor stays float32; math.floor gives int64)
-    r = v - fn * _LN2_HI - fn * _LN2_LO
+    fn, r = _ln2_reduced(min(max(v, _EXP_LO), _EXP_HI))
     p = _E7 * r + _E6
     p = p * r + _E5
     p = p * r + _E4
@@ -137,13 +135,26 @@ def _exp32(v):
     p = p * r + _E2
     p = p * r + _ONE
     p = p * r + _ONE
-    # 2**n from its exponent bits, in two halves: n runs from -150 to 129, beyond the
-    # exponents of normal float32s
+    scale, rest = _two_to(fn)
+    return _ZERO if tiny else p * scale * rest
+
+
+@native.kernel(inline=True)
+def _ln2_reduced(v):
+    """(n, r) with ``v = n ln 2 + r``, |r| <= ln 2 / 2, n a whole float32 (np.floor stays
+    float32; math.floor gives int64)."""
+    fn = np.floor(v * _LOG2E + _HALF)
+    return fn, v - fn * _LN2_HI - fn * _LN2_LO
+
+
+@native.kernel(inline=True)
+def _two_to(fn):
+    """2**n for a whole float32 n in [-150, 129] as two float32 halves whose product it
+    is, each from its exponent bits (n runs beyond the exponents of normal float32s)."""
     n = np.int32(fn)
     half = n >> 1
-    scale = _float32_from_bits((half + np.int32(127)) << np.int32(23))
-    rest = _float32_from_bits((n - half + np.int32(127)) << np.int32(23))
-    return _ZERO if tiny else p * scale * rest
+    return (_float32_from_bits((half + np.int32(127)) << np.int32(23)),
+            _float32_from_bits((n - half + np.int32(127)) << np.int32(23)))
 
 
 @native.kernel(inline=True)
@@ -156,9 +167,7 @@ def _expm1_32(v):
     that ``(q + 1) 2**n - 1``.  Within 2 ulps; -1 below _EXPM1_LO, inf above _EXP_HI,
     nan for nan, and 0 keeps its sign.
     """
-    w = min(max(v, _EXPM1_LO), _EXP_HI)
-    fn = np.floor(w * _LOG2E + _HALF)
-    r = w - fn * _LN2_HI - fn * _LN2_LO
+    fn, r = _ln2_reduced(min(max(v, _EXPM1_LO), _EXP_HI))
     q = _E8 * r + _E7
     q = q * r + _E6
     q = q * r + _E5
@@ -167,13 +176,10 @@ def _expm1_32(v):
     q = q * r + _E2
     q = q * r + _ONE
     q = q * r
-    n = np.int32(fn)
-    half = n >> 1    # 2**n in two halves, as in _exp32 (n reaches 129)
-    scale = _float32_from_bits((half + np.int32(127)) << np.int32(23))
-    rest = _float32_from_bits((n - half + np.int32(127)) << np.int32(23))
+    scale, rest = _two_to(fn)
     exact = q * scale * rest + (scale * rest - _ONE)
     large = (q + _ONE) * scale * rest - _ONE
-    result = large if n > np.int32(24) else exact
+    result = large if fn > _f32(24) else exact
     return v if v != v or v == _ZERO else result
 
 

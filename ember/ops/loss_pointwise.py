@@ -159,18 +159,28 @@ class MseLoss(KernelReducedLoss):
         return d * (grad * 2)  # (the factor on the small gradient: one pass over d)
 
 
-class SmoothL1Loss(KernelReducedLoss):
+class _HuberKernels(KernelReducedLoss):
+    """Huber and smooth L1 share their kernels (`_native_loss.huber_sum` and
+    `huber_slope`, told `_kind`); the loss' one keyword parameter is their edge."""
+
+    _kind = ""
+
+    @classmethod
+    def kernel_sum(cls, x, t, **edge):
+        (value,) = edge.values()
+        return _native_loss.huber_sum(x, t, cls._kind, value)
+
+    @classmethod
+    def kernel_slope(cls, x, t, factor, **edge):
+        (value,) = edge.values()
+        return _native_loss.huber_slope(x, t, cls._kind, value, factor)
+
+
+class SmoothL1Loss(_HuberKernels):
     """``0.5 d^2 / beta`` where ``|d| < beta``, else ``|d| - beta / 2`` (beta > 0)."""
 
     _name = "SmoothL1LossBackward0"
-
-    @staticmethod
-    def kernel_sum(x, t, beta):
-        return _native_loss.huber_sum(x, t, "smooth_l1", beta)
-
-    @staticmethod
-    def kernel_slope(x, t, factor, beta):
-        return _native_loss.huber_slope(x, t, "smooth_l1", beta, factor)
+    _kind = "smooth_l1"
 
     @staticmethod
     def elementwise(xp, d, beta):
@@ -183,18 +193,11 @@ class SmoothL1Loss(KernelReducedLoss):
         return where(d.abs() < beta, d / beta, d.sign())
 
 
-class HuberLoss(KernelReducedLoss):
+class HuberLoss(_HuberKernels):
     """``0.5 d^2`` where ``|d| < delta``, else ``delta * (|d| - delta / 2)`` (delta > 0)."""
 
     _name = "HuberLossBackward0"
-
-    @staticmethod
-    def kernel_sum(x, t, delta):
-        return _native_loss.huber_sum(x, t, "huber", delta)
-
-    @staticmethod
-    def kernel_slope(x, t, factor, delta):
-        return _native_loss.huber_slope(x, t, "huber", delta, factor)
+    _kind = "huber"
 
     @staticmethod
     def elementwise(xp, d, delta):

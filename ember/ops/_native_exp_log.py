@@ -16,16 +16,15 @@ from __future__ import annotations
 import numpy as np
 
 from . import _native as native
-from ._native_activation import (_bits_of_float32, _expm1_32, _float32_from_bits,
-                                 supports)
+from ._native_activation import (_LN2_HI, _LN2_LO, _bits_of_float32, _expm1_32,
+                                 _float32_from_bits, supports)
 
 _ONE, _TWO = np.float32(1.0), np.float32(2.0)
 _INF, _NAN = np.float32(np.inf), np.float32(np.nan)
-# log32: a float32's fields, sqrt(2)'s bits, ln 2 = hi + lo (hi exact times any exponent),
-# and the atanh series' coefficients 2 / (2k + 1)
+# log32: a float32's fields, sqrt(2)'s bits, and the atanh series' coefficients
+# 2 / (2k + 1) (ln 2 = _LN2_HI + _LN2_LO, the hi part exact times any exponent)
 _MANTISSA, _ONE_BITS = np.int32(0x007FFFFF), np.int32(0x3F800000)
 _SQRT2_BITS = np.int32(0x3FB504F3)
-_LN2_HI, _LN2_LO = np.float32(0.693359375), np.float32(-2.12194440e-4)
 _A3, _A5, _A7, _A9 = (np.float32(2.0 / 3), np.float32(2.0 / 5), np.float32(2.0 / 7),
                       np.float32(2.0 / 9))
 

@@ -282,9 +282,10 @@ def _hands_over(node: Node, grads: list, owned: set) -> bool:
     Two kinds of built-in nodes hand the engine arrays nobody else holds: a node whose
     class declares ``_fresh_grads`` (its backward allocates each input's gradient) and a
     view's node, whose gradient is a view of its incoming one when the engine owned that
-    (as is the incoming array a ``_reuses_grad`` node wrote over, and each disjoint slice
-    of a ``_grads_are_slices`` node's).  Hooks on the node,
-    or on the tensors it made, may keep what they see: none then.
+    (as is the incoming array a ``_reuses_grad`` node wrote over).  A
+    ``_grads_are_slices`` node (cat, stack) hands on disjoint slices of its incoming one
+    likewise.  Hooks on the node, or on the tensors it made, may keep what they see: none
+    then.
     """
     if node._hooks or node._prehooks or node._tensor_prehooks or node._retained:
         return False

@@ -404,10 +404,26 @@ def _is_integral(d) -> bool:
     return not (d.is_floating_point or d.is_complex)
 
 
+# A float array to these numbers: PyTorch's own arithmetic for them (``x * x * x`` for 3,
+# a square root for 0.5, ...), not NumPy's power, which for any exponent but 2 calls
+# powf per element: x ** 3 of 1M float32 took 10.3 ms, x * x * x 0.32 (AMD EPYC).
+_SCALAR_POWERS = {
+    2: lambda x: x * x,
+    3: lambda x: x * x * x,
+    0.5: np.sqrt,
+    -0.5: lambda x: np.reciprocal(np.sqrt(x)),
+    -1: np.reciprocal,
+    -2: lambda x: np.reciprocal(x * x),
+}
+
+
 def _power(x, y):
     """``x ** y``; an integer to a negative power gives 0 unless the base is 1 or -1."""
     xp = _xp(x, y)
     with np.errstate(all="ignore"):
+        if (type(x) is np.ndarray and x.dtype.char in "fd" and type(y) in (int, float)
+                and y in _SCALAR_POWERS):
+            return _SCALAR_POWERS[y](x)
         if isinstance(y, (bool, int, float)) or y.dtype.kind not in "iu" or not (y < 0).any():
             return _same_dtype(xp.power(x, y), x, y)
         base = x if not isinstance(x, (bool, int)) else xp.asarray(x, dtype=y.dtype)
@@ -472,7 +488,7 @@ class PowTensorScalar(Function):
             # first order on real arrays: the same arithmetic without recording, two
             # passes (x ** 2 forward + backward took 1.4x PyTorch's time in five)
             with np.errstate(all="ignore"):
-                d = a + a if e == 2 else np.power(a, e - 1) * e   # (2 x: exact)
+                d = a + a if e == 2 else _power(a, e - 1) * e   # (2 x: exact)
                 d *= g
             return _make(d)
         return times_conj(grad, e * x.pow(e - 1))

@@ -343,3 +343,25 @@ def test_pow_scalar_first_order_gradient_equals_the_recorded_one(exponent, dtype
     with np.errstate(invalid="ignore"):
         want = exponent * x64 ** (exponent - 1) * g0
     np.testing.assert_allclose(grads[0], want, rtol=1e-6 if dtype == np.float32 else 1e-13)
+
+
+@pytest.mark.parametrize("exponent", [2, 3, 0.5, -0.5, -1, -2, 2.0, 3.0])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_pow_by_common_numbers_against_float64(exponent, dtype):
+    # squares, cubes, square roots and reciprocals by their own arithmetic (x * x * x,
+    # sqrt, ...), not NumPy's power: within 2 roundings of float64's
+    x0 = np.random.default_rng(5).uniform(0.1, 4, 5000).astype(dtype)
+    x0[:3] = [np.inf, 0.0, np.nan]
+    got = (ember.tensor(x0) ** exponent).numpy()
+    with np.errstate(divide="ignore"):
+        want = np.power(x0.astype(np.float64), exponent)
+    assert got.dtype == dtype
+    np.testing.assert_allclose(got, want, rtol=3 * np.finfo(dtype).eps, atol=0)
+
+
+@pytest.mark.parametrize("exponent", [2, 3, -0.5, -1, -2])
+def test_pow_by_common_numbers_gives_pytorchs_bits(exponent):
+    torch = pytest.importorskip("torch")
+    x0 = np.random.default_rng(6).uniform(0.1, 4, 5000).astype(np.float32)
+    np.testing.assert_array_equal((ember.tensor(x0) ** exponent).numpy(),
+                                  (torch.from_numpy(x0) ** exponent).numpy())

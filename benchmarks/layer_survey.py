@@ -40,6 +40,7 @@ def cases(lib) -> dict:
     images, rows3, rows = data(8, 64, 32, 32), data(32, 64, 256), data(4096, 256)
     w3, w1, wd = (lib.tensor(data(64, 64, 3, 3)), lib.tensor(data(64, 64, 1, 1)),
                   lib.tensor(data(64, 1, 3, 3)))
+    picks = lib.tensor(rng.integers(0, 256, (4096, 16)))
     return {
         "conv 3x3, 64 channels": (images[:2], lambda x: fn.conv2d(x, w3, padding=1)),
         "conv 1x1": (images, lambda x: fn.conv2d(x, w1)),
@@ -95,6 +96,7 @@ def cases(lib) -> dict:
             fn.binary_cross_entropy_with_logits(x, (x.detach() > 0).float()))),
         "smooth_l1_loss": (rows, lambda x: fn.smooth_l1_loss(x, x.detach() * 0.5)),
         "huber_loss": (rows, lambda x: fn.huber_loss(x, x.detach() * 0.5)),
+        "gather (16 of 256 per row)": (rows, lambda x: x.gather(1, picks)),
     }
 
 

@@ -15,6 +15,7 @@ from .._core.backend import scatter_add as _scatter_add
 from .._core.function import Function
 from .._core.grad_mode import STATE
 from .._core.tensor import Tensor, _make
+from . import _native_scatter
 from ._inplace import inplace_form
 from ._util import check_same_device, is_scalar, wrap_dim, xp_of
 from .indexing import output_array, pad_to
@@ -102,13 +103,25 @@ def _counts(shape, key, xp, dtype):
 
 
 class Gather(Function):
+    _fresh_grads = True  # (each backward's gradient is a new array: Node._fresh_grads)
+
     @staticmethod
     def forward(ctx, x, dim, index):
         ctx.in_shape, ctx.dim, ctx.index = x.shape, dim, index
+        picked = _native_scatter.gather(x, index, dim)
+        if picked is not None:
+            return picked
         return xp_of(x).ascontiguousarray(x[_full_key(index, dim)])
 
     @staticmethod
     def backward(ctx, grad):
+        g = grad._data
+        if not STATE.enabled and type(g) is np.ndarray:
+            # first order: the zeros scattered into where they are made (ScatterAdd would
+            # copy them first)
+            out = np.zeros(ctx.in_shape, g.dtype)
+            if _native_scatter.scatter_add(out, ctx.index, g, ctx.dim):
+                return _make(out)
         return ScatterAdd.apply(grad.new_zeros(ctx.in_shape), grad, dim=ctx.dim, index=ctx.index)
 
 
@@ -117,7 +130,9 @@ class ScatterAdd(Function):
     def forward(ctx, x, src, dim, index):
         ctx.dim, ctx.index, ctx.src_shape = dim, index, src.shape
         out = output_array(ctx, x)
-        _scatter_add(xp_of(out), out, _full_key(index, dim), _head(src, index.shape))
+        values = _head(src, index.shape)
+        if not _native_scatter.scatter_add(out, index, values, dim):
+            _scatter_add(xp_of(out), out, _full_key(index, dim), values)
         return out
 
     @staticmethod

@@ -1,0 +1,107 @@
+"""numba kernels of gather along one dim and of its gradient, a scatter-add
+(`scatter_add` too): ``out[a, m, b] = x[a, index[a, m, b], b]`` and ``out[a, index[a, m,
+b], b] += src[a, m, b]`` over (outer, dim, inner) views.  The scatter-add adds in the
+order ``np.add.at`` does (C order of the index), so the sums are the same.
+
+NOTE: why.  ``np.add.at`` is a generic indexed loop, ~26 ns an update here, and the
+gather an advanced-indexing key: gather of (4096, 16) picks from (4096, 256) float32,
+forward and backward, took 4.5 ms, 1.7 of them in ``np.add.at`` (PyTorch: 0.29 ms; AMD
+EPYC, 2026-12-06).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from . import _native as native
+
+MIN_SIZE = 1 << 12  # (fewer updates: np.add.at's call costs less than the kernel's)
+
+
+@native.kernel
+def _gather_dim(x, index, out):
+    size = x.shape[1]
+    outside = 0
+    for a in range(index.shape[0]):
+        for m in range(index.shape[1]):
+            for b in range(index.shape[2]):
+                i = index[a, m, b]
+                if 0 <= i < size:
+                    out[a, m, b] = x[a, i, b]
+                else:
+                    outside += 1
+    return outside
+
+
+@native.kernel
+def _scatter_add_dim(out, index, src):
+    size = out.shape[1]
+    outside = 0
+    for a in range(index.shape[0]):
+        for m in range(index.shape[1]):
+            for b in range(index.shape[2]):
+                i = index[a, m, b]
+                if 0 <= i < size:
+                    out[a, i, b] += src[a, m, b]
+                else:
+                    outside += 1
+    return outside
+
+
+def _three_dims(a, dim: int):
+    """`a` viewed as (outer, a.shape[dim], inner) around `dim`, or None where that view
+    would need a copy."""
+    shape = (math.prod(a.shape[:dim]), a.shape[dim], math.prod(a.shape[dim + 1:]))
+    try:
+        return a.reshape(shape, copy=False)
+    except ValueError:
+        return None
+
+
+def _takes(x, index) -> bool:
+    return (native.enabled() and type(x) is np.ndarray and type(index) is np.ndarray
+            and index.size >= MIN_SIZE and x.dtype in (np.float32, np.float64)
+            and index.dtype == np.int64 and x.ndim == index.ndim > 0)
+
+
+def _block(x, index, dim: int):
+    """The part of `x` a gather or scatter with `index` along `dim` reaches: the first
+    ``index.shape[d]`` positions in every other dim d."""
+    return x[tuple(slice(None) if d == dim else slice(0, n) for d, n in enumerate(index.shape))]
+
+
+def _outside(count: int, op: str, dim: int, size: int) -> None:
+    if count:
+        raise IndexError(f"{op}: {count} indices outside dimension {dim} of size {size}")
+
+
+def gather(x, index, dim: int):
+    """``x[..., index, ...]`` along `dim` (index no larger than `x` in the other dims), a
+    new C-contiguous array of index's shape, by the kernel; None where it does not take
+    the arrays.  Raises IndexError for an index outside `x`'s dim."""
+    if not _takes(x, index):
+        return None
+    views = _three_dims(_block(x, index, dim), dim), _three_dims(index, dim)
+    if views[0] is None or views[1] is None:
+        return None
+    out = np.empty(index.shape, x.dtype)
+    _outside(_gather_dim(*views, _three_dims(out, dim)), "gather", dim, x.shape[dim])
+    return out
+
+
+def scatter_add(out, index, src, dim: int) -> bool:
+    """``out[..., index, ...] += src`` along `dim` (index and src of one shape, no larger
+    than `out` in the other dims) by the kernel; False, nothing done, where it does not
+    take the arrays (then np.add.at does).  Raises IndexError for an index outside
+    `out`'s dim."""
+    if not (_takes(out, index) and type(src) is np.ndarray and src.dtype == out.dtype
+            and src.shape == index.shape):
+        return False
+    views = (_three_dims(_block(out, index, dim), dim), _three_dims(index, dim),
+             _three_dims(src, dim))
+    if any(v is None for v in views) or not views[0].flags.writeable:
+        return False
+    _outside(_scatter_add_dim(*views), "scatter_add", dim, out.shape[dim])
+    return True

@@ -1,0 +1,64 @@
+"""The numba kernels of gather along a dim and of its gradient, a scatter-add
+(ops/_native_scatter.py): the NumPy path's values and sums (the same order as
+np.add.at), index blocks smaller than the input, other layouts, and bad indices."""
+
+import numpy as np
+import pytest
+
+import ember
+from ember.ops import _native as native
+from ember.ops import _native_scatter
+
+pytestmark = pytest.mark.skipif(not native.available(), reason="numba is not installed")
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("dim, x_shape, index_shape", [
+    (1, (600, 40), (600, 12)), (0, (50, 300), (80, 300)), (2, (6, 30, 70), (6, 25, 40)),
+    (1, (6, 30, 70), (5, 60, 70))])
+def test_gather_and_its_gradient_give_the_numpy_paths_bits(dtype, dim, x_shape, index_shape):
+    rng = np.random.default_rng(7)
+    x0 = rng.standard_normal(x_shape).astype(dtype)
+    index = rng.integers(0, x_shape[dim], index_shape)   # (repeats: sums in one place)
+    g0 = rng.standard_normal(index_shape).astype(dtype)
+    results = []
+    for numba in (True, False):
+        with native.use_numba(numba):
+            x = ember.tensor(x0, requires_grad=True)
+            y = ember.gather(x, dim, ember.tensor(index))
+            y.backward(ember.tensor(g0))
+            results.append((y.detach().numpy(), x.grad.numpy()))
+    np.testing.assert_array_equal(results[0][0], results[1][0])
+    np.testing.assert_array_equal(results[0][1], results[1][1])
+    want = np.take_along_axis(x0, index, dim) if index_shape == x_shape[:dim] + index_shape[
+        dim:dim + 1] + x_shape[dim + 1:] else None
+    if want is not None:
+        np.testing.assert_array_equal(results[0][0], want)
+
+
+def test_scatter_add_by_the_kernel_equals_numpys_add_at():
+    rng = np.random.default_rng(8)
+    out0 = rng.standard_normal((300, 64)).astype(np.float32)
+    index = rng.integers(0, 64, (300, 20))
+    src = rng.standard_normal((300, 20)).astype(np.float32)
+    got = ember.scatter_add(ember.tensor(out0), 1, ember.tensor(index), ember.tensor(src))
+    want = out0.copy()
+    np.add.at(want, (np.arange(300)[:, None], index), src)
+    np.testing.assert_array_equal(got.numpy(), want)
+
+
+def test_the_kernels_refuse_what_they_cannot_view_and_report_bad_indices():
+    rng = np.random.default_rng(9)
+    x = rng.standard_normal((200, 64)).astype(np.float32)
+    index = rng.integers(0, 64, (200, 30))
+    strided = x[:, ::2]   # (a strided view still views as three dims)
+    np.testing.assert_array_equal(_native_scatter.gather(strided, index % 32, 1),
+                                  np.take_along_axis(strided, index % 32, 1))
+    assert _native_scatter.gather(x.astype(np.float16), index, 1) is None
+    assert _native_scatter.gather(x, index[:10, :5], 1) is None         # too few to gain
+    bad = index.copy()
+    bad[3, 4] = 64
+    with pytest.raises(IndexError, match="gather: 1 indices outside dimension 1"):
+        _native_scatter.gather(x, bad, 1)
+    with pytest.raises(IndexError, match="scatter_add: 1 indices outside"):
+        _native_scatter.scatter_add(np.zeros_like(x), bad, np.ones(bad.shape, np.float32), 1)

@@ -16,6 +16,7 @@ from .._core import dtype as dtypes
 from .._core.backend import device_of, scatter_add, to_backend
 from .._core.function import Function
 from .._core.tensor import Tensor, _make
+from . import _native_select
 from ._inplace import inplace_form
 from ._util import check_same_device, is_scalar, xp_of
 from .creation import tensor as make_tensor
@@ -484,6 +485,12 @@ class MaskedFill(Function):
         ctx.mask = mask
         if not isinstance(value, (bool, int, float, complex)):  # a 0-dim tensor value
             ctx._name = "MaskedFillBackward1"
+        elif not ctx._inplace and type(x) is np.ndarray and type(mask) is np.ndarray \
+                and mask.shape == x.shape and x.dtype.char in "fd":
+            # NOTE: copyto's `where` branches per element (5 ms for 1M float32 on a random
+            # mask); the select kernel does not
+            with np.errstate(over="ignore"):   # (a value past the dtype's range: inf)
+                return _native_select.where(mask, value, x)
         out = output_array(ctx, x)
         xp_of(out).copyto(out, value, casting="unsafe", where=mask)
         return out

@@ -523,3 +523,32 @@ def test_ufunc_at_in_rounds_matches_numpy(ufunc, transposed):
         ufunc.at(expected, key, values)
         _at_in_rounds(np, ufunc, out, key, values)
         np.testing.assert_array_equal(out, expected)
+
+
+@pytest.mark.parametrize("value", [0.0, -2.5, 3, True, float("nan"), float("-inf"), 1e40])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_masked_fill_by_the_select_kernel_gives_the_copyto_paths_values(value, dtype):
+    # a mask of the input's shape goes through the select kernel (no branch per element);
+    # the same values as numba off (NumPy's copyto), gradients included
+    from ember.ops import _native as native
+
+    rng = np.random.default_rng(11)
+    x0 = rng.standard_normal((70, 90)).astype(dtype)
+    mask0 = rng.standard_normal((70, 90)) > 0
+    results = []
+    for numba in (True, False):
+        with native.use_numba(numba):
+            x = ember.tensor(x0, requires_grad=True)
+            y = x.masked_fill(ember.tensor(mask0), value)
+            y.backward(ember.ones_like(y))
+            results.append((y.detach().numpy(), x.grad.numpy()))
+    assert results[0][0].dtype == dtype
+    np.testing.assert_array_equal(results[0][0], results[1][0])
+    np.testing.assert_array_equal(results[0][1], results[1][1])
+    with np.errstate(over="ignore"):
+        want = np.where(mask0, np.asarray(value).astype(dtype), x0)
+    np.testing.assert_array_equal(results[0][0], want)
+    np.testing.assert_array_equal(results[0][1], np.where(mask0, 0, 1).astype(dtype))
+    inplace = ember.tensor(x0)
+    assert inplace.masked_fill_(ember.tensor(mask0), value) is inplace
+    np.testing.assert_array_equal(inplace.numpy(), want)

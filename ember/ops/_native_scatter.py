@@ -21,32 +21,21 @@ MIN_SIZE = 1 << 12  # (fewer updates: np.add.at's call costs less than the kerne
 
 
 @native.kernel
-def _gather_dim(x, index, out):
-    size = x.shape[1]
+def _along_dim(table, index, values, scatter):
+    # gather: values[a, m, b] = table[a, index[a, m, b], b]; scatter: table[...] += values
+    # (`scatter` is the same for the whole loop: LLVM takes the branch out of it)
+    size = table.shape[1]
     outside = 0
     for a in range(index.shape[0]):
         for m in range(index.shape[1]):
             for b in range(index.shape[2]):
                 i = index[a, m, b]
-                if 0 <= i < size:
-                    out[a, m, b] = x[a, i, b]
-                else:
+                if i < 0 or i >= size:
                     outside += 1
-    return outside
-
-
-@native.kernel
-def _scatter_add_dim(out, index, src):
-    size = out.shape[1]
-    outside = 0
-    for a in range(index.shape[0]):
-        for m in range(index.shape[1]):
-            for b in range(index.shape[2]):
-                i = index[a, m, b]
-                if 0 <= i < size:
-                    out[a, i, b] += src[a, m, b]
+                elif scatter:
+                    table[a, i, b] += values[a, m, b]
                 else:
-                    outside += 1
+                    values[a, m, b] = table[a, i, b]
     return outside
 
 
@@ -87,7 +76,7 @@ def gather(x, index, dim: int):
     if views[0] is None or views[1] is None:
         return None
     out = np.empty(index.shape, x.dtype)
-    _outside(_gather_dim(*views, _three_dims(out, dim)), "gather", dim, x.shape[dim])
+    _outside(_along_dim(*views, _three_dims(out, dim), False), "gather", dim, x.shape[dim])
     return out
 
 
@@ -103,5 +92,5 @@ def scatter_add(out, index, src, dim: int) -> bool:
              _three_dims(src, dim))
     if any(v is None for v in views) or not views[0].flags.writeable:
         return False
-    _outside(_scatter_add_dim(*views), "scatter_add", dim, out.shape[dim])
+    _outside(_along_dim(*views, True), "scatter_add", dim, out.shape[dim])
     return True

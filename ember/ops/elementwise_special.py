@@ -27,6 +27,7 @@ from .arithmetic import (
     require_float_target, unsupported,
 )
 from . import _native_activation as _native_act
+from . import _native_erf
 from . import _native_select
 from .elementwise import _float_pair, _Unary
 
@@ -200,13 +201,29 @@ class Sigmoid(_Unary):
         return _Unary.backward(ctx, grad)
 
 
+_erf_in_float64, _erfc_in_float64 = _in_float64(_erf64).__func__, _in_float64(_erfc64).__func__
+
+
+def _erf(xp, x):
+    return _native_erf.erf(x) if _native_erf.takes(x) else _erf_in_float64(xp, x)
+
+
+def _erfc(xp, x):
+    return _native_erf.erfc(x) if _native_erf.takes(x) else _erfc_in_float64(xp, x)
+
+
 class Erf(_Unary):
-    compute = _in_float64(_erf64)
+    """erf; large float CPU arrays by the C library's erf on ember's threads
+    (_native_erf.py), others by `_erf_pair`'s float64 formulas."""
+
+    compute = staticmethod(_erf)
     derivative = staticmethod(lambda x, y: _TWO_OVER_SQRT_PI * (-x * x).exp())
 
 
 class Erfc(_Unary):
-    compute = _in_float64(_erfc64)
+    """erfc, as `Erf`."""
+
+    compute = staticmethod(_erfc)
     derivative = staticmethod(lambda x, y: -_TWO_OVER_SQRT_PI * (-x * x).exp())
 
 

@@ -635,9 +635,15 @@ def first_order(grad, saved) -> bool:
 def forward(name: str, x: np.ndarray) -> np.ndarray:
     """``f(x)`` for the activation `name` ('gelu', 'gelu_tanh', 'silu', 'sigmoid', 'relu') of a
     `supports` array, in one parallel pass."""
+    return elementwise(_FORWARD[name, x.itemsize], x)
+
+
+def elementwise(kernel, x: np.ndarray) -> np.ndarray:
+    """``kernel(x, out)``, an elementwise kernel of a `supports` array, in one pass cut
+    over the threads; the result in x's shape."""
     flat = np.ascontiguousarray(x).reshape(-1)
     out = np.empty_like(flat)
-    run(_FORWARD[name, flat.itemsize], flat.size, flat, out, cut=(0, 1), part="flat2")
+    run(kernel, flat.size, flat, out, cut=(0, 1), part="flat2")
     return out.reshape(x.shape)
 
 

@@ -14,14 +14,11 @@ import math
 import numpy as np
 
 from . import _native as native
+from ._native_activation import elementwise, supports
 
-MIN_SIZE = 1 << 12  # (fewer elements: the NumPy path's passes are cheap enough)
-
-
-def takes(x) -> bool:
-    """Whether the kernels take `x`: a large float32/float64 NumPy array, numba on."""
-    return (type(x) is np.ndarray and x.size >= MIN_SIZE and x.dtype.char in "fd"
-            and native.enabled())
+# Whether the kernels take an array: a float32/float64 NumPy array past the activation
+# kernels' minimum size, numba on (the NumPy path's ~100 passes cost more at any size).
+takes = supports
 
 
 @native.kernel(parallel=True)
@@ -36,18 +33,11 @@ def _erfc(x, out):
         out[i] = math.erfc(np.float64(x[i]))
 
 
-def _apply(kernel, x):
-    flat = native.flat(x)
-    out = np.empty_like(flat)
-    native.run(kernel, flat.size, flat, out, cut=(0, 1))
-    return out.reshape(x.shape)
-
-
 def erf(x):
     """erf of a `takes` array, in its dtype."""
-    return _apply(_erf, x)
+    return elementwise(_erf, x)
 
 
 def erfc(x):
     """erfc of a `takes` array, in its dtype."""
-    return _apply(_erfc, x)
+    return elementwise(_erfc, x)

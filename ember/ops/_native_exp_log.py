@@ -17,7 +17,7 @@ import numpy as np
 
 from . import _native as native
 from ._native_activation import (_LN2_HI, _LN2_LO, _bits_of_float32, _expm1_32,
-                                 _float32_from_bits, supports)
+                                 _float32_from_bits, elementwise, supports)
 
 _ONE, _TWO = np.float32(1.0), np.float32(2.0)
 _INF, _NAN = np.float32(np.inf), np.float32(np.nan)
@@ -71,15 +71,9 @@ def _log1p32(x, out):
 
 def expm1(x):
     """``exp(x) - 1`` of a `takes` array."""
-    flat = native.flat(x)
-    out = np.empty_like(flat)
-    native.run(_expm1, flat.size, flat, out, cut=(0, 1))
-    return out.reshape(x.shape)
+    return elementwise(_expm1, x)
 
 
 def log1p(x):
     """``log(1 + x)`` of a `takes` array (nan below -1, -inf at -1, as NumPy's)."""
-    flat = native.flat(x)
-    out = np.empty_like(flat)
-    native.run(_log1p32, flat.size, flat, out, cut=(0, 1))
-    return out.reshape(x.shape)
+    return elementwise(_log1p32, x)

@@ -8,9 +8,15 @@ one product per group: for depthwise convolutions those are C products of one ro
 (8, 64, 32, 32) float32 with a 3x3 filter, forward and backward, took 5.2 ms against
 PyTorch's 1.15 (forward 1.43 against 0.29; 2-core Intel Xeon, 2026-12-06).
 
-Each kernel loops over the filter taps outside and the output columns inside, so that
-the inner loop runs along contiguous memory (at stride 1) and vectorizes.  Sums are in
-the data's dtype, in tap order (the weight gradient's in float64, vectorized).
+At stride 1 (most depthwise layers) each plane is first copied into a zero-padded one
+whose rows are the output's plus the filter's reach; in that plane's flat memory, the
+tap (a, b) of every output is a fixed offset away, so that each tap is one long loop
+over the whole plane (`_correlate`, `_weight_grad_flat`) instead of a short loop per
+output row.  The input's gradient is then the same correlation of the output's gradient
+with the filter flipped.  (8, 64, 32, 32) float32, 3x3, one thread: forward 1.33 -> 0.39
+ms, weight gradient 2.42 -> 0.80 ms (AMD EPYC, 2026-12-06).  Other strides keep the
+kernels below it, which loop over the taps outside and the output columns inside.  Sums
+are in the data's dtype, in tap order (the weight gradient's in float64, vectorized).
 """
 
 from __future__ import annotations
@@ -41,6 +47,92 @@ def _span(n_out, n_in, stride, offset):
     last = n_in - 1 - offset
     end = last // stride + 1 if last >= 0 else 0
     return first, max(first, min(end, n_out))
+
+
+@native.kernel(inline=True)
+def _fill_padded(src, flat, width, lo_h, lo_w):
+    """`flat`, rows of `width`: the plane `src` placed `lo_h` rows down and `lo_w`
+    columns in, zeros around it (a negative `lo` crops `src`)."""
+    in_h, in_w = src.shape
+    flat[:] = 0
+    r0, r1 = max(0, lo_h), min(flat.size // width, in_h + lo_h)
+    c0, c1 = max(0, lo_w), min(width, in_w + lo_w)
+    for r in range(r0, r1):
+        into, row = flat[r * width + c0:r * width + c1], src[r - lo_h, c0 - lo_w:c1 - lo_w]
+        for k in range(c1 - c0):
+            into[k] = row[k]
+
+
+@native.kernel(parallel=True, fastmath=FUSED_MULTIPLY_ADD)
+def _correlate(x, w, out, dh, dw, lo_h, lo_w):
+    """out[i, c] = the stride-1 correlation of x[i, c] with w[c] (C, kh, kw):
+    ``out[y, j] = sum over taps of w[a, b] * x[y + a*dh - lo_h, j + b*dw - lo_w]``, x
+    read as zero outside itself; one task per (image, channel) plane."""
+    images, channels, out_h, out_w = out.shape
+    kh, kw = w.shape[1], w.shape[2]
+    width = out_w + (kw - 1) * dw
+    span = (out_h - 1) * width + out_w   # the padded plane, up to its last output
+    for task in native.prange(images * channels):
+        i, c = task // channels, task % channels
+        flat = np.empty((out_h + (kh - 1) * dh) * width, x.dtype)
+        _fill_padded(x[i, c], flat, width, lo_h, lo_w)
+        acc = np.empty(span, x.dtype)
+        if kh == 3 and kw == 3 and dh == 1 and dw == 1:
+            # all nine taps in one pass (3x3, the common filter: 0.58 -> 0.39 ms)
+            f = w[c]
+            w0, w1, w2 = f[0, 0], f[0, 1], f[0, 2]
+            w3, w4, w5 = f[1, 0], f[1, 1], f[1, 2]
+            w6, w7, w8 = f[2, 0], f[2, 1], f[2, 2]
+            r0 = flat
+            r1, r2 = flat[width:], flat[2 * width:]
+            for p in range(span):
+                acc[p] = (w0 * r0[p] + w1 * r0[p + 1] + w2 * r0[p + 2]
+                          + w3 * r1[p] + w4 * r1[p + 1] + w5 * r1[p + 2]
+                          + w6 * r2[p] + w7 * r2[p + 1] + w8 * r2[p + 2])
+        else:
+            acc[:] = 0
+            for a in range(kh):
+                for b in range(kw):
+                    weight = w[c, a, b]
+                    tap = flat[a * dh * width + b * dw:]
+                    for p in range(span):
+                        acc[p] += tap[p] * weight
+        plane = out[i, c]
+        for y in range(out_h):
+            row, wide = plane[y], acc[y * width:]
+            for j in range(out_w):
+                row[j] = wide[j]
+
+
+@native.kernel(parallel=True, fastmath=REORDER)
+def _weight_grad_flat(x, g, gw, dh, dw, lo_h, lo_w):
+    """gw[c, a, b] = the sum over images and outputs of g times the input its tap (a, b)
+    read, at stride 1: per image, one dot product per tap over the padded plane (the
+    gradient laid out in its rows, zeros in the columns past the outputs)."""
+    images, channels, out_h, out_w = g.shape
+    kh, kw = gw.shape[1], gw.shape[2]
+    width = out_w + (kw - 1) * dw
+    span = (out_h - 1) * width + out_w
+    for c in native.prange(channels):
+        totals = np.zeros(kh * kw)
+        flat = np.empty((out_h + (kh - 1) * dh) * width, x.dtype)
+        wide = np.zeros(span, g.dtype)
+        for i in range(images):
+            _fill_padded(x[i, c], flat, width, lo_h, lo_w)
+            grad = g[i, c]
+            for y in range(out_h):
+                row, into = grad[y], wide[y * width:]
+                for j in range(out_w):
+                    into[j] = row[j]
+            for a in range(kh):
+                for b in range(kw):
+                    tap = flat[a * dh * width + b * dw:]
+                    total = 0.0
+                    for p in range(span):
+                        total += tap[p] * wide[p]
+                    totals[a * kw + b] += total
+        for t in range(kh * kw):
+            gw[c, t // kw, t % kw] = totals[t]
 
 
 @native.kernel(parallel=True, fastmath=FUSED_MULTIPLY_ADD)
@@ -130,8 +222,13 @@ def forward(x, w, geo, bias=None):
     dealt to ember's threads."""
     x = np.ascontiguousarray(x)
     out = np.empty(x.shape[:2] + geo.out(w.shape[2:]), x.dtype)
-    native.run(_forward, out.size * w.shape[2] * w.shape[3], x, np.ascontiguousarray(w[:, 0]),
-               out, *_geometry(geo), cut=(0, 2))
+    work = out.size * w.shape[2] * w.shape[3]
+    if tuple(geo.stride) == (1, 1):
+        native.run(_correlate, work, x, np.ascontiguousarray(w[:, 0]), out, *geo.dilation,
+                   *geo.lo, cut=(0, 2))
+    else:
+        native.run(_forward, work, x, np.ascontiguousarray(w[:, 0]), out, *_geometry(geo),
+                   cut=(0, 2))
     if bias is not None:
         out += bias.reshape(1, -1, 1, 1).astype(out.dtype, copy=False)
     return out
@@ -142,8 +239,15 @@ def adjoint(g, w, geo, bias=None):
     filter tap, into the input positions it read; (N, C, *geo.size) (plus `bias`)."""
     g = np.ascontiguousarray(g)
     gx = np.empty(g.shape[:2] + tuple(geo.size), g.dtype)
-    native.run(_adjoint, g.size * w.shape[2] * w.shape[3], g, np.ascontiguousarray(w[:, 0]),
-               gx, *_geometry(geo), cut=(0, 2))
+    work = g.size * w.shape[2] * w.shape[3]
+    if tuple(geo.stride) == (1, 1):
+        # x[u] = sum_a w[a] g[u - a d + lo] = sum_a w[k-1-a] g[u + a d - ((k-1) d - lo)]
+        reach = [d * (k - 1) - lo for k, d, lo in zip(w.shape[2:], geo.dilation, geo.lo)]
+        native.run(_correlate, work, g, np.ascontiguousarray(w[:, 0, ::-1, ::-1]), gx,
+                   *geo.dilation, *reach, cut=(0, 2))
+    else:
+        native.run(_adjoint, work, g, np.ascontiguousarray(w[:, 0]), gx, *_geometry(geo),
+                   cut=(0, 2))
     if bias is not None:
         gx += bias.reshape(1, -1, 1, 1).astype(gx.dtype, copy=False)
     return gx
@@ -154,5 +258,9 @@ def weight_grad(x, g, kernel, geo):
     gradient `g` (windows outside the padded input read zeros)."""
     x, g = np.ascontiguousarray(x), np.ascontiguousarray(g)
     gw = np.empty((x.shape[1],) + tuple(kernel), x.dtype)
-    native.run(_weight_grad, g.size * kernel[0] * kernel[1], x, g, gw, *_geometry(geo))
+    work = g.size * kernel[0] * kernel[1]
+    if tuple(geo.stride) == (1, 1):
+        native.run(_weight_grad_flat, work, x, g, gw, *geo.dilation, *geo.lo)
+    else:
+        native.run(_weight_grad, work, x, g, gw, *_geometry(geo))
     return gw.reshape((x.shape[1], 1) + tuple(kernel))

@@ -27,7 +27,8 @@ def _gate(monkeypatch, module, name: str, real, take: bool) -> list:
 
 GEOMETRIES = [dict(stride=1, padding=1), dict(stride=2, padding=1), dict(stride=1, padding=0),
               dict(stride=(2, 1), padding=(2, 0), dilation=(1, 2)),
-              dict(stride=1, padding="same", dilation=2), dict(stride=3, padding=2)]
+              dict(stride=1, padding="same", dilation=2), dict(stride=3, padding=2),
+              dict(stride=1, padding=(1, 3))]   # (wider than the filter's reach: cropped)
 
 
 def _run(x0, w0, b0, g_seed, transposed=False, **kw):
@@ -87,13 +88,36 @@ def test_depthwise_transposed_convolutions_match_the_general_path(geometry, monk
 
 
 @needs_numba
-def test_depthwise_gradients_of_every_order():
+@pytest.mark.parametrize("geometry", [dict(stride=2, padding=1),
+                                      dict(stride=1, padding=2, dilation=(2, 1))])
+def test_depthwise_gradients_of_every_order(geometry):
     rng = np.random.default_rng(2)
     x = ember.tensor(rng.standard_normal((2, 3, 6, 5)), requires_grad=True)
     w = ember.tensor(rng.standard_normal((3, 1, 3, 3)), requires_grad=True)
-    fn = lambda a, b: F.conv2d(a, b, stride=2, padding=1, groups=3)  # noqa: E731
+    fn = lambda a, b: F.conv2d(a, b, groups=3, **geometry)  # noqa: E731
     assert gradcheck(fn, (x, w))
     assert gradgradcheck(fn, (x, w))
+
+
+@needs_numba
+@pytest.mark.parametrize("kernel", [3, (5, 3)])
+def test_stride_one_runs_the_padded_plane_kernels(kernel, monkeypatch):
+    """At stride 1 the forward, the input's gradient and the weight's gradient are the
+    padded-plane kernels (the 3x3 one-pass loop among them), and agree with the general
+    path."""
+    ran = []
+    real = native.run
+    monkeypatch.setattr(native, "run",
+                        lambda fn, *a, **kw: ran.append(fn.__name__) or real(fn, *a, **kw))
+    k = (kernel, kernel) if isinstance(kernel, int) else kernel
+    rng = np.random.default_rng(5)
+    x0 = rng.standard_normal((2, 5, 11, 9)).astype(np.float32)
+    w0 = rng.standard_normal((5, 1) + k).astype(np.float32)
+    ours, general = _both(monkeypatch, x0, w0, rng.standard_normal(5).astype(np.float32), 3,
+                          padding=1)
+    assert ran[:3] == ["_correlate", "_correlate", "_weight_grad_flat"]
+    for a, b in zip(ours, general):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-4)
 
 
 def test_depthwise_convolution_matches_pytorch():

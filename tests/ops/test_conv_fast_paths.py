@@ -74,6 +74,27 @@ def test_depthwise_kernels_match_the_general_path(geometry, kernel, dtype, monke
 
 
 @needs_numba
+@pytest.mark.parametrize("stride", [1, 2])
+def test_depthwise_work_cut_over_two_threads_matches_the_general_path(stride, monkeypatch):
+    """From `SPLIT_MIN` elements of work on two threads, the forward and the input's
+    gradient are cut by images, and the weight's gradient is summed over two halves of
+    the images, one on each thread."""
+    monkeypatch.setattr(native, "SPLIT_MIN", 1)
+    threads = ember.get_num_threads()
+    ember.set_num_threads(2)
+    try:
+        rng = np.random.default_rng(6)
+        x0 = rng.standard_normal((5, 4, 10, 9))
+        w0 = rng.standard_normal((4, 1, 3, 3))
+        ours, general = _both(monkeypatch, x0, w0, rng.standard_normal(4), 4, stride=stride,
+                              padding=1)
+    finally:
+        ember.set_num_threads(threads)
+    for a, b in zip(ours, general):
+        np.testing.assert_allclose(a, b, rtol=1e-11, atol=1e-11)
+
+
+@needs_numba
 @pytest.mark.parametrize("geometry", [dict(stride=2, padding=1, output_padding=1),
                                       dict(stride=1, padding=0), dict(stride=3, padding=1,
                                                                       output_padding=2)])

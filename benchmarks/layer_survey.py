@@ -38,13 +38,16 @@ def cases(lib) -> dict:
         return rng.standard_normal(shape).astype(np.float32)
 
     images, rows3, rows = data(8, 64, 32, 32), data(32, 64, 256), data(4096, 256)
-    w3, w1, wd = (lib.tensor(data(64, 64, 3, 3)), lib.tensor(data(64, 64, 1, 1)),
-                  lib.tensor(data(64, 1, 3, 3)))
+    w3, w1, wd, wd7 = (lib.tensor(data(64, 64, 3, 3)), lib.tensor(data(64, 64, 1, 1)),
+                       lib.tensor(data(64, 1, 3, 3)), lib.tensor(data(64, 1, 7, 7)))
     picks = lib.tensor(rng.integers(0, 256, (4096, 16)))
     return {
         "conv 3x3, 64 channels": (images[:2], lambda x: fn.conv2d(x, w3, padding=1)),
         "conv 1x1": (images, lambda x: fn.conv2d(x, w1)),
         "depthwise conv 3x3": (images, lambda x: fn.conv2d(x, wd, padding=1, groups=64)),
+        "depthwise conv 3x3/2": (images, lambda x: fn.conv2d(x, wd, stride=2, padding=1,
+                                                             groups=64)),
+        "depthwise conv 7x7": (images, lambda x: fn.conv2d(x, wd7, padding=3, groups=64)),
         "batch_norm (training)": (images, lambda x: fn.batch_norm(x, None, None,
                                                                   training=True)),
         "instance_norm": (images, lambda x: fn.instance_norm(x)),

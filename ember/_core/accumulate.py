@@ -7,11 +7,17 @@ long as some graph leads to it.
 
 from __future__ import annotations
 
+import operator
 import weakref
 
 from .grad_mode import STATE
 from .node import Node
 from .tensor import Tensor, _make
+
+
+# How a gradient is added into an existing ``.grad`` array: NumPy's ``a += b`` until the
+# ops layer installs its own (engine.set_gradient_sum: large arrays cut over the threads).
+add_into = operator.iadd
 
 
 class AccumulateGrad(Node):
@@ -70,7 +76,7 @@ class AccumulateGrad(Node):
             # NOTE: only dense + sparse is defined (sparse + dense raises, as in PyTorch)
             var._grad = grad + old if old.is_sparse and not grad.is_sparse else old + grad
         else:
-            old._data += grad._data
+            add_into(old._data, grad._data)
             old._version.value += 1
         if extra is not None:
             for hook in tuple(extra.post_accumulate_hooks.values()):

@@ -29,6 +29,7 @@ import operator
 import numpy as np
 
 from .backend import module_of
+from . import accumulate as accumulate_grad
 from .accumulate import AccumulateGrad, edge_of
 from .node import Node
 from .grad_mode import PROCESS, STATE
@@ -341,9 +342,10 @@ _add_arrays, _add_arrays_into = operator.add, operator.iadd
 
 def set_gradient_sum(add, add_into) -> None:
     """Make `_sum_into` add gradient arrays with ``add(a, b)`` (a new array) and
-    ``add_into(a, b)`` (into `a`)."""
+    ``add_into(a, b)`` (into `a`), and AccumulateGrad add into ``.grad`` with the latter."""
     global _add_arrays, _add_arrays_into
     _add_arrays, _add_arrays_into = add, add_into
+    accumulate_grad.add_into = add_into
 
 
 def _sum_into(slots: list, owned: set, node: Node, nr: int, g: Tensor) -> None:

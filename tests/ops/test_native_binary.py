@@ -71,6 +71,24 @@ def test_the_engine_sums_a_tensors_gradients_with_the_cut_kernels(on_two_threads
     np.testing.assert_array_equal(x.grad.numpy(), w1 + w2)
 
 
+def test_a_leafs_grad_is_accumulated_with_the_cut_kernel(on_two_threads, monkeypatch):
+    from ember._core import accumulate
+
+    assert accumulate.add_into is _native_binary.add_into   # (engine.set_gradient_sum)
+    calls = []
+    monkeypatch.setattr(accumulate, "add_into",
+                        lambda a, b: calls.append(1) or _native_binary.add_into(a, b))
+    rng = np.random.default_rng(3)
+    shape = (_native.SPLIT_MIN // 64 + 1, 64)
+    x = ember.tensor(rng.standard_normal(shape), dtype=ember.float32, requires_grad=True)
+    w1, w2 = (rng.standard_normal(shape).astype(np.float32) for _ in range(2))
+    (x * ember.tensor(w1)).sum().backward()
+    first = x.grad
+    (x * ember.tensor(w2)).sum().backward()      # into the .grad the first one left
+    assert calls == [1] and x.grad is first
+    np.testing.assert_array_equal(x.grad.numpy(), w1 + w2)
+
+
 @pytest.mark.parametrize("numba_on", [True, False], ids=["numba", "numpy"])
 def test_large_sub_and_mul_forward_and_backward(on_two_threads, numba_on):
     rng = np.random.default_rng(2)

@@ -169,14 +169,25 @@ def _geometry(geo) -> tuple:
     return (*geo.stride, *geo.dilation, *geo.lo)
 
 
+def _correlate_planes(src, filters, out, *geometry) -> None:
+    """`_correlate` of `src` into `out`, cut over ember's threads by images, or by
+    channels for one image (whose channel slices are C-contiguous too)."""
+    work = out.size * filters.shape[1] * filters.shape[2]
+    if src.shape[0] == 1 < src.shape[1] and native.cuts(work):
+        _parallel.run_parts(
+            lambda chans: _correlate.serial(src[:, chans], filters[chans], out[:, chans],
+                                            *geometry),
+            _parallel.split(src.shape[1], 2))
+    else:
+        native.run(_correlate, work, src, filters, out, *geometry, cut=(0, 2))
+
+
 def forward(x, w, geo, bias=None):
     """The depthwise convolution of `x` with `w` (plus a per-channel `bias`), the images
-    dealt to ember's threads."""
+    (or one image's channels) dealt to ember's threads."""
     x = np.ascontiguousarray(x)
     out = np.empty(x.shape[:2] + geo.out(w.shape[2:]), x.dtype)
-    work = out.size * w.shape[2] * w.shape[3]
-    native.run(_correlate, work, x, np.ascontiguousarray(w[:, 0]), out, *_geometry(geo),
-               cut=(0, 2))
+    _correlate_planes(x, np.ascontiguousarray(w[:, 0]), out, *_geometry(geo))
     if bias is not None:
         out += bias.reshape(1, -1, 1, 1).astype(out.dtype, copy=False)
     return out
@@ -197,9 +208,8 @@ def adjoint(g, w, geo, bias=None):
         g = spread
     gx = np.empty(g.shape[:2] + tuple(geo.size), g.dtype)
     reach = [d * (k - 1) - lo for k, d, lo in zip(w.shape[2:], geo.dilation, geo.lo)]
-    native.run(_correlate, gx.size * w.shape[2] * w.shape[3], g,
-               np.ascontiguousarray(w[:, 0, ::-1, ::-1]), gx, 1, 1, *geo.dilation, *reach,
-               cut=(0, 2))
+    _correlate_planes(g, np.ascontiguousarray(w[:, 0, ::-1, ::-1]), gx, 1, 1, *geo.dilation,
+                      *reach)
     if bias is not None:
         gx += bias.reshape(1, -1, 1, 1).astype(gx.dtype, copy=False)
     return gx
@@ -208,19 +218,23 @@ def adjoint(g, w, geo, bias=None):
 def weight_grad(x, g, kernel, geo):
     """The gradient of the filters (C, 1, kh, kw) from the input `x` and the output's
     gradient `g` (windows outside the padded input read zeros).  Large ones are summed
-    over two halves of the images at once, on ember's two threads."""
+    over two halves of the images at once on ember's two threads (one image: its
+    channels are halved)."""
     x, g = np.ascontiguousarray(x), np.ascontiguousarray(g)
     size = g.size * kernel[0] * kernel[1]
-
-    def sums(images: slice, kernel_call) -> np.ndarray:
-        gw = np.empty((x.shape[1],) + tuple(kernel))   # (float64: the kernel's sums)
-        kernel_call(x[images], g[images], gw, *_geometry(geo))
-        return gw
-
-    if native.cuts(size) and x.shape[0] > 1:
-        parts = _parallel.run_parts(lambda images: sums(images, _weight_grad.serial),
-                                    _parallel.split(x.shape[0], 2))
-        gw = parts[0] + parts[1]
+    images, channels = x.shape[:2]
+    gw = np.empty((channels,) + tuple(kernel))   # (float64: the kernel's sums)
+    if native.cuts(size) and images > 1:
+        other = np.empty_like(gw)
+        halves = _parallel.split(images, 2)
+        _parallel.run_parts(lambda part: _weight_grad.serial(x[halves[part]], g[halves[part]],
+                                                             (gw, other)[part], *_geometry(geo)),
+                            [0, 1])
+        gw += other
+    elif native.cuts(size) and channels > 1:
+        _parallel.run_parts(lambda chans: _weight_grad.serial(x[:, chans], g[:, chans],
+                                                              gw[chans], *_geometry(geo)),
+                            _parallel.split(channels, 2))
     else:
-        gw = sums(slice(None), lambda *args: native.run(_weight_grad, size, *args))
-    return gw.astype(x.dtype, copy=False).reshape((x.shape[1], 1) + tuple(kernel))
+        native.run(_weight_grad, size, x, g, gw, *_geometry(geo))
+    return gw.astype(x.dtype, copy=False).reshape((channels, 1) + tuple(kernel))

@@ -74,22 +74,30 @@ def test_depthwise_kernels_match_the_general_path(geometry, kernel, dtype, monke
 
 
 @needs_numba
+@pytest.mark.parametrize("images", [5, 1])
 @pytest.mark.parametrize("stride", [1, 2])
-def test_depthwise_work_cut_over_two_threads_matches_the_general_path(stride, monkeypatch):
+def test_depthwise_work_cut_over_two_threads_matches_the_general_path(stride, images,
+                                                                      monkeypatch):
     """From `SPLIT_MIN` elements of work on two threads, the forward and the input's
     gradient are cut by images, and the weight's gradient is summed over two halves of
-    the images, one on each thread."""
+    the images, one on each thread; one image's work is cut by channels."""
     monkeypatch.setattr(native, "SPLIT_MIN", 1)
+    shares = []
+    for kernel in (_native_depthwise._correlate, _native_depthwise._weight_grad):
+        monkeypatch.setattr(kernel, "serial", lambda *a, k=kernel, real=kernel.serial:
+                            shares.append(k.__name__) or real(*a))
     threads = ember.get_num_threads()
     ember.set_num_threads(2)
     try:
         rng = np.random.default_rng(6)
-        x0 = rng.standard_normal((5, 4, 10, 9))
+        x0 = rng.standard_normal((images, 4, 10, 9))
         w0 = rng.standard_normal((4, 1, 3, 3))
         ours, general = _both(monkeypatch, x0, w0, rng.standard_normal(4), 4, stride=stride,
                               padding=1)
     finally:
         ember.set_num_threads(threads)
+    # a share each thread: the forward's and the input gradient's, the weight gradient's
+    assert sorted(shares) == ["_correlate"] * 4 + ["_weight_grad"] * 2
     for a, b in zip(ours, general):
         np.testing.assert_allclose(a, b, rtol=1e-11, atol=1e-11)
 

@@ -119,13 +119,32 @@ def _correlate(x, w, out, sh, sw, dh, dw, lo_h, lo_w):
                           + w3 * r1[p] + w4 * r1[p + 1] + w5 * r1[p + 2]
                           + w6 * r2[p] + w7 * r2[p + 1] + w8 * r2[p + 2])
         else:
+            # at stride 1 a row's taps are dw apart: a row of 5 or 7 (EfficientNet's and
+            # ConvNeXt's filters) is one pass (7x7: 1.5-1.7x faster than a pass a tap,
+            # which stores into acc seven times as often)
             acc[:] = 0
             for a in range(kh):
-                for b in range(kw):
-                    weight = w[c, a, b]
-                    tap = flat[_tap_offset(a, b, dh, dw, sh, sw, height, width):]
+                row = flat[_tap_offset(a, 0, dh, dw, sh, sw, height, width):]
+                f = w[c, a]
+                if sw == 1 and kw == 7:
+                    w0, w1, w2, w3, w4, w5, w6 = f[0], f[1], f[2], f[3], f[4], f[5], f[6]
+                    t1, t2, t3 = row[dw:], row[2 * dw:], row[3 * dw:]
+                    t4, t5, t6 = row[4 * dw:], row[5 * dw:], row[6 * dw:]
                     for p in range(span):
-                        acc[p] += tap[p] * weight
+                        acc[p] += (w0 * row[p] + w1 * t1[p] + w2 * t2[p] + w3 * t3[p]
+                                   + w4 * t4[p] + w5 * t5[p] + w6 * t6[p])
+                elif sw == 1 and kw == 5:
+                    w0, w1, w2, w3, w4 = f[0], f[1], f[2], f[3], f[4]
+                    t1, t2, t3, t4 = row[dw:], row[2 * dw:], row[3 * dw:], row[4 * dw:]
+                    for p in range(span):
+                        acc[p] += (w0 * row[p] + w1 * t1[p] + w2 * t2[p] + w3 * t3[p]
+                                   + w4 * t4[p])
+                else:
+                    for b in range(kw):
+                        weight = f[b]
+                        tap = flat[_tap_offset(a, b, dh, dw, sh, sw, height, width):]
+                        for p in range(span):
+                            acc[p] += tap[p] * weight
         plane = out[i, c]
         for y in range(out_h):
             row, wide = plane[y], acc[y * width:]

@@ -56,7 +56,7 @@ def _both(monkeypatch, *args, **kw):
 
 @needs_numba
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-@pytest.mark.parametrize("kernel", [3, 5, (7, 3)])
+@pytest.mark.parametrize("kernel", [3, 5, (7, 3), (3, 7)])
 @pytest.mark.parametrize("geometry", GEOMETRIES)
 def test_depthwise_kernels_match_the_general_path(geometry, kernel, dtype, monkeypatch):
     if geometry.get("padding") == "same" and geometry.get("stride", 1) != 1:

@@ -28,7 +28,8 @@ def _gate(monkeypatch, module, name: str, real, take: bool) -> list:
 GEOMETRIES = [dict(stride=1, padding=1), dict(stride=2, padding=1), dict(stride=1, padding=0),
               dict(stride=(2, 1), padding=(2, 0), dilation=(1, 2)),
               dict(stride=1, padding="same", dilation=2), dict(stride=3, padding=2),
-              dict(stride=1, padding=(1, 3))]   # (wider than the filter's reach: cropped)
+              dict(stride=1, padding=(1, 3)),   # (wider than the filter's reach: cropped)
+              dict(stride=2, padding=0), dict(stride=(1, 2), padding=(0, 3), dilation=(2, 1))]
 
 
 def _run(x0, w0, b0, g_seed, transposed=False, **kw):

@@ -26,6 +26,18 @@ def _along_dim(table, index, values, scatter):
     # (`scatter` is the same for the whole loop: LLVM takes the branch out of it)
     size = table.shape[1]
     outside = 0
+    if index.shape[2] == 1:  # along the last dim: the picks' own loop innermost
+        for a in range(index.shape[0]):
+            row, picks, vals = table[a, :, 0], index[a, :, 0], values[a, :, 0]
+            for m in range(picks.size):
+                i = picks[m]
+                if i < 0 or i >= size:
+                    outside += 1
+                elif scatter:
+                    row[i] += vals[m]
+                else:
+                    vals[m] = row[i]
+        return outside
     for a in range(index.shape[0]):
         for m in range(index.shape[1]):
             for b in range(index.shape[2]):

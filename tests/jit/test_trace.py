@@ -206,6 +206,37 @@ def test_custom_function_is_replayed_but_not_saved(tmp_path):
         traced.save(tmp_path / "cube.pt")
 
 
+def test_ops_run_without_the_tracers_profile_hook(monkeypatch):
+    """The tracer's profile hook watches the traced code but is off while an op runs
+    (numba compiling a kernel under it took ~4x longer), and is back after it."""
+    import sys
+
+    from ember.ops.elementwise import Exp
+
+    runs = []
+    forward = Exp.forward
+
+    def spied_forward(ctx, x):
+        runs[-1].append(sys.getprofile())
+        return forward(ctx, x)
+
+    monkeypatch.setattr(Exp, "forward", spied_forward)
+
+    def fn(x):
+        runs.append([sys.getprofile()])
+        y = ember.exp(x)
+        runs[-1].append(sys.getprofile())
+        return y + 1
+
+    traced = ember.jit.trace(fn, ember.ones(2))
+    traced_runs = [run for run in runs if run[0] is not None]
+    assert len(traced_runs) == 1
+    before, in_op, after = traced_runs[0]
+    assert in_op is None and after == before
+    assert sys.getprofile() is None
+    assert traced(ember.zeros(2)).tolist() == [2.0, 2.0]
+
+
 def test_freeze():
     net = SmallCNN()
     traced = ember.jit.trace(net.eval(), ember.randn(2, 1, 14, 14))

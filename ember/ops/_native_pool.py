@@ -126,16 +126,17 @@ def _max_pool2d_k2s2(x, out, idx, with_index):
                     where[ox] = row + left + (k & 1) + (k >> 1) * width
 
 
-def max_pool2d(x, geo, with_index: bool, index_dtype=np.int64):
-    """(values, flat indices or None) of 2-d max pooling of the (N, C, H, W) `x`; the
-    indices are int64, or `index_dtype` (int32 for the gradient alone: half the memory)."""
+def max_pool2d(x, geo, with_index: bool):
+    """(values, flat indices or None) of 2-d max pooling of the (N, C, H, W) `x`.  The
+    indices are int32 (planes under 2**31 elements: the caller checks), half the memory
+    of int64 ones; a caller who hands them on widens them.  One index type means one
+    build per value dtype (each ~0.4-1.2 s to compile from a cold cache)."""
     x = np.ascontiguousarray(x)
     n, c, height, width = x.shape
     planes = x.reshape(n * c, height, width)
     out = np.empty((n * c,) + tuple(geo.out), dtype=x.dtype)
-    # (without indices a stand-in of the int32 a training step's pooling passes: the
-    # two then share one build, ~0.27 s to compile cold)
-    idx = np.empty(out.shape, dtype=index_dtype) if with_index else np.empty((1, 1, 1), np.int32)
+    # (without indices, a stand-in of the same type: both share one build)
+    idx = np.empty(out.shape if with_index else (1, 1, 1), np.int32)
     (kh, kw), (sh, sw), (ph, pw), (dh, dw) = geo.kernel, geo.stride, geo.pad, geo.dilation
     # (the planes cut over ember's threads; the stand-in index array is not cut)
     cut = (0, 1, 2) if with_index else (0, 1)

@@ -239,13 +239,11 @@ def _padded_low(x, geo: PoolGeometry):
     return xp, floating, low, pad_array(x, geo.pad, geo.hi, low)
 
 
-def _max_pool_array(x, geo: PoolGeometry, narrow: bool = False):
+def _max_pool_array(x, geo: PoolGeometry):
     """(values, flat indices) of the window maxima; NaN wins, ties keep the first.  The
-    indices are int64; with `narrow` (only the gradient will read them) the numba path
-    keeps int32 ones, half the memory, when the planes allow."""
-    if len(geo.size) == 2 and _native_pool.supports(x):
-        index_dtype = np.int32 if narrow and math.prod(geo.size) < 2**31 else np.int64
-        return _native_pool.max_pool2d(x, geo, with_index=True, index_dtype=index_dtype)
+    indices are int64, or int32 from the numba kernel (planes under 2**31 elements)."""
+    if len(geo.size) == 2 and _native_pool.supports(x) and math.prod(geo.size) < 2**31:
+        return _native_pool.max_pool2d(x, geo, with_index=True)
     xp, floating, low, padded = _padded_low(x, geo)
     best, which = _max_scan(xp, padded, geo, low, nan_aware=False)
     # NaN must win its window (the last NaN, as in PyTorch). `maximum` has carried any NaN
@@ -317,8 +315,10 @@ class MaxPool(Function):
     @staticmethod
     def forward(ctx, x, geo, narrow_indices=False):
         ctx._name = f"MaxPool{len(geo.size)}DWithIndicesBackward0"
-        out, idx = _max_pool_array(x, geo, narrow_indices)
+        out, idx = _max_pool_array(x, geo)
         ctx.idx, ctx.size, ctx.unique = idx, geo.size, geo.disjoint()
+        if not narrow_indices and idx.dtype != np.int64:  # (the caller sees these)
+            idx = idx.astype(np.int64)
         return out, idx
 
     @staticmethod

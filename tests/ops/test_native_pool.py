@@ -131,8 +131,9 @@ def test_matches_pytorch():
 @needs_numba
 @pytest.mark.parametrize("geometry", GEOMETRIES[:2], ids=str)
 def test_indices_kept_for_the_gradient_alone_are_int32(geometry):
-    # without return_indices the graph keeps int32 indices (half the memory); the user's
-    # indices are int64; both give the NumPy path's gradient
+    # the numba path's graph keeps int32 indices (half the memory, one build), also when
+    # the user asks for the indices, who gets them as int64; both give the NumPy path's
+    # gradient
     kernel, stride, pad, dilation, ceil_mode = geometry
     x = _input(dtype=np.float32)
     g = np.arange(x.size, dtype=np.float32).reshape(x.shape) % 5 - 2
@@ -144,9 +145,13 @@ def test_indices_kept_for_the_gradient_alone_are_int32(geometry):
                                   return_indices=wanted)
             out = result[0] if wanted else result
             kept = out.grad_fn.idx
-            assert kept.dtype == (np.int32 if flag and not wanted else np.int64)
+            assert kept.dtype == (np.int32 if flag else np.int64)
             if wanted:
                 assert result[1].dtype == ember.int64
+                with native.use_numba(False):
+                    reference = F.max_pool2d(ember.tensor(x), kernel, stride, pad, dilation,
+                                             ceil_mode, True)[1]
+                np.testing.assert_array_equal(result[1].numpy(), reference.numpy())
             out.backward(ember.tensor(g[..., :out.shape[2], :out.shape[3]]))
         grads[flag, wanted] = t.grad.numpy()
     np.testing.assert_array_equal(grads[True, False], grads[False, False])

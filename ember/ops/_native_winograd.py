@@ -24,6 +24,7 @@ output gradient's) took longer than the products they save (13.5 against 10.3 ms
 
 from __future__ import annotations
 
+import math
 import os
 
 import numpy as np
@@ -67,8 +68,20 @@ AT_OUT, G_FILTER, BT = toom_cook(TILE, 3)      # 4x4 outputs from 3x3 filters
 ENABLED = os.environ.get("EMBER_NO_WINOGRAD", "").strip() in ("", "0")
 
 # Below these channel counts the products are too small for the transforms to pay.
-MIN_IN_CHANNELS = 8
-MIN_OUT_CHANNELS = 16
+# Forward+backward of a layer against im2col (`EMBER_NO_WINOGRAD`'s path), min of seven
+# alternated blocks, 8 and 32 images, 2-core AMD EPYC, 2026-12-06 (Winograd's time over
+# im2col's):
+#   16 -> 16 channels: 1.02-1.17 at 16x16 to 32x32 outputs, 1.07-1.69 at 8x8 and 12x12
+#   8 -> 32, 8 -> 64: 1.00-1.71 at every size
+#   16 -> 32, 32 -> 16, 16 -> 64: 0.88-0.97 from 16x16, 1.42-1.67 at 8x8
+#   32 -> 32: 0.74-1.03 from 12x12, 0.82-1.25 at 8x8;  64 -> 64: 0.71-0.87 at every size
+# so: 16 channels on each side and 512 in times out, and on outputs of fewer than 16x16
+# pixels (a few tiles an image) 32 on each side.  (Until then: 8 in and 16 out, set on
+# MNIST's 32 -> 64 layer, which stays.)
+MIN_CHANNELS = 16
+MIN_CHANNEL_PRODUCT = 512
+SMALL_OUTPUT = 16 * 16
+MIN_CHANNELS_SMALL_OUTPUT = 32
 
 
 def plain_3x3(kernel, geo) -> bool:
@@ -82,9 +95,13 @@ def plain_3x3(kernel, geo) -> bool:
 
 def supports(dtype, in_channels: int, out_channels: int, kernel, geo) -> bool:
     """Whether a convolution takes this path: float32, `plain_3x3`, and channels
-    enough."""
-    return (ENABLED and dtype == np.float32 and in_channels >= MIN_IN_CHANNELS
-            and out_channels >= MIN_OUT_CHANNELS and plain_3x3(kernel, geo))
+    enough for its output's size (see MIN_CHANNELS)."""
+    if not (ENABLED and dtype == np.float32 and plain_3x3(kernel, geo)):
+        return False
+    fewer = min(in_channels, out_channels)
+    if math.prod(n - 2 for n in geo.padded()) < SMALL_OUTPUT:
+        return fewer >= MIN_CHANNELS_SMALL_OUTPUT
+    return fewer >= MIN_CHANNELS and in_channels * out_channels >= MIN_CHANNEL_PRODUCT
 
 
 def _tiles(geo) -> tuple:

@@ -15,6 +15,15 @@ from ember.ops.conv_arrays import Geometry, conv_array, conv_transpose_array
 pytestmark = pytest.mark.skipif(not native.available(), reason="numba is not installed")
 
 
+@pytest.fixture
+def few_channels(monkeypatch):
+    """The path taken down to 8 channels on any output, so that the kernels' tests run
+    on small, quick shapes (the real minimums: `test_what_stays_on_im2col`)."""
+    for name in ("MIN_CHANNELS", "MIN_CHANNELS_SMALL_OUTPUT"):
+        monkeypatch.setattr(winograd, name, 8)
+    monkeypatch.setattr(winograd, "MIN_CHANNEL_PRODUCT", 64)
+
+
 def _case(rng, n, c, o, h, w):
     x = rng.standard_normal((n, c, h, w)).astype(np.float32)
     k = (rng.standard_normal((o, c, 3, 3)) / np.sqrt(9 * c)).astype(np.float32)
@@ -29,7 +38,7 @@ def _wide(*arrays):
 @pytest.mark.parametrize("n, c, o, h, w, pad", [
     (5, 8, 16, 9, 9, 0), (3, 16, 24, 13, 7, 1), (2, 9, 17, 3, 30, 1), (1, 32, 64, 26, 26, 0),
 ])
-def test_forward_matches_float64(n, c, o, h, w, pad):
+def test_forward_matches_float64(n, c, o, h, w, pad, few_channels):
     x, k, b = _case(np.random.default_rng(n + c), n, c, o, h, w)
     geo = Geometry((h, w), (1, 1), (pad, pad), (pad, pad), (1, 1), 1)
     assert winograd.supports(np.float32, c, o, (3, 3), geo)
@@ -40,7 +49,7 @@ def test_forward_matches_float64(n, c, o, h, w, pad):
     np.testing.assert_allclose(got, exact, rtol=0, atol=2e-5 * np.abs(exact).max())
 
 
-def test_input_gradient_goes_through_the_forward_path(monkeypatch):
+def test_input_gradient_goes_through_the_forward_path(monkeypatch, few_channels):
     x, k, _ = _case(np.random.default_rng(7), 4, 16, 32, 12, 12)
     geo = Geometry((12, 12), (1, 1), (1, 1), (1, 1), (1, 1), 1)
     c = np.random.default_rng(8).standard_normal((4, 32, 12, 12)).astype(np.float32)
@@ -56,7 +65,7 @@ def test_input_gradient_goes_through_the_forward_path(monkeypatch):
 
 @pytest.mark.parametrize("n, c, o, h, w", [(3, 8, 16, 10, 10),
                                            (2, 3, 6, 8, 9)])   # (the direct path's)
-def test_layer_gradients_match_float64(n, c, o, h, w):
+def test_layer_gradients_match_float64(n, c, o, h, w, few_channels):
     """A layer's output and gradients in float32 (Winograd, or the direct path for few
     input channels) against float64."""
     rng = np.random.default_rng(3)
@@ -75,7 +84,7 @@ def test_layer_gradients_match_float64(n, c, o, h, w):
 
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")
 @pytest.mark.parametrize("bad", [np.inf, -np.inf, np.nan])
-def test_non_finite_inputs_land_where_im2col_puts_them(bad):
+def test_non_finite_inputs_land_where_im2col_puts_them(bad, few_channels):
     x, k, b = _case(np.random.default_rng(4), 2, 8, 16, 10, 10)
     x[1, 3, 4, 5] = bad
     geo = Geometry((10, 10), (1, 1), (0, 0), (0, 0), (1, 1), 1)
@@ -91,22 +100,28 @@ def test_non_finite_inputs_land_where_im2col_puts_them(bad):
 
 
 def test_what_stays_on_im2col(monkeypatch):
-    geo = Geometry((9, 9), (1, 1), (1, 1), (1, 1), (1, 1), 1)
-    assert winograd.supports(np.float32, 8, 16, (3, 3), geo)
-    assert not winograd.supports(np.float64, 8, 16, (3, 3), geo)          # float64
-    assert not winograd.supports(np.float32, 4, 16, (3, 3), geo)          # few channels
-    assert not winograd.supports(np.float32, 8, 8, (3, 3), geo)
-    assert not winograd.supports(np.float32, 8, 16, (5, 5), geo)          # other kernels
-    assert not winograd.supports(np.float32, 8, 16, (3, 3), geo._replace(stride=(2, 2)))
-    assert not winograd.supports(np.float32, 8, 16, (3, 3), geo._replace(dilation=(2, 1)))
-    assert not winograd.supports(np.float32, 8, 16, (3, 3), geo._replace(groups=2))
+    big = Geometry((16, 16), (1, 1), (1, 1), (1, 1), (1, 1), 1)     # 16x16 outputs
+    small = Geometry((15, 16), (1, 1), (1, 1), (1, 1), (1, 1), 1)   # 15x16: a few tiles
+    for ci, co in ((16, 32), (32, 16), (16, 64), (32, 32)):
+        assert winograd.supports(np.float32, ci, co, (3, 3), big)
+    for ci, co in ((16, 16), (8, 64), (64, 8), (15, 64)):             # few channels
+        assert not winograd.supports(np.float32, ci, co, (3, 3), big)
+    assert winograd.supports(np.float32, 32, 32, (3, 3), small)
+    for ci, co in ((16, 32), (32, 16), (16, 64), (31, 64)):           # few for the output
+        assert not winograd.supports(np.float32, ci, co, (3, 3), small)
+    geo = big
+    assert not winograd.supports(np.float64, 16, 32, (3, 3), geo)         # float64
+    assert not winograd.supports(np.float32, 16, 32, (5, 5), geo)         # other kernels
+    assert not winograd.supports(np.float32, 16, 32, (3, 3), geo._replace(stride=(2, 2)))
+    assert not winograd.supports(np.float32, 16, 32, (3, 3), geo._replace(dilation=(2, 1)))
+    assert not winograd.supports(np.float32, 16, 32, (3, 3), geo._replace(groups=2))
     with native.use_numba(False):
-        assert not winograd.supports(np.float32, 8, 16, (3, 3), geo)
+        assert not winograd.supports(np.float32, 16, 32, (3, 3), geo)
     monkeypatch.setattr(winograd, "ENABLED", False)
-    assert not winograd.supports(np.float32, 8, 16, (3, 3), geo)
+    assert not winograd.supports(np.float32, 16, 32, (3, 3), geo)
     # with the path off, conv_array never calls it
     monkeypatch.setattr(winograd, "conv_forward", lambda *a: pytest.fail("called"))
-    x, k, _ = _case(np.random.default_rng(5), 2, 8, 16, 9, 9)
+    x, k, _ = _case(np.random.default_rng(5), 2, 16, 32, 16, 16)
     conv_arrays.conv_array(x, k, geo)
 
 
@@ -120,7 +135,8 @@ def test_toom_cook_matrices_give_the_correlation():
 
 
 @pytest.mark.parametrize("n, threads, runs", [(1, 2, 1), (1, 3, 1), (3, 2, 2), (2, 4, 2)])
-def test_bands_split_over_threads_across_images(n, threads, runs, monkeypatch):
+def test_bands_split_over_threads_across_images(n, threads, runs, monkeypatch,
+                                                 few_channels):
     """Runs of bands dealt to the threads, also across images; a lone image, which
     conv_array sends here too, is one run."""
     from ember.ops import _parallel

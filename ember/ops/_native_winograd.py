@@ -99,7 +99,7 @@ def supports(dtype, in_channels: int, out_channels: int, kernel, geo) -> bool:
     if not (ENABLED and dtype == np.float32 and plain_3x3(kernel, geo)):
         return False
     fewer = min(in_channels, out_channels)
-    if math.prod(n - 2 for n in geo.padded()) < SMALL_OUTPUT:
+    if math.prod(_tiles(geo)[0]) < SMALL_OUTPUT:
         return fewer >= MIN_CHANNELS_SMALL_OUTPUT
     return fewer >= MIN_CHANNELS and in_channels * out_channels >= MIN_CHANNEL_PRODUCT
 

@@ -67,23 +67,28 @@ def _row_max(row):
     when told there are no NaNs (which would also break exp's NaN handling), but packs
     eight independent chains into one vector.  The max of 2M float32 in rows of 256
     took 1.52 ms with one chain, 0.42 with eight.
+
+    NOTE: numba's ``max(a, b)`` is the select ``b if b > a else a`` as one expression;
+    written as that conditional expression, each was a branch to numba, and a kernel of
+    this helper alone took 0.47 s instead of 0.29 s to compile (cold cache, min of
+    five), for machine code of the same speed (2M float32 in rows of 10, 256, 1000).
     """
     n = row.size
     a0 = a1 = a2 = a3 = a4 = a5 = a6 = a7 = row[0]
     j = 0
     while j + 8 <= n:
-        a0 = row[j] if row[j] > a0 else a0
-        a1 = row[j + 1] if row[j + 1] > a1 else a1
-        a2 = row[j + 2] if row[j + 2] > a2 else a2
-        a3 = row[j + 3] if row[j + 3] > a3 else a3
-        a4 = row[j + 4] if row[j + 4] > a4 else a4
-        a5 = row[j + 5] if row[j + 5] > a5 else a5
-        a6 = row[j + 6] if row[j + 6] > a6 else a6
-        a7 = row[j + 7] if row[j + 7] > a7 else a7
+        a0 = max(a0, row[j])
+        a1 = max(a1, row[j + 1])
+        a2 = max(a2, row[j + 2])
+        a3 = max(a3, row[j + 3])
+        a4 = max(a4, row[j + 4])
+        a5 = max(a5, row[j + 5])
+        a6 = max(a6, row[j + 6])
+        a7 = max(a7, row[j + 7])
         j += 8
     m = max(max(max(a0, a1), max(a2, a3)), max(max(a4, a5), max(a6, a7)))
     for k in range(j, n):
-        m = row[k] if row[k] > m else m
+        m = max(m, row[k])
     return m
 
 

@@ -67,7 +67,13 @@ _SGEMM_AT, _DGEMM_AT, _SGEMV_AT, _DGEMV_AT, _PAUSE_AT, _WIDE = range(6)
 call_address = call_gemm = call_gemv = call_plain = array_at = release_fence = ticks = None
 
 
-@native.kernel
+# NOTE: `_gemm`, `_gemv`, `_add_bias`, `_describe_row` and `_run_part` are inlined into
+# their callers (their machine code's speed does not matter: a BLAS call or a part is
+# behind each).  As calls, each was a numba build of its own, the first three twice
+# (float32 and float64 constants): the products' first calls in a process (`_Loops`, one
+# split product and one matrix-vector product) took 3.9-4.4 s to compile from a cold
+# cache, and 3.0-3.2 s inlined (min to median of five, alternated; 2-core AMD EPYC).
+@native.kernel(inline=True)
 def _gemm(function, wide, desc, a, b, c, one, zero):
     """The CBLAS product of `desc`'s sizes and layouts at addresses `a`, `b`, `c`, through
     `function` (alpha `one` and beta `zero` of its element type)."""
@@ -81,7 +87,7 @@ def _gemm(function, wide, desc, a, b, c, one, zero):
                   c, np.int32(desc[9]))
 
 
-@native.kernel
+@native.kernel(inline=True)
 def _gemv(function, wide, desc, one, zero):
     """The CBLAS matrix-vector product `desc` describes, through `function`."""
     order, trans = np.int32(_ROW_MAJOR), np.int32(desc[10])
@@ -119,7 +125,7 @@ def _run(desc, functions):
     return 0
 
 
-@native.kernel
+@native.kernel(inline=True)
 def _add_bias(desc, dtype):
     """Add the row of N values at desc[_BIAS] to each row of the product's C (its M rows at
     ldc apart; see _DESC)."""
@@ -185,7 +191,7 @@ def _describe_matrices(a, b, out, bias_at, desc, row_as_vector):
     return True
 
 
-@native.kernel
+@native.kernel(inline=True)
 def _describe_row(a, b, out, desc, lb, trans_b):
     """``out = a @ b`` for one row `a` as a matrix-vector product, as NumPy computes it
     (`lb`, `trans_b`: b's `_layout`).
@@ -277,7 +283,7 @@ def _hand_over_native(entry, theirs, mine, desc, own, flag, functions, spin):
     return _hand_over_and_run(own, flag, functions, spin)
 
 
-@native.kernel
+@native.kernel(inline=True)
 def _run_part(desc, functions):
     """Run the product or native part `desc` describes (not a Python part)."""
     if desc[0] == _NATIVE:

@@ -3,14 +3,14 @@ which BLAS is chosen, and products through MKL equal float64 NumPy on every path
 caller's share, the workers', stacks, single rows, the LSTM's threaded loop)."""
 
 import ctypes
+import functools
 import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 
 from ember.ops import _mkl, _native
+from tests.processes import run_together
 
 needs_mkl = pytest.mark.skipif(_mkl.library_path() is None,
                                reason="MKL is not installed (pip install 'ember[mkl]')")
@@ -93,11 +93,21 @@ print(float((inputs.grad.double() - inputs64.grad).abs().max() / inputs64.grad.a
 """
 
 
+@functools.cache
+def _split_runs() -> dict:
+    """`_SPLIT_PATHS` run with EMBER_BLAS=mkl (where MKL is installed) and =openblas, at
+    once: by setting, (the library used, the errors printed)."""
+    settings = ("mkl", "openblas") if _mkl.library_path() is not None else ("openblas",)
+    runs = run_together({s: (_SPLIT_PATHS, dict(os.environ, EMBER_BLAS=s)) for s in settings})
+    found = {}
+    for setting, run in runs.items():
+        lines = run.stdout.split()
+        found[setting] = lines[0], [float(x) for x in lines[1:]]
+    return found
+
+
 def _split_paths(setting: str) -> tuple:
-    env = dict(os.environ, EMBER_BLAS=setting)
-    lines = subprocess.run([sys.executable, "-c", _SPLIT_PATHS], env=env, capture_output=True,
-                           text=True, check=True).stdout.split()
-    return lines[0], [float(x) for x in lines[1:]]
+    return _split_runs()[setting]
 
 
 @needs_mkl

@@ -2,10 +2,9 @@
 equal NumPy's, parts run in order and raise on the caller, the workers survive a fork,
 and OpenBLAS stays on one thread while ember's threads do the splitting."""
 
+import functools
 import multiprocessing
 import os
-import subprocess
-import sys
 import time
 
 import numpy as np
@@ -14,6 +13,7 @@ import pytest
 import ember
 from ember.ops import _blas, _native, _parallel, _workers
 from ember.ops.conv_arrays import Geometry, conv_array, conv_transpose_array, conv_weight_array
+from tests.processes import run_together
 
 
 # Tests that count the products a worker took: its CBLAS loops are numba kernels.
@@ -281,14 +281,11 @@ def test_openblas_stays_on_one_thread_and_can_be_left_alone():
     assert _blas.openblas().get_num_threads() == 1
     code = ("import numpy, ember; from ember.ops import _blas; "
             "print(_blas.openblas().get_num_threads(), ember.get_num_threads())")
-    env = dict(os.environ, OPENBLAS_NUM_THREADS="2", EMBER_OWN_THREADS="0")
-    left = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
-                          text=True, check=True).stdout.split()
-    assert left == ["2", "2"]
-    env["EMBER_OWN_THREADS"] = "1"
-    taken = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
-                           text=True, check=True).stdout.split()
-    assert taken == ["1", "2"]
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="2")
+    runs = run_together({"left": (code, dict(env, EMBER_OWN_THREADS="0")),
+                         "taken": (code, dict(env, EMBER_OWN_THREADS="1"))})
+    assert runs["left"].stdout.split() == ["2", "2"]
+    assert runs["taken"].stdout.split() == ["1", "2"]
 
 
 @needs_worker_loops
@@ -346,11 +343,14 @@ _CORE_BEFORE_EMBER = (
     "before = name().decode()\n")
 
 
-@pytest.mark.skipif(_blas.core_name() is None, reason="OpenBLAS does not say its kernels")
-@pytest.mark.parametrize("setting, user, expected", [
-    ("Haswell", None, "Haswell"), ("SkylakeX", None, "SkylakeX"), ("keep", None, None),
-    ("Haswell", "Sandybridge", "Sandybridge"), (None, None, "auto")])
-def test_openblas_kernel_family_switch_in_a_fresh_process(setting, user, expected):
+_FAMILY_CASES = [("Haswell", None, "Haswell"), ("SkylakeX", None, "SkylakeX"),
+                 ("keep", None, None), ("Haswell", "Sandybridge", "Sandybridge"),
+                 (None, None, "auto")]
+
+
+@functools.cache
+def _family_runs() -> dict:
+    """Each case's fresh process (setting, user's OPENBLAS_CORETYPE), all run at once."""
     code = _CORE_BEFORE_EMBER + (
         "import os, ember; from ember.ops import _blas\n"
         "a = np.random.default_rng(0).standard_normal((70, 90)); b = a.astype(np.float32)\n"
@@ -358,14 +358,23 @@ def test_openblas_kernel_family_switch_in_a_fresh_process(setting, user, expecte
         "np.allclose(a @ a.T, np.einsum('ik,jk->ij', a, a))\n"
         "print(before, _blas.core_name(), ok, os.environ.get('OPENBLAS_CORETYPE'),"
         " _blas._cpu_vendor() or '-')\n")
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("OPENBLAS_CORETYPE", "EMBER_BLAS_CORETYPE")}
-    if setting is not None:
-        env["EMBER_BLAS_CORETYPE"] = setting
-    if user is not None:
-        env["OPENBLAS_CORETYPE"] = user
-    run = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
-                         text=True, check=True)
+    base = {k: v for k, v in os.environ.items()
+            if k not in ("OPENBLAS_CORETYPE", "EMBER_BLAS_CORETYPE")}
+    jobs = {}
+    for setting, user, _ in _FAMILY_CASES:
+        env = dict(base)
+        if setting is not None:
+            env["EMBER_BLAS_CORETYPE"] = setting
+        if user is not None:
+            env["OPENBLAS_CORETYPE"] = user
+        jobs[setting, user] = (code, env)
+    return run_together(jobs)
+
+
+@pytest.mark.skipif(_blas.core_name() is None, reason="OpenBLAS does not say its kernels")
+@pytest.mark.parametrize("setting, user, expected", _FAMILY_CASES)
+def test_openblas_kernel_family_switch_in_a_fresh_process(setting, user, expected):
+    run = _family_runs()[setting, user]
     before, after, ok, left, vendor = run.stdout.split()
     assert ok == "True"
     if expected == "auto":   # Haswell on AMD for OpenBLAS's AVX-512 families, else kept

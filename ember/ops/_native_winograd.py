@@ -237,17 +237,23 @@ G32 = G_FILTER.astype(np.float32)
 @native.kernel(fastmath=_FAST)
 def _filter_kernel(g, taps, half, out):
     """out[i * 6 + j] = sum over k, l of g[i, k] g[j, l] taps[k * 3 + l]: G w G^T of
-    every filter at once, rows of (C*O) values; `half` (18, C*O) is scratch for G w."""
-    for i in range(6):
-        for col in range(3):
+    every filter at once, rows of (C*O) values; `half` (18, C*O) is scratch for G w.
+
+    NOTE: the loops over G's rows and columns run to its shape, not to the constants 6
+    and 3: with constant trip counts LLVM unrolled them whole, each copy holding a
+    vectorized row loop, and the kernel took 0.71-0.92 s to compile from a cold cache
+    instead of 0.44-0.49 s, for the same speed (15-18 us for 2048 filter pairs)."""
+    rows, cols = g.shape
+    for i in range(rows):
+        for col in range(cols):
             a, b, c = g[i, 0], g[i, 1], g[i, 2]
             r0, r1, r2, dst = taps[col], taps[3 + col], taps[6 + col], half[i * 3 + col]
             for f in range(dst.shape[0]):
                 dst[f] = a * r0[f] + b * r1[f] + c * r2[f]
-    for i in range(6):
-        for j in range(6):
+    for i in range(rows):
+        for j in range(rows):
             a, b, c = g[j, 0], g[j, 1], g[j, 2]
-            r0, r1, r2, dst = half[i * 3], half[i * 3 + 1], half[i * 3 + 2], out[i * 6 + j]
+            r0, r1, r2, dst = half[i * 3], half[i * 3 + 1], half[i * 3 + 2], out[i * rows + j]
             for f in range(dst.shape[0]):
                 dst[f] = a * r0[f] + b * r1[f] + c * r2[f]
 

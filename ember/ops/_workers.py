@@ -70,9 +70,10 @@ call_address = call_gemm = call_gemv = call_plain = array_at = release_fence = t
 # NOTE: `_gemm`, `_gemv`, `_add_bias`, `_describe_row` and `_run_part` are inlined into
 # their callers (their machine code's speed does not matter: a BLAS call or a part is
 # behind each).  As calls, each was a numba build of its own, the first three twice
-# (float32 and float64 constants): the products' first calls in a process (`_Loops`, one
-# split product and one matrix-vector product) took 3.9-4.4 s to compile from a cold
-# cache, and 3.0-3.2 s inlined (min to median of five, alternated; 2-core AMD EPYC).
+# (float32 and float64 constants).  The products' first calls in a process (`_Loops`, one
+# split product and one matrix-vector product) from a cold cache, min to max of five
+# runs alternated with the tree before (2-core AMD EPYC): the first four inlined, 3.86-5.30
+# -> 3.59-4.75 s; then `_run_part` too, 3.54-4.16 -> 2.99-3.20 s.
 @native.kernel(inline=True)
 def _gemm(function, wide, desc, a, b, c, one, zero):
     """The CBLAS product of `desc`'s sizes and layouts at addresses `a`, `b`, `c`, through

@@ -6,12 +6,14 @@ import subprocess
 import sys
 
 
-def run_together(jobs: dict) -> dict:
-    """Run each ``name: (code, env)`` as ``python -c code`` in environment `env`, all at
-    once; their `subprocess.CompletedProcess` results (text output) by name.  A process
-    that fails raises AssertionError with its exit status and error output."""
-    started = {name: subprocess.Popen([sys.executable, "-c", code], env=env, text=True,
-                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+def run_together(jobs: dict, cwd=None) -> dict:
+    """Run each ``name: (code, env)`` as ``python -c code`` in environment `env` (None:
+    this one's) and directory `cwd`, all at once; their `subprocess.CompletedProcess`
+    results (text output) by name.  A process that fails raises AssertionError with its
+    exit status and error output."""
+    started = {name: subprocess.Popen([sys.executable, "-c", code], env=env, cwd=cwd,
+                                      text=True, stdout=subprocess.PIPE,
+                                      stderr=subprocess.PIPE)
                for name, (code, env) in jobs.items()}
     results = {}
     for name, process in started.items():

@@ -4,8 +4,6 @@ every sampler on large samples, and PyTorch's signatures and errors."""
 
 import ast
 import math
-import subprocess
-import sys
 import warnings
 from pathlib import Path
 
@@ -13,6 +11,7 @@ import numpy as np
 import pytest
 
 import ember
+from tests.processes import run_together
 
 try:
     import torch
@@ -48,17 +47,18 @@ def test_same_seed_same_numbers():
     assert not _same(first, _draws())
 
 
-def _in_fresh_process(code: str) -> str:
+def _in_two_fresh_processes(code: str) -> list:
+    """The output of `code` run in two new Python processes (at once)."""
     root = Path(ember.__file__).resolve().parents[1]
-    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          check=True, cwd=root).stdout
+    runs = run_together({0: (code, None), 1: (code, None)}, cwd=root)
+    return [runs[0].stdout, runs[1].stdout]
 
 
 def test_same_seed_same_numbers_in_a_fresh_process():
     code = ("import ember; ember.manual_seed(7); "
             "print([ember.rand(4).tolist(), ember.randint(0, 10**6, (3,)).tolist(), "
             "ember.randperm(5).tolist()])")
-    outs = [ast.literal_eval(_in_fresh_process(code)) for _ in range(2)]
+    outs = [ast.literal_eval(out) for out in _in_two_fresh_processes(code)]
     ember.manual_seed(7)
     here = [ember.rand(4).tolist(), ember.randint(0, 10 ** 6, (3,)).tolist(),
             ember.randperm(5).tolist()]
@@ -342,7 +342,7 @@ def test_signatures_match_torch():
 def test_default_generator_is_seeded_per_process():
     # like PyTorch, an unseeded process starts from a fresh random seed
     code = "import ember; print(ember.initial_seed())"
-    seeds = {_in_fresh_process(code) for _ in range(2)}
+    seeds = set(_in_two_fresh_processes(code))
     assert len(seeds) == 2
     assert math.isfinite(float(next(iter(seeds))))
 

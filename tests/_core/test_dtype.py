@@ -5,6 +5,7 @@ import pytest
 
 import ember
 from ember._core import dtype as dtypes
+from tests.processes import run_together
 
 try:
     import torch
@@ -123,7 +124,7 @@ _FRESH_LOAD = r"""
 import sys
 import ember
 assert "ml_dtypes" not in sys.modules
-state = ember.load(sys.argv[1])
+state = ember.load({path!r})
 assert state["w"].dtype is ember.bfloat16, state["w"].dtype
 assert state["w"].float().tolist() == [0.5, 1.0, -4.0]
 assert ember.finfo(ember.bfloat16).eps == 2.0 ** -7
@@ -132,11 +133,9 @@ assert ember.finfo(ember.bfloat16).eps == 2.0 ** -7
 
 def test_bfloat16_is_loaded_when_first_needed(tmp_path):
     # importing ml_dtypes takes ~0.5 s (half of ``import ember``): ember imports it the
-    # first time a bfloat16 is made, met in a user's array or read from a file
-    import subprocess
-    import sys
-
-    subprocess.run([sys.executable, "-c", _FRESH_BFLOAT16], check=True, timeout=120)
+    # first time a bfloat16 is made, met in a user's array or read from a file (each
+    # checked in a fresh process; the two run at once)
     path = tmp_path / "bf16.pt"
     ember.save({"w": ember.tensor([0.5, 1.0, -4.0], dtype=ember.bfloat16)}, path)
-    subprocess.run([sys.executable, "-c", _FRESH_LOAD, str(path)], check=True, timeout=120)
+    run_together({"array": (_FRESH_BFLOAT16, None),
+                  "file": (_FRESH_LOAD.format(path=str(path)), None)})

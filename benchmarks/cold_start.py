@@ -29,7 +29,7 @@ import tempfile
 import time
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = "examples/train_classifier.py"
 
 # `--steps`: the example's first training steps and an evaluation, in the tree's ember
@@ -85,7 +85,7 @@ def main() -> None:
     parser.add_argument("--steps", action="store_true",
                         help="time the example network's first steps, not the whole program")
     args = parser.parse_args()
-    trees = [HERE] + ([args.against.resolve()] if args.against else [])
+    trees = [ROOT] + ([args.against.resolve()] if args.against else [])
     extras = {tree: [] for tree in trees}
     for _ in range(args.pairs):
         for tree in trees:

@@ -313,11 +313,11 @@ class MaxPool(Function):
     _materialize_grads = False  # (no zeros made for the integer indices' "gradient")
 
     @staticmethod
-    def forward(ctx, x, geo, narrow_indices=False):
+    def forward(ctx, x, geo, indices_returned=True):
         ctx._name = f"MaxPool{len(geo.size)}DWithIndicesBackward0"
         out, idx = _max_pool_array(x, geo)
         ctx.idx, ctx.size, ctx.unique = idx, geo.size, geo.disjoint()
-        if not narrow_indices and idx.dtype != np.int64:  # (the caller sees these)
+        if indices_returned and idx.dtype != np.int64:  # (the graph keeps the int32 ones)
             idx = idx.astype(np.int64)
         return out, idx
 
@@ -334,7 +334,7 @@ def _max_pool(op: str, nd: int, input, kernel_size, stride, padding, dilation, c
         out = MaxPoolValues.apply(x, geo)
         return out.squeeze(0) if unbatched else out
     # (the caller never sees the indices unless it asks: then they must be int64)
-    out, idx = MaxPool.apply(x, geo, narrow_indices=not return_indices)
+    out, idx = MaxPool.apply(x, geo, indices_returned=return_indices)
     if unbatched:
         out, idx = out.squeeze(0), idx.squeeze(0)
     return (out, idx) if return_indices else out

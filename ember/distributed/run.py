@@ -33,6 +33,8 @@ import sysconfig
 import tempfile
 import traceback
 
+from ._exit_order import ExitOrder
+
 _WORKER_FLAG = "--worker"
 
 
@@ -125,14 +127,15 @@ def main(argv=None) -> int:
     cmd += [sys.executable, "-m", "ember.distributed.run", _WORKER_FLAG]
     cmd += (["-m"] if opts.module else []) + [opts.script] + list(opts.args)
     try:
-        return _supervise(cmd, env, status_dir, total)
+        return _supervise(cmd, env, status_dir, total, opts.nproc_per_node)
     finally:
         shutil.rmtree(status_dir, ignore_errors=True)
 
 
-def _supervise(cmd: list, env: dict, status_dir: str, total: int) -> int:
+def _supervise(cmd: list, env: dict, status_dir: str, total: int, local_ranks: int) -> int:
     """Run mpiexec, pass its output through, and explain a failure."""
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE)
+    exit_order = ExitOrder(status_dir, local_ranks).start()
 
     def forward(signum, frame):  # Ctrl-C / kill: let mpiexec stop the ranks
         try:
@@ -153,6 +156,7 @@ def _supervise(cmd: list, env: dict, status_dir: str, total: int) -> int:
             tail = (tail + chunk)[-65536:]
         rc = proc.wait()
     finally:
+        exit_order.stop()
         for s, h in old.items():
             signal.signal(s, h)
     stray = _kill_strays(status_dir)
@@ -161,7 +165,7 @@ def _supervise(cmd: list, env: dict, status_dir: str, total: int) -> int:
             if "report" in status:
                 print(f"---- rank {rank} ----\n{status['report']}", file=sys.stderr)
         print(f"ember.distributed.run: the job failed (mpiexec exit code {rc}): "
-              f"{_diagnose(status_dir, tail.decode('utf-8', 'replace'), total)}",
+              f"{_diagnose(status_dir, tail.decode('utf-8', 'replace'), total, exit_order.first)}",
               file=sys.stderr)
     if stray:
         print(f"ember.distributed.run: stopped ranks left running: {stray}", file=sys.stderr)
@@ -186,28 +190,44 @@ def _statuses(status_dir: str) -> dict:
     return out
 
 
-def _diagnose(status_dir: str, output: str, total: int) -> str:
-    """Which rank failed first, as far as can be told."""
+def _diagnose(status_dir: str, output: str, total: int, first: int | None = None) -> str:
+    """Which rank failed first, as far as can be told.  `first`: the rank of this host seen
+    to end first without finishing (``ExitOrder``), if one was."""
     statuses = _statuses(status_dir)
     errors = [f"rank {r} raised {s['error']}" for r, s in sorted(statuses.items())
               if "error" in s]
     if errors:
         return "; ".join(errors)
-    by_pid = {s.get("pid"): r for r, s in statuses.items()}
-    m = re.search(r"PID (\d+) RUNNING AT (\S+)\s*=\s*EXIT CODE: (-?\d+)", output)
-    if m and int(m.group(1)) in by_pid:
-        code = int(m.group(3))
-        how = f"killed by signal {code}" if 0 < code < 64 and code in (6, 9, 11, 15) else (
-            f"exited with code {code}")
-        try:
-            how += f" ({signal.Signals(code).name})" if "signal" in how else ""
-        except ValueError:
-            pass
-        return f"rank {by_pid[int(m.group(1))]} (pid {m.group(1)} on {m.group(2)}) {how}"
+    named = _named_by_mpiexec(output, statuses)
+    if first is not None and "pid" in statuses.get(first, {}):
+        if named is not None and named.startswith(f"rank {first} "):
+            return named
+        pid, host = statuses[first]["pid"], statuses[first]["host"]
+        # mpiexec names the lowest rank whose exit was bad, which can be one that it killed
+        # itself once `first` had died.
+        return (f"rank {first} (pid {pid} on {host}) ended first, without an error report "
+                f"(killed, or os._exit); mpiexec then stopped the others"
+                + (f" (it names {named})" if named else ""))
+    if named is not None:
+        return named
     missing = [r for r in range(total) if r not in statuses]
     if missing:
         return f"ranks {missing} never started"
     return "no rank reported an error; see the output above"
+
+
+def _named_by_mpiexec(output: str, statuses: dict) -> str | None:
+    """The rank in MPICH's "BAD TERMINATION" block and how it ended, e.g.
+    'rank 1 (pid 123 on host) killed by signal 9 (SIGKILL)'; None where there is none."""
+    by_pid = {s.get("pid"): r for r, s in statuses.items()}
+    m = re.search(r"PID (\d+) RUNNING AT (\S+)\s*=\s*EXIT CODE: (-?\d+)", output)
+    if not (m and int(m.group(1)) in by_pid):
+        return None
+    code = int(m.group(3))
+    how = f"killed by signal {code}" if code in (6, 9, 11, 15) else f"exited with code {code}"
+    if code in (6, 9, 11, 15):
+        how += f" ({signal.Signals(code).name})"
+    return f"rank {by_pid[int(m.group(1))]} (pid {m.group(1)} on {m.group(2)}) {how}"
 
 
 def _alive(pid: int) -> bool:

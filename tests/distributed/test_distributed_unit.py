@@ -1,6 +1,9 @@
 """ember.distributed pieces that need no second process (and never start MPI here)."""
 
 import os
+import socket
+import subprocess
+import sys
 import time
 from datetime import timedelta
 
@@ -10,6 +13,7 @@ import pytest
 import ember
 import ember.distributed as dist
 from ember.distributed import _objects, run
+from ember.distributed._exit_order import ExitOrder
 from ember.distributed._work import Work, poll_until
 
 
@@ -149,11 +153,73 @@ def test_launcher_options_and_diagnosis(tmp_path):
     banner = ("=   PID 101 RUNNING AT hostA\n=   EXIT CODE: 9\n")
     assert run._diagnose(str(tmp_path), banner, 2) == (
         "rank 1 (pid 101 on hostA) killed by signal 9 (SIGKILL)")
+    # The watcher saw rank 1 end first: mpiexec naming it too changes nothing ...
+    assert run._diagnose(str(tmp_path), banner, 2, first=1) == (
+        "rank 1 (pid 101 on hostA) killed by signal 9 (SIGKILL)")
+    # ... but when mpiexec names a rank it killed in its clean-up, the first one is named.
+    cleanup = banner.replace("PID 101", "PID 100")
+    assert run._diagnose(str(tmp_path), cleanup, 2, first=1) == (
+        "rank 1 (pid 101 on hostA) ended first, without an error report (killed, or "
+        "os._exit); mpiexec then stopped the others (it names rank 0 (pid 100 on hostA) "
+        "killed by signal 9 (SIGKILL))")
+    assert run._diagnose(str(tmp_path), "=   PID 100 RUNNING AT hostA\n=   EXIT CODE: 3\n",
+                         2) == "rank 0 (pid 100 on hostA) exited with code 3"
+    assert run._diagnose(str(tmp_path), "", 3) == "ranks [2] never started"
     (tmp_path / "0.error").write_text("ValueError: boom")
-    assert run._diagnose(str(tmp_path), "", 2) == "rank 0 raised ValueError: boom"
+    assert run._diagnose(str(tmp_path), "", 2, first=1) == "rank 0 raised ValueError: boom"
     hosts = tmp_path / "hosts"
     hosts.write_text("# comment\nnode1\nnode2:4\n\n")
     assert run._hosts_in(str(hosts)) == 2
+
+
+@pytest.mark.skipif(not hasattr(os, "pidfd_open"), reason="pidfds are Linux-only")
+def test_exit_order_names_the_rank_that_ended_first(tmp_path):
+    host = socket.gethostname()
+    sleepers = [subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+                for _ in range(3)]
+    try:
+        for rank, proc in enumerate(sleepers):
+            (tmp_path / f"{rank}.pid").write_text(f"{proc.pid} {host}")
+        (tmp_path / "3.pid").write_text("1 elsewhere")  # another host's rank: not watched
+        watch = ExitOrder(str(tmp_path), local_ranks=3).start()
+        time.sleep(0.3)
+        # Rank 0 finishes its script (a done file, then exit): that is not a failure.
+        (tmp_path / "0.done").write_text("0")
+        sleepers[0].terminate()
+        sleepers[0].wait()
+        time.sleep(0.3)
+        assert watch.first is None
+        sleepers[2].kill()   # the failure: dies with no report
+        sleepers[2].wait()
+        time.sleep(0.3)
+        sleepers[1].kill()   # what mpiexec's clean-up would do next
+        sleepers[1].wait()
+        watch.stop()
+        assert watch.first == 2
+    finally:
+        for proc in sleepers:
+            proc.kill()
+            proc.wait()
+
+
+@pytest.mark.skipif(not hasattr(os, "pidfd_open"), reason="pidfds are Linux-only")
+def test_exit_order_takes_no_order_from_a_tie(tmp_path):
+    host = socket.gethostname()
+    # Both ranks are gone before the watcher looks: no order can be told.
+    for rank in range(2):
+        proc = subprocess.Popen([sys.executable, "-c", "pass"])
+        proc.wait()
+        (tmp_path / f"{rank}.pid").write_text(f"{proc.pid} {host}")
+    watch = ExitOrder(str(tmp_path), local_ranks=2).start()
+    time.sleep(0.3)
+    watch.stop()
+    assert watch.first is None
+    # Stopped before any rank wrote its pid file: nothing seen, and stop() returns.
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    watch = ExitOrder(str(empty), local_ranks=2).start()
+    watch.stop()
+    assert watch.first is None
 
 
 def test_launcher_without_mpiexec(monkeypatch, capsys):

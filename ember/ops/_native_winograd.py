@@ -76,12 +76,18 @@ ENABLED = os.environ.get("EMBER_NO_WINOGRAD", "").strip() in ("", "0")
 #   16 -> 32, 32 -> 16, 16 -> 64: 0.88-0.97 from 16x16, 1.42-1.67 at 8x8
 #   32 -> 32: 0.74-1.03 from 12x12, 0.82-1.25 at 8x8;  64 -> 64: 0.71-0.87 at every size
 # so: 16 channels on each side and 512 in times out, and on outputs of fewer than 16x16
-# pixels (a few tiles an image) 32 on each side.  (Until then: 8 in and 16 out, set on
+# pixels (a few tiles an image) 64 on each side.  (Until then: 8 in and 16 out, set on
 # MNIST's 32 -> 64 layer, which stays.)
+# NOTE: 32 -> 32 and 32 -> 64 layers at 8x8 gain 5-11% at 32 images and nothing at 8
+# (0.89-0.95 and 1.00-1.18, re-measured), a few hundredths of a millisecond a step on
+# such small layers; the path's first use costs ~3 s of kernel builds in a cold numba
+# cache.  examples/train_classifier.py (32 -> 32 at 8x8) ran its first time +9.2 to
+# +10.3 s over its warm run with them, +5.4 to +6.5 s without; its warm run the same
+# within the noise.  So on small outputs only 64 channels (0.71-0.87) take the path.
 MIN_CHANNELS = 16
 MIN_CHANNEL_PRODUCT = 512
 SMALL_OUTPUT = 16 * 16
-MIN_CHANNELS_SMALL_OUTPUT = 32
+MIN_CHANNELS_SMALL_OUTPUT = 64
 
 
 def plain_3x3(kernel, geo) -> bool:

@@ -81,7 +81,7 @@ def test_many_chunks(monkeypatch):
     (64, 32, 1, 3, np.float64, "_transpose_as_conv"),    # c has fewer channels
     (1, 16, 16, 3, np.float64, "_transpose_as_conv"),    # depthwise
     (1, 32, 1, 3, np.float64, "_transpose_col2im"),      # 9 columns for 32 channels of c
-    (32, 64, 1, 3, np.float32, "_transpose_as_conv"),    # float32: Winograd's forward
+    (64, 64, 1, 3, np.float32, "_transpose_as_conv"),    # float32: Winograd's forward
 ])
 def test_choice_of_path(monkeypatch, cin, cout, groups, kernel, dtype, path):
     if dtype == np.float32 and not native.enabled():

@@ -77,6 +77,8 @@ class ExitOrder:
                     self.first = unfinished[0] if len(unfinished) == 1 else None
                     return
                 finished.update(ended)
+        except OSError:  # the status folder went away: nothing more can be told
+            self.first = None
         finally:
             for fd in rank_of_fd:
                 os.close(fd)

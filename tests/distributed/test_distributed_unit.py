@@ -4,6 +4,7 @@ import os
 import socket
 import subprocess
 import sys
+import threading
 import time
 from datetime import timedelta
 
@@ -203,7 +204,7 @@ def test_exit_order_names_the_rank_that_ended_first(tmp_path):
 
 
 @pytest.mark.skipif(not hasattr(os, "pidfd_open"), reason="pidfds are Linux-only")
-def test_exit_order_takes_no_order_from_a_tie(tmp_path):
+def test_exit_order_takes_no_order_from_a_tie(tmp_path, monkeypatch):
     host = socket.gethostname()
     # Both ranks are gone before the watcher looks: no order can be told.
     for rank in range(2):
@@ -218,6 +219,17 @@ def test_exit_order_takes_no_order_from_a_tie(tmp_path):
     empty = tmp_path / "empty"
     empty.mkdir()
     watch = ExitOrder(str(empty), local_ranks=2).start()
+    watch.stop()
+    assert watch.first is None
+    # The folder removed under it: the thread ends quietly.
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    raised = []
+    monkeypatch.setattr(threading, "excepthook", raised.append)
+    watch = ExitOrder(str(gone), local_ranks=2).start()
+    gone.rmdir()
+    time.sleep(0.3)
+    assert not watch._thread.is_alive() and raised == []
     watch.stop()
     assert watch.first is None
 

@@ -61,6 +61,16 @@ def call_gemv(typingctx, function, order, trans, m, n, alpha, a, lda, x, incx, b
 
 
 @intrinsic
+def as_type_of(typingctx, example, value):
+    """`value` converted to the integer type of `example` (an int32 or int64 zero), as
+    typed when the kernel is compiled: one call site serves either CBLAS interface."""
+    def codegen(context, builder, signature, args):
+        return context.cast(builder, args[1], signature.args[1], signature.return_type)
+
+    return example(example, value), codegen
+
+
+@intrinsic
 def call_plain(typingctx, function):
     """Call the C function at address `function` that takes no argument (its result, as
     sched_yield's, is dropped)."""

@@ -55,16 +55,20 @@ _ROW_MAJOR, _NO_TRANS, _TRANS = 101, 111, 112  # CBLAS's enums
 _DESC, _BIAS = 21, 20
 
 # The C functions the compiled loops call, by address (an int64 array, `_Loops.functions`):
-# the CBLAS products, libc's sched_yield, and whether the BLAS's integers are 64-bit (1)
-# or C ints (0).  NOTE: passed as numbers, not ctypes functions: numba unboxes a ctypes
-# function argument in ~0.7 us even through a build's entry point, and types it anew on
-# every call through the dispatcher (~140 us).
-_SGEMM_AT, _DGEMM_AT, _SGEMV_AT, _DGEMV_AT, _PAUSE_AT, _WIDE = range(6)
+# the CBLAS products and libc's sched_yield.  NOTE: passed as numbers, not ctypes
+# functions: numba unboxes a ctypes function argument in ~0.7 us even through a build's
+# entry point, and types it anew on every call through the dispatcher (~140 us).
+# The BLAS's integer type comes beside them as `ints`, a zero of that type (np.int64 or
+# np.int32): builds for either kind of library are told apart by their signatures (and
+# so in numba's disk cache), and each holds the calls of its own kind only.  (With both
+# kinds of call behind a flag, `_run` took 1.27-1.35 s to compile cold; 0.80-0.88 s now.)
+_SGEMM_AT, _DGEMM_AT, _SGEMV_AT, _DGEMV_AT, _PAUSE_AT = range(5)
 
 # numba's calls of C functions by address, and its view of memory given by address
 # (ops/_native_parts.py), for the kernels below; set by `_compiled_loops`, which imports
 # that module only once numba is known usable.
 call_address = call_gemm = call_gemv = call_plain = array_at = release_fence = ticks = None
+as_type_of = None
 
 
 # NOTE: `_gemm`, `_gemv`, `_add_bias`, `_describe_row` and `_run_part` are inlined into
@@ -75,50 +79,44 @@ call_address = call_gemm = call_gemv = call_plain = array_at = release_fence = t
 # runs alternated with the tree before (2-core AMD EPYC): the first four inlined, 3.86-5.30
 # -> 3.59-4.75 s; then `_run_part` too, 3.54-4.16 -> 2.99-3.20 s.
 @native.kernel(inline=True)
-def _gemm(function, wide, desc, a, b, c, one, zero):
+def _gemm(function, ints, desc, a, b, c, one, zero):
     """The CBLAS product of `desc`'s sizes and layouts at addresses `a`, `b`, `c`, through
-    `function` (alpha `one` and beta `zero` of its element type)."""
+    `function` (alpha `one` and beta `zero` of its element type; sizes of `ints`' type)."""
     order, trans_a, trans_b = np.int32(_ROW_MAJOR), np.int32(desc[10]), np.int32(desc[11])
-    if wide:
-        call_gemm(function, order, trans_a, trans_b, desc[1], desc[2], desc[3], one, a,
-                  desc[5], b, desc[7], zero, c, desc[9])
-    else:
-        call_gemm(function, order, trans_a, trans_b, np.int32(desc[1]), np.int32(desc[2]),
-                  np.int32(desc[3]), one, a, np.int32(desc[5]), b, np.int32(desc[7]), zero,
-                  c, np.int32(desc[9]))
+    call_gemm(function, order, trans_a, trans_b, as_type_of(ints, desc[1]),
+              as_type_of(ints, desc[2]), as_type_of(ints, desc[3]), one, a,
+              as_type_of(ints, desc[5]), b, as_type_of(ints, desc[7]), zero, c,
+              as_type_of(ints, desc[9]))
 
 
 @native.kernel(inline=True)
-def _gemv(function, wide, desc, one, zero):
+def _gemv(function, ints, desc, one, zero):
     """The CBLAS matrix-vector product `desc` describes, through `function`."""
     order, trans = np.int32(_ROW_MAJOR), np.int32(desc[10])
-    if wide:
-        call_gemv(function, order, trans, desc[1], desc[2], one, desc[4], desc[5], desc[6],
-                  desc[7], zero, desc[8], desc[9])
-    else:
-        call_gemv(function, order, trans, np.int32(desc[1]), np.int32(desc[2]), one,
-                  desc[4], np.int32(desc[5]), desc[6], np.int32(desc[7]), zero, desc[8],
-                  np.int32(desc[9]))
+    call_gemv(function, order, trans, as_type_of(ints, desc[1]), as_type_of(ints, desc[2]),
+              one, desc[4], as_type_of(ints, desc[5]), desc[6], as_type_of(ints, desc[7]),
+              zero, desc[8], as_type_of(ints, desc[9]))
 
 
 @native.kernel
-def _run(desc, functions):
+def _run(desc, functions, ints):
     """Run the product (or stack of them) or matrix-vector product `desc` describes
-    (see _DESC) with the CBLAS functions at `functions` (see _SGEMM_AT)."""
-    kind, wide = desc[0], functions[_WIDE] == 1
+    (see _DESC) with the CBLAS functions at `functions` (see _SGEMM_AT), whose integers
+    are of `ints`' type."""
+    kind = desc[0]
     if kind == _SGEMV:
-        _gemv(functions[_SGEMV_AT], wide, desc, np.float32(1), np.float32(0))
+        _gemv(functions[_SGEMV_AT], ints, desc, np.float32(1), np.float32(0))
     elif kind == _DGEMV:
-        _gemv(functions[_DGEMV_AT], wide, desc, 1.0, 0.0)
+        _gemv(functions[_DGEMV_AT], ints, desc, 1.0, 0.0)
     for i in range(desc[12] if kind < _SGEMV else 0):
         for j in range(desc[13]):
             a = desc[4] + i * desc[14] + j * desc[17]
             b = desc[6] + i * desc[15] + j * desc[18]
             c = desc[8] + i * desc[16] + j * desc[19]
             if kind == _SGEMM:
-                _gemm(functions[_SGEMM_AT], wide, desc, a, b, c, np.float32(1), np.float32(0))
+                _gemm(functions[_SGEMM_AT], ints, desc, a, b, c, np.float32(1), np.float32(0))
             else:
-                _gemm(functions[_DGEMM_AT], wide, desc, a, b, c, 1.0, 0.0)
+                _gemm(functions[_DGEMM_AT], ints, desc, a, b, c, 1.0, 0.0)
     if desc[_BIAS] != 0 and kind == _SGEMM:
         _add_bias(desc, np.float32)
     elif desc[_BIAS] != 0 and kind == _DGEMM:
@@ -150,6 +148,15 @@ def _layout(rows, cols, stride0, stride1, item):
             and stride1 // item >= max(rows, 1):
         return stride1 // item, _TRANS
     return 0, 0
+
+
+_INTS = "int64"   # the BLAS's integer type, by name (set by `_compiled_loops`)
+
+
+def _ints_type(types):
+    """The numba type of `ints` in this process's builds (`_INTS`): the kernels with fixed
+    signatures are built for the one library the process calls."""
+    return getattr(types, _INTS)
 
 
 def _matrices(numba, *rest, result: str = "boolean", products: int = 1) -> list:
@@ -217,20 +224,20 @@ def _describe_row(a, b, out, desc, lb, trans_b):
 
 
 @native.kernel(signatures=lambda numba: _matrices(
-    numba, lambda t: (t.int64, t.int64[::1], t.int64[::1])))
-def _describe_and_run(a, b, out, bias_at, desc, functions):
+    numba, lambda t: (t.int64, t.int64[::1], t.int64[::1], _ints_type(t))))
+def _describe_and_run(a, b, out, bias_at, desc, functions, ints):
     """`_describe_matrices`, then `_run` on the calling thread: False, nothing computed,
     where CBLAS cannot take the arrays."""
     if not _describe_matrices(a, b, out, bias_at, desc, True):
         return False
-    _run(desc, functions)
+    _run(desc, functions, ints)
     return True
 
 
 @native.kernel(signatures=lambda numba: _matrices(
     numba, lambda t: (t.int64, t.boolean, t.int64[::1], t.int64[::1], t.int64[::1],
-                      t.int64[::1], t.int64), result="int64"))
-def _split_and_run(a, b, out, bias_at, by_rows, mine, theirs, flag, functions, spin):
+                      t.int64[::1], t.int64, _ints_type(t)), result="int64"))
+def _split_and_run(a, b, out, bias_at, by_rows, mine, theirs, flag, functions, spin, ints):
     """``out = a @ b`` (plus the bias row at `bias_at`, 0: none) for 2-D arrays in two
     halves, of the rows of `a` (`by_rows`) or of the columns of `b`: the second posted to
     the worker whose desc and flag are `theirs` and `flag`, the first run here (in
@@ -249,52 +256,53 @@ def _split_and_run(a, b, out, bias_at, by_rows, mine, theirs, flag, functions, s
         ok = posted and _describe_matrices(a, b[:, :h], out[:, :h], bias_at, mine, True)
     if not ok:
         return -1
-    return _hand_over_and_run(mine, flag, functions, spin)
+    return _hand_over_and_run(mine, flag, functions, spin, ints)
 
 
 @native.kernel(signatures=lambda numba: _matrices(
-    numba, lambda t: (t.int64[::1],) * 4 + (t.int64,), result="int64", products=2))
-def _pair_and_run(a1, b1, out1, a2, b2, out2, mine, theirs, flag, functions, spin):
+    numba, lambda t: (t.int64[::1],) * 4 + (t.int64, _ints_type(t)), result="int64",
+    products=2))
+def _pair_and_run(a1, b1, out1, a2, b2, out2, mine, theirs, flag, functions, spin, ints):
     """``out1 = a1 @ b1`` here and ``out2 = a2 @ b2`` on the worker whose desc and flag
     are `theirs` and `flag`, from one call (results as `_split_and_run`'s)."""
     if not (_describe_matrices(a2, b2, out2, 0, theirs, True)
             and _describe_matrices(a1, b1, out1, 0, mine, True)):
         return -1
-    return _hand_over_and_run(mine, flag, functions, spin)
+    return _hand_over_and_run(mine, flag, functions, spin, ints)
 
 
 @native.kernel
-def _hand_over_and_run(mine, flag, functions, spin):
+def _hand_over_and_run(mine, flag, functions, spin, ints):
     """Hand the worker its part (described in its desc), run `mine` (a product or a
     native part) here, then poll up to `spin` ticks for the worker: 1 done, 0 not seen
     done."""
     release_fence()   # (the worker's desc is written before its flag says so)
     flag[0] += 1
-    _run_part(mine, functions)
+    _run_part(mine, functions, ints)
     return 1 if _wait(flag, spin, functions) else 0
 
 
 @native.kernel
-def _hand_over_native(entry, theirs, mine, desc, own, flag, functions, spin):
+def _hand_over_native(entry, theirs, mine, desc, own, flag, functions, spin, ints):
     """Post the native part at address `entry` on block `theirs` (an int64 array) to the
     worker whose desc and flag are `desc` and `flag`, and run it on block `mine` here
     (described in `own`): `_hand_over_and_run`."""
     desc[0], desc[1], desc[2] = _NATIVE, entry, theirs.ctypes.data
     own[0], own[1], own[2] = _NATIVE, entry, mine.ctypes.data
-    return _hand_over_and_run(own, flag, functions, spin)
+    return _hand_over_and_run(own, flag, functions, spin, ints)
 
 
 @native.kernel(inline=True)
-def _run_part(desc, functions):
+def _run_part(desc, functions, ints):
     """Run the product or native part `desc` describes (not a Python part)."""
     if desc[0] == _NATIVE:
         call_address(desc[1], desc[2])
     else:
-        _run(desc, functions)
+        _run(desc, functions, ints)
 
 
 @native.kernel
-def _serve(flag, desc, spin, functions):
+def _serve(flag, desc, spin, functions, ints):
     """Poll `flag` for a posted part until `spin` ticks (`ticks`) pass idle, calling
     sched_yield each round; run each posted product (`_run`) or native part, and mark it
     done.  1: a Python part waits (the caller runs it); 0: idle all along."""
@@ -305,7 +313,7 @@ def _serve(flag, desc, spin, functions):
             kind = desc[0]
             if kind == _PYTHON:
                 return 1
-            _run_part(desc, functions)
+            _run_part(desc, functions, ints)
             flag[1] = flag[0]
             idle_since = ticks()
         else:
@@ -345,12 +353,12 @@ class _Loops:
 
     def __init__(self, sgemm, dgemm, sgemv, dgemv, pause):
         self.sgemm, self.dgemm, self.pause = sgemm, dgemm, pause  # (ctypes functions)
-        wide = sgemm.argtypes[3] is ctypes.c_int64
+        self.ints = np.int64(0) if sgemm.argtypes[3] is ctypes.c_int64 else np.int32(0)
         self.functions = np.array([ctypes.cast(f, ctypes.c_void_p).value
-                                   for f in (sgemm, dgemm, sgemv, dgemv, pause)] + [wide],
-                                  np.int64)
-        _serve(np.zeros(2, np.int64), np.zeros(_DESC, np.int64), 1, self.functions)
-        _run(np.zeros(_DESC, np.int64), self.functions)
+                                   for f in (sgemm, dgemm, sgemv, dgemv, pause)], np.int64)
+        _serve(np.zeros(2, np.int64), np.zeros(_DESC, np.int64), 1, self.functions,
+               self.ints)
+        _run(np.zeros(_DESC, np.int64), self.functions, self.ints)
         _wait(np.zeros(2, np.int64), 1, self.functions)
         # the polls are bounded in ticks, not rounds: a round takes a few hundred ns on
         # an idle machine and a whole time slice when other threads want the core (a
@@ -364,28 +372,28 @@ class _Loops:
         self.hand_over_spin = max(1, self.spin // 8)
 
     def serve(self, flag, desc) -> int:
-        return _serve(flag, desc, self.spin, self.functions)
+        return _serve(flag, desc, self.spin, self.functions, self.ints)
 
     def wait(self, flag) -> bool:
         return _wait(flag, self.spin, self.functions)
 
     def run(self, desc) -> None:
-        _run(desc, self.functions)
+        _run(desc, self.functions, self.ints)
 
     def describe_and_run(self, a, b, out, bias_at, desc) -> bool:
-        return _describe_and_run(a, b, out, bias_at, desc, self.functions)
+        return _describe_and_run(a, b, out, bias_at, desc, self.functions, self.ints)
 
     def split_and_run(self, a, b, out, bias_at, by_rows, mine, worker) -> int:
         return _split_and_run(a, b, out, bias_at, by_rows, mine, worker.desc, worker.flag,
-                              self.functions, self.hand_over_spin)
+                              self.functions, self.hand_over_spin, self.ints)
 
     def hand_over_native(self, entry, theirs, mine, own, worker) -> int:
         return _hand_over_native(entry, theirs, mine, worker.desc, own, worker.flag,
-                                 self.functions, self.hand_over_spin)
+                                 self.functions, self.hand_over_spin, self.ints)
 
     def pair_and_run(self, a1, b1, out1, a2, b2, out2, mine, worker) -> int:
         return _pair_and_run(a1, b1, out1, a2, b2, out2, mine, worker.desc, worker.flag,
-                             self.functions, self.hand_over_spin)
+                             self.functions, self.hand_over_spin, self.ints)
 
 
 _entry_points: dict = {}   # kernel -> (its number of builds, `_entry_point`'s answer)
@@ -408,7 +416,8 @@ def _entry_point(kernel):
 @functools.cache
 def _compiled_loops() -> _Loops | None:
     """The poll loops (made once per process), or None where they cannot run."""
-    global array_at, call_address, call_gemm, call_gemv, call_plain, release_fence, ticks
+    global array_at, as_type_of, call_address, call_gemm, call_gemv, call_plain
+    global release_fence, ticks, _INTS
     if not native.enabled() or platform.machine().lower() not in ("x86_64", "amd64"):
         return None
     blas = _blas.products()
@@ -417,10 +426,12 @@ def _compiled_loops() -> _Loops | None:
     from . import _native_parts as parts
 
     array_at, call_address, call_plain = parts.array_at, parts.call_address, parts.call_plain
+    as_type_of = parts.as_type_of
     call_gemm, call_gemv = parts.call_gemm, parts.call_gemv
     release_fence, ticks = parts.release_fence, parts.ticks
     pause = ctypes.CDLL(None).sched_yield
     pause.argtypes, pause.restype = [], ctypes.c_int
+    _INTS = "int64" if blas.sgemm.argtypes[3] is ctypes.c_int64 else "int32"
     loops = _Loops(blas.sgemm, blas.dgemm, blas.sgemv, blas.dgemv, pause)
     return loops if loops.ticks_per_second > 0 else None   # (a counter that stands still)
 

@@ -405,7 +405,7 @@ def test_a_kernels_entry_point_is_kept_until_it_gains_another_build():
 @needs_worker_loops
 def test_products_reach_a_blas_with_c_int_sizes():
     # a CBLAS built with C ints (an LP64 OpenBLAS) takes 32-bit sizes: the compiled loops
-    # narrow them when `functions` says so.  Stand-in: a plain row-major product compiled
+    # built with an int32 `ints` narrow them.  Stand-in: a plain row-major product compiled
     # as a C function of exactly that signature, checked against NumPy.
     from numba import carray, cfunc, types
 
@@ -433,13 +433,16 @@ def test_products_reach_a_blas_with_c_int_sizes():
         pytest.skip("no CBLAS interface known for NumPy's BLAS")
     functions = loops.functions.copy()
     functions[_workers._SGEMM_AT] = naive_sgemm.address
-    functions[_workers._WIDE] = 0
+    # (this process's builds are for its own library's integers: a build for C ints)
+    narrow = _native.kernel(signatures=lambda numba: _workers._matrices(
+        numba, lambda t: (t.int64, t.int64[::1], t.int64[::1], t.int32)))(
+        _workers._describe_and_run.py_func)
     rng = np.random.default_rng(8)
     wide = rng.standard_normal((5, 9)).astype(np.float32)
     a, b = wide[:, :7], rng.standard_normal((7, 3)).astype(np.float32)  # (lda 9)
     out = np.full((5, 3), np.nan, np.float32)
     desc = np.zeros(_workers._DESC, np.int64)
-    assert _workers._describe_and_run(a, b, out, 0, desc, functions)
+    assert narrow(a, b, out, 0, desc, functions, np.int32(0))
     np.testing.assert_allclose(out, a.astype(np.float64) @ b, rtol=1e-5)
     assert list(desc[:4]) == [_workers._SGEMM, 5, 3, 7] and desc[5] == 9
 

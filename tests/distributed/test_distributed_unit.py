@@ -192,7 +192,9 @@ def test_exit_order_names_the_rank_that_ended_first(tmp_path):
         assert watch.first is None
         sleepers[2].kill()   # the failure: dies with no report
         sleepers[2].wait()
-        time.sleep(0.3)
+        deadline = time.monotonic() + 20   # (a loaded machine may run the thread late)
+        while watch.first is None and time.monotonic() < deadline:
+            time.sleep(0.01)
         sleepers[1].kill()   # what mpiexec's clean-up would do next
         sleepers[1].wait()
         watch.stop()

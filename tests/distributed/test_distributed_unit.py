@@ -230,7 +230,7 @@ def test_exit_order_takes_no_order_from_a_tie(tmp_path, monkeypatch):
     monkeypatch.setattr(threading, "excepthook", raised.append)
     watch = ExitOrder(str(gone), local_ranks=2).start()
     gone.rmdir()
-    time.sleep(0.3)
+    watch._thread.join(timeout=20)
     assert not watch._thread.is_alive() and raised == []
     watch.stop()
     assert watch.first is None

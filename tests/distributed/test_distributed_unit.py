@@ -214,9 +214,9 @@ def test_exit_order_takes_no_order_from_a_tie(tmp_path, monkeypatch):
         proc.wait()
         (tmp_path / f"{rank}.pid").write_text(f"{proc.pid} {host}")
     watch = ExitOrder(str(tmp_path), local_ranks=2).start()
-    time.sleep(0.3)
+    watch._thread.join(timeout=20)   # (it ends by itself once a rank has ended)
+    assert not watch._thread.is_alive() and watch.first is None
     watch.stop()
-    assert watch.first is None
     # Stopped before any rank wrote its pid file: nothing seen, and stop() returns.
     empty = tmp_path / "empty"
     empty.mkdir()

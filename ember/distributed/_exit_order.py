@@ -16,21 +16,23 @@ import os
 import select
 import socket
 import threading
+from collections.abc import Callable
 
 _SCAN_MS = 100  # how often to look for ranks that have not written their pid file yet
 
 
 class ExitOrder:
-    """Watch the ranks of this host named in the launcher's status folder.
+    """Watch the ranks of this host named in the launcher's status folder, read through
+    `statuses` (``rank -> {'pid', 'host', 'done', ...}``, run.py's `_statuses`).
 
     ``first`` is the rank that ended first without finishing its script (no ``done``
-    status file), once one has; None while none has, when several ended at the same
-    moment, or where pidfds are missing.
+    status), once one has; None while none has, when several ended at the same moment,
+    or where pidfds are missing.
     """
 
-    def __init__(self, status_dir: str, local_ranks: int):
+    def __init__(self, statuses: Callable[[], dict], local_ranks: int):
         self.first: int | None = None
-        self._status_dir = status_dir
+        self._statuses = statuses
         self._local_ranks = local_ranks
         self._host = socket.gethostname()
         self._wake_r, self._wake_w = os.pipe()
@@ -78,7 +80,7 @@ class ExitOrder:
                     return
                 finished.update(ended)
         except OSError:  # the status folder went away: nothing more can be told
-            self.first = None
+            pass
         finally:
             for fd in rank_of_fd:
                 os.close(fd)
@@ -88,25 +90,18 @@ class ExitOrder:
         look; return the ranks that had already ended."""
         watched = set(rank_of_fd.values()) | finished
         ended = []
-        for name in os.listdir(self._status_dir):
-            rank, _, kind = name.partition(".")
-            if kind != "pid" or not rank.isdigit() or int(rank) in watched:
+        for rank, status in self._statuses().items():
+            if rank in watched or "pid" not in status or status["host"] != self._host:
                 continue
             try:
-                with open(os.path.join(self._status_dir, name)) as f:
-                    pid, _, host = f.read().strip().partition(" ")
-                if host != self._host:
-                    continue
-                fd = os.pidfd_open(int(pid))
+                fd = os.pidfd_open(status["pid"])
             except ProcessLookupError:
-                ended.append(int(rank))
+                ended.append(rank)
                 continue
-            except (OSError, ValueError):
-                continue
-            rank_of_fd[fd] = int(rank)
+            rank_of_fd[fd] = rank
             poller.register(fd, select.POLLIN)
         return ended
 
     def _finished(self, rank: int) -> bool:
         """True when `rank` ran its script to the end (it writes ``done`` before exiting)."""
-        return os.path.exists(os.path.join(self._status_dir, f"{rank}.done"))
+        return "done" in self._statuses().get(rank, {})

@@ -135,7 +135,7 @@ def main(argv=None) -> int:
 def _supervise(cmd: list, env: dict, status_dir: str, total: int, local_ranks: int) -> int:
     """Run mpiexec, pass its output through, and explain a failure."""
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE)
-    exit_order = ExitOrder(status_dir, local_ranks).start()
+    exit_order = ExitOrder(lambda: _statuses(status_dir), local_ranks).start()
 
     def forward(signum, frame):  # Ctrl-C / kill: let mpiexec stop the ranks
         try:
@@ -198,10 +198,8 @@ def _diagnose(status_dir: str, output: str, total: int, first: int | None = None
               if "error" in s]
     if errors:
         return "; ".join(errors)
-    named = _named_by_mpiexec(output, statuses)
-    if first is not None and "pid" in statuses.get(first, {}):
-        if named is not None and named.startswith(f"rank {first} "):
-            return named
+    named_rank, named = _named_by_mpiexec(output, statuses)
+    if first is not None and first != named_rank and "pid" in statuses.get(first, {}):
         pid, host = statuses[first]["pid"], statuses[first]["host"]
         # mpiexec names the lowest rank whose exit was bad, which can be one that it killed
         # itself once `first` had died.
@@ -216,18 +214,17 @@ def _diagnose(status_dir: str, output: str, total: int, first: int | None = None
     return "no rank reported an error; see the output above"
 
 
-def _named_by_mpiexec(output: str, statuses: dict) -> str | None:
-    """The rank in MPICH's "BAD TERMINATION" block and how it ended, e.g.
-    'rank 1 (pid 123 on host) killed by signal 9 (SIGKILL)'; None where there is none."""
+def _named_by_mpiexec(output: str, statuses: dict) -> tuple:
+    """(rank, how it ended) from MPICH's "BAD TERMINATION" block, the latter as
+    'rank 1 (pid 123 on host) killed by signal 9 (SIGKILL)'; (None, None) without one."""
     by_pid = {s.get("pid"): r for r, s in statuses.items()}
     m = re.search(r"PID (\d+) RUNNING AT (\S+)\s*=\s*EXIT CODE: (-?\d+)", output)
     if not (m and int(m.group(1)) in by_pid):
-        return None
-    code = int(m.group(3))
-    how = f"killed by signal {code}" if code in (6, 9, 11, 15) else f"exited with code {code}"
-    if code in (6, 9, 11, 15):
-        how += f" ({signal.Signals(code).name})"
-    return f"rank {by_pid[int(m.group(1))]} (pid {m.group(1)} on {m.group(2)}) {how}"
+        return None, None
+    rank, code = by_pid[int(m.group(1))], int(m.group(3))
+    how = (f"killed by signal {code} ({signal.Signals(code).name})"
+           if code in (6, 9, 11, 15) else f"exited with code {code}")
+    return rank, f"rank {rank} (pid {m.group(1)} on {m.group(2)}) {how}"
 
 
 def _alive(pid: int) -> bool:

@@ -150,7 +150,7 @@ def _layout(rows, cols, stride0, stride1, item):
     return 0, 0
 
 
-_INTS = "int64"   # the BLAS's integer type, by name (set by `_compiled_loops`)
+_INTS = "int64"   # the BLAS's integer type, by name (`_Loops.ints`'; set by `_compiled_loops`)
 
 
 def _ints_type(types):
@@ -431,8 +431,8 @@ def _compiled_loops() -> _Loops | None:
     release_fence, ticks = parts.release_fence, parts.ticks
     pause = ctypes.CDLL(None).sched_yield
     pause.argtypes, pause.restype = [], ctypes.c_int
-    _INTS = "int64" if blas.sgemm.argtypes[3] is ctypes.c_int64 else "int32"
     loops = _Loops(blas.sgemm, blas.dgemm, blas.sgemv, blas.dgemv, pause)
+    _INTS = type(loops.ints).__name__   # (before any kernel with fixed signatures is built)
     return loops if loops.ticks_per_second > 0 else None   # (a counter that stands still)
 
 

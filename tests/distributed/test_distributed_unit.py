@@ -173,6 +173,11 @@ def test_launcher_options_and_diagnosis(tmp_path):
     assert run._hosts_in(str(hosts)) == 2
 
 
+def _reader(folder):
+    """The launcher's reader of the status folder `folder`, as it hands it to ExitOrder."""
+    return lambda: run._statuses(str(folder))
+
+
 @pytest.mark.skipif(not hasattr(os, "pidfd_open"), reason="pidfds are Linux-only")
 def test_exit_order_names_the_rank_that_ended_first(tmp_path):
     host = socket.gethostname()
@@ -182,7 +187,7 @@ def test_exit_order_names_the_rank_that_ended_first(tmp_path):
         for rank, proc in enumerate(sleepers):
             (tmp_path / f"{rank}.pid").write_text(f"{proc.pid} {host}")
         (tmp_path / "3.pid").write_text("1 elsewhere")  # another host's rank: not watched
-        watch = ExitOrder(str(tmp_path), local_ranks=3).start()
+        watch = ExitOrder(_reader(tmp_path), local_ranks=3).start()
         time.sleep(0.3)
         # Rank 0 finishes its script (a done file, then exit): that is not a failure.
         (tmp_path / "0.done").write_text("0")
@@ -213,14 +218,14 @@ def test_exit_order_takes_no_order_from_a_tie(tmp_path, monkeypatch):
         proc = subprocess.Popen([sys.executable, "-c", "pass"])
         proc.wait()
         (tmp_path / f"{rank}.pid").write_text(f"{proc.pid} {host}")
-    watch = ExitOrder(str(tmp_path), local_ranks=2).start()
+    watch = ExitOrder(_reader(tmp_path), local_ranks=2).start()
     watch._thread.join(timeout=20)   # (it ends by itself once a rank has ended)
     assert not watch._thread.is_alive() and watch.first is None
     watch.stop()
     # Stopped before any rank wrote its pid file: nothing seen, and stop() returns.
     empty = tmp_path / "empty"
     empty.mkdir()
-    watch = ExitOrder(str(empty), local_ranks=2).start()
+    watch = ExitOrder(_reader(empty), local_ranks=2).start()
     watch.stop()
     assert watch.first is None
     # The folder removed under it: the thread ends quietly.
@@ -228,7 +233,7 @@ def test_exit_order_takes_no_order_from_a_tie(tmp_path, monkeypatch):
     gone.mkdir()
     raised = []
     monkeypatch.setattr(threading, "excepthook", raised.append)
-    watch = ExitOrder(str(gone), local_ranks=2).start()
+    watch = ExitOrder(_reader(gone), local_ranks=2).start()
     gone.rmdir()
     watch._thread.join(timeout=20)
     assert not watch._thread.is_alive() and raised == []

@@ -403,7 +403,7 @@ def test_a_kernels_entry_point_is_kept_until_it_gains_another_build():
 
 
 @needs_worker_loops
-def test_products_reach_a_blas_with_c_int_sizes():
+def test_products_reach_a_blas_with_c_int_sizes(monkeypatch):
     # a CBLAS built with C ints (an LP64 OpenBLAS) takes 32-bit sizes: the compiled loops
     # built with an int32 `ints` narrow them.  Stand-in: a plain row-major product compiled
     # as a C function of exactly that signature, checked against NumPy.
@@ -434,8 +434,8 @@ def test_products_reach_a_blas_with_c_int_sizes():
     functions = loops.functions.copy()
     functions[_workers._SGEMM_AT] = naive_sgemm.address
     # (this process's builds are for its own library's integers: a build for C ints)
-    narrow = _native.kernel(signatures=lambda numba: _workers._matrices(
-        numba, lambda t: (t.int64, t.int64[::1], t.int64[::1], t.int32)))(
+    monkeypatch.setattr(_workers, "_INTS", "int32")
+    narrow = _native.kernel(signatures=_workers._describe_and_run.signatures)(
         _workers._describe_and_run.py_func)
     rng = np.random.default_rng(8)
     wide = rng.standard_normal((5, 9)).astype(np.float32)

@@ -516,28 +516,28 @@ def _hardswish_backward_into(grad, x):
 
 
 @native.kernel(parallel=True)
-def _leaky_relu(x, slope, out):
+def _leaky_relu(x, out, slope):
     for i in native.prange(x.size):
         v = x[i]
         out[i] = v if v > 0 else v * slope
 
 
 @native.kernel(parallel=True)
-def _leaky_relu_backward(grad, s, slope, out):
+def _leaky_relu_backward(grad, s, out, slope):
     for i in native.prange(s.size):
         g = grad[i]
         out[i] = g if s[i] > 0 else g * slope
 
 
 @native.kernel(parallel=True)
-def _hardtanh(x, lo, hi, out):
+def _hardtanh(x, out, lo, hi):
     for i in native.prange(x.size):
         v = x[i]
         out[i] = lo if v < lo else (hi if v > hi else v)   # (nan stays nan)
 
 
 @native.kernel(parallel=True)
-def _hardtanh_backward(grad, y, lo, hi, out):
+def _hardtanh_backward(grad, y, out, lo, hi):
     for i in native.prange(y.size):
         g, v = grad[i], y[i]   # (read before the select: see _native_select's note)
         out[i] = _ZERO if v <= lo or v >= hi else g
@@ -549,7 +549,7 @@ def hardtanh(x: np.ndarray, lo: float, hi: float) -> np.ndarray:
     flat = np.ascontiguousarray(x).reshape(-1)
     out = np.empty_like(flat)
     real = flat.dtype.type
-    run(_hardtanh, flat.size, flat, real(lo), real(hi), out, cut=(0, 3))
+    run(_hardtanh, flat.size, flat, out, real(lo), real(hi), cut=(0, 1), part="flat2_2")
     return out.reshape(x.shape)
 
 
@@ -559,8 +559,8 @@ def hardtanh_backward(grad: np.ndarray, y: np.ndarray, lo: float, hi: float) -> 
     flat = np.ascontiguousarray(y).reshape(-1)
     out = np.empty_like(flat)
     real = flat.dtype.type
-    run(_hardtanh_backward, flat.size, np.ascontiguousarray(grad).reshape(-1), flat, real(lo),
-        real(hi), out, cut=(0, 1, 4))
+    run(_hardtanh_backward, flat.size, np.ascontiguousarray(grad).reshape(-1), flat, out,
+        real(lo), real(hi), cut=(0, 1, 2), part="flat3_2")
     return out.reshape(y.shape)
 
 
@@ -570,7 +570,7 @@ def leaky_relu(x: np.ndarray, slope: float) -> np.ndarray:
     pattern (1M float32: 4.3 ms; this kernel, one thread: 0.3-0.4 ms)."""
     flat = np.ascontiguousarray(x).reshape(-1)
     out = np.empty_like(flat)
-    run(_leaky_relu, flat.size, flat, flat.dtype.type(slope), out, cut=(0, 2))
+    run(_leaky_relu, flat.size, flat, out, flat.dtype.type(slope), cut=(0, 1), part="flat2_1")
     return out.reshape(x.shape)
 
 
@@ -579,8 +579,8 @@ def leaky_relu_backward(grad: np.ndarray, saved: np.ndarray, slope: float) -> np
     else ``grad * slope``, for `supports` arrays of one shape."""
     flat = np.ascontiguousarray(saved).reshape(-1)
     out = np.empty_like(flat)
-    run(_leaky_relu_backward, flat.size, np.ascontiguousarray(grad).reshape(-1), flat,
-        flat.dtype.type(slope), out, cut=(0, 1, 3))
+    run(_leaky_relu_backward, flat.size, np.ascontiguousarray(grad).reshape(-1), flat, out,
+        flat.dtype.type(slope), cut=(0, 1, 2), part="flat3_1")
     return out.reshape(saved.shape)
 
 

@@ -8,6 +8,9 @@ have, so that numba can compile, once per kernel and dtype, a C entry point that
 rebuilds them and calls the kernel's serial build on a share:
 
 - ``flat2`` / ``flat3``: two or three 1-D arrays of the dtype, all cut (activations);
+  ``flat2_N`` / ``flat3_N``: the same followed by N numbers of the dtype (hardtanh's
+  bounds, leaky relu's slope, softplus, elu, the pointwise losses' gradients: their
+  kernels take the arrays first);
 - ``rows2_flag`` / ``rows3_flag``: two or three 2-D arrays cut by rows, and a bool
   (softmax and its gradient);
 - ``dropout``, ``dropout_grad``, ``dropout_grad_into``: dropout's kernels;
@@ -66,6 +69,58 @@ def flat3(address):
     n = ints[0]
     KERNEL(array_at(ints[ARGS], n, DTYPE), array_at(ints[ARGS + 1], n, DTYPE),
            array_at(ints[ARGS + 2], n, DTYPE))
+
+
+def flat2_1(address):   # (a, b, number): two arrays cut, a number (leaky relu)
+    ints, numbers = block_at(address)
+    n = ints[0]
+    KERNEL(array_at(ints[ARGS], n, DTYPE), array_at(ints[ARGS + 1], n, DTYPE),
+           DTYPE(numbers[ARGS + 2]))
+
+
+def flat2_2(address):   # (a, b, number, number) (hardtanh, softplus)
+    ints, numbers = block_at(address)
+    n = ints[0]
+    KERNEL(array_at(ints[ARGS], n, DTYPE), array_at(ints[ARGS + 1], n, DTYPE),
+           DTYPE(numbers[ARGS + 2]), DTYPE(numbers[ARGS + 3]))
+
+
+def flat2_3(address):   # (a, b, number, number, number) (elu)
+    ints, numbers = block_at(address)
+    n = ints[0]
+    KERNEL(array_at(ints[ARGS], n, DTYPE), array_at(ints[ARGS + 1], n, DTYPE),
+           DTYPE(numbers[ARGS + 2]), DTYPE(numbers[ARGS + 3]), DTYPE(numbers[ARGS + 4]))
+
+
+def flat3_1(address):   # (a, b, c, number): three arrays cut, a number
+    ints, numbers = block_at(address)
+    n = ints[0]
+    KERNEL(array_at(ints[ARGS], n, DTYPE), array_at(ints[ARGS + 1], n, DTYPE),
+           array_at(ints[ARGS + 2], n, DTYPE), DTYPE(numbers[ARGS + 3]))
+
+
+def flat3_2(address):   # (a, b, c, number, number)
+    ints, numbers = block_at(address)
+    n = ints[0]
+    KERNEL(array_at(ints[ARGS], n, DTYPE), array_at(ints[ARGS + 1], n, DTYPE),
+           array_at(ints[ARGS + 2], n, DTYPE), DTYPE(numbers[ARGS + 3]),
+           DTYPE(numbers[ARGS + 4]))
+
+
+def flat3_3(address):   # (a, b, c, number, number, number)
+    ints, numbers = block_at(address)
+    n = ints[0]
+    KERNEL(array_at(ints[ARGS], n, DTYPE), array_at(ints[ARGS + 1], n, DTYPE),
+           array_at(ints[ARGS + 2], n, DTYPE), DTYPE(numbers[ARGS + 3]),
+           DTYPE(numbers[ARGS + 4]), DTYPE(numbers[ARGS + 5]))
+
+
+def flat3_4(address):   # (a, b, c, number, number, number, number) (the Huber slope)
+    ints, numbers = block_at(address)
+    n = ints[0]
+    KERNEL(array_at(ints[ARGS], n, DTYPE), array_at(ints[ARGS + 1], n, DTYPE),
+           array_at(ints[ARGS + 2], n, DTYPE), DTYPE(numbers[ARGS + 3]),
+           DTYPE(numbers[ARGS + 4]), DTYPE(numbers[ARGS + 5]), DTYPE(numbers[ARGS + 6]))
 
 
 def rows2_flag(address):
@@ -200,7 +255,8 @@ def masked_softmax_grad(address):   # (g, y, mask, scale, out)
            _rows_at(ints[ARGS + 4], r, c, DTYPE))
 
 
-FAMILIES = {f.__name__: f for f in (flat2, flat3, rows2_flag, rows3_flag, dropout,
+FAMILIES = {f.__name__: f for f in (flat2, flat3, flat2_1, flat2_2, flat2_3, flat3_1,
+                                    flat3_2, flat3_3, flat3_4, rows2_flag, rows3_flag, dropout,
                                     dropout_grad, dropout_grad_into, layer_norm, sgd, adam,
                                     adadelta, cross_entropy, cross_entropy_grad,
                                     masked_softmax, masked_softmax_grad, layer_norm_grad)}

@@ -61,7 +61,7 @@ def _squares_block_sums(x, t, sums):
 
 
 @native.kernel(parallel=True)
-def _scaled_difference(x, t, factor, out):
+def _scaled_difference(x, t, out, factor):
     for i in native.prange(x.size):
         out[i] = (x[i] - t[i]) * factor
 
@@ -75,7 +75,8 @@ def scaled_difference(x, t, factor):
     """``(x - t) * factor`` of `takes` arrays and a number of their dtype."""
     xf, tf = native.flat(x), native.flat(t)
     out = np.empty_like(xf)
-    native.run(_scaled_difference, xf.size, xf, tf, x.dtype.type(factor), out, cut=(0, 1, 3))
+    native.run(_scaled_difference, xf.size, xf, tf, out, x.dtype.type(factor), cut=(0, 1, 2),
+               part="flat3_1")
     return out.reshape(x.shape)
 
 
@@ -98,7 +99,7 @@ def _huber_block_sums(x, t, sums, k, c, m, h):
 
 
 @native.kernel(parallel=True)
-def _huber_slope(x, t, k, m, s, factor, out):
+def _huber_slope(x, t, out, k, m, s, factor):
     for i in native.prange(x.size):
         d = x[i] - t[i]
         sign = m if d > 0 else (-m if d < 0 else d * m)   # (nan stays nan, 0 stays 0)
@@ -118,8 +119,8 @@ def huber_slope(x, t, kind: str, edge: float, factor):
     k, _, m, _, s = (x.dtype.type(v) for v in huber_constants(kind, edge))
     xf, tf = native.flat(x), native.flat(t)
     out = np.empty_like(xf)
-    native.run(_huber_slope, xf.size, xf, tf, k, m, s, x.dtype.type(factor), out,
-               cut=(0, 1, 6))
+    native.run(_huber_slope, xf.size, xf, tf, out, k, m, s, x.dtype.type(factor),
+               cut=(0, 1, 2), part="flat3_4")
     return out.reshape(x.shape)
 
 

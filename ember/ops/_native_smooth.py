@@ -42,7 +42,7 @@ def _softplus_select(x, t, beta, threshold):
 
 
 @native.kernel(parallel=True, fastmath=FUSED_MULTIPLY_ADD)
-def _softplus_backward(g, x, beta, threshold, out):
+def _softplus_backward(g, x, out, beta, threshold):
     for i in native.prange(x.size):
         gv = g[i]      # (read before the select: see _native_select's note)
         z = x[i] * beta
@@ -57,14 +57,14 @@ def _elu_select(x, t, scale, scale_alpha):
 
 
 @native.kernel(parallel=True, fastmath=FUSED_MULTIPLY_ADD)
-def _elu32(x, scale, scale_alpha, input_scale, out):
+def _elu32(x, out, scale, scale_alpha, input_scale):
     for i in native.prange(x.size):
         v = x[i]
         out[i] = v * scale if v > 0 else scale_alpha * _expm1_32(v * input_scale)
 
 
 @native.kernel(parallel=True, fastmath=FUSED_MULTIPLY_ADD)
-def _elu_backward(g, x, scale, input_scale, coefficient, out):
+def _elu_backward(g, x, out, scale, input_scale, coefficient):
     for i in native.prange(x.size):
         v = x[i]
         out[i] = g[i] * (coefficient * _exp_as(v * input_scale) if v <= 0 else scale)
@@ -122,7 +122,7 @@ _L9, _L11, _L13 = np.float32(2.0 / 9), np.float32(2.0 / 11), np.float32(2.0 / 13
 
 
 @native.kernel(parallel=True, fastmath=FUSED_MULTIPLY_ADD)
-def _softplus32(x, beta, threshold, out):
+def _softplus32(x, out, beta, threshold):
     for i in native.prange(x.size):
         v = x[i]
         z = v * beta
@@ -143,13 +143,15 @@ def softplus(x, beta: float, threshold: float):
     real = flat.dtype.type
     if flat.dtype == np.float32:
         out = np.empty_like(flat)
-        native.run(_softplus32, flat.size, flat, real(beta), real(threshold), out, cut=(0, 3))
+        native.run(_softplus32, flat.size, flat, out, real(beta), real(threshold), cut=(0, 1),
+                   part="flat2_2")
         return out.reshape(x.shape)
     t = np.abs(flat * real(beta) if beta != 1 else flat)
     np.negative(t, out=t)
     np.exp(t, out=t)
     np.log1p(t, out=t)
-    native.run(_softplus_select, flat.size, flat, t, real(beta), real(threshold), cut=(0, 1))
+    native.run(_softplus_select, flat.size, flat, t, real(beta), real(threshold), cut=(0, 1),
+               part="flat2_2")
     return t.reshape(x.shape)
 
 
@@ -157,8 +159,8 @@ def softplus_backward(g, x, beta: float, threshold: float):
     """``g * sigmoid(beta x)``, and g where ``beta x > threshold``."""
     flat, real = native.flat(x), x.dtype.type
     out = np.empty_like(flat)
-    native.run(_softplus_backward, flat.size, native.flat(g), flat, real(beta), real(threshold),
-               out, cut=(0, 1, 4))
+    native.run(_softplus_backward, flat.size, native.flat(g), flat, out, real(beta),
+               real(threshold), cut=(0, 1, 2), part="flat3_2")
     return out.reshape(x.shape)
 
 
@@ -170,14 +172,15 @@ def elu(x, alpha: float, scale: float, input_scale: float):
     real = flat.dtype.type
     if flat.dtype == np.float32:
         out = np.empty_like(flat)
-        native.run(_elu32, flat.size, flat, real(scale), real(scale * alpha),
-                   real(input_scale), out, cut=(0, 4))
+        native.run(_elu32, flat.size, flat, out, real(scale), real(scale * alpha),
+                   real(input_scale), cut=(0, 1), part="flat2_3")
         return out.reshape(x.shape)
     t = np.minimum(flat, 0)
     if input_scale != 1:
         t *= real(input_scale)
     np.expm1(t, out=t)
-    native.run(_elu_select, flat.size, flat, t, real(scale), real(scale * alpha), cut=(0, 1))
+    native.run(_elu_select, flat.size, flat, t, real(scale), real(scale * alpha), cut=(0, 1),
+               part="flat2_2")
     return t.reshape(x.shape)
 
 
@@ -185,6 +188,7 @@ def elu_backward(g, x, alpha: float, scale: float, input_scale: float):
     """``g scale alpha input_scale exp(input_scale x)`` where x <= 0, else ``g scale``."""
     flat, real = native.flat(x), x.dtype.type
     out = np.empty_like(flat)
-    native.run(_elu_backward, flat.size, native.flat(g), flat, real(scale), real(input_scale),
-               real(scale * alpha * input_scale), out, cut=(0, 1, 5))
+    native.run(_elu_backward, flat.size, native.flat(g), flat, out, real(scale),
+               real(input_scale), real(scale * alpha * input_scale), cut=(0, 1, 2),
+               part="flat3_3")
     return out.reshape(x.shape)

@@ -96,6 +96,40 @@ def test_activations(cut_or_serial, name, dtype):
     _assert_same(*cut_or_serial(lambda: act.backward(name, g.copy(), x, overwrite=True)))
 
 
+def _flat_kernels_with_numbers(x, g):
+    """name -> a call of each kernel cut with the ``flat*_N`` families (arrays, then N
+    numbers): the elementwise activations' and pointwise losses' forwards and gradients."""
+    from ember.ops import _native_activation as act
+    from ember.ops import _native_pointwise_loss as loss
+    from ember.ops import _native_smooth as smooth
+
+    t = x[::-1].copy()
+    return {
+        "hardtanh": lambda: act.hardtanh(x, -1.5, 2.0),
+        "hardtanh_backward": lambda: act.hardtanh_backward(g, act.hardtanh(x, -1.5, 2.0),
+                                                           -1.5, 2.0),
+        "leaky_relu": lambda: act.leaky_relu(x, 0.1),
+        "leaky_relu_backward": lambda: act.leaky_relu_backward(g, x, 0.1),
+        "softplus": lambda: smooth.softplus(x, 2.0, 3.0),
+        "softplus_backward": lambda: smooth.softplus_backward(g, x, 2.0, 3.0),
+        "elu": lambda: smooth.elu(x, 1.3, 1.05, 0.7),
+        "elu_backward": lambda: smooth.elu_backward(g, x, 1.3, 1.05, 0.7),
+        "mse_gradient": lambda: loss.scaled_difference(x, t, x.dtype.type(0.25)),
+        "huber_slope": lambda: loss.huber_slope(x, t, "huber", 0.8, x.dtype.type(0.5)),
+        "smooth_l1_slope": lambda: loss.huber_slope(x, t, "smooth_l1", 0.8,
+                                                    x.dtype.type(0.5)),
+    }
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("name", list(_flat_kernels_with_numbers(np.zeros(1), np.zeros(1))))
+def test_flat_kernels_with_numbers(cut_or_serial, name, dtype):
+    rng = np.random.default_rng(4)
+    x = (rng.standard_normal(1001) * 3).astype(dtype)
+    g = rng.standard_normal(1001).astype(dtype)
+    _assert_same(*cut_or_serial(_flat_kernels_with_numbers(x, g)[name]))
+
+
 @pytest.mark.parametrize("log", [False, True])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_softmax_rows(cut_or_serial, dtype, log):

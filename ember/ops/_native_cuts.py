@@ -11,6 +11,8 @@ rebuilds them and calls the kernel's serial build on a share:
   ``flat2_N`` / ``flat3_N``: the same followed by N numbers of the dtype (hardtanh's
   bounds, leaky relu's slope, softplus, elu, the pointwise losses' gradients: their
   kernels take the arrays first);
+- ``select``, ``select_number_a``, ``select_number_b``: a bool condition and arrays of
+  the dtype, or a number in place of one operand (where, masked_fill);
 - ``rows2_flag`` / ``rows3_flag``: two or three 2-D arrays cut by rows, and a bool
   (softmax and its gradient);
 - ``dropout``, ``dropout_grad``, ``dropout_grad_into``: dropout's kernels;
@@ -121,6 +123,27 @@ def flat3_4(address):   # (a, b, c, number, number, number, number) (the Huber s
     KERNEL(array_at(ints[ARGS], n, DTYPE), array_at(ints[ARGS + 1], n, DTYPE),
            array_at(ints[ARGS + 2], n, DTYPE), DTYPE(numbers[ARGS + 3]),
            DTYPE(numbers[ARGS + 4]), DTYPE(numbers[ARGS + 5]), DTYPE(numbers[ARGS + 6]))
+
+
+def select(address):   # (condition, a, b, out): a bool array, then three of the dtype
+    ints, _ = block_at(address)
+    n = ints[0]
+    KERNEL(array_at(ints[ARGS], n, np.bool_), array_at(ints[ARGS + 1], n, DTYPE),
+           array_at(ints[ARGS + 2], n, DTYPE), array_at(ints[ARGS + 3], n, DTYPE))
+
+
+def select_number_a(address):   # (condition, number, b, out)
+    ints, numbers = block_at(address)
+    n = ints[0]
+    KERNEL(array_at(ints[ARGS], n, np.bool_), DTYPE(numbers[ARGS + 1]),
+           array_at(ints[ARGS + 2], n, DTYPE), array_at(ints[ARGS + 3], n, DTYPE))
+
+
+def select_number_b(address):   # (condition, a, number, out)
+    ints, numbers = block_at(address)
+    n = ints[0]
+    KERNEL(array_at(ints[ARGS], n, np.bool_), array_at(ints[ARGS + 1], n, DTYPE),
+           DTYPE(numbers[ARGS + 2]), array_at(ints[ARGS + 3], n, DTYPE))
 
 
 def rows2_flag(address):
@@ -255,11 +278,11 @@ def masked_softmax_grad(address):   # (g, y, mask, scale, out)
            _rows_at(ints[ARGS + 4], r, c, DTYPE))
 
 
-FAMILIES = {f.__name__: f for f in (flat2, flat3, flat2_1, flat2_2, flat2_3, flat3_1,
-                                    flat3_2, flat3_3, flat3_4, rows2_flag, rows3_flag, dropout,
-                                    dropout_grad, dropout_grad_into, layer_norm, sgd, adam,
-                                    adadelta, cross_entropy, cross_entropy_grad,
-                                    masked_softmax, masked_softmax_grad, layer_norm_grad)}
+FAMILIES = {f.__name__: f for f in (
+    flat2, flat3, flat2_1, flat2_2, flat2_3, flat3_1, flat3_2, flat3_3, flat3_4, select,
+    select_number_a, select_number_b, rows2_flag, rows3_flag, dropout, dropout_grad,
+    dropout_grad_into, layer_norm, sgd, adam, adadelta, cross_entropy, cross_entropy_grad,
+    masked_softmax, masked_softmax_grad, layer_norm_grad)}
 
 
 @functools.cache

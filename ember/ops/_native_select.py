@@ -72,8 +72,10 @@ def where(condition, a, b):
     (the same values: each element is one operand's, as given or cast to the array's
     dtype as NumPy casts it)."""
     if (type(condition) is np.ndarray and condition.dtype == np.bool_
-            and condition.size >= MIN_SIZE and condition.flags.c_contiguous
-            and native.enabled()):
+            and condition.size >= MIN_SIZE and native.enabled()):
+        # (a broadcast condition, such as a causal mask expanded over the batch, copied: a
+        # byte an element, against NumPy's branching where for a float each)
+        condition = np.ascontiguousarray(condition)
         kind_a, dtype_a = _operand(a, condition.shape)
         kind_b, dtype_b = _operand(b, condition.shape)
         dtype = dtype_a or dtype_b
@@ -81,15 +83,16 @@ def where(condition, a, b):
                 and np.result_type(a, b) == dtype):
             out = np.empty(condition.shape, dtype)
             flat = (condition.reshape(-1), out.reshape(-1))
-            # (the arrays cut over ember's threads; a scalar operand passed whole)
+            # (the arrays cut over ember's threads, the output named first: it gives the
+            # native part's dtype; a scalar operand passed whole)
             if dtype_a and dtype_b:
                 native.run(_arrays, out.size, flat[0], a.reshape(-1), b.reshape(-1), flat[1],
-                           cut=(0, 1, 2, 3))
+                           cut=(3, 0, 1, 2), part="select")
             elif dtype_a:
                 native.run(_array_scalar, out.size, flat[0], a.reshape(-1), dtype.type(b),
-                           flat[1], cut=(0, 1, 3))
+                           flat[1], cut=(3, 0, 1), part="select_number_b")
             else:
                 native.run(_scalar_array, out.size, flat[0], dtype.type(a), b.reshape(-1),
-                           flat[1], cut=(0, 2, 3))
+                           flat[1], cut=(3, 0, 2), part="select_number_a")
             return out
     return np.where(condition, a, b)

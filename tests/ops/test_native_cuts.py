@@ -130,6 +130,21 @@ def test_flat_kernels_with_numbers(cut_or_serial, name, dtype):
     _assert_same(*cut_or_serial(_flat_kernels_with_numbers(x, g)[name]))
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_selects(cut_or_serial, dtype):
+    from ember.ops import _native_select as select
+
+    rng = np.random.default_rng(5)
+    a, b = rng.standard_normal((2, 37, 129)).astype(dtype)
+    condition = rng.random((37, 129)) < 0.3
+    causal = np.broadcast_to(np.tril(np.ones((129, 129), bool))[:37], a.shape)  # (a view)
+    for cond in (condition, causal):
+        for x, y in ((a, b), (a, dtype(-np.inf)), (dtype(0.5), b)):
+            cut, alone = cut_or_serial(lambda c=cond, x=x, y=y: select.where(c, x, y))
+            _assert_same(cut, alone)
+            np.testing.assert_array_equal(cut, np.where(cond, x, y))
+
+
 @pytest.mark.parametrize("log", [False, True])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_softmax_rows(cut_or_serial, dtype, log):

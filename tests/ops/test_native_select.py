@@ -30,7 +30,7 @@ def test_select_kernels_give_numpys_values(dtype, monkeypatch):
     ran = []
     # (their serial builds, as `native.run` takes for this size: a threaded build costs
     # ~1 s of compiling per kernel and dtype in a cold cache)
-    monkeypatch.setattr(native, "run", lambda kernel, *args, cut=(): (
+    monkeypatch.setattr(native, "run", lambda kernel, *args, cut=(), part=None: (
         ran.append(kernel), kernel.serial(*args[1:]))[1])
     for x, y in ((a, b), (a, 0.5), (-1, b), (a, np.nan), (a, 3)):
         got = _native_select.where(cond, x, y)

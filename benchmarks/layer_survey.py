@@ -41,6 +41,7 @@ def cases(lib) -> dict:
     w3, w1, wd, wd7 = (lib.tensor(data(64, 64, 3, 3)), lib.tensor(data(64, 64, 1, 1)),
                        lib.tensor(data(64, 1, 3, 3)), lib.tensor(data(64, 1, 7, 7)))
     picks = lib.tensor(rng.integers(0, 256, (4096, 16)))
+    scale, shift = lib.tensor(data(64)), lib.tensor(data(64))
     return {
         "conv 3x3, 64 channels": (images[:2], lambda x: fn.conv2d(x, w3, padding=1)),
         "conv 1x1": (images, lambda x: fn.conv2d(x, w1)),
@@ -52,6 +53,7 @@ def cases(lib) -> dict:
                                                                   training=True)),
         "instance_norm": (images, lambda x: fn.instance_norm(x)),
         "group_norm": (images, lambda x: fn.group_norm(x, 32)),
+        "group_norm (weight, bias)": (images, lambda x: fn.group_norm(x, 32, scale, shift)),
         "layer_norm (2 dims)": (images, lambda x: fn.layer_norm(x, (32, 32))),
         "rms_norm": (rows3, lambda x: fn.rms_norm(x, (256,))),
         "max_pool2d": (images, lambda x: fn.max_pool2d(x, 2)),

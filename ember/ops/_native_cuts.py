@@ -18,6 +18,8 @@ rebuilds them and calls the kernel's serial build on a share:
 - ``dropout``, ``dropout_grad``, ``dropout_grad_into``: dropout's kernels;
 - ``layer_norm``, ``layer_norm_grad``: the layer-norm kernels (the gradient's cut by
   blocks of rows, the rows' arrays passed whole);
+- ``group_norm``, ``group_norm_grad``: group norm's kernels (rows of (image, group),
+  with their weight and bias as rows of the group's channels);
 - ``cross_entropy``, ``cross_entropy_grad``: cross-entropy's kernels (rows of logits,
   per-row targets and coefficients);
 - ``masked_softmax``, ``masked_softmax_grad``: the softmax of scaled, masked rows (a bool
@@ -241,6 +243,25 @@ def layer_norm_grad(address):   # (g, y, inv_n, rstd, weight, need_x, gx, gw_par
            array_at(ints[ARGS + 9], r, np.int64), ints[ARGS + 10])
 
 
+def group_norm(address):   # (x, weight, bias, k, inv_n, eps, out, mean, rstd): weight and
+    ints, numbers = block_at(address)   # bias are rows of k
+    r, c, k = ints[0], ints[1], ints[ARGS + 3]
+    KERNEL(_rows_at(ints[ARGS], r, c, DTYPE), _rows_at(ints[ARGS + 1], r, k, DTYPE),
+           _rows_at(ints[ARGS + 2], r, k, DTYPE), k, DTYPE(numbers[ARGS + 4]),
+           DTYPE(numbers[ARGS + 5]), _rows_at(ints[ARGS + 6], r, c, DTYPE),
+           array_at(ints[ARGS + 7], r, DTYPE), array_at(ints[ARGS + 8], r, DTYPE))
+
+
+def group_norm_grad(address):   # (g, x, weight, k, mean, rstd, inv_n, need_x, gx, sums_gx,
+    ints, numbers = block_at(address)   # sums_g): weight and the sums are rows of k
+    r, c, k = ints[0], ints[1], ints[ARGS + 3]
+    KERNEL(_rows_at(ints[ARGS], r, c, DTYPE), _rows_at(ints[ARGS + 1], r, c, DTYPE),
+           _rows_at(ints[ARGS + 2], r, k, DTYPE), k, array_at(ints[ARGS + 4], r, DTYPE),
+           array_at(ints[ARGS + 5], r, DTYPE), DTYPE(numbers[ARGS + 6]), ints[ARGS + 7] != 0,
+           _rows_at(ints[ARGS + 8], r, c, DTYPE), _rows_at(ints[ARGS + 9], r, k, DTYPE),
+           _rows_at(ints[ARGS + 10], r, k, DTYPE))
+
+
 def cross_entropy(address):   # (x, target, coef_t, coef_u, weight, loss, shift, lse)
     ints, _ = block_at(address)
     r, c = ints[0], ints[1]
@@ -282,7 +303,7 @@ FAMILIES = {f.__name__: f for f in (
     flat2, flat3, flat2_1, flat2_2, flat2_3, flat3_1, flat3_2, flat3_3, flat3_4, select,
     select_number_a, select_number_b, rows2_flag, rows3_flag, dropout, dropout_grad,
     dropout_grad_into, layer_norm, sgd, adam, adadelta, cross_entropy, cross_entropy_grad,
-    masked_softmax, masked_softmax_grad, layer_norm_grad)}
+    masked_softmax, masked_softmax_grad, layer_norm_grad, group_norm, group_norm_grad)}
 
 
 @functools.cache

@@ -290,20 +290,26 @@ def masked_softmax_backward(g: np.ndarray, y: np.ndarray, mask: np.ndarray,
 # layer norm
 
 
+@native.kernel(inline=True)
+def _row_stats(row, inv_n, eps):
+    """(mean, 1 / sqrt(variance + eps)) of a row, `inv_n` its length's inverse."""
+    total = _ZERO
+    for j in range(row.size):
+        total += row[j]
+    mu = total * inv_n
+    sq = _ZERO
+    for j in range(row.size):  # two passes: no cancellation in E[x^2] - E[x]^2
+        d = row[j] - mu
+        sq += d * d
+    return mu, _ONE / math.sqrt(sq * inv_n + eps)
+
+
 @native.kernel(parallel=True, fastmath=_REORDER)
 def _layer_norm_kernel(x, inv_n, eps, weight, bias, affine, y, out, mean, rstd):
     n = x.shape[1]
     for i in native.prange(x.shape[0]):
         row, yr = x[i], y[i]
-        total = _ZERO
-        for j in range(n):
-            total += row[j]
-        mu = total * inv_n
-        sq = _ZERO
-        for j in range(n):  # two passes: no cancellation in E[x^2] - E[x]^2
-            d = row[j] - mu
-            sq += d * d
-        r = _ONE / math.sqrt(sq * inv_n + eps)
+        mu, r = _row_stats(row, inv_n, eps)
         mean[i] = mu
         rstd[i] = r
         for j in range(n):

@@ -20,7 +20,7 @@ from .._core.function import Function
 from .._core.grad_mode import is_grad_enabled
 from .._core.tensor import Tensor, _make, size_str
 from . import _kernels
-from . import _native_batchnorm, _native_channel_affine, _native_rows
+from . import _native_batchnorm, _native_group_norm, _native_rows
 from ._util import check_same_device, wrap_dim, xp_of
 from .arithmetic import unsupported
 from . import normalization_l2, normalization_rms
@@ -487,8 +487,10 @@ def _array_node_takes(x, *params) -> bool:
 
 class GroupNorm(Function):
     """Group norm of (N, C, *) data as one node, as PyTorch's ``NativeGroupNormBackward0``:
-    each sample's channels in `groups` groups, each group standardized by layer norm's row
-    kernels, then the per-channel affine map (ops/_native_channel_affine.py).
+    each sample's channels in `groups` groups, each group standardized and its channels'
+    weight and bias applied in one pass by the group-norm kernels
+    (ops/_native_group_norm.py); without numba, layer norm's NumPy row kernels, then the
+    per-channel affine map in NumPy.
 
     First-order gradients come from the same kernels.  With ``create_graph`` the backward
     differentiates the composite form (`_group_norm_composite`) recomputed from the saved
@@ -503,29 +505,39 @@ class GroupNorm(Function):
 
     @staticmethod
     def forward(ctx, x, weight, bias, *, groups, eps):
+        ctx.groups, ctx.eps = groups, eps
+        # (the input is kept, not the output: as in PyTorch, writing into the output does
+        # not spoil the backward)
+        ctx.save_for_backward(x, weight, bias)
+        if _native_group_norm.supports(x, weight, bias):  # one pass, affine map included
+            out, ctx.mean, ctx.rstd = _native_group_norm.forward(x, weight, bias, groups, eps)
+            return out
         rows = np.ascontiguousarray(x).reshape(x.shape[0] * groups, -1)
         kernels = _native_rows if _native_rows.supports(rows) else _kernels
-        y, _, _, rstd = kernels.layer_norm(rows, eps, None, None)
+        y, _, mean, rstd = kernels.layer_norm(rows, eps, None, None)
+        ctx.mean, ctx.rstd = mean.reshape(-1), rstd.reshape(-1)
         y = y.reshape(x.shape)
-        out = y if weight is None and bias is None else _channel_affine(y, weight, bias)
-        ctx.groups, ctx.eps, ctx.rstd = groups, eps, rstd
-        ctx.save_for_backward(x, weight, bias, y)  # (y is the output without weight or bias)
-        return out
+        return y if weight is None and bias is None else _channel_affine(y, weight, bias)
 
     @staticmethod
     def backward(ctx, grad):
-        x, weight, bias, y = ctx.saved_tensors
+        x, weight, bias = ctx.saved_tensors
         needs = ctx.needs_input_grad
         if is_grad_enabled():  # create_graph: differentiate the composite form
             return recomputed_grads(_group_norm_composite, (x, weight, bias), needs, grad,
                                     num_groups=ctx.groups, eps=ctx.eps)
-        g, yd = np.ascontiguousarray(grad._data), y._data
         w = None if weight is None else weight._data
+        if _native_group_norm.supports(x._data, w, None if bias is None else bias._data):
+            gx, gw, gb = _native_group_norm.backward(grad._data, x._data, w, ctx.mean,
+                                                     ctx.rstd, ctx.groups, needs[0])
+            return (None if gx is None else _make(gx), _make(gw) if needs[1] else None,
+                    _make(gb) if needs[2] else None)
+        g = np.ascontiguousarray(grad._data)
+        rows = x._data.reshape(x.shape[0] * ctx.groups, -1)
+        yd = ((rows - ctx.mean[:, None]) * ctx.rstd[:, None]).reshape(x.shape)
         channel = (1, -1) + (1,) * (g.ndim - 2)
         if not (needs[1] or needs[2]):  # (no affine map, or none of its gradients: no sums)
             gy, gw, gb = (g if w is None else g * w.reshape(channel)), None, None
-        elif _native_channel_affine.supports(g, w) and yd.flags.c_contiguous:
-            gy, gw, gb = _native_channel_affine.backward(g, yd, w, needs[0])
         else:
             axes = (0,) + tuple(range(2, g.ndim))
             gw, gb = (g * yd).sum(axes), g.sum(axes)
@@ -534,17 +546,15 @@ class GroupNorm(Function):
         if needs[0]:
             rows = x.shape[0] * ctx.groups
             rows_gy = np.ascontiguousarray(gy).reshape(rows, -1)
-            rows_y = yd.reshape(rows, -1)
+            rows_y = np.ascontiguousarray(yd).reshape(rows, -1)
             kernels = _native_rows if _native_rows.supports(rows_gy, rows_y) else _kernels
-            gx = _make(kernels.layer_norm_backward(rows_gy, rows_y, ctx.rstd, None, True,
-                                                   False, False)[0].reshape(x.shape))
+            gx = _make(kernels.layer_norm_backward(rows_gy, rows_y, ctx.rstd[:, None], None,
+                                                   True, False, False)[0].reshape(x.shape))
         return (gx, _make(gw) if needs[1] else None, _make(gb) if needs[2] else None)
 
 
 def _channel_affine(y, weight, bias):
     """``y * weight[c] + bias[c]`` over dim 1 of y (either may be None)."""
-    if _native_channel_affine.supports(y, weight, bias):
-        return _native_channel_affine.forward(y, weight, bias)
     shape = (1, -1) + (1,) * (y.ndim - 2)
     out = y * weight.reshape(shape) if weight is not None else y.copy()
     if bias is not None:

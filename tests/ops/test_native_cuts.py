@@ -145,6 +145,21 @@ def test_selects(cut_or_serial, dtype):
             np.testing.assert_array_equal(cut, np.where(cond, x, y))
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_group_norm(cut_or_serial, dtype):
+    from ember.ops import _native_group_norm as norm
+
+    rng = np.random.default_rng(7)
+    x = (rng.standard_normal((6, 12, 9, 7)) * 2 + 1).astype(dtype)
+    g = rng.standard_normal((6, 12, 9, 7)).astype(dtype)
+    w, b = rng.standard_normal((2, 12)).astype(dtype)
+    _assert_same(*cut_or_serial(lambda: norm.forward(x, w, b, 4, 1e-5)))
+    out, mean, rstd = norm.forward(x, w, b, 4, 1e-5)
+    for need_x in (True, False):
+        _assert_same(*cut_or_serial(
+            lambda need=need_x: norm.backward(g, x, w, mean, rstd, 4, need)))
+
+
 @pytest.mark.parametrize("log", [False, True])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_softmax_rows(cut_or_serial, dtype, log):

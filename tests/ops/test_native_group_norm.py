@@ -1,5 +1,5 @@
-"""Group norm as one node (normalization.GroupNorm): layer norm's row kernels per group
-and the per-channel affine kernels (ember/ops/_native_channel_affine.py), against a
+"""Group norm as one node (normalization.GroupNorm): the group-norm kernels
+(ember/ops/_native_group_norm.py), or layer norm's NumPy rows and an affine map, against a
 float64 NumPy reference and the composite form, on the numba and the NumPy paths, with
 gradients of first and second order."""
 
@@ -12,7 +12,6 @@ import ember
 import ember.nn.functional as F
 from ember.autograd import gradcheck, gradgradcheck
 from ember.ops import _native as native
-from ember.ops import _native_channel_affine
 from ember.ops.normalization import _group_norm_composite
 
 needs_numba = pytest.mark.skipif(not native.available(), reason="numba is not installed")
@@ -109,47 +108,33 @@ def test_large_group_norm_second_order_equals_the_composite_forms():
         np.testing.assert_allclose(ours, composite, rtol=1e-9, atol=1e-10)
 
 
-def test_group_norm_node_keeps_version_checks_and_other_inputs_on_the_composite():
-    x = ember.randn(2, 4, 3, requires_grad=True)
-    out = F.group_norm(x * 1, 2)  # no affine: the output is the saved normalized y
-    out.mul_(2)
-    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
-        out.sum().backward()
-    half = F.group_norm(ember.randn(2, 4, 3).half(), 2)  # half precision: the composite
+@pytest.mark.parametrize("numba_on", [pytest.param(True, marks=needs_numba), False])
+def test_group_norm_node_keeps_its_input_for_the_version_check(numba_on):
+    # as PyTorch's node: it keeps the input, not the output: writing into the output
+    # leaves the backward as it was; writing into the input is caught
+    rng = np.random.default_rng(6)
+    x0, c0 = rng.standard_normal((4, 8, 16, 20)), rng.standard_normal((4, 8, 16, 20))
+    grads = []
+    with native.use_numba(numba_on):
+        for modify in (False, True):
+            x = ember.tensor(x0, requires_grad=True)
+            out = F.group_norm(x * 1, 4)
+            if modify:
+                out.mul_(2)
+            (out * ember.tensor(c0)).sum().backward()
+            grads.append(x.grad.numpy())
+        np.testing.assert_allclose(grads[1], 2 * grads[0], rtol=1e-12, atol=1e-12)
+        x = ember.tensor(x0, requires_grad=True)
+        y = x * 1
+        out = F.group_norm(y, 4)
+        y.add_(1)
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            out.sum().backward()
+
+
+def test_group_norm_node_leaves_half_precision_to_the_composite():
+    half = F.group_norm(ember.randn(2, 4, 3).half(), 2)
     assert half.dtype == ember.float16
-
-
-@needs_numba
-def test_channel_affine_kernels_against_numpy():
-    rng = np.random.default_rng(3)
-    for dtype in (np.float32, np.float64):
-        y = rng.standard_normal((3, 16, 400)).astype(dtype)
-        g = rng.standard_normal((3, 16, 400)).astype(dtype)
-        w, b = rng.standard_normal(16).astype(dtype), rng.standard_normal(16).astype(dtype)
-        assert _native_channel_affine.supports(y, w, b)
-        tol = dict(rtol=1e-5, atol=1e-4) if dtype == np.float32 else dict(rtol=1e-12)
-        np.testing.assert_allclose(_native_channel_affine.forward(y, w, b),
-                                   y * w[:, None] + b[:, None], **tol)
-        gy, gw, gb = _native_channel_affine.backward(g, y, w, True)
-        np.testing.assert_allclose(gy, g * w[:, None], **tol)
-        np.testing.assert_allclose(gw, (g * y).sum((0, 2)), **tol)
-        np.testing.assert_allclose(gb, g.sum((0, 2)), **tol)
-        none, gw2, gb2 = _native_channel_affine.backward(g, y, None, False)
-        assert none is None
-        np.testing.assert_allclose(gw2, gw, **tol)
-        np.testing.assert_allclose(gb2, gb, **tol)
-    assert not _native_channel_affine.supports(y[:, :, :10], w, b)  # too small
-    assert not _native_channel_affine.supports(y, w[:8], b)          # not one per channel
-
-
-@needs_numba
-def test_channel_affine_forward_cut_over_two_threads(on_two_threads):
-    # from SPLIT_MIN elements the images are cut over ember's threads: the same values
-    rng = np.random.default_rng(5)
-    y = rng.standard_normal((5, 16, 4000)).astype(np.float32)
-    w, b = rng.standard_normal(16).astype(np.float32), rng.standard_normal(16).astype(np.float32)
-    np.testing.assert_array_equal(_native_channel_affine.forward(y, w, b),
-                                  y * w[:, None] + b[:, None])
 
 
 def test_group_norm_node_matches_pytorch():

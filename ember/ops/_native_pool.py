@@ -54,16 +54,76 @@ def _max_pool2d(x, out, idx, kh, kw, sh, sw, ph, pw, dh, dw, with_index):
                     if with_index:
                         idx[p, oy, ox] = -1
                     continue
-                # the first position inside starts the window (a window of -inf points
-                # there); a NaN always wins
-                best = plane[top + i0 * dh, left + j0 * dw]
-                for i in range(i0, i1):
-                    for j in range(j0, j1):
-                        v = plane[top + i * dh, left + j * dw]
-                        best = v if _wins(v, best) else best
+                best = _window_max(plane, top, left, i0, i1, j0, j1, dh, dw)
                 out[p, oy, ox] = best
                 if with_index:
                     idx[p, oy, ox] = _place(plane, best, top, left, i0, i1, j0, j1, dh, dw)
+
+
+@native.kernel(inline=True)
+def _window_max(plane, top, left, i0, i1, j0, j1, dh, dw):
+    """The maximum of a window's taps (i0..i1, j0..j1: those inside the input): the first
+    starts it (a window of -inf points there), a NaN always wins."""
+    best = plane[top + i0 * dh, left + j0 * dw]
+    for i in range(i0, i1):
+        for j in range(j0, j1):
+            v = plane[top + i * dh, left + j * dw]
+            best = v if _wins(v, best) else best
+    return best
+
+
+@native.kernel(parallel=True)
+def _max_pool2d_k3s2(x, out, idx, ph, pw, with_index):
+    # ResNet's 3x3 windows at stride 2: a window wholly inside the input reads its nine
+    # taps from three rows, with no bounds tests or loops, and finds its winner's place
+    # from equalities (5.4 -> 1.1 ms for (512, 32, 32) float32 planes with indices, one
+    # thread, AMD EPYC); a window over the padding goes the general way
+    planes, height, width = x.shape[0], x.shape[1], x.shape[2]
+    out_h, out_w = out.shape[1], out.shape[2]
+    for p in native.prange(planes):
+        plane = x[p]
+        for oy in range(out_h):
+            top = 2 * oy - ph
+            i0, i1 = _span(3, height, 1, top)
+            values, where = out[p, oy], idx[p, oy] if with_index else idx[0, 0]
+            for ox in range(out_w):
+                left = 2 * ox - pw
+                if i1 - i0 == 3 and left >= 0 and left + 3 <= width:
+                    r0, r1, r2 = plane[top], plane[top + 1], plane[top + 2]
+                    a0, a1, a2 = r0[left], r0[left + 1], r0[left + 2]
+                    b0, b1, b2 = r1[left], r1[left + 1], r1[left + 2]
+                    c0, c1, c2 = r2[left], r2[left + 1], r2[left + 2]
+                    best = a1 if _wins(a1, a0) else a0
+                    best = a2 if _wins(a2, best) else best
+                    best = b0 if _wins(b0, best) else best
+                    best = b1 if _wins(b1, best) else best
+                    best = b2 if _wins(b2, best) else best
+                    best = c0 if _wins(c0, best) else best
+                    best = c1 if _wins(c1, best) else best
+                    best = c2 if _wins(c2, best) else best
+                    values[ox] = best
+                    if with_index and best == best:   # the first tap equal to best
+                        n0, n1 = np.int64(a0 != best), np.int64(a1 != best)
+                        n2, n3 = np.int64(a2 != best), np.int64(b0 != best)
+                        n4, n5 = np.int64(b1 != best), np.int64(b2 != best)
+                        n6, n7 = np.int64(c0 != best), np.int64(c1 != best)
+                        k = n0 * (1 + n1 * (1 + n2 * (1 + n3 * (1 + n4 * (1 + n5 * (
+                            1 + n6 * (1 + n7)))))))
+                        row = n0 * n1 * n2 * (1 + n3 * n4 * n5)
+                        where[ox] = (top + row) * width + left + k - 3 * row
+                    elif with_index:   # (rare) a NaN won: the last NaN
+                        where[ox] = _place(plane, best, top, left, 0, 3, 0, 3, 1, 1)
+                    continue
+                j0, j1 = _span(3, width, 1, left)
+                if i0 >= i1 or j0 >= j1:   # (no tap inside the input: -inf, no place)
+                    values[ox] = -np.inf
+                    if with_index:
+                        where[ox] = -1
+                    continue
+                best = _window_max(plane, top, left, i0, i1, j0, j1, 1, 1)
+                values[ox] = best
+                if with_index:
+                    where[ox] = _place(plane, best, top, left, i0, i1, j0, j1, 1, 1)
 
 
 @native.kernel(inline=True)
@@ -142,6 +202,8 @@ def max_pool2d(x, geo, with_index: bool):
     cut = (0, 1, 2) if with_index else (0, 1)
     if (kh, kw, sh, sw, ph, pw, dh, dw) == (2, 2, 2, 2, 0, 0, 1, 1):
         run(_max_pool2d_k2s2, x.size, planes, out, idx, with_index, cut=cut)
+    elif (kh, kw, sh, sw, dh, dw) == (3, 3, 2, 2, 1, 1):
+        run(_max_pool2d_k3s2, x.size, planes, out, idx, ph, pw, with_index, cut=cut)
     else:
         run(_max_pool2d, x.size, planes, out, idx, kh, kw, sh, sw, ph, pw, dh, dw, with_index,
             cut=cut)

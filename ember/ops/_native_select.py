@@ -1,6 +1,6 @@
 """``where(condition, a, b)`` as one vectorized select: a numba kernel for the usual
-operands (a C-contiguous bool condition and float arrays of its shape, or scalars), and
-NumPy's ``where`` for everything else.
+operands (a bool condition, copied when strided, and C-contiguous float arrays of its
+shape, or scalars), and NumPy's ``where`` for everything else.
 
 NOTE: why.  NumPy's ``where`` branches per element; on a condition as unpredictable as
 the sign of random data it costs ~4 ns an element (1M float32: 4.3-4.7 ms, against
@@ -73,14 +73,14 @@ def where(condition, a, b):
     dtype as NumPy casts it)."""
     if (type(condition) is np.ndarray and condition.dtype == np.bool_
             and condition.size >= MIN_SIZE and native.enabled()):
-        # (a broadcast condition, such as a causal mask expanded over the batch, copied: a
-        # byte an element, against NumPy's branching where for a float each)
-        condition = np.ascontiguousarray(condition)
         kind_a, dtype_a = _operand(a, condition.shape)
         kind_b, dtype_b = _operand(b, condition.shape)
         dtype = dtype_a or dtype_b
         if (kind_a and kind_b and dtype is not None and (dtype_a or dtype) == (dtype_b or dtype)
                 and np.result_type(a, b) == dtype):
+            # (a broadcast condition, such as a causal mask expanded over the batch, copied:
+            # a byte an element, against NumPy's branching where for a float each)
+            condition = np.ascontiguousarray(condition)
             out = np.empty(condition.shape, dtype)
             flat = (condition.reshape(-1), out.reshape(-1))
             # (the arrays cut over ember's threads, the output named first: it gives the

@@ -21,23 +21,31 @@ MIN_SIZE = 1 << 12  # (fewer updates: np.add.at's call costs less than the kerne
 
 
 @native.kernel
+def _along_last(table, index, values, scatter):
+    # `_along_dim` along the last dim, on C-contiguous rows (outer, n), (outer, m): numba
+    # then knows each row is contiguous (a (4096, 16) gather from (4096, 256) float32:
+    # 0.24 -> 0.12 ms; its scatter-add 0.29 -> 0.13)
+    size = table.shape[1]
+    outside = 0
+    for a in range(index.shape[0]):
+        row, picks, vals = table[a], index[a], values[a]
+        for m in range(picks.size):
+            i = picks[m]
+            if i < 0 or i >= size:
+                outside += 1
+            elif scatter:
+                row[i] += vals[m]
+            else:
+                vals[m] = row[i]
+    return outside
+
+
+@native.kernel
 def _along_dim(table, index, values, scatter):
     # gather: values[a, m, b] = table[a, index[a, m, b], b]; scatter: table[...] += values
     # (`scatter` is the same for the whole loop: LLVM takes the branch out of it)
     size = table.shape[1]
     outside = 0
-    if index.shape[2] == 1:  # along the last dim: the picks' own loop innermost
-        for a in range(index.shape[0]):
-            row, picks, vals = table[a, :, 0], index[a, :, 0], values[a, :, 0]
-            for m in range(picks.size):
-                i = picks[m]
-                if i < 0 or i >= size:
-                    outside += 1
-                elif scatter:
-                    row[i] += vals[m]
-                else:
-                    vals[m] = row[i]
-        return outside
     for a in range(index.shape[0]):
         for m in range(index.shape[1]):
             for b in range(index.shape[2]):
@@ -49,6 +57,15 @@ def _along_dim(table, index, values, scatter):
                 else:
                     values[a, m, b] = table[a, i, b]
     return outside
+
+
+def _run(table, index, values, scatter: bool) -> int:
+    """`_along_dim` on (outer, dim, inner) views, or `_along_last` on their rows where the
+    dim is the last (inner 1) and all three are C-contiguous; the count of indices
+    outside the dim."""
+    if table.shape[2] == 1 and all(v.flags.c_contiguous for v in (table, index, values)):
+        return _along_last(table[:, :, 0], index[:, :, 0], values[:, :, 0], scatter)
+    return _along_dim(table, index, values, scatter)
 
 
 def _three_dims(a, dim: int):
@@ -88,7 +105,7 @@ def gather(x, index, dim: int):
     if views[0] is None or views[1] is None:
         return None
     out = np.empty(index.shape, x.dtype)
-    _outside(_along_dim(*views, _three_dims(out, dim), False), "gather", dim, x.shape[dim])
+    _outside(_run(*views, _three_dims(out, dim), False), "gather", dim, x.shape[dim])
     return out
 
 
@@ -104,5 +121,5 @@ def scatter_add(out, index, src, dim: int) -> bool:
              _three_dims(src, dim))
     if any(v is None for v in views) or not views[0].flags.writeable:
         return False
-    _outside(_along_dim(*views, True), "scatter_add", dim, out.shape[dim])
+    _outside(_run(*views, True), "scatter_add", dim, out.shape[dim])
     return True

@@ -43,6 +43,7 @@ def test_scatter_add_by_the_kernel_equals_numpys_add_at():
     want = out0.copy()
     np.add.at(want, (np.arange(300)[:, None], index), src)
     np.testing.assert_array_equal(got.numpy(), want)
+    assert _native_scatter._along_last.has_run()   # (the last dim, contiguous rows)
 
 
 def test_the_kernels_refuse_what_they_cannot_view_and_report_bad_indices():

@@ -1,18 +1,19 @@
 """numba kernels of group norm on (N, C, *) data seen as rows, one per (image, group): the
 forward standardizes each row and applies its channels' weight and bias in the same pass;
-the backward gives the input's gradient and each row's per-channel sums of ``g * x̂`` and
+the backward gives the input's gradient and each row's per-channel sums of ``g * xhat`` and
 of g, which summed over the images are the weight's and the bias's gradients.
 
 A row's weight and bias come as rows of their own (`_per_row`: its group's channels,
 repeated for every image), so that a kernel needs no group index and the rows cut over
 the threads like layer norm's (ops/_native_cuts.py, families ``group_norm`` and
-``group_norm_grad``).  The backward recomputes x̂ from the input, the mean and the rstd:
+``group_norm_grad``).  The backward recomputes xhat from the input, the mean and the rstd:
 as in PyTorch, the node keeps the input, not its output.
 
 NOTE: why.  Before, layer norm's row kernels ran per group and then a per-channel affine
 map took two more passes, its backward's sums on one thread: (8, 64, 32, 32) float32 with
 32 groups, weight and bias, 2 threads: forward 0.30 ms and forward + backward 0.85,
-against PyTorch's 0.09 and 0.28 (AMD EPYC, 2026-12-06).
+against PyTorch's 0.09 and 0.28; these kernels: 0.16-0.18 and 0.37-0.48 (AMD EPYC,
+2026-12-06).
 """
 
 from __future__ import annotations
@@ -58,8 +59,8 @@ def _forward_kernel(x, weight, bias, k, inv_n, eps, out, mean, rstd):
 
 @native.kernel(parallel=True, fastmath=_REORDER)
 def _backward_kernel(g, x, weight, k, mean, rstd, inv_n, need_x, gx, sums_gx, sums_g):
-    # gx = rstd (g w - mean(g w) - x̂ mean(g w x̂)) over the row; the per-channel sums of
-    # g x̂ and g go to sums_gx[i] and sums_g[i]
+    # gx = rstd (g w - mean(g w) - xhat mean(g w xhat)) over the row; the per-channel sums of
+    # g xhat and g go to sums_gx[i] and sums_g[i]
     rows, n = x.shape
     s = n // k
     for i in native.prange(rows):

@@ -548,6 +548,23 @@ def test_large_strided_copies_split_over_the_threads(two_threads, monkeypatch):
     np.testing.assert_array_equal(t.grad.numpy(), np.full(a.shape, 3.0))
 
 
+def test_transposed_copies_split_from_a_smaller_size(two_threads, monkeypatch):
+    # a copy whose last dim is strided splits from GATHERING_COPY_SPLIT_MIN, one whose
+    # rows are contiguous from COPY_SPLIT_MIN
+    monkeypatch.setattr(_parallel, "COPY_SPLIT_MIN", 1 << 40)
+    monkeypatch.setattr(_parallel, "GATHERING_COPY_SPLIT_MIN", 1)
+    parts, real = [], _parallel.run_parts
+    monkeypatch.setattr(_parallel, "run_parts", lambda fn, p: parts.append(p) or real(fn, p))
+    base = np.random.default_rng(12).standard_normal((6, 3, 5, 4))
+    rows_kept = base.transpose(0, 2, 1, 3)
+    np.testing.assert_array_equal(_parallel.contiguous(rows_kept), rows_kept)
+    assert not parts
+    gathering = base.transpose(0, 1, 3, 2)
+    got = _parallel.contiguous(gathering)
+    assert len(parts) == 1 and got.flags.c_contiguous
+    np.testing.assert_array_equal(got, gathering)
+
+
 def test_bias_gradients_sum_over_leading_dims_on_the_threads(two_threads, monkeypatch):
     # `sum_leading` is a row of ones times the rows, split over the threads; a
     # convolution's first-order bias gradient is such a sum, then one per channel

@@ -533,8 +533,8 @@ class GroupNorm(Function):
             return (None if gx is None else _make(gx), _make(gw) if needs[1] else None,
                     _make(gb) if needs[2] else None)
         g = np.ascontiguousarray(grad._data)
-        rows = x._data.reshape(x.shape[0] * ctx.groups, -1)
-        yd = ((rows - ctx.mean[:, None]) * ctx.rstd[:, None]).reshape(x.shape)
+        x_rows = x._data.reshape(x.shape[0] * ctx.groups, -1)
+        yd = ((x_rows - ctx.mean[:, None]) * ctx.rstd[:, None]).reshape(x.shape)
         channel = (1, -1) + (1,) * (g.ndim - 2)
         if not (needs[1] or needs[2]):  # (no affine map, or none of its gradients: no sums)
             gy, gw, gb = (g if w is None else g * w.reshape(channel)), None, None

@@ -58,6 +58,24 @@ def test_group_norm_node_matches_the_reference(shape, groups, dtype, numba_on):
 
 
 @pytest.mark.parametrize("numba_on", [pytest.param(True, marks=needs_numba), False])
+def test_group_norm_node_takes_a_strided_input(numba_on):
+    # a transposed input (copied for the kernels): the reference's values and gradients
+    rng = np.random.default_rng(7)
+    x0 = rng.standard_normal((4, 20, 16, 8)).transpose(0, 3, 2, 1)   # (4, 8, 16, 20)
+    w0, b0 = rng.uniform(0.5, 2, 8), rng.standard_normal(8)
+    g0 = rng.standard_normal(x0.shape)
+    out0, gx0, gw0, gb0 = _reference(np.ascontiguousarray(x0), 4, w0, b0, g0)
+    with native.use_numba(numba_on):
+        x = ember.tensor(x0, requires_grad=True)
+        w, b = ember.tensor(w0, requires_grad=True), ember.tensor(b0, requires_grad=True)
+        assert not x._data.flags.c_contiguous
+        out = F.group_norm(x, 4, w, b)
+        out.backward(ember.tensor(g0))
+    for got, expected in ((out.detach(), out0), (x.grad, gx0), (w.grad, gw0), (b.grad, gb0)):
+        np.testing.assert_allclose(got.numpy(), expected, rtol=1e-9, atol=1e-10)
+
+
+@pytest.mark.parametrize("numba_on", [pytest.param(True, marks=needs_numba), False])
 @pytest.mark.parametrize("affine", ["none", "weight without grad"])
 def test_group_norm_node_without_affine_gradients(affine, numba_on):
     # no weight or bias gradient wanted: the node skips the affine map's sums, and the

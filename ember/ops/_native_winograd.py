@@ -121,33 +121,69 @@ def _tiles(geo) -> tuple:
 #
 # NOTE: the kernels work band by band (one tile row of one image), each band in the
 # core's cache from the images' (N, C, H, W) layout to the products' and back.  A band
-# is copied channels last first, so that every transform step is `_mix` over a long
+# is copied channels last first, so that every transform step runs over a long
 # contiguous run (all the band's tiles and channels at once), which LLVM vectorizes.
 # Transforms on the images' own layout ran over one tile's 4-6 pixels, and separate
 # whole-batch passes to and from channels last waited on memory: both took longer than
 # the products they feed.  fastmath "contract" lets the sums use fused multiply-adds,
 # "reassoc" lets the finiteness check's sum vectorize; no flag assumes values finite.
+#
+# Each step applies B^T (or A^T) to six rows at once, with the matrices' entries written
+# into the formulas (`_input_rows`, `_output_rows`): six rows read and six (four) written
+# per element, and 12 (10) adds and multiplies, where a general row-of-the-matrix pass
+# read six rows for each row written and multiplied by every entry, zeros too.  MNIST's
+# conv2 (32 -> 64 channels, 26x26), one image: input transform 49-76 -> 34-50 us,
+# output transform 57 -> 49 us; its input gradient (64 -> 32, 28x28) 111 -> 75 and
+# 47 -> 33 us (2-core AMD EPYC, 2026-12-07).
 
 _FAST = {"contract", "reassoc"}
 
 
 @native.kernel(fastmath=_FAST)
-def _mix(mat, i, r0, r1, r2, r3, r4, r5, base, out):
-    """out = base + mat[i, 0] r0 + ... + mat[i, 5] r5: row i of mat times six rows.
-    (Six named rows: loops with an inner loop over them were not vectorized, 8x slower.)
+def _input_rows(r0, r1, r2, r3, r4, r5, o0, o1, o2, o3, o4, o5):
+    """(o0, ..., o5) = BT @ (r0, ..., r5), row by row: the input transform's step.
 
-    NOTE: called, not inlined: each call does a whole row, so the call costs nothing
-    measurable (a 64x32x26x26 convolution 11.2-11.4 ms either way), and inlining it at
-    its four call sites took ~0.5 s more of compiling in a cold cache."""
-    m0, m1, m2, m3, m4, m5 = mat[i, 0], mat[i, 1], mat[i, 2], mat[i, 3], mat[i, 4], mat[i, 5]
-    for f in range(out.shape[0]):
-        out[f] = (base[f] + m0 * r0[f] + m1 * r1[f] + m2 * r2[f] + m3 * r3[f]
-                  + m4 * r4[f] + m5 * r5[f])
+    BT's rows, from `toom_cook` (the test suite checks these formulas against it):
+    (4, 0, -5, 0, 1, 0), (0, 4, 4, -1, -1, 0), (0, -4, 4, 1, -1, 0), (0, -2, -1, 2, 1, 0),
+    (0, 2, -1, -2, 1, 0), (0, 4, 0, -5, 0, 1).
+
+    NOTE: called, not inlined: each call does whole rows, so the call costs nothing
+    measurable, and inlining it at its call sites took longer to compile cold."""
+    for f in range(o0.shape[0]):
+        a, b, c, d = r1[f], r2[f], r3[f], r4[f]
+        even = 4 * b - d          # (rows 1 and 2 share these halves, rows 3 and 4 theirs)
+        odd = 4 * a - c
+        near = d - b
+        far = 2 * (c - a)
+        o0[f] = 4 * r0[f] - 5 * b + d
+        o1[f] = even + odd
+        o2[f] = even - odd
+        o3[f] = near + far
+        o4[f] = near - far
+        o5[f] = 4 * a - 5 * c + r5[f]
 
 
 @native.kernel(fastmath=_FAST)
-def _transform_tiles(src, lo_h, lo_w, mat, th, tw, dst, start, stop):
-    """dst[i * 6 + j, band - start, tx * C + c] = (mat @ d @ mat^T)[i, j] for the bands
+def _output_rows(r0, r1, r2, r3, r4, r5, base, o0, o1, o2, o3):
+    """(o0, ..., o3) = base + AT @ (r0, ..., r5), row by row: the output transform's step.
+
+    AT's rows, from `toom_cook`: (1, 1, 1, 1, 1, 0), (0, 1, -1, 2, -2, 0),
+    (0, 1, 1, 4, 4, 0), (0, 1, -1, 8, -8, 1)."""
+    for f in range(o0.shape[0]):
+        plus = r1[f] + r2[f]
+        minus = r1[f] - r2[f]
+        plus2 = r3[f] + r4[f]
+        minus2 = r3[f] - r4[f]
+        z = base[f]
+        o0[f] = z + r0[f] + plus + plus2
+        o1[f] = z + minus + 2 * minus2
+        o2[f] = z + plus + 4 * plus2
+        o3[f] = z + minus + 8 * minus2 + r5[f]
+
+
+@native.kernel(fastmath=_FAST)
+def _transform_tiles(src, lo_h, lo_w, th, tw, dst, start, stop):
+    """dst[i * 6 + j, band - start, tx * C + c] = (BT @ d @ BT^T)[i, j] for the bands
     start..stop-1 (band = n * th + ty), d the 6x6 tile of src[n, c] at row 4 ty - lo_h,
     column 4 tx - lo_w (zeros outside src).
 
@@ -163,10 +199,12 @@ def _transform_tiles(src, lo_h, lo_w, mat, th, tw, dst, start, stop):
         col, tx = (lo_w + x) % TILE, (lo_w + x) // TILE
         first[x] = col * run + tx * chans if tx < tw else -1
         second[x] = (col + TILE) * run + (tx - 1) * chans if col < 2 and tx >= 1 else -1
+    tiles = np.empty((SPAN, SPAN * run), dst.dtype)                 # [k, (l, tx, c)]
+    down = np.empty((SPAN, SPAN * run), dst.dtype)                  # BT @ d: [i, (l, tx, c)]
     for task in range(start, stop):
         n = task // th
         ty = task - n * th
-        tiles = np.zeros((SPAN, SPAN * run), dst.dtype)             # [k, (l, tx, c)]
+        tiles[:] = 0
         for k in range(SPAN):
             y = TILE * ty + k - lo_h
             if 0 <= y < height:
@@ -179,22 +217,21 @@ def _transform_tiles(src, lo_h, lo_w, mat, th, tw, dst, start, stop):
                             into[at + c] = value
                         if again >= 0:
                             into[again + c] = value
-        zero = np.zeros(run, dst.dtype)
-        down = np.empty((SPAN, SPAN * run), dst.dtype)              # mat @ d: [i, (l, tx, c)]
-        for i in range(SPAN):
-            _mix(mat, i, tiles[0], tiles[1], tiles[2], tiles[3], tiles[4], tiles[5],
-                 np.zeros(SPAN * run, dst.dtype), down[i])
-        for i in range(SPAN):                                       # (mat @ d) @ mat^T
+        _input_rows(tiles[0], tiles[1], tiles[2], tiles[3], tiles[4], tiles[5],
+                    down[0], down[1], down[2], down[3], down[4], down[5])
+        band = task - start
+        for i in range(SPAN):                                       # (BT @ d) @ BT^T
             d = down[i]
-            for j in range(SPAN):
-                _mix(mat, j, d[:run], d[run:2 * run], d[2 * run:3 * run],
-                     d[3 * run:4 * run], d[4 * run:5 * run], d[5 * run:], zero,
-                     dst[i * SPAN + j, task - start])
+            at = i * SPAN
+            _input_rows(d[:run], d[run:2 * run], d[2 * run:3 * run], d[3 * run:4 * run],
+                        d[4 * run:5 * run], d[5 * run:], dst[at, band], dst[at + 1, band],
+                        dst[at + 2, band], dst[at + 3, band], dst[at + 4, band],
+                        dst[at + 5, band])
 
 
 @native.kernel(fastmath=_FAST)
-def _untransform_tiles(prod, at, bias, th, tw, out, check, start, stop):
-    """out[n, o, 4 ty + p, 4 tx + q] = (at @ M @ at^T)[p, q] + bias[o] for the bands
+def _untransform_tiles(prod, bias, th, tw, out, check, start, stop):
+    """out[n, o, 4 ty + p, 4 tx + q] = (AT @ M @ AT^T)[p, q] + bias[o] for the bands
     start..stop-1, M the 6x6 products of tile (n, ty, tx): prod[i * 6 + j, band - start,
     tx * O + o]; blocks past the output's edge are cut off.  check[band] is 0 when the
     band's outputs are finite, NaN when not."""
@@ -204,21 +241,21 @@ def _untransform_tiles(prod, at, bias, th, tw, out, check, start, stop):
     biases = np.empty(run, out.dtype)
     for f in range(run):
         biases[f] = bias[f % chans]
+    half = np.empty((TILE, SPAN, run), out.dtype)                  # AT @ M: [p, j, (tx, o)]
+    block = np.empty((TILE, TILE, run), out.dtype)                 # [p, q, (tx, o)]
     for task in range(start, stop):
         n = task // th
         ty = task - n * th
         row = task - start
-        half = np.empty((TILE, SPAN, run), out.dtype)              # at @ M: [p, j, (tx, o)]
         for j in range(SPAN):
-            for p in range(TILE):
-                _mix(at, p, prod[j, row], prod[SPAN + j, row], prod[2 * SPAN + j, row],
-                     prod[3 * SPAN + j, row], prod[4 * SPAN + j, row],
-                     prod[5 * SPAN + j, row], zero, half[p, j])
-        block = np.empty((TILE, TILE, run), out.dtype)             # [p, q, (tx, o)]
+            _output_rows(prod[j, row], prod[SPAN + j, row], prod[2 * SPAN + j, row],
+                         prod[3 * SPAN + j, row], prod[4 * SPAN + j, row],
+                         prod[5 * SPAN + j, row], zero, half[0, j], half[1, j], half[2, j],
+                         half[3, j])
         for p in range(TILE):
             h = half[p]
-            for q in range(TILE):
-                _mix(at, q, h[0], h[1], h[2], h[3], h[4], h[5], biases, block[p, q])
+            _output_rows(h[0], h[1], h[2], h[3], h[4], h[5], biases,
+                         block[p, 0], block[p, 1], block[p, 2], block[p, 3])
         flat = block.reshape(-1)
         total = np.float32(0)
         for f in range(flat.size):     # value * 0 is 0 for a finite value, else NaN
@@ -307,13 +344,10 @@ def conv_forward(x, w, geo, bias=None):
             k = last - first
             v = tiles[:POSITIONS * k * tw * c].reshape(POSITIONS, k, tw * c)
             prod = prods[:POSITIONS * k * tw * o].reshape(POSITIONS, k, tw * o)
-            _transform_tiles(x, geo.lo[0], geo.lo[1], BT32, th, tw, v, first, last)
+            _transform_tiles(x, geo.lo[0], geo.lo[1], th, tw, v, first, last)
             np.matmul(v.reshape(POSITIONS, k * tw, c), u, out=prod.reshape(POSITIONS, k * tw, o))
-            _untransform_tiles(prod, AT_OUT32, b, th, tw, out, check, first, last)
+            _untransform_tiles(prod, b, th, tw, out, check, first, last)
 
     _parallel.run_parts(bands, _parallel.split(n * th, min(n, _parallel.threads())))
     return None if np.isnan(check).any() else out
 
-
-BT32 = BT.astype(np.float32)
-AT_OUT32 = AT_OUT.astype(np.float32)

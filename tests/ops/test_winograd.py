@@ -134,6 +134,21 @@ def test_toom_cook_matrices_give_the_correlation():
     assert np.array_equal(bt, np.round(bt))      # the input transform rounds nothing
 
 
+@pytest.mark.skipif(not native.enabled(), reason="the row kernels need numba")
+def test_row_transforms_are_the_toom_cook_matrices():
+    """The input and output transforms' formulas (the matrices' entries written into the
+    kernels) give BT and AT of `toom_cook` times six rows."""
+    rng = np.random.default_rng(8)
+    rows = rng.integers(-50, 50, (6, 37)).astype(np.float32)   # (exact in float32)
+    into = np.empty((6, 37), np.float32)
+    winograd._input_rows(*rows, *into)
+    np.testing.assert_array_equal(into, winograd.BT @ rows)
+    base = rng.integers(-50, 50, 37).astype(np.float32)
+    out = np.empty((4, 37), np.float32)
+    winograd._output_rows(*rows, base, *out)
+    np.testing.assert_array_equal(out, base + winograd.AT_OUT @ rows)
+
+
 @pytest.mark.parametrize("n, threads, runs", [(1, 2, 1), (1, 3, 1), (3, 2, 2), (2, 4, 2)])
 def test_bands_split_over_threads_across_images(n, threads, runs, monkeypatch,
                                                  few_channels):

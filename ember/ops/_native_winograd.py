@@ -1,6 +1,6 @@
 """Winograd F(4x4, 3x3) convolutions: 3x3, stride-1 convolutions in float32 with 4x fewer
-multiplies than im2col (conv_arrays.py sends the forward convolution and, as a forward
-convolution of the padded output gradient, the input gradient here).
+multiplies than im2col (conv_arrays.py sends the forward convolution, the input gradient
+as a forward convolution of the padded output gradient, and the weight gradient here).
 
 Winograd's minimal filtering computes a 4x4 block of a correlation's output from a 6x6
 input tile and a 3x3 filter as ``A^T [(G w G^T) * (B^T d B)] A``: the tile and the filter
@@ -18,8 +18,8 @@ EMBER_NO_WINOGRAD=1 (or ``ENABLED = False``) turns the path off.  An inf or NaN 
 the input spreads through its tiles' transforms: such a convolution is computed again
 by im2col, so non-finite values land where the direct sum puts them.
 
-The weight gradient stays on im2col: its two transforms per image (the input's and the
-output gradient's) took longer than the products they save (13.5 against 10.3 ms).
+The weight gradient runs here too, as F(3x3, 4x4): the correlation of the input's 6x6
+tiles with the output gradient's 4x4 blocks gives 3x3 taps (`conv_weight`).
 """
 
 from __future__ import annotations
@@ -56,13 +56,29 @@ def toom_cook(m: int, r: int) -> tuple:
     """
     assert m + r - 1 == SPAN
     bt = np.linalg.inv(_powers(SPAN)).T
-    scale = np.array([1.0 / np.abs(row[row != 0]).min() for row in np.round(bt, 12)])
+    scale = _scales()
     bt_int = np.round(bt * scale[:, None])
     assert np.allclose(bt_int, bt * scale[:, None], atol=1e-9)
     return _powers(m).T, _powers(r) / scale[:, None], bt_int
 
 
+def _scales() -> np.ndarray:
+    """(SPAN,): what each row of the inverse Vandermonde's transpose is multiplied by
+    to make it small integers (B^T's rows; G's rows are divided by it)."""
+    bt = np.round(np.linalg.inv(_powers(SPAN)).T, 12)
+    return np.array([1.0 / np.abs(row[row != 0]).min() for row in bt])
+
+
 AT_OUT, G_FILTER, BT = toom_cook(TILE, 3)      # 4x4 outputs from 3x3 filters
+
+# The weight gradient is the correlation of the input with the output's gradient, 3
+# taps from 4x4 blocks: F(3, 4), whose B^T is the forward's (the same six points).  Its
+# G (6x4) is used unscaled, the powers of the points (`_gradient_rows`: integers, so
+# the gradient's transform rounds nothing), and the scales go into its A^T instead:
+# (D^-1 X D^-1) * V = D^-1 (X * V) D^-1 for the diagonal D of `_scales`.
+AT_GRADIENT = toom_cook(3, TILE)[0] / _scales()[None, :]      # (3, 6)
+G_GRADIENT = _powers(TILE)                                     # (6, 4)
+AT_GRADIENT32 = AT_GRADIENT.astype(np.float32)
 
 
 ENABLED = os.environ.get("EMBER_NO_WINOGRAD", "").strip() in ("", "0")
@@ -108,6 +124,29 @@ def supports(dtype, in_channels: int, out_channels: int, kernel, geo) -> bool:
     if math.prod(_tiles(geo)[0]) < SMALL_OUTPUT:
         return fewer >= MIN_CHANNELS_SMALL_OUTPUT
     return fewer >= MIN_CHANNELS and in_channels * out_channels >= MIN_CHANNEL_PRODUCT
+
+
+# NOTE: the weight gradient's sums S (36 x C x O per thread) take every image's tiles
+# and blocks; beyond ~7x7 tiles an image those no longer stay in the core's cache
+# (32x32 outputs: 0.87-1.10 of im2col's time at 16 -> 32 to 32 -> 64 channels, 0.72-0.75
+# at 64 -> 64), and a few tiles in all leave the fixed costs (~0.1 ms) unpaid (64 -> 64
+# channels at 8x8: 1.52 for 8 images, 0.98 for 32).  Where it takes the path, against
+# im2col, 8 and 32 images: 0.68-0.99 at 16x16 outputs, 0.67-0.84 at 12x12 for 64 -> 64
+# (2-core AMD EPYC, 2026-12-07).  MNIST's conv2 (32 -> 64, 24x24, 64 images): 14.3-18.7
+# -> 8.1-10.8 ms.
+GRADIENT_MAX_TILES = 49           # an image's, unless 64 channels each side
+GRADIENT_MIN_TILES = 36           # all images'
+
+
+def weight_supports(images: int, dtype, in_channels: int, out_channels: int, kernel,
+                    geo) -> bool:
+    """Whether a convolution's weight gradient takes `conv_weight`: `supports`, and
+    tiles enough in all, few enough an image (see GRADIENT_MAX_TILES)."""
+    if not supports(dtype, in_channels, out_channels, kernel, geo):
+        return False
+    _, th, tw = _tiles(geo)
+    return (images * th * tw >= GRADIENT_MIN_TILES
+            and (th * tw <= GRADIENT_MAX_TILES or min(in_channels, out_channels) >= 64))
 
 
 def _tiles(geo) -> tuple:
@@ -270,6 +309,80 @@ def _untransform_tiles(prod, bias, th, tw, out, check, start, stop):
                     line[x] = block[p, x % TILE, (x // TILE) * chans + o]
 
 
+@native.kernel(fastmath=_FAST)
+def _gradient_rows(r0, r1, r2, r3, o0, o1, o2, o3, o4, o5):
+    """(o0, ..., o5) = G_GRADIENT @ (r0, ..., r3), row by row: the output gradient's
+    transform step.  G_GRADIENT's rows, the powers of the points 0, 1, -1, 2, -2 and
+    the leading coefficient: (1, 0, 0, 0), (1, 1, 1, 1), (1, -1, 1, -1), (1, 2, 4, 8),
+    (1, -2, 4, -8), (0, 0, 0, 1)."""
+    for f in range(o0.shape[0]):
+        a, b, c, d = r0[f], r1[f], r2[f], r3[f]
+        even = a + c
+        odd = b + d
+        even2 = a + 4 * c
+        odd2 = 2 * b + 8 * d
+        o0[f] = a
+        o1[f] = even + odd
+        o2[f] = even - odd
+        o3[f] = even2 + odd2
+        o4[f] = even2 - odd2
+        o5[f] = d
+
+
+@native.kernel(fastmath=_FAST)
+def _transform_blocks(src, th, tw, dst, start, stop):
+    """dst[i * 6 + j, band - start, tx * O + o] = (G_GRADIENT @ e @ G_GRADIENT^T)[i, j]
+    for the bands start..stop-1 (band = n * th + ty), e the 4x4 block of src[n, o] at
+    row 4 ty, column 4 tx (zeros past src's edge): `_transform_tiles` for the output
+    gradient's blocks, which do not overlap."""
+    chans, height, width = src.shape[1:]
+    run = tw * chans
+    blocks = np.empty((TILE, TILE * run), dst.dtype)                # [k, (l, tx, o)]
+    down = np.empty((SPAN, TILE * run), dst.dtype)                  # G e: [i, (l, tx, o)]
+    for task in range(start, stop):
+        n = task // th
+        ty = task - n * th
+        blocks[:] = 0
+        for k in range(min(TILE, height - TILE * ty)):
+            into = blocks[k]
+            y = TILE * ty + k
+            for x in range(width):     # (o innermost: the stores run along o)
+                at = (x % TILE) * run + (x // TILE) * chans
+                for o in range(chans):
+                    into[at + o] = src[n, o, y, x]
+        _gradient_rows(blocks[0], blocks[1], blocks[2], blocks[3],
+                       down[0], down[1], down[2], down[3], down[4], down[5])
+        band = task - start
+        for i in range(SPAN):                                       # (G e) G^T
+            d = down[i]
+            at = i * SPAN
+            _gradient_rows(d[:run], d[run:2 * run], d[2 * run:3 * run], d[3 * run:],
+                           dst[at, band], dst[at + 1, band], dst[at + 2, band],
+                           dst[at + 3, band], dst[at + 4, band], dst[at + 5, band])
+
+
+@native.kernel(fastmath=_FAST)
+def _untransform_sums(sums, at, half, out):
+    """out[p, q] = sum over i, j of at[p, i] at[q, j] sums[i * 6 + j]: the 6x6 sums of
+    every (channel, output channel) pair, rows of C*O values, back to 3x3 taps; `half`
+    (6, C*O) is scratch.  (NumPy's two tensordots took ~160 us for MNIST's conv2.)"""
+    rows, span = at.shape
+    for p in range(rows):
+        half[:] = 0
+        for i in range(span):
+            for j in range(span):
+                a, src, dst = at[p, i], sums[i * span + j], half[j]
+                for f in range(dst.shape[0]):
+                    dst[f] += a * src[f]
+        for q in range(rows):
+            dst = out[p, q]
+            dst[:] = 0
+            for j in range(span):
+                b, src = at[q, j], half[j]
+                for f in range(dst.shape[0]):
+                    dst[f] += b * src[f]
+
+
 # ----------------------------------------------------------------------
 # the convolutions
 
@@ -351,3 +464,42 @@ def conv_forward(x, w, geo, bias=None):
     _parallel.run_parts(bands, _parallel.split(n * th, min(n, _parallel.threads())))
     return None if np.isnan(check).any() else out
 
+
+def conv_weight(x, g, geo):
+    """The weight gradient (O, C, 3, 3) of the 3x3 stride-1 convolution of float32 `x`
+    (N, C, H, W) whose output's gradient is `g` (N, O, *output): `conv_weight_array`'s
+    result, or None where it is not finite (the caller recomputes, as for `conv_forward`).
+
+    Each image's tiles (`_transform_tiles`, as the forward's) and output-gradient blocks
+    (`_transform_blocks`) are transformed, and ``S[p] += V[p]^T @ E[p]`` sums their
+    products over the tiles for each of the 36 positions (C x O each); at the end
+    ``A S A^T`` (AT_GRADIENT) gives the 3x3 taps.  The images are dealt to the threads as
+    the forward's bands are, each thread summing its own S."""
+    (out_h, out_w), th, tw = _tiles(geo)
+    n, c, o = x.shape[0], x.shape[1], g.shape[1]
+    x = np.ascontiguousarray(x)
+    g = np.ascontiguousarray(g, dtype=np.float32)
+
+    def bands(run: slice) -> np.ndarray:
+        tiles = np.empty(POSITIONS * th * tw * c, np.float32)   # flat: a run of fewer
+        blocks = np.empty(POSITIONS * th * tw * o, np.float32)  # bands stays contiguous
+        total = np.zeros((POSITIONS, c, o), np.float32)
+        part = np.empty((POSITIONS, c, o), np.float32)
+        for first in range(run.start, run.stop, th):
+            last = min(first + th, run.stop)
+            k = last - first
+            v = tiles[:POSITIONS * k * tw * c].reshape(POSITIONS, k, tw * c)
+            e = blocks[:POSITIONS * k * tw * o].reshape(POSITIONS, k, tw * o)
+            _transform_tiles(x, geo.lo[0], geo.lo[1], th, tw, v, first, last)
+            _transform_blocks(g, th, tw, e, first, last)
+            np.matmul(v.reshape(POSITIONS, k * tw, c).transpose(0, 2, 1),
+                      e.reshape(POSITIONS, k * tw, o), out=part)
+            total += part
+        return total
+
+    sums = _parallel.run_parts(bands, _parallel.split(n * th, min(n, _parallel.threads())))
+    taps = np.empty((3, 3, c * o), np.float32)
+    _untransform_sums(sum(sums[1:], sums[0]).reshape(POSITIONS, c * o), AT_GRADIENT32,
+                      np.empty((SPAN, c * o), np.float32), taps)
+    weight = np.ascontiguousarray(taps.reshape(3, 3, c, o).transpose(3, 2, 0, 1))
+    return weight if np.isfinite(weight).all() else None

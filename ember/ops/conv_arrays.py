@@ -427,6 +427,13 @@ def conv_weight_array(a, c, kernel, geo):
     if (xp is np and type(c) is np.ndarray and c.shape[1] == a.shape[1]
             and _native_depthwise.supports(a, (a.shape[1], 1) + kernel, c.dtype, geo)):
         return _native_depthwise.weight_grad(a, c, kernel, geo)
+    if (xp is np and type(c) is np.ndarray and a.dtype == c.dtype
+            and c.shape[2:] == geo.out(kernel)
+            and _native_winograd.weight_supports(a.shape[0], a.dtype, a.shape[1], c.shape[1],
+                                                 kernel, geo)):
+        weight = _native_winograd.conv_weight(a, c, geo)
+        if weight is not None:
+            return weight
     g, co, n, ch = geo.groups, c.shape[1], a.shape[0], a.shape[1]
     p = math.prod(c.shape[2:])
     view = _column_view(a, kernel, geo)                              # (C, *k, N, *out)

@@ -63,6 +63,67 @@ def test_input_gradient_goes_through_the_forward_path(monkeypatch, few_channels)
     np.testing.assert_allclose(got, exact, rtol=0, atol=2e-5 * np.abs(exact).max())
 
 
+@pytest.mark.parametrize("n, c, o, h, w, pad", [
+    (5, 8, 16, 9, 9, 0), (3, 16, 24, 13, 7, 1), (2, 9, 17, 3, 30, 1), (1, 32, 64, 26, 26, 0),
+    (4, 8, 8, 14, 14, 1),
+])
+def test_weight_gradient_matches_float64(n, c, o, h, w, pad, few_channels, monkeypatch):
+    """F(3x3, 4x4) weight gradients, partial tiles at the edges and padding included,
+    on two threads (one per image run) and on one."""
+    from ember.ops import _parallel
+
+    monkeypatch.setattr(winograd, "GRADIENT_MIN_TILES", 1)
+    rng = np.random.default_rng(n + c + 1)
+    x, _, _ = _case(rng, n, c, o, h, w)
+    geo = Geometry((h, w), (1, 1), (pad, pad), (pad, pad), (1, 1), 1)
+    grad = rng.standard_normal((n, o) + geo.out((3, 3))).astype(np.float32)
+    assert winograd.weight_supports(n, np.float32, c, o, (3, 3), geo)
+    exact = conv_arrays.conv_weight_array(*_wide(x, grad), (3, 3), geo)
+    before = _parallel.threads()
+    for threads in (2, 1):
+        _parallel.set_threads(threads)
+        try:
+            got = winograd.conv_weight(x, grad, geo)
+            routed = conv_arrays.conv_weight_array(x, grad, (3, 3), geo)
+        finally:
+            _parallel.set_threads(before)
+        assert got.dtype == np.float32 and got.shape == (o, c, 3, 3)
+        # sums of a few thousand products: float32 roundings of the result's scale
+        np.testing.assert_allclose(got, exact, rtol=0, atol=2e-5 * np.abs(exact).max())
+        np.testing.assert_array_equal(routed, got)
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+@pytest.mark.parametrize("bad", [np.inf, -np.inf, np.nan])
+def test_non_finite_weight_gradients_land_where_im2col_puts_them(bad, few_channels,
+                                                                monkeypatch):
+    monkeypatch.setattr(winograd, "GRADIENT_MIN_TILES", 1)
+    rng = np.random.default_rng(11)
+    x, _, _ = _case(rng, 2, 8, 16, 10, 10)
+    grad = rng.standard_normal((2, 16, 8, 8)).astype(np.float32)
+    x[1, 3, 4, 5] = bad
+    geo = Geometry((10, 10), (1, 1), (0, 0), (0, 0), (1, 1), 1)
+    assert winograd.conv_weight(x, grad, geo) is None
+    got = conv_arrays.conv_weight_array(x, grad, (3, 3), geo)
+    monkeypatch.setattr(winograd, "ENABLED", False)
+    direct = conv_arrays.conv_weight_array(x, grad, (3, 3), geo)
+    np.testing.assert_array_equal(got, direct)
+    assert not np.isfinite(got).all()
+
+
+def test_which_weight_gradients_take_the_path():
+    at = Geometry((24, 24), (1, 1), (0, 0), (0, 0), (1, 1), 1)   # 22x22: 6x6 tiles
+    assert winograd.weight_supports(1, np.float32, 32, 64, (3, 3), at)      # 36 tiles
+    big = Geometry((32, 32), (1, 1), (1, 1), (1, 1), (1, 1), 1)  # 8x8 tiles an image
+    assert not winograd.weight_supports(8, np.float32, 32, 64, (3, 3), big)
+    assert winograd.weight_supports(8, np.float32, 64, 64, (3, 3), big)
+    small = Geometry((8, 8), (1, 1), (1, 1), (1, 1), (1, 1), 1)  # 2x2 tiles an image
+    assert not winograd.weight_supports(8, np.float32, 64, 64, (3, 3), small)
+    assert winograd.weight_supports(9, np.float32, 64, 64, (3, 3), small)
+    assert not winograd.weight_supports(9, np.float64, 64, 64, (3, 3), small)
+    assert not winograd.weight_supports(64, np.float32, 8, 64, (3, 3), at)  # few channels
+
+
 @pytest.mark.parametrize("n, c, o, h, w", [(3, 8, 16, 10, 10),
                                            (2, 3, 6, 8, 9)])   # (the direct path's)
 def test_layer_gradients_match_float64(n, c, o, h, w, few_channels):
@@ -147,6 +208,22 @@ def test_row_transforms_are_the_toom_cook_matrices():
     out = np.empty((4, 37), np.float32)
     winograd._output_rows(*rows, base, *out)
     np.testing.assert_array_equal(out, base + winograd.AT_OUT @ rows)
+
+
+def test_weight_gradient_matrices_give_the_correlation():
+    """F(3, 4) with the output gradient's transform unscaled (`_gradient_rows`, exact
+    integers) and the scales in AT_GRADIENT: three taps from four outputs' gradients."""
+    rng = np.random.default_rng(12)
+    d, e = rng.standard_normal(6), rng.standard_normal(4)
+    np.testing.assert_allclose(
+        winograd.AT_GRADIENT @ ((winograd.G_GRADIENT @ e) * (winograd.BT @ d)),
+        [d[i:i + 4] @ e for i in range(3)], rtol=1e-10, atol=1e-10)
+    if not native.enabled():
+        return
+    rows = rng.integers(-50, 50, (4, 29)).astype(np.float32)
+    into = np.empty((6, 29), np.float32)
+    winograd._gradient_rows(*rows, *into)
+    np.testing.assert_array_equal(into, winograd.G_GRADIENT @ rows)
 
 
 @pytest.mark.parametrize("n, threads, runs", [(1, 2, 1), (1, 3, 1), (3, 2, 2), (2, 4, 2)])

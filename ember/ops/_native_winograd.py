@@ -429,6 +429,20 @@ def _filter_transform(w):
     return out.reshape(POSITIONS, c, o)
 
 
+def _image_runs(run: slice, th: int, tw: int, c: int, o: int):
+    """For each image's worth of the bands in `run`: (first band, last band + 1, a view
+    (36, bands, tw * c) for the input's tiles, one (36, bands, tw * o) for the output
+    side), the views cut from two buffers made once (flat: a run of fewer bands stays
+    contiguous)."""
+    tiles = np.empty(POSITIONS * th * tw * c, np.float32)
+    other = np.empty(POSITIONS * th * tw * o, np.float32)
+    for first in range(run.start, run.stop, th):
+        last = min(first + th, run.stop)
+        k = last - first
+        yield (first, last, tiles[:POSITIONS * k * tw * c].reshape(POSITIONS, k, tw * c),
+               other[:POSITIONS * k * tw * o].reshape(POSITIONS, k, tw * o))
+
+
 def conv_forward(x, w, geo, bias=None):
     """The 3x3 stride-1 convolution of float32 `x` (N, C, H, W) with `w` (O, C, 3, 3),
     plus `bias`: `conv_array`'s result, or None where it is not finite (an inf or NaN
@@ -450,15 +464,9 @@ def conv_forward(x, w, geo, bias=None):
     check = np.empty(n * th, np.float32)
 
     def bands(run: slice) -> None:
-        tiles = np.empty(POSITIONS * th * tw * c, np.float32)   # flat: a run of fewer
-        prods = np.empty(POSITIONS * th * tw * o, np.float32)   # bands stays contiguous
-        for first in range(run.start, run.stop, th):
-            last = min(first + th, run.stop)
-            k = last - first
-            v = tiles[:POSITIONS * k * tw * c].reshape(POSITIONS, k, tw * c)
-            prod = prods[:POSITIONS * k * tw * o].reshape(POSITIONS, k, tw * o)
+        for first, last, v, prod in _image_runs(run, th, tw, c, o):
             _transform_tiles(x, geo.lo[0], geo.lo[1], th, tw, v, first, last)
-            np.matmul(v.reshape(POSITIONS, k * tw, c), u, out=prod.reshape(POSITIONS, k * tw, o))
+            np.matmul(v.reshape(POSITIONS, -1, c), u, out=prod.reshape(POSITIONS, -1, o))
             _untransform_tiles(prod, b, th, tw, out, check, first, last)
 
     _parallel.run_parts(bands, _parallel.split(n * th, min(n, _parallel.threads())))
@@ -481,19 +489,13 @@ def conv_weight(x, g, geo):
     g = np.ascontiguousarray(g, dtype=np.float32)
 
     def bands(run: slice) -> np.ndarray:
-        tiles = np.empty(POSITIONS * th * tw * c, np.float32)   # flat: a run of fewer
-        blocks = np.empty(POSITIONS * th * tw * o, np.float32)  # bands stays contiguous
         total = np.zeros((POSITIONS, c, o), np.float32)
         part = np.empty((POSITIONS, c, o), np.float32)
-        for first in range(run.start, run.stop, th):
-            last = min(first + th, run.stop)
-            k = last - first
-            v = tiles[:POSITIONS * k * tw * c].reshape(POSITIONS, k, tw * c)
-            e = blocks[:POSITIONS * k * tw * o].reshape(POSITIONS, k, tw * o)
+        for first, last, v, e in _image_runs(run, th, tw, c, o):
             _transform_tiles(x, geo.lo[0], geo.lo[1], th, tw, v, first, last)
             _transform_blocks(g, th, tw, e, first, last)
-            np.matmul(v.reshape(POSITIONS, k * tw, c).transpose(0, 2, 1),
-                      e.reshape(POSITIONS, k * tw, o), out=part)
+            np.matmul(v.reshape(POSITIONS, -1, c).transpose(0, 2, 1),
+                      e.reshape(POSITIONS, -1, o), out=part)
             total += part
         return total
 

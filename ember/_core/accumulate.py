@@ -18,6 +18,16 @@ from .tensor import Tensor, _make
 # How a gradient is added into an existing ``.grad`` array: NumPy's ``a += b`` until the
 # ops layer installs its own (engine.set_gradient_sum: large arrays cut over the threads).
 add_into = operator.iadd
+# How a gradient that someone else holds is copied into a new ``.grad`` (a C-contiguous
+# array): NumPy's copy until the ops layer installs its own (`set_gradient_copy`).
+copy_array = operator.methodcaller("copy")
+
+
+def set_gradient_copy(copy) -> None:
+    """Make AccumulateGrad copy the gradients it must not keep with ``copy(array)``, which
+    returns a new C-contiguous array."""
+    global copy_array
+    copy_array = copy
 
 
 class AccumulateGrad(Node):
@@ -71,7 +81,7 @@ class AccumulateGrad(Node):
             elif create_graph:
                 var._grad = grad.clone()  # (recorded: the copy stays differentiable)
             else:
-                var._grad = _make(grad._data.copy())
+                var._grad = _make(copy_array(grad._data))
         elif create_graph or STATE.enabled or old.is_sparse or grad.is_sparse:
             # NOTE: only dense + sparse is defined (sparse + dense raises, as in PyTorch)
             var._grad = grad + old if old.is_sparse and not grad.is_sparse else old + grad

@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._core import engine
+from .._core import accumulate, engine
 from . import _native as native
+from . import _parallel
 from ._native_activation import run
 
 
@@ -89,3 +90,7 @@ def add_into(acc: np.ndarray, g: np.ndarray) -> None:
 
 
 engine.set_gradient_sum(add, add_into)
+# (a leaf's first gradient, when someone else holds it: a slice of cat's or split's
+# gradient, the caller's `backward(g)`; (4096, 256) float32 slices of cat's gradient:
+# its backward 1.38 -> 0.90 ms)
+accumulate.set_gradient_copy(_parallel.copy)

@@ -90,15 +90,18 @@ GATHERING_COPY_SPLIT_MIN = 1 << 19
 
 
 def contiguous(a: np.ndarray) -> np.ndarray:
-    """`a` itself when C-contiguous, else a C-contiguous copy: large ones copied by the
-    threads, a block of leading rows each (NumPy's copy lets go of the GIL)."""
-    if a.flags.c_contiguous:
-        return a
+    """`a` itself when C-contiguous, else a C-contiguous copy (`copy`)."""
+    return a if a.flags.c_contiguous else copy(a)
+
+
+def copy(a: np.ndarray) -> np.ndarray:
+    """A new C-contiguous copy of `a`: large ones copied by the threads, a block of
+    leading rows each (NumPy's copy lets go of the GIL)."""
     if a.ndim == 0 or a.shape[0] < 2 or threads() <= 1:
-        return np.ascontiguousarray(a)
+        return a.copy()
     gathering = a.strides[-1] != a.itemsize
     if a.size < (GATHERING_COPY_SPLIT_MIN if gathering else COPY_SPLIT_MIN):
-        return np.ascontiguousarray(a)
+        return a.copy()
     out = np.empty(a.shape, a.dtype)
     run_parts(lambda rows: np.copyto(out[rows], a[rows]), split(a.shape[0], threads()))
     return out

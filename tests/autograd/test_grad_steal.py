@@ -315,3 +315,40 @@ def test_strided_slices_of_an_owned_gradient_are_copied(adopted):
     ember.cat([a, b], 1).sigmoid().sum().backward()
     assert adopted == [False, False]
     assert a.grad.is_contiguous() and b.grad.is_contiguous()
+
+
+def test_slices_of_the_callers_gradient_are_copied_by_the_threads(monkeypatch):
+    """cat's backward hands each leaf a slice of the caller's gradient: each .grad is a
+    C-contiguous copy of its slice, made by ember's threads when large (ops/_parallel.py
+    `copy`), and shares no memory with the caller's array."""
+    from ember.ops import _parallel
+
+    dealt = []
+    real = _parallel.run_parts
+    monkeypatch.setattr(_parallel, "run_parts",
+                        lambda fn, parts: dealt.append(len(parts)) or real(fn, parts))
+    before = _parallel.threads()
+    _parallel.set_threads(2)
+    try:
+        x = ember.zeros(2048, 512, requires_grad=True)            # 1M elements each
+        y = ember.zeros(2048, 512, requires_grad=True)
+        g = np.arange(2048 * 1024, dtype=np.float32).reshape(2048, 1024)
+        ember.cat([x, y], 1).backward(ember.tensor(g))
+    finally:
+        _parallel.set_threads(before)
+    assert dealt.count(2) >= 2
+    for leaf, part in ((x, g[:, :512]), (y, g[:, 512:])):
+        got = leaf.grad.numpy()
+        np.testing.assert_array_equal(got, part)
+        assert got.flags.c_contiguous and not np.shares_memory(got, g)
+
+
+def test_small_gradients_are_copied_on_the_calling_thread(monkeypatch):
+    from ember.ops import _parallel
+
+    monkeypatch.setattr(_parallel, "run_parts", lambda fn, parts: pytest.fail("split"))
+    x = ember.zeros(3, 4, requires_grad=True)
+    g = np.arange(24, dtype=np.float32).reshape(3, 8)
+    ember.cat([x, x.detach()], 1).backward(ember.tensor(g))
+    np.testing.assert_array_equal(x.grad.numpy(), g[:, :4])
+    assert x.grad.numpy().flags.c_contiguous

@@ -66,18 +66,25 @@ def _cut(kernel, x, y):
 
 def add(x, y):
     """``x + y`` for arrays (or NumPy scalars): cut over the threads where `_takes`
-    them, else NumPy's."""
-    return _cut(_add, x, y) if _takes(x, y) else x + y
+    them, large views of one shape by NumPy's loops on the threads
+    (`_parallel.binary`), else NumPy's."""
+    if _takes(x, y):
+        return _cut(_add, x, y)
+    return _parallel.binary(np.add, x, y) if _parallel.splits_binary(x, y) else x + y
 
 
 def subtract(x, y):
     """``x - y``, as `add`."""
-    return _cut(_subtract, x, y) if _takes(x, y) else x - y
+    if _takes(x, y):
+        return _cut(_subtract, x, y)
+    return _parallel.binary(np.subtract, x, y) if _parallel.splits_binary(x, y) else x - y
 
 
 def multiply(x, y):
     """``x * y``, as `add`."""
-    return _cut(_multiply, x, y) if _takes(x, y) else x * y
+    if _takes(x, y):
+        return _cut(_multiply, x, y)
+    return _parallel.binary(np.multiply, x, y) if _parallel.splits_binary(x, y) else x * y
 
 
 def add_into(acc: np.ndarray, g: np.ndarray) -> None:

@@ -565,6 +565,37 @@ def test_transposed_copies_split_from_a_smaller_size(two_threads, monkeypatch):
     np.testing.assert_array_equal(got, gathering)
 
 
+@pytest.mark.parametrize("op, ufunc", [("add", np.add), ("subtract", np.subtract),
+                                       ("multiply", np.multiply)])
+def test_large_views_are_combined_on_the_threads(two_threads, monkeypatch, op, ufunc):
+    """Views the native kernels do not take (cat's two gradient slices) go to NumPy's
+    loops on blocks of rows, one per thread: the same values as one call."""
+    from ember.ops import _native_binary
+
+    monkeypatch.setattr(_parallel, "BINARY_SPLIT_MIN", 8)
+    parts, real = [], _parallel.run_parts
+    monkeypatch.setattr(_parallel, "run_parts", lambda fn, p: parts.append(p) or real(fn, p))
+    g = np.random.default_rng(13).standard_normal((7, 10)).astype(np.float32)
+    x, y = g[:, :5], g[:, 5:]
+    got = getattr(_native_binary, op)(x, y)
+    assert len(parts) == 1 and len(parts[0]) == 2
+    assert got.flags.c_contiguous and got.dtype == np.float32
+    np.testing.assert_array_equal(got, ufunc(x, y))
+    parts.clear()
+    getattr(_native_binary, op)(x[:1], y[:1])               # one row: nothing to cut
+    getattr(_native_binary, op)(x, y[:, :1])                # shapes differ: broadcast
+    assert not parts
+
+
+def test_a_tensor_concatenated_with_itself_sums_its_gradient_slices(two_threads,
+                                                                    monkeypatch):
+    monkeypatch.setattr(_parallel, "BINARY_SPLIT_MIN", 8)
+    x = ember.tensor(np.random.default_rng(14).standard_normal((6, 4)), requires_grad=True)
+    g = np.random.default_rng(15).standard_normal((6, 8))
+    ember.cat([x, x], 1).backward(ember.tensor(g))
+    np.testing.assert_array_equal(x.grad.numpy(), g[:, :4] + g[:, 4:])
+
+
 def test_bias_gradients_sum_over_leading_dims_on_the_threads(two_threads, monkeypatch):
     # `sum_leading` is a row of ones times the rows, split over the threads; a
     # convolution's first-order bias gradient is such a sum, then one per channel

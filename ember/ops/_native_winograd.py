@@ -136,15 +136,19 @@ def supports(dtype, in_channels: int, out_channels: int, kernel, geo) -> bool:
 # -> 8.1-10.8 ms.
 GRADIENT_MAX_TILES = 49           # an image's, unless 64 channels each side
 GRADIENT_MIN_TILES = 36           # all images'
-# NOTE: each product sums over the tiles of as many images as make about this many: a
-# product over few tiles (an image's 16 at 14x14, 4 at 8x8) is slow, and each adds a
-# pass over S.  Weight gradients, ms, one image a product against about 144 tiles:
+# NOTE: each product takes the tiles of as many images as make about TILES_PER_PRODUCT: a
+# product over few tiles (an image's 16 at 14x14, 4 at 8x8) is slow, and in the weight
+# gradient each adds a pass over S.  Forward convolutions, ms, one image a product
+# against about 144 tiles, medians of six alternated in one process: MNIST's conv2
+# 10.2 -> 8.7, its input gradient (64 -> 32, 24x24 padded by 2) 11.8 -> 9.8, 64 -> 64
+# at 8x8 (32 images) 1.67 -> 0.79, 128 -> 128 at 14x14 2.98 -> 2.50, 64 -> 64 at 32x32
+# 3.89 -> 3.52.  Weight gradients, one image a product against about 144 tiles:
 # MNIST's conv2 (64 images, 36 tiles each) 10.1 -> 7.3-8.3 (im2col 15.4-18.4), and
 # alternated in one process, medians of eight: 9.74 -> 7.57 (im2col 13.29);
 # 256 -> 256 channels at 14x14, 8 images, 20.3 -> 14.5-15.4 (im2col 15.3-16.9);
 # 64 -> 64 at 8x8, 32 images, 2.05 -> 0.8-1.0 (im2col 2.0-2.1); at 56x56 and 32x32
 # unchanged (AMD EPYC, 2026-12-07).
-GRADIENT_TILES_PER_PRODUCT = 144
+TILES_PER_PRODUCT = 144
 
 
 def weight_supports(images: int, dtype, in_channels: int, out_channels: int, kernel,
@@ -459,10 +463,10 @@ def conv_forward(x, w, geo, bias=None):
     in `x` or `w` spreads through a tile's transforms: the caller recomputes).
 
     The bands (tile rows) of all images are dealt out to the threads in contiguous runs
-    of at least an image's worth, which each thread takes an image's worth at a time:
-    tiles, products and output all stay in its core's cache (the whole batch's
-    transformed tiles and products are 2.25x its input and output, and made the kernels
-    wait on memory: 2x slower).  A lone image runs on one thread: on MNIST's conv2 that
+    of at least an image's worth, which each thread takes a few images' worth at a time
+    (TILES_PER_PRODUCT): tiles, products and output stay near its core (the whole
+    batch's transformed tiles and products are 2.25x its input and output, and made the
+    kernels wait on memory: 2x slower).  A lone image runs on one thread: on MNIST's conv2 that
     took 197-202 us, its bands split over two threads 209-226 us (handing a part to a
     worker costs tens of microseconds), and im2col's product split over two 249-318 us."""
     (out_h, out_w), th, tw = _tiles(geo)
@@ -473,8 +477,10 @@ def conv_forward(x, w, geo, bias=None):
     out = np.empty((n, o, out_h, out_w), np.float32)
     check = np.empty(n * th, np.float32)
 
+    images = max(1, TILES_PER_PRODUCT // (th * tw))
+
     def bands(run: slice) -> None:
-        for first, last, v, prod in _image_runs(run, th, tw, c, o):
+        for first, last, v, prod in _image_runs(run, th, tw, c, o, images):
             _transform_tiles(x, geo.lo[0], geo.lo[1], th, tw, v, first, last)
             np.matmul(v.reshape(POSITIONS, -1, c), u, out=prod.reshape(POSITIONS, -1, o))
             _untransform_tiles(prod, b, th, tw, out, check, first, last)
@@ -497,7 +503,7 @@ def conv_weight(x, g, geo):
     n, c, o = x.shape[0], x.shape[1], g.shape[1]
     x = np.ascontiguousarray(x)
     g = np.ascontiguousarray(g, dtype=np.float32)
-    images = max(1, GRADIENT_TILES_PER_PRODUCT // (th * tw))
+    images = max(1, TILES_PER_PRODUCT // (th * tw))
 
     def bands(run: slice) -> np.ndarray:
         total = np.zeros((POSITIONS, c, o), np.float32)

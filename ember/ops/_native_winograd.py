@@ -91,17 +91,23 @@ ENABLED = os.environ.get("EMBER_NO_WINOGRAD", "").strip() in ("", "0")
 #   8 -> 32, 8 -> 64: 1.00-1.71 at every size
 #   16 -> 32, 32 -> 16, 16 -> 64: 0.88-0.97 from 16x16, 1.42-1.67 at 8x8
 #   32 -> 32: 0.74-1.03 from 12x12, 0.82-1.25 at 8x8;  64 -> 64: 0.71-0.87 at every size
-# so: 16 channels on each side and 512 in times out, and on outputs of fewer than 16x16
-# pixels (a few tiles an image) 64 on each side.  (Until then: 8 in and 16 out, set on
-# MNIST's 32 -> 64 layer, which stays.)
+# so: 16 channels on each side and 512 (now 256, below) in times out, and on outputs of
+# fewer than 16x16 pixels (a few tiles an image) 64 on each side.  (Until then: 8 in
+# and 16 out, set on MNIST's 32 -> 64 layer, which stays.)
 # NOTE: 32 -> 32 and 32 -> 64 layers at 8x8 gain 5-11% at 32 images and nothing at 8
 # (0.89-0.95 and 1.00-1.18, re-measured), a few hundredths of a millisecond a step on
 # such small layers; the path's first use costs ~3 s of kernel builds in a cold numba
 # cache.  examples/train_classifier.py (32 -> 32 at 8x8) ran its first time +9.2 to
 # +10.3 s over its warm run with them, +5.4 to +6.5 s without; its warm run the same
 # within the noise.  So on small outputs only 64 channels (0.71-0.87) take the path.
+# NOTE: since the products take several images' tiles (TILES_PER_PRODUCT, 2026-12-07),
+# 16 -> 16 layers gain too: forward+backward against the 512 minimum (im2col), medians
+# of seven alternated: 0.92-0.95 at 32x32 (8 and 32 images), 0.69 at 24x24, 0.67-0.73
+# at 16x16.  And 32 -> 32 at 8x8 would now take 0.37-0.41 of im2col's time (32 and 128
+# images), but examples/train_classifier.py's first run would pay the path's builds
+# (~4-5 s with the weight gradient's) for a program of ~45 steps: left as it is.
 MIN_CHANNELS = 16
-MIN_CHANNEL_PRODUCT = 512
+MIN_CHANNEL_PRODUCT = 256
 SMALL_OUTPUT = 16 * 16
 MIN_CHANNELS_SMALL_OUTPUT = 64
 

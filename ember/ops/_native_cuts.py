@@ -15,6 +15,7 @@ rebuilds them and calls the kernel's serial build on a share:
   the dtype, or a number in place of one operand (where, masked_fill);
 - ``rows2_flag`` / ``rows3_flag``: two or three 2-D arrays cut by rows, and a bool
   (softmax and its gradient);
+- ``rows_sums``: a 2-D array cut by rows and its rows' float64 sums (_native_sums.py);
 - ``dropout``, ``dropout_grad``, ``dropout_grad_into``: dropout's kernels;
 - ``layer_norm``, ``layer_norm_grad``: the layer-norm kernels (the gradient's cut by
   blocks of rows, the rows' arrays passed whole);
@@ -153,6 +154,12 @@ def rows2_flag(address):
     r, c = ints[0], ints[1]
     KERNEL(_rows_at(ints[ARGS], r, c, DTYPE), _rows_at(ints[ARGS + 1], r, c, DTYPE),
            ints[ARGS + 2] != 0)
+
+
+def rows_sums(address):   # (rows, sums): a 2-D array cut by rows, a float64 sum per row
+    ints, _ = block_at(address)
+    r, c = ints[0], ints[1]
+    KERNEL(_rows_at(ints[ARGS], r, c, DTYPE), array_at(ints[ARGS + 1], r, np.float64))
 
 
 def rows3_flag(address):
@@ -301,7 +308,7 @@ def masked_softmax_grad(address):   # (g, y, mask, scale, out)
 
 FAMILIES = {f.__name__: f for f in (
     flat2, flat3, flat2_1, flat2_2, flat2_3, flat3_1, flat3_2, flat3_3, flat3_4, select,
-    select_number_a, select_number_b, rows2_flag, rows3_flag, dropout, dropout_grad,
+    select_number_a, select_number_b, rows2_flag, rows3_flag, rows_sums, dropout, dropout_grad,
     dropout_grad_into, layer_norm, sgd, adam, adadelta, cross_entropy, cross_entropy_grad,
     masked_softmax, masked_softmax_grad, layer_norm_grad, group_norm, group_norm_grad)}
 

@@ -20,7 +20,7 @@ from .._core.backend import scatter_add
 from .._core.function import Function, as_array
 from .._core.grad_mode import STATE
 from .._core.tensor import Tensor, _make
-from . import _kernels
+from . import _kernels, _native_sums
 from ._broadcast import sum_to_shape
 from .complex import times_conj
 from ._util import normalize_dims, wrap_dim, xp_of
@@ -204,6 +204,8 @@ class Sum(Function):
         ctx._name = "SumBackward0" if dims is None or all_dims else "SumBackward1"
         if np_dtype is None:
             out = _kernels.sum_leading(x, dims, keepdim)
+            if out is None and _native_sums.supports(x):
+                out = _native_sums.trailing_sums(x, dims, keepdim)
             if out is not None:
                 return out
         return x.sum(axis=dims, keepdims=keepdim, dtype=np_dtype)
@@ -234,6 +236,10 @@ class Mean(Function):
         ctx.shape, ctx.dims, ctx.keepdim = x.shape, dims, keepdim
         ctx.count = _count(x.shape, dims)
         ctx._name = "MeanBackward0" if all_dims else "MeanBackward1"
+        if _native_sums.supports(x):
+            out = _native_sums.trailing_sums(x, dims, keepdim, mean=True)
+            if out is not None:
+                return out
         with np.errstate(invalid="ignore", divide="ignore"), warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)  # mean of nothing is nan
             return x.mean(axis=dims, keepdims=keepdim)

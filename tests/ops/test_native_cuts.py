@@ -320,3 +320,12 @@ def _serial_gelu(act, x):
     out = np.empty_like(x)
     act._FORWARD["gelu", 4].serial(x, out)
     return out
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_row_sums(cut_or_serial, dtype):
+    from ember.ops import _native_sums as sums
+
+    x = np.random.default_rng(9).standard_normal((37, 1100)).astype(dtype)   # 2+ chunks
+    _assert_same(*cut_or_serial(lambda: sums.trailing_sums(x, (1,), False)))
+    _assert_same(*cut_or_serial(lambda: sums.trailing_sums(x, None, True, mean=True)))

@@ -15,6 +15,8 @@ rebuilds them and calls the kernel's serial build on a share:
   the dtype, or a number in place of one operand (where, masked_fill);
 - ``rows2_flag`` / ``rows3_flag``: two or three 2-D arrays cut by rows, and a bool
   (softmax and its gradient);
+- ``rows2_flag_int`` / ``rows3_flag_int``: the same and an integer (softmax over a
+  middle dim and its gradient: rows of (C, inner) blocks, the integer inner);
 - ``rows_sums``: a 2-D array cut by rows and its rows' float64 sums (_native_sums.py);
 - ``dropout``, ``dropout_grad``, ``dropout_grad_into``: dropout's kernels;
 - ``layer_norm``, ``layer_norm_grad``: the layer-norm kernels (the gradient's cut by
@@ -154,6 +156,20 @@ def rows2_flag(address):
     r, c = ints[0], ints[1]
     KERNEL(_rows_at(ints[ARGS], r, c, DTYPE), _rows_at(ints[ARGS + 1], r, c, DTYPE),
            ints[ARGS + 2] != 0)
+
+
+def rows2_flag_int(address):   # (a, b, flag, int): rows of (C, inner) blocks, inner
+    ints, _ = block_at(address)
+    r, c = ints[0], ints[1]
+    KERNEL(_rows_at(ints[ARGS], r, c, DTYPE), _rows_at(ints[ARGS + 1], r, c, DTYPE),
+           ints[ARGS + 2] != 0, ints[ARGS + 3])
+
+
+def rows3_flag_int(address):   # (a, b, c, flag, int)
+    ints, _ = block_at(address)
+    r, c = ints[0], ints[1]
+    KERNEL(_rows_at(ints[ARGS], r, c, DTYPE), _rows_at(ints[ARGS + 1], r, c, DTYPE),
+           _rows_at(ints[ARGS + 2], r, c, DTYPE), ints[ARGS + 3] != 0, ints[ARGS + 4])
 
 
 def rows_sums(address):   # (rows, sums): a 2-D array cut by rows, a float64 sum per row
@@ -308,7 +324,8 @@ def masked_softmax_grad(address):   # (g, y, mask, scale, out)
 
 FAMILIES = {f.__name__: f for f in (
     flat2, flat3, flat2_1, flat2_2, flat2_3, flat3_1, flat3_2, flat3_3, flat3_4, select,
-    select_number_a, select_number_b, rows2_flag, rows3_flag, rows_sums, dropout, dropout_grad,
+    select_number_a, select_number_b, rows2_flag, rows3_flag, rows2_flag_int, rows3_flag_int,
+    rows_sums, dropout, dropout_grad,
     dropout_grad_into, layer_norm, sgd, adam, adadelta, cross_entropy, cross_entropy_grad,
     masked_softmax, masked_softmax_grad, layer_norm_grad, group_norm, group_norm_grad)}
 

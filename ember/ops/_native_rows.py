@@ -148,11 +148,12 @@ def _softmax_backward_kernel(g, y, out, log):
 
 
 @native.kernel(parallel=True, fastmath=_REORDER)
-def _softmax_inner_kernel(x, out, log):
-    # x, out: (outer, C, inner), softmax over C; the loops run along inner (contiguous)
+def _softmax_inner_kernel(x, out, log, inner):
+    # x, out: (outer, C * inner), each row an (C, inner) block; softmax over C; the loops
+    # run along inner (contiguous)
+    channels = x.shape[1] // inner
     for o in native.prange(x.shape[0]):
-        xo, oo = x[o], out[o]
-        channels, inner = xo.shape
+        xo, oo = x[o].reshape((channels, inner)), out[o].reshape((channels, inner))
         m = xo[0].copy()
         for c in range(1, channels):
             for k in range(inner):
@@ -181,10 +182,11 @@ def _softmax_inner_kernel(x, out, log):
 
 
 @native.kernel(parallel=True, fastmath=_REORDER)
-def _softmax_inner_backward_kernel(g, y, out, log):
+def _softmax_inner_backward_kernel(g, y, out, log, inner):
+    channels = y.shape[1] // inner
     for o in native.prange(y.shape[0]):
-        go, yo, oo = g[o], y[o], out[o]
-        channels, inner = yo.shape
+        go, yo = g[o].reshape((channels, inner)), y[o].reshape((channels, inner))
+        oo = out[o].reshape((channels, inner))
         total = np.zeros(inner, y.dtype)
         for c in range(channels):
             for k in range(inner):
@@ -202,16 +204,19 @@ def softmax_inner(x: np.ndarray, log: bool) -> np.ndarray:
     """softmax (or log-softmax) over the middle dim of a `supports` 3-D array
     (outer, C, inner): the softmax of another dim than the last, the array viewed so."""
     out = np.empty_like(x)
-    # (cut by the outer index over ember's threads, as Python parts: no entry point family
-    # takes 3-D arrays)
-    run(_softmax_inner_kernel, x.size, x, out, log, cut=(0, 1))
+    # (as rows of (C, inner) blocks: the 2-D families cut them over the threads)
+    outer, inner = x.shape[0], x.shape[2]
+    run(_softmax_inner_kernel, x.size, x.reshape(outer, -1), out.reshape(outer, -1), log,
+        inner, cut=(0, 1), part="rows2_flag_int")
     return out
 
 
 def softmax_inner_backward(g: np.ndarray, y: np.ndarray, log: bool) -> np.ndarray:
     """The first-order gradient of `softmax_inner` (as `softmax_backward`)."""
     out = np.empty_like(y)
-    run(_softmax_inner_backward_kernel, y.size, g, y, out, log, cut=(0, 1, 2))
+    outer, inner = y.shape[0], y.shape[2]
+    run(_softmax_inner_backward_kernel, y.size, g.reshape(outer, -1), y.reshape(outer, -1),
+        out.reshape(outer, -1), log, inner, cut=(0, 1, 2), part="rows3_flag_int")
     return out
 
 

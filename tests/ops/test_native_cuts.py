@@ -329,3 +329,20 @@ def test_row_sums(cut_or_serial, dtype):
     x = np.random.default_rng(9).standard_normal((37, 1100)).astype(dtype)   # 2+ chunks
     _assert_same(*cut_or_serial(lambda: sums.trailing_sums(x, (1,), False)))
     _assert_same(*cut_or_serial(lambda: sums.trailing_sums(x, None, True, mean=True)))
+
+
+@pytest.mark.parametrize("log", [False, True])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_softmax_over_a_middle_dim(cut_or_serial, dtype, log):
+    from ember.ops import _native_rows as rows
+
+    rng = np.random.default_rng(10)
+    x = rng.standard_normal((9, 13, 21)).astype(dtype)
+    g = rng.standard_normal((9, 13, 21)).astype(dtype)
+    _assert_same(*cut_or_serial(lambda: rows.softmax_inner(x, log)))
+    y = rows.softmax_inner(x, log)
+    _assert_same(*cut_or_serial(lambda: rows.softmax_inner_backward(g, y, log)))
+    e = np.exp(x - x.max(1, keepdims=True))
+    p = e / e.sum(1, keepdims=True)
+    np.testing.assert_allclose(y, np.log(p) if log else p,
+                               rtol=1e-5 if dtype == np.float32 else 1e-12, atol=1e-6)

@@ -104,8 +104,10 @@ ENABLED = os.environ.get("EMBER_NO_WINOGRAD", "").strip() in ("", "0")
 # 16 -> 16 layers gain too: forward+backward against the 512 minimum (im2col), medians
 # of seven alternated: 0.92-0.95 at 32x32 (8 and 32 images), 0.69 at 24x24, 0.67-0.73
 # at 16x16.  And 32 -> 32 at 8x8 would now take 0.37-0.41 of im2col's time (32 and 128
-# images), but examples/train_classifier.py's first run would pay the path's builds
-# (~4-5 s with the weight gradient's) for a program of ~45 steps: left as it is.
+# images), but examples/train_classifier.py's first run would pay the path's builds for
+# a program of ~45 steps: with 32 channels enough at 8x8, `benchmarks/cold_start.py`
+# gave +11.0 to +13.6 s (three pairs; +4.9 to +5.3 s as it is, limit +10) and no warm
+# run visibly shorter.  Left as it is.
 MIN_CHANNELS = 16
 MIN_CHANNEL_PRODUCT = 256
 SMALL_OUTPUT = 16 * 16

@@ -144,6 +144,11 @@ def supports(dtype, in_channels: int, out_channels: int, kernel, geo) -> bool:
 # -> 8.1-10.8 ms.
 GRADIENT_MAX_TILES = 49           # an image's, unless 64 channels each side
 GRADIENT_MIN_TILES = 36           # all images'
+# NOTE: each thread holds its sums S and a product's result, 36 x C x O floats each:
+# 2 x 38 MB for 512 -> 512 channels, where im2col's accumulator is 9 MB.  Its weight
+# gradient at 7x7, 16 images: 56.7 ms here, 61.3 by im2col; 256 -> 256 at 14x14 18.9
+# against 29.0, 128 -> 128 at 28x28 26.1 against 53.4.  So up to 256 x 256.
+GRADIENT_MAX_CHANNEL_PRODUCT = 256 * 256
 # NOTE: each product takes the tiles of as many images as make about TILES_PER_PRODUCT: a
 # product over few tiles (an image's 16 at 14x14, 4 at 8x8) is slow, and in the weight
 # gradient each adds a pass over S.  Forward convolutions, ms, one image a product
@@ -157,13 +162,20 @@ GRADIENT_MIN_TILES = 36           # all images'
 # 64 -> 64 at 8x8, 32 images, 2.05 -> 0.8-1.0 (im2col 2.0-2.1); at 56x56 and 32x32
 # unchanged (AMD EPYC, 2026-12-07).
 TILES_PER_PRODUCT = 144
+# ... within this many bytes of transformed tiles and products a thread.  NOTE: 512 ->
+# 512 channels at 7x7 (4 tiles an image), 16 images: 14 images a product, ~8 MB a
+# thread instead of 21 (36 images), forward 29.1 against 29.7 ms; a 3 MB cap (5 images)
+# took 35.8 against 30.9 (medians of six alternated).
+PRODUCT_BYTES = 8 << 20
 
 
 def weight_supports(images: int, dtype, in_channels: int, out_channels: int, kernel,
                     geo) -> bool:
-    """Whether a convolution's weight gradient takes `conv_weight`: `supports`, and
-    tiles enough in all, few enough an image (see GRADIENT_MAX_TILES)."""
-    if not supports(dtype, in_channels, out_channels, kernel, geo):
+    """Whether a convolution's weight gradient takes `conv_weight`: `supports`, tiles
+    enough in all, few enough an image (see GRADIENT_MAX_TILES), and channels few enough
+    for its sums' memory (GRADIENT_MAX_CHANNEL_PRODUCT)."""
+    if (in_channels * out_channels > GRADIENT_MAX_CHANNEL_PRODUCT
+            or not supports(dtype, in_channels, out_channels, kernel, geo)):
         return False
     _, th, tw = _tiles(geo)
     return (images * th * tw >= GRADIENT_MIN_TILES
@@ -450,6 +462,14 @@ def _filter_transform(w):
     return out.reshape(POSITIONS, c, o)
 
 
+def _images_per_product(tiles: int, channels: int) -> int:
+    """How many images' tiles (`tiles` an image) each product takes: about
+    TILES_PER_PRODUCT, fewer where the transformed tiles of `channels` (in and out
+    together) would pass PRODUCT_BYTES, one at least."""
+    most = PRODUCT_BYTES // (POSITIONS * 4 * channels)
+    return max(1, min(TILES_PER_PRODUCT, most) // tiles)
+
+
 def _image_runs(run: slice, th: int, tw: int, c: int, o: int, images: int = 1):
     """For each `images` images' worth of the bands in `run`: (first band, last band + 1,
     a view (36, bands, tw * c) for the input's tiles, one (36, bands, tw * o) for the
@@ -485,7 +505,7 @@ def conv_forward(x, w, geo, bias=None):
     out = np.empty((n, o, out_h, out_w), np.float32)
     check = np.empty(n * th, np.float32)
 
-    images = max(1, TILES_PER_PRODUCT // (th * tw))
+    images = _images_per_product(th * tw, c + o)
 
     def bands(run: slice) -> None:
         for first, last, v, prod in _image_runs(run, th, tw, c, o, images):
@@ -511,7 +531,7 @@ def conv_weight(x, g, geo):
     n, c, o = x.shape[0], x.shape[1], g.shape[1]
     x = np.ascontiguousarray(x)
     g = np.ascontiguousarray(g, dtype=np.float32)
-    images = max(1, TILES_PER_PRODUCT // (th * tw))
+    images = _images_per_product(th * tw, c + o)
 
     def bands(run: slice) -> np.ndarray:
         total = np.zeros((POSITIONS, c, o), np.float32)

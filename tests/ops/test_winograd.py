@@ -135,6 +135,13 @@ def test_non_finite_weight_gradients_land_where_im2col_puts_them(bad, few_channe
     assert not np.isfinite(got).all()
 
 
+def test_images_a_product_take():
+    assert winograd._images_per_product(36, 32 + 64) == 4        # MNIST's conv2: 144 tiles
+    assert winograd._images_per_product(4, 512 + 512) == 14      # ~8 MB of tiles a thread
+    assert winograd._images_per_product(200, 64 + 64) == 1       # one image at least
+    assert winograd._images_per_product(64, 1024 + 1024) == 1
+
+
 def test_which_weight_gradients_take_the_path():
     at = Geometry((24, 24), (1, 1), (0, 0), (0, 0), (1, 1), 1)   # 22x22: 6x6 tiles
     assert winograd.weight_supports(1, np.float32, 32, 64, (3, 3), at)      # 36 tiles
@@ -146,6 +153,8 @@ def test_which_weight_gradients_take_the_path():
     assert winograd.weight_supports(9, np.float32, 64, 64, (3, 3), small)
     assert not winograd.weight_supports(9, np.float64, 64, 64, (3, 3), small)
     assert not winograd.weight_supports(64, np.float32, 8, 64, (3, 3), at)  # few channels
+    assert winograd.weight_supports(16, np.float32, 256, 256, (3, 3), small)
+    assert not winograd.weight_supports(16, np.float32, 512, 512, (3, 3), small)  # memory
 
 
 @pytest.mark.parametrize("n, c, o, h, w", [(3, 8, 16, 10, 10),

@@ -94,10 +94,11 @@ def contiguous(a: np.ndarray) -> np.ndarray:
     return a if a.flags.c_contiguous else copy(a)
 
 
-def copy(a: np.ndarray) -> np.ndarray:
-    """A new C-contiguous copy of `a`: large ones copied by the threads, a block of
-    leading rows each (NumPy's copy lets go of the GIL)."""
-    if a.ndim == 0 or a.shape[0] < 2 or threads() <= 1:
+def copy(a):
+    """A new C-contiguous copy of `a`: large NumPy ones copied by the threads, a block of
+    leading rows each (NumPy's copy lets go of the GIL); another library's (CuPy) by its
+    own copy."""
+    if type(a) is not np.ndarray or a.ndim == 0 or a.shape[0] < 2 or threads() <= 1:
         return a.copy()
     gathering = a.strides[-1] != a.itemsize
     if a.size < (GATHERING_COPY_SPLIT_MIN if gathering else COPY_SPLIT_MIN):

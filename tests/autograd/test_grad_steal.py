@@ -352,3 +352,18 @@ def test_small_gradients_are_copied_on_the_calling_thread(monkeypatch):
     ember.cat([x, x.detach()], 1).backward(ember.tensor(g))
     np.testing.assert_array_equal(x.grad.numpy(), g[:, :4])
     assert x.grad.numpy().flags.c_contiguous
+
+
+def test_another_librarys_gradient_is_copied_by_its_own_copy(monkeypatch):
+    """A GPU array (here a stand-in with CuPy's `copy`) never goes through NumPy."""
+    from ember.ops import _parallel
+
+    monkeypatch.setattr(_parallel, "threads", lambda: 2)
+
+    class Device:
+        shape, ndim, size, strides, itemsize = (4096, 512), 2, 4096 * 512, (4096, 4), 4
+
+        def copy(self):
+            return "copied on the device"
+
+    assert _parallel.copy(Device()) == "copied on the device"

@@ -114,12 +114,32 @@ def _log1p(xp, x):
     return _native_exp_log.log1p(x) if _native_exp_log.takes(x) else xp.log1p(x)
 
 
+def _first_order_exp_log(grad: Tensor, saved: Tensor) -> bool:
+    """Whether expm1's or log1p's first-order gradient runs as one kernel pass: nothing
+    recorded or observed, float32 arrays the kernels take, of one shape."""
+    return (not STATE.enabled and PROCESS.observer is None
+            and _native_exp_log.takes(saved._data) and _native_exp_log.takes(grad._data)
+            and grad._data.shape == saved._data.shape)
+
+
+def _exp_log_backward(ctx, grad: Tensor, saved: Tensor, fused) -> Tensor:
+    """expm1's or log1p's gradient: `fused` (grad, saved arrays) where
+    `_first_order_exp_log` allows it, else the generic two ops."""
+    if _first_order_exp_log(grad, saved):
+        return _make(fused(grad._data, saved._data))
+    return _Unary.backward(ctx, grad)
+
+
 class Expm1(_Unary):
     """exp(x) - 1; large float32 CPU arrays by the kernels of _native_exp_log.py."""
 
     saves = "y"
     compute = staticmethod(_expm1)
     derivative = staticmethod(lambda x, y: y + 1)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return _exp_log_backward(ctx, grad, ctx.saved_tensors[1], _native_exp_log.expm1_backward)
 
 
 class Log(_Unary):
@@ -143,6 +163,10 @@ class Log1p(_Unary):
     _name = "Log1PBackward0"
     compute = staticmethod(_log1p)
     derivative = staticmethod(lambda x, y: (x + 1).reciprocal())
+
+    @staticmethod
+    def backward(ctx, grad):
+        return _exp_log_backward(ctx, grad, ctx.saved_tensors[0], _native_exp_log.log1p_backward)
 
 
 class Sqrt(_Unary):

@@ -63,6 +63,30 @@ def test_kernel_and_numpy_paths_agree_with_gradients(op):
     np.testing.assert_allclose(results[0][1], results[1][1], rtol=5e-7, atol=0)
 
 
+@pytest.mark.parametrize("op", ["expm1", "log1p"])
+def test_fused_gradients_equal_the_two_ops(op):
+    """expm1's and log1p's first-order gradients in one kernel pass give the bits of
+    ``g * (y + 1)`` and ``g * (1 / (x + 1))``; with create_graph the ops are recorded."""
+    from ember.ops import _native_exp_log as kernels
+
+    rng = np.random.default_rng(1)
+    x0 = rng.uniform(-0.9, 3, (37, 41)).astype(np.float32)
+    g0 = rng.standard_normal((37, 41)).astype(np.float32)
+    x = ember.tensor(x0, requires_grad=True)
+    y = getattr(x, op)()
+    y.backward(ember.tensor(g0))
+    y0 = y.detach().numpy()
+    one = np.float32(1)
+    want = g0 * (y0 + one) if op == "expm1" else g0 * (one / (x0 + one))
+    np.testing.assert_array_equal(x.grad.numpy(), want)
+    assert getattr(kernels, f"_{op}_backward").has_run()
+    x.grad = None
+    (gx,) = ember.autograd.grad(getattr(x, op)().sum(), x, create_graph=True)
+    assert gx.requires_grad
+    np.testing.assert_allclose(gx.detach().numpy(),
+                               y0 + 1 if op == "expm1" else 1 / (x0 + 1), rtol=1e-6)
+
+
 def _logsigmoid64(x):
     return -np.logaddexp(0, -x)
 

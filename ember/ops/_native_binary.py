@@ -65,26 +65,33 @@ def _cut(kernel, x, y):
 
 
 def add(x, y):
-    """``x + y`` for arrays (or NumPy scalars): cut over the threads where `_takes`
-    them, large views of one shape by NumPy's loops on the threads
-    (`_parallel.binary`), else NumPy's."""
-    if _takes(x, y):
-        return _cut(_add, x, y)
-    return _parallel.binary(np.add, x, y) if _parallel.splits_binary(x, y) else x + y
+    """``x + y`` for arrays (or NumPy scalars): large ones by `_large`, else NumPy's."""
+    return _large(_add, np.add, x, y) if _big(x) else x + y
 
 
 def subtract(x, y):
     """``x - y``, as `add`."""
-    if _takes(x, y):
-        return _cut(_subtract, x, y)
-    return _parallel.binary(np.subtract, x, y) if _parallel.splits_binary(x, y) else x - y
+    return _large(_subtract, np.subtract, x, y) if _big(x) else x - y
 
 
 def multiply(x, y):
     """``x * y``, as `add`."""
+    return _large(_multiply, np.multiply, x, y) if _big(x) else x * y
+
+
+def _big(x) -> bool:
+    """Whether `x` is a NumPy array large enough for `_large` to ask about (the one test
+    every small operand of the hot path pays)."""
+    return type(x) is np.ndarray and x.size >= native.SPLIT_MIN
+
+
+def _large(kernel, ufunc, x, y):
+    """``ufunc(x, y)`` of a large NumPy `x`: cut over the threads where `_takes` them,
+    large views of one shape by NumPy's loops on the threads (`_parallel.binary`), else
+    NumPy's."""
     if _takes(x, y):
-        return _cut(_multiply, x, y)
-    return _parallel.binary(np.multiply, x, y) if _parallel.splits_binary(x, y) else x * y
+        return _cut(kernel, x, y)
+    return _parallel.binary(ufunc, x, y) if _parallel.splits_binary(x, y) else ufunc(x, y)
 
 
 def add_into(acc: np.ndarray, g: np.ndarray) -> None:

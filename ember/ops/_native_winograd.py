@@ -527,7 +527,7 @@ def conv_weight(x, g, geo):
     products over the tiles for each of the 36 positions (C x O each); at the end
     ``A S A^T`` (AT_GRADIENT) gives the 3x3 taps.  The images are dealt to the threads as
     the forward's bands are, each thread summing its own S."""
-    (out_h, out_w), th, tw = _tiles(geo)
+    _, th, tw = _tiles(geo)
     n, c, o = x.shape[0], x.shape[1], g.shape[1]
     x = np.ascontiguousarray(x)
     g = np.ascontiguousarray(g, dtype=np.float32)

@@ -317,7 +317,8 @@ def test_strided_slices_of_an_owned_gradient_are_copied(adopted):
     assert a.grad.is_contiguous() and b.grad.is_contiguous()
 
 
-def test_slices_of_the_callers_gradient_are_copied_by_the_threads(monkeypatch):
+def test_slices_of_the_callers_gradient_are_copied_by_the_threads(on_two_threads,
+                                                                     monkeypatch):
     """cat's backward hands each leaf a slice of the caller's gradient: each .grad is a
     C-contiguous copy of its slice, made by ember's threads when large (ops/_parallel.py
     `copy`), and shares no memory with the caller's array."""
@@ -327,15 +328,10 @@ def test_slices_of_the_callers_gradient_are_copied_by_the_threads(monkeypatch):
     real = _parallel.run_parts
     monkeypatch.setattr(_parallel, "run_parts",
                         lambda fn, parts: dealt.append(len(parts)) or real(fn, parts))
-    before = _parallel.threads()
-    _parallel.set_threads(2)
-    try:
-        x = ember.zeros(2048, 512, requires_grad=True)            # 1M elements each
-        y = ember.zeros(2048, 512, requires_grad=True)
-        g = np.arange(2048 * 1024, dtype=np.float32).reshape(2048, 1024)
-        ember.cat([x, y], 1).backward(ember.tensor(g))
-    finally:
-        _parallel.set_threads(before)
+    x = ember.zeros(2048, 512, requires_grad=True)                # 1M elements each
+    y = ember.zeros(2048, 512, requires_grad=True)
+    g = np.arange(2048 * 1024, dtype=np.float32).reshape(2048, 1024)
+    ember.cat([x, y], 1).backward(ember.tensor(g))
     assert dealt.count(2) >= 2
     for leaf, part in ((x, g[:, :512]), (y, g[:, 512:])):
         got = leaf.grad.numpy()

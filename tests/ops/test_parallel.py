@@ -570,8 +570,10 @@ def test_transposed_copies_split_from_a_smaller_size(two_threads, monkeypatch):
 def test_large_views_are_combined_on_the_threads(two_threads, monkeypatch, op, ufunc):
     """Views the native kernels do not take (cat's two gradient slices) go to NumPy's
     loops on blocks of rows, one per thread: the same values as one call."""
+    from ember.ops import _native as native
     from ember.ops import _native_binary
 
+    monkeypatch.setattr(native, "SPLIT_MIN", 1)
     monkeypatch.setattr(_parallel, "BINARY_SPLIT_MIN", 8)
     parts, real = [], _parallel.run_parts
     monkeypatch.setattr(_parallel, "run_parts", lambda fn, p: parts.append(p) or real(fn, p))
@@ -589,6 +591,9 @@ def test_large_views_are_combined_on_the_threads(two_threads, monkeypatch, op, u
 
 def test_a_tensor_concatenated_with_itself_sums_its_gradient_slices(two_threads,
                                                                     monkeypatch):
+    from ember.ops import _native as native
+
+    monkeypatch.setattr(native, "SPLIT_MIN", 1)
     monkeypatch.setattr(_parallel, "BINARY_SPLIT_MIN", 8)
     x = ember.tensor(np.random.default_rng(14).standard_normal((6, 4)), requires_grad=True)
     g = np.random.default_rng(15).standard_normal((6, 8))

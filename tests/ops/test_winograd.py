@@ -94,23 +94,16 @@ def test_weight_gradient_matches_float64(n, c, o, h, w, pad, few_channels, monke
 
 
 @pytest.mark.parametrize("tiles", [1, 8, 20, 1000])
-def test_products_over_several_images(tiles, few_channels, monkeypatch):
+def test_products_over_several_images(tiles, few_channels, on_two_threads, monkeypatch):
     """Products over the tiles of one image, of two (with a short last step), or of all:
     the forward and the weight gradient give the same values, on two threads."""
-    from ember.ops import _parallel
-
     monkeypatch.setattr(winograd, "TILES_PER_PRODUCT", tiles)  # 3x2 tiles an image
     rng = np.random.default_rng(16)
     x, k, b = _case(rng, 5, 8, 16, 10, 7)
     geo = Geometry((10, 7), (1, 1), (1, 1), (1, 1), (1, 1), 1)
     grad = rng.standard_normal((5, 16, 10, 7)).astype(np.float32)
-    before = _parallel.threads()
-    _parallel.set_threads(2)
-    try:
-        out = winograd.conv_forward(x, k, geo, b)
-        weight = winograd.conv_weight(x, grad, geo)
-    finally:
-        _parallel.set_threads(before)
+    out = winograd.conv_forward(x, k, geo, b)
+    weight = winograd.conv_weight(x, grad, geo)
     exact = conv_array(*_wide(x, k), geo, b.astype(np.float64))
     np.testing.assert_allclose(out, exact, rtol=0, atol=2e-5 * np.abs(exact).max())
     exact = conv_arrays.conv_weight_array(*_wide(x, grad), (3, 3), geo)

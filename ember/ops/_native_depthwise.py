@@ -12,12 +12,18 @@ Each plane is first copied into a zero-padded one whose rows are the output's pl
 filter's reach (at stride s, into s x s phase planes: every s-th row and column from
 each offset).  In that plane's flat memory the tap (a, b) of every output is a fixed
 offset away, so each tap is one long loop over the whole plane (`_correlate`,
-`_weight_grad`), not a short loop per output row.  The input's gradient is the same
-correlation, at stride 1, of the output's gradient (stride - 1 zeros put between its
-elements) with the filter flipped.  (8, 64, 32, 32)
+`_weight_grad`), not a short loop per output row.  The input's gradient is, at stride 1,
+the same correlation of the output's gradient with the filter flipped; at larger strides
+it is the forward's reads transposed (`_spread`): each tap adds the gradient into the
+phase planes where it read, which are then put back in place.  (8, 64, 32, 32)
 float32, 3x3, one thread: forward 1.33 -> 0.39 ms, weight gradient 2.42 -> 0.80-1.0 ms
 (AMD EPYC, 2026-12-06).  Sums are in the data's dtype, in tap order (the weight
 gradient's in float64, vectorized).
+
+The long loops also run over the columns between a plane's rows, where one factor is a
+zero: a non-finite filter (the input's gradient) or input (the weight's gradient) would
+give NaN there.  Those cases go to the general path (conv_arrays.py), as PyTorch's sums
+of real products only.
 """
 
 from __future__ import annotations
@@ -177,6 +183,68 @@ def _correlate(x, w, out, sh, sw, dh, dw, lo_h, lo_w):
                 row[j] = wide[j]
 
 
+@native.kernel
+def _unfill_phases(flat, dst, height, width, sh, sw, lo_h, lo_w):
+    """The adjoint of `_fill_phases`: the plane `dst` from the phase planes in `flat`,
+    each input position taking the one phase element that holds it (zero where no
+    window reaches)."""
+    in_h, in_w = dst.shape
+    dst[:] = 0
+    if sw == 2:
+        # a row's even and odd phases interleaved into one line, in one loop LLVM
+        # vectorizes (a store at a stride it does not know stays scalar), then copied
+        line = np.empty(2 * width, flat.dtype)
+        c0, c1 = max(0, lo_w), min(2 * width, in_w + lo_w)
+        for ph in range(sh):
+            r0, r1 = _span(height, in_h, sh, ph - lo_h)
+            for r in range(r0, r1):
+                even = flat[2 * ph * height * width + r * width:]
+                odd = flat[(2 * ph + 1) * height * width + r * width:]
+                for q in range(width):
+                    line[2 * q] = even[q]
+                    line[2 * q + 1] = odd[q]
+                part, into = line[c0:c1], dst[r * sh + ph - lo_h, c0 - lo_w:c1 - lo_w]
+                for k in range(c1 - c0):
+                    into[k] = part[k]
+        return
+    for ph in range(sh):
+        r0, r1 = _span(height, in_h, sh, ph - lo_h)
+        for pw in range(sw):
+            c0, c1 = _span(width, in_w, sw, pw - lo_w)
+            base = (ph * sw + pw) * height * width
+            for r in range(r0, r1):
+                row, src = dst[r * sh + ph - lo_h], flat[base + r * width:]
+                for q in range(c0, c1):
+                    row[q * sw + pw - lo_w] = src[q]
+
+
+@native.kernel(parallel=True, fastmath=FUSED_MULTIPLY_ADD)
+def _spread(g, w, gx, sh, sw, dh, dw, lo_h, lo_w):
+    """The adjoint of `_correlate` in its input: each output gradient of g[i, c], times
+    each tap of w[c], added into the phase plane position that tap read, and the phase
+    planes put back into gx[i, c] (`_unfill_phases`); one task per plane."""
+    images, channels, out_h, out_w = g.shape
+    kh, kw = w.shape[1], w.shape[2]
+    height, width = out_h + (kh - 1) * dh // sh, out_w + (kw - 1) * dw // sw
+    span = (out_h - 1) * width + out_w
+    for task in native.prange(images * channels):
+        i, c = task // channels, task % channels
+        flat = np.zeros(sh * sw * height * width, g.dtype)
+        wide = np.zeros(span, g.dtype)   # g's plane in rows of `width` (zeros after each)
+        plane = g[i, c]
+        for y in range(out_h):
+            row, into = plane[y], wide[y * width:]
+            for j in range(out_w):
+                into[j] = row[j]
+        for a in range(kh):
+            for b in range(kw):
+                weight = w[c, a, b]
+                tap = flat[_tap_offset(a, b, dh, dw, sh, sw, height, width):]
+                for p in range(span):
+                    tap[p] += weight * wide[p]
+        _unfill_phases(flat, gx[i, c], height, width, sh, sw, lo_h, lo_w)
+
+
 @native.kernel(parallel=True, fastmath=REORDER)
 def _weight_grad(x, g, gw, sh, sw, dh, dw, lo_h, lo_w):
     """gw[c, a, b] = the sum over images and outputs of g times the input its tap (a, b)
@@ -213,17 +281,18 @@ def _geometry(geo) -> tuple:
     return (*geo.stride, *geo.dilation, *geo.lo)
 
 
-def _correlate_planes(src, filters, out, *geometry) -> None:
-    """`_correlate` of `src` into `out`, cut over ember's threads by images, or by
-    channels for one image (whose channel slices are C-contiguous too)."""
-    work = out.size * filters.shape[1] * filters.shape[2]
+def _run_planes(kernel, src, filters, out, *geometry) -> None:
+    """`kernel` (`_correlate` or `_spread`) of `src` into `out`, cut over ember's
+    threads by images, or by channels for one image (whose channel slices are
+    C-contiguous too)."""
+    work = min(src.size, out.size) * filters.shape[1] * filters.shape[2]
     if src.shape[0] == 1 < src.shape[1] and native.cuts(work):
         _parallel.run_parts(
-            lambda chans: _correlate.serial(src[:, chans], filters[chans], out[:, chans],
-                                            *geometry),
+            lambda chans: kernel.serial(src[:, chans], filters[chans], out[:, chans],
+                                        *geometry),
             _parallel.split(src.shape[1], 2))
     else:
-        native.run(_correlate, work, src, filters, out, *geometry, cut=(0, 2))
+        native.run(kernel, work, src, filters, out, *geometry, cut=(0, 2))
 
 
 def forward(x, w, geo, bias=None):
@@ -231,7 +300,7 @@ def forward(x, w, geo, bias=None):
     (or one image's channels) dealt to ember's threads."""
     x = np.ascontiguousarray(x)
     out = np.empty(x.shape[:2] + geo.out(w.shape[2:]), x.dtype)
-    _correlate_planes(x, np.ascontiguousarray(w[:, 0]), out, *_geometry(geo))
+    _run_planes(_correlate, x, np.ascontiguousarray(w[:, 0]), out, *_geometry(geo))
     if bias is not None:
         out += bias.reshape(1, -1, 1, 1).astype(out.dtype, copy=False)
     return out
@@ -241,19 +310,19 @@ def adjoint(g, w, geo, bias=None):
     """The adjoint in the input: each output of `g` (N, C, *out) added back, times its
     filter tap, into the input positions it read; (N, C, *geo.size) (plus `bias`).
 
-    ``x[u] = sum_a w[a] g'[u + lo - a d]``, where g' is `g` with stride - 1 zeros
-    between its elements: the stride-1 correlation of g' with the filter flipped, from
-    ``(k - 1) d - lo`` before it (cropped where negative)."""
+    At stride 1 that is the correlation of `g` with the filter flipped, from
+    ``(k - 1) d - lo`` before it (cropped where negative): ``x[u] = sum_a w[a] g[u + lo
+    - a d]``.  At larger strides `_spread` adds each tap into the phase planes the
+    forward read, the transpose of the forward's reads (no zeros put between the
+    gradient's elements, which made the work stride x stride times larger)."""
     g = np.ascontiguousarray(g)
-    if tuple(geo.stride) != (1, 1):
-        (sh, sw), (n, c, h, w_) = geo.stride, g.shape
-        spread = np.zeros((n, c, (h - 1) * sh + 1, (w_ - 1) * sw + 1), g.dtype)
-        spread[:, :, ::sh, ::sw] = g
-        g = spread
     gx = np.empty(g.shape[:2] + tuple(geo.size), g.dtype)
-    reach = [d * (k - 1) - lo for k, d, lo in zip(w.shape[2:], geo.dilation, geo.lo)]
-    _correlate_planes(g, np.ascontiguousarray(w[:, 0, ::-1, ::-1]), gx, 1, 1, *geo.dilation,
-                      *reach)
+    if tuple(geo.stride) != (1, 1):
+        _run_planes(_spread, g, np.ascontiguousarray(w[:, 0]), gx, *_geometry(geo))
+    else:
+        reach = [d * (k - 1) - lo for k, d, lo in zip(w.shape[2:], geo.dilation, geo.lo)]
+        _run_planes(_correlate, g, np.ascontiguousarray(w[:, 0, ::-1, ::-1]), gx, 1, 1,
+                    *geo.dilation, *reach)
     if bias is not None:
         gx += bias.reshape(1, -1, 1, 1).astype(gx.dtype, copy=False)
     return gx
@@ -261,7 +330,8 @@ def adjoint(g, w, geo, bias=None):
 
 def weight_grad(x, g, kernel, geo):
     """The gradient of the filters (C, 1, kh, kw) from the input `x` and the output's
-    gradient `g` (windows outside the padded input read zeros).  Large ones are summed
+    gradient `g` (windows outside the padded input read zeros); None where it is not
+    finite (the caller's general path then computes it).  Large ones are summed
     over two halves of the images at once on ember's two threads (one image: its
     channels are halved)."""
     x, g = np.ascontiguousarray(x), np.ascontiguousarray(g)
@@ -281,4 +351,8 @@ def weight_grad(x, g, kernel, geo):
                             _parallel.split(channels, 2))
     else:
         native.run(_weight_grad, size, x, g, gw, *_geometry(geo))
+    if not np.isfinite(gw).all():
+        # the dot products also multiply the input by the zeros between the gradient's
+        # rows: an inf input gives NaN there, where the sums of real products may not
+        return None
     return gw.astype(x.dtype, copy=False).reshape((channels, 1) + tuple(kernel))

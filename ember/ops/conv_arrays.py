@@ -247,11 +247,13 @@ def conv_transpose_array(c, w, geo, bias=None):
         wt = np.ascontiguousarray(w.reshape(w.shape[0], -1).T)
         out = _parallel.matmul(wt, np.ascontiguousarray(c).reshape(c.shape[0], c.shape[1], -1))
         return _with_bias(out.reshape((c.shape[0], wt.shape[0]) + c.shape[2:]), bias)
-    if xp is np and _native_depthwise.supports(c, w.shape, w.dtype, geo):
+    # NOTE: the paths below up to the general one also multiply the weight by zeros (of
+    # the padding, the border, or the columns between a plane's rows): an inf weight would
+    # give NaN where PyTorch gives inf, so they take only finite ones.
+    finite = xp is np and np.isfinite(w).all()
+    if finite and _native_depthwise.supports(c, w.shape, w.dtype, geo):
         return _native_depthwise.adjoint(c, w, geo, bias)
-    # NOTE: the stride-1 paths also multiply the weight by zeros (of the padding or the
-    # border): an inf weight would give NaN where PyTorch gives inf, so only finite ones.
-    if xp is np and all(s == 1 for s in geo.stride) and np.isfinite(w).all():
+    if finite and all(s == 1 for s in geo.stride):
         # no strided col2im: the helper that writes fewer columns, unless they are fewer
         # than `c`'s channels (then copying `c` costs the most: general path)
         co, ci, nk = w.shape[0], w.shape[1] * geo.groups, math.prod(w.shape[2:])
@@ -426,7 +428,9 @@ def conv_weight_array(a, c, kernel, geo):
         return per_image.sum(axis=0).reshape((co, ch) + kernel)
     if (xp is np and type(c) is np.ndarray and c.shape[1] == a.shape[1]
             and _native_depthwise.supports(a, (a.shape[1], 1) + kernel, c.dtype, geo)):
-        return _native_depthwise.weight_grad(a, c, kernel, geo)
+        weight = _native_depthwise.weight_grad(a, c, kernel, geo)
+        if weight is not None:
+            return weight
     if (xp is np and type(c) is np.ndarray and a.dtype == c.dtype
             and c.shape[2:] == geo.out(kernel)
             and _native_winograd.weight_supports(a.shape[0], a.dtype, a.shape[1], c.shape[1],

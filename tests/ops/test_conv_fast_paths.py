@@ -84,7 +84,8 @@ def test_depthwise_work_cut_over_two_threads_matches_the_general_path(stride, im
     the images, one on each thread; one image's work is cut by channels."""
     monkeypatch.setattr(native, "SPLIT_MIN", 1)
     shares = []
-    for kernel in (_native_depthwise._correlate, _native_depthwise._weight_grad):
+    for kernel in (_native_depthwise._correlate, _native_depthwise._spread,
+                   _native_depthwise._weight_grad):
         monkeypatch.setattr(kernel, "serial", lambda *a, k=kernel, real=kernel.serial:
                             shares.append(k.__name__) or real(*a))
     threads = ember.get_num_threads()
@@ -97,8 +98,10 @@ def test_depthwise_work_cut_over_two_threads_matches_the_general_path(stride, im
                               padding=1)
     finally:
         ember.set_num_threads(threads)
-    # a share each thread: the forward's and the input gradient's, the weight gradient's
-    assert sorted(shares) == ["_correlate"] * 4 + ["_weight_grad"] * 2
+    # a share each thread: the forward's and the input gradient's (at stride 2 the
+    # forward's reads transposed), the weight gradient's
+    adjoint = "_correlate" if stride == 1 else "_spread"
+    assert sorted(shares) == sorted(["_correlate"] * 2 + [adjoint] * 2 + ["_weight_grad"] * 2)
     for a, b in zip(ours, general):
         np.testing.assert_allclose(a, b, rtol=1e-11, atol=1e-11)
 
@@ -146,6 +149,48 @@ def test_stride_one_runs_the_padded_plane_kernels(kernel, monkeypatch):
     ours, general = _both(monkeypatch, x0, w0, rng.standard_normal(5).astype(np.float32), 3,
                           padding=1)
     assert ran[:3] == ["_correlate", "_correlate", "_weight_grad"]
+    for a, b in zip(ours, general):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-4)
+
+
+@needs_numba
+@pytest.mark.parametrize("stride", [1, 2, 3])
+@pytest.mark.parametrize("where", ["first", "last", "edge"])
+def test_non_finite_filters_and_inputs_give_the_general_paths_gradients(stride, where,
+                                                                        monkeypatch):
+    """The kernels' long loops multiply by the zeros between a plane's rows: an inf
+    filter tap (for the input's gradient) or input (for the filter's) goes to the
+    general path, whose sums hold real products only (NaN where they do, inf where they
+    do; PyTorch's results)."""
+    rng = np.random.default_rng(7)
+    x0, w0 = rng.standard_normal((2, 3, 9, 8)), rng.standard_normal((3, 1, 3, 3))
+    tap, pixel = {"first": ((0, 0), (0, 0)), "last": ((2, 2), (8, 7)),
+                  "edge": ((1, 2), (4, 7))}[where]
+    w0[0, 0][tap], w0[2, 0][tap] = np.inf, -np.inf
+    x0[1, 1][pixel] = np.inf
+    ours, general = _both(monkeypatch, x0, w0, rng.standard_normal(3), 8, stride=stride,
+                          padding=1)
+    for a, b in zip(ours, general):
+        finite = np.isfinite(b)
+        np.testing.assert_array_equal(np.isnan(a), np.isnan(b))
+        np.testing.assert_array_equal(a[~finite & ~np.isnan(b)], b[~finite & ~np.isnan(b)])
+        np.testing.assert_allclose(a[finite], b[finite], rtol=1e-11, atol=1e-11)
+
+
+@needs_numba
+def test_strided_input_gradient_spreads_into_phase_planes(monkeypatch):
+    """At stride 2 the input's gradient is `_spread` over (image, channel) planes, not a
+    stride-1 correlation of a gradient with zeros put between its elements."""
+    ran = []
+    real = native.run
+    monkeypatch.setattr(native, "run",
+                        lambda fn, *a, **kw: ran.append(fn.__name__) or real(fn, *a, **kw))
+    rng = np.random.default_rng(9)
+    x0 = rng.standard_normal((2, 4, 12, 11)).astype(np.float32)
+    w0 = rng.standard_normal((4, 1, 3, 3)).astype(np.float32)
+    ours, general = _both(monkeypatch, x0, w0, rng.standard_normal(4).astype(np.float32), 5,
+                          stride=2, padding=1)
+    assert ran[:3] == ["_correlate", "_spread", "_weight_grad"]
     for a, b in zip(ours, general):
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-4)
 

@@ -18,6 +18,9 @@ rebuilds them and calls the kernel's serial build on a share:
 - ``rows2_flag_int`` / ``rows3_flag_int``: the same and an integer (softmax over a
   middle dim and its gradient: rows of (C, inner) blocks, the integer inner);
 - ``rows_sums``: a 2-D array cut by rows and its rows' float64 sums (_native_sums.py);
+- ``pick_rows``: rows of a table, of int64 indices into them and of the values picked or
+  added, the indices' row length, an integer mode, and a count per row
+  (_native_scatter.py);
 - ``dropout``, ``dropout_grad``, ``dropout_grad_into``: dropout's kernels;
 - ``layer_norm``, ``layer_norm_grad``: the layer-norm kernels (the gradient's cut by
   blocks of rows, the rows' arrays passed whole);
@@ -178,6 +181,14 @@ def rows_sums(address):   # (rows, sums): a 2-D array cut by rows, a float64 sum
     KERNEL(_rows_at(ints[ARGS], r, c, DTYPE), array_at(ints[ARGS + 1], r, np.float64))
 
 
+def pick_rows(address):   # (table, index, values, picks, mode, outside): rows of a table
+    ints, _ = block_at(address)   # and of its int64 indices and values (`picks` a row)
+    r, c, k = ints[0], ints[1], ints[ARGS + 3]
+    KERNEL(_rows_at(ints[ARGS], r, c, DTYPE), _rows_at(ints[ARGS + 1], r, k, np.int64),
+           _rows_at(ints[ARGS + 2], r, k, DTYPE), k, ints[ARGS + 4],
+           array_at(ints[ARGS + 5], r, np.int64))
+
+
 def rows3_flag(address):
     ints, _ = block_at(address)
     r, c = ints[0], ints[1]
@@ -325,7 +336,7 @@ def masked_softmax_grad(address):   # (g, y, mask, scale, out)
 FAMILIES = {f.__name__: f for f in (
     flat2, flat3, flat2_1, flat2_2, flat2_3, flat3_1, flat3_2, flat3_3, flat3_4, select,
     select_number_a, select_number_b, rows2_flag, rows3_flag, rows2_flag_int, rows3_flag_int,
-    rows_sums, dropout, dropout_grad,
+    rows_sums, pick_rows, dropout, dropout_grad,
     dropout_grad_into, layer_norm, sgd, adam, adadelta, cross_entropy, cross_entropy_grad,
     masked_softmax, masked_softmax_grad, layer_norm_grad, group_norm, group_norm_grad)}
 

@@ -118,7 +118,10 @@ class Gather(Function):
         g = grad._data
         if not STATE.enabled and type(g) is np.ndarray:
             # first order: the zeros scattered into where they are made (ScatterAdd would
-            # copy them first)
+            # copy them first), row by row along the last dim
+            out = _native_scatter.scatter_add_into_zeros(ctx.in_shape, ctx.index, g, ctx.dim)
+            if out is not None:
+                return _make(out)
             out = np.zeros(ctx.in_shape, g.dtype)
             if _native_scatter.scatter_add(out, ctx.index, g, ctx.dim):
                 return _make(out)

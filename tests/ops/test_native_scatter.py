@@ -61,3 +61,62 @@ def test_the_kernels_refuse_what_they_cannot_view_and_report_bad_indices():
         _native_scatter.gather(x, bad, 1)
     with pytest.raises(IndexError, match="scatter_add: 1 indices outside"):
         _native_scatter.scatter_add(np.zeros_like(x), bad, np.ones(bad.shape, np.float32), 1)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_rows_cut_over_two_threads_give_the_serial_bits(dtype, on_two_threads, monkeypatch):
+    """Along the last dim, the rows are cut over the two threads (a native part): the
+    gather, the scatter-add and the gradient's zeroed rows give the same bits as one
+    thread and as NumPy, and a bad index in either half is counted."""
+    rng = np.random.default_rng(10)
+    x = rng.standard_normal((513, 48)).astype(dtype)
+    index = rng.integers(0, 48, (513, 24))
+    src = rng.standard_normal((513, 24)).astype(dtype)
+    rows = np.arange(513)[:, None]
+    want_sum, want_added = np.zeros_like(x), x.copy()
+    np.add.at(want_sum, (rows, index), src)
+    np.add.at(want_added, (rows, index), src)
+    results = []
+    for split_min in (1, 1 << 40):   # cut from one element / never
+        monkeypatch.setattr(native, "SPLIT_MIN", split_min)
+        added, garbage = x.copy(), np.full_like(x, np.nan)   # (rows zeroed by the kernel)
+        assert _native_scatter.scatter_add(added, index, src, 1)
+        assert _native_scatter._run(garbage[:, :, None], index[:, :, None], src[:, :, None],
+                                    _native_scatter.ZERO_AND_ADD) == 0
+        results.append((_native_scatter.gather(x, index, 1), added,
+                        _native_scatter.scatter_add_into_zeros(x.shape, index, src, 1),
+                        garbage))
+        bad = index.copy()
+        bad[0, 0], bad[400, 3], bad[500, 7] = -1, 48, 99
+        with pytest.raises(IndexError, match="gather: 3 indices outside dimension 1 of size 48"):
+            _native_scatter.gather(x, bad, 1)
+        with pytest.raises(IndexError, match="scatter_add: 3 indices outside"):
+            _native_scatter.scatter_add_into_zeros(x.shape, bad, src, 1)
+    for cut, serial in zip(*results):
+        np.testing.assert_array_equal(cut, serial)
+    np.testing.assert_array_equal(results[0][0], np.take_along_axis(x, index, 1))
+    np.testing.assert_array_equal(results[0][1], want_added)
+    np.testing.assert_array_equal(results[0][2], want_sum)
+    np.testing.assert_array_equal(results[0][3], want_sum)
+
+
+def test_gathers_gradient_zeroes_each_row_where_it_adds(monkeypatch):
+    """Gather's first-order gradient along the last dim, with an index covering the
+    other dims, is made in one pass (`scatter_add_into_zeros`); other layouts take a
+    zeroed array."""
+    calls = []
+    real = _native_scatter.scatter_add_into_zeros
+    monkeypatch.setattr(_native_scatter, "scatter_add_into_zeros",
+                        lambda *a: calls.append(a[3]) or real(*a))
+    rng = np.random.default_rng(11)
+    for dim, x_shape, index_shape in [(1, (300, 40), (300, 30)), (0, (300, 40), (200, 40)),
+                                      (1, (300, 40), (200, 30))]:
+        x = ember.tensor(rng.standard_normal(x_shape), requires_grad=True)
+        index = rng.integers(0, x_shape[dim], index_shape)
+        g0 = rng.standard_normal(index_shape)
+        ember.gather(x, dim, ember.tensor(index)).backward(ember.tensor(g0))
+        want = np.zeros(x_shape)
+        np.add.at(want, tuple(index if d == dim else np.indices(index_shape)[d]
+                              for d in range(2)), g0)
+        np.testing.assert_array_equal(x.grad.numpy(), want)
+    assert calls == [1, 0, 1]

@@ -35,6 +35,9 @@ from . import _parallel
 
 FUSED_MULTIPLY_ADD = {"contract"}
 REORDER = {"reassoc", "contract"}  # (the weight gradient's sums: vectorized, reordered)
+# The planes are dealt out in at most this many runs, each with its own buffers: a plane's
+# work is ~1 us, and allocating its buffers afresh took 8-15% of a forward.
+RUNS = 64
 
 
 def supports(x, w_shape, w_dtype, geo) -> bool:
@@ -58,7 +61,7 @@ def _span(n_out, n_in, stride, offset):
 
 
 @native.kernel
-def _fill_phases(src, flat, height, width, sh, sw, lo_h, lo_w):
+def _fill_phases(src, flat, line, height, width, sh, sw, lo_h, lo_w):
     """`flat` = the plane `src` read at stride (sh, sw) from (-lo_h, -lo_w), zero outside
     it, as sh * sw phase planes of (height, width), one after the other: phase (ph, pw)
     holds ``src[r * sh + ph - lo_h, q * sw + pw - lo_w]`` at (r, q).  At stride 1 that
@@ -85,8 +88,9 @@ def _fill_phases(src, flat, height, width, sh, sw, lo_h, lo_w):
         # their two planes in one loop: LLVM vectorizes that pair of reads, while one
         # read at a stride it does not know stays scalar (the copy was most of a 3x3
         # stride-2 forward: 0.87 -> 0.52 ms for (8, 64, 32, 32) float32)
-        line = np.zeros(2 * width, flat.dtype)
         c0, c1 = max(0, lo_w), min(2 * width, in_w + lo_w)
+        line[:c0] = 0
+        line[c1:] = 0
         for ph in range(sh):
             r0, r1 = _span(height, in_h, sh, ph - lo_h)
             for r in range(r0, r1):
@@ -132,59 +136,63 @@ def _correlate(x, w, out, sh, sw, dh, dw, lo_h, lo_w):
     kh, kw = w.shape[1], w.shape[2]
     height, width = out_h + (kh - 1) * dh // sh, out_w + (kw - 1) * dw // sw
     span = (out_h - 1) * width + out_w   # a phase plane, up to its last output
-    for task in native.prange(images * channels):
-        i, c = task // channels, task % channels
+    tasks = images * channels
+    runs = min(tasks, RUNS)
+    for run in native.prange(runs):
         flat = np.empty(sh * sw * height * width, x.dtype)
-        _fill_phases(x[i, c], flat, height, width, sh, sw, lo_h, lo_w)
+        line = np.empty(2 * width, x.dtype)
         acc = np.empty(span, x.dtype)
-        if kh == 3 and kw == 3 and sh == 1 and sw == 1 and dh == 1 and dw == 1:
-            # all nine taps in one pass (3x3, the common filter: 0.58 -> 0.39 ms)
-            f = w[c]
-            w0, w1, w2 = f[0, 0], f[0, 1], f[0, 2]
-            w3, w4, w5 = f[1, 0], f[1, 1], f[1, 2]
-            w6, w7, w8 = f[2, 0], f[2, 1], f[2, 2]
-            r0 = flat
-            r1, r2 = flat[width:], flat[2 * width:]
-            for p in range(span):
-                acc[p] = (w0 * r0[p] + w1 * r0[p + 1] + w2 * r0[p + 2]
-                          + w3 * r1[p] + w4 * r1[p + 1] + w5 * r1[p + 2]
-                          + w6 * r2[p] + w7 * r2[p + 1] + w8 * r2[p + 2])
-        else:
-            # at stride 1 a row's taps are dw apart: a row of 5 or 7 (EfficientNet's and
-            # ConvNeXt's filters) is one pass (7x7: 1.5-1.7x faster than a pass a tap,
-            # which stores into acc seven times as often)
-            acc[:] = 0
-            for a in range(kh):
-                row = flat[_tap_offset(a, 0, dh, dw, sh, sw, height, width):]
-                f = w[c, a]
-                if sw == 1 and kw == 7:
-                    w0, w1, w2, w3, w4, w5, w6 = f[0], f[1], f[2], f[3], f[4], f[5], f[6]
-                    t1, t2, t3 = row[dw:], row[2 * dw:], row[3 * dw:]
-                    t4, t5, t6 = row[4 * dw:], row[5 * dw:], row[6 * dw:]
-                    for p in range(span):
-                        acc[p] += (w0 * row[p] + w1 * t1[p] + w2 * t2[p] + w3 * t3[p]
-                                   + w4 * t4[p] + w5 * t5[p] + w6 * t6[p])
-                elif sw == 1 and kw == 5:
-                    w0, w1, w2, w3, w4 = f[0], f[1], f[2], f[3], f[4]
-                    t1, t2, t3, t4 = row[dw:], row[2 * dw:], row[3 * dw:], row[4 * dw:]
-                    for p in range(span):
-                        acc[p] += (w0 * row[p] + w1 * t1[p] + w2 * t2[p] + w3 * t3[p]
-                                   + w4 * t4[p])
-                else:
-                    for b in range(kw):
-                        weight = f[b]
-                        tap = flat[_tap_offset(a, b, dh, dw, sh, sw, height, width):]
+        for task in range(run * tasks // runs, (run + 1) * tasks // runs):
+            i, c = task // channels, task % channels
+            _fill_phases(x[i, c], flat, line, height, width, sh, sw, lo_h, lo_w)
+            if kh == 3 and kw == 3 and sh == 1 and sw == 1 and dh == 1 and dw == 1:
+                # all nine taps in one pass (3x3, the common filter: 0.58 -> 0.39 ms)
+                f = w[c]
+                w0, w1, w2 = f[0, 0], f[0, 1], f[0, 2]
+                w3, w4, w5 = f[1, 0], f[1, 1], f[1, 2]
+                w6, w7, w8 = f[2, 0], f[2, 1], f[2, 2]
+                r0 = flat
+                r1, r2 = flat[width:], flat[2 * width:]
+                for p in range(span):
+                    acc[p] = (w0 * r0[p] + w1 * r0[p + 1] + w2 * r0[p + 2]
+                              + w3 * r1[p] + w4 * r1[p + 1] + w5 * r1[p + 2]
+                              + w6 * r2[p] + w7 * r2[p + 1] + w8 * r2[p + 2])
+            else:
+                # at stride 1 a row's taps are dw apart: a row of 5 or 7 (EfficientNet's and
+                # ConvNeXt's filters) is one pass (7x7: 1.5-1.7x faster than a pass a tap,
+                # which stores into acc seven times as often)
+                acc[:] = 0
+                for a in range(kh):
+                    row = flat[_tap_offset(a, 0, dh, dw, sh, sw, height, width):]
+                    f = w[c, a]
+                    if sw == 1 and kw == 7:
+                        w0, w1, w2, w3, w4, w5, w6 = f[0], f[1], f[2], f[3], f[4], f[5], f[6]
+                        t1, t2, t3 = row[dw:], row[2 * dw:], row[3 * dw:]
+                        t4, t5, t6 = row[4 * dw:], row[5 * dw:], row[6 * dw:]
                         for p in range(span):
-                            acc[p] += tap[p] * weight
-        plane = out[i, c]
-        for y in range(out_h):
-            row, wide = plane[y], acc[y * width:]
-            for j in range(out_w):
-                row[j] = wide[j]
+                            acc[p] += (w0 * row[p] + w1 * t1[p] + w2 * t2[p] + w3 * t3[p]
+                                       + w4 * t4[p] + w5 * t5[p] + w6 * t6[p])
+                    elif sw == 1 and kw == 5:
+                        w0, w1, w2, w3, w4 = f[0], f[1], f[2], f[3], f[4]
+                        t1, t2, t3, t4 = row[dw:], row[2 * dw:], row[3 * dw:], row[4 * dw:]
+                        for p in range(span):
+                            acc[p] += (w0 * row[p] + w1 * t1[p] + w2 * t2[p] + w3 * t3[p]
+                                       + w4 * t4[p])
+                    else:
+                        for b in range(kw):
+                            weight = f[b]
+                            tap = flat[_tap_offset(a, b, dh, dw, sh, sw, height, width):]
+                            for p in range(span):
+                                acc[p] += tap[p] * weight
+            plane = out[i, c]
+            for y in range(out_h):
+                row, wide = plane[y], acc[y * width:]
+                for j in range(out_w):
+                    row[j] = wide[j]
 
 
 @native.kernel
-def _unfill_phases(flat, dst, height, width, sh, sw, lo_h, lo_w):
+def _unfill_phases(flat, dst, line, height, width, sh, sw, lo_h, lo_w):
     """The adjoint of `_fill_phases`: the plane `dst` from the phase planes in `flat`,
     each input position taking the one phase element that holds it (zero where no
     window reaches)."""
@@ -193,7 +201,6 @@ def _unfill_phases(flat, dst, height, width, sh, sw, lo_h, lo_w):
     if sw == 2:
         # a row's even and odd phases interleaved into one line, in one loop LLVM
         # vectorizes (a store at a stride it does not know stays scalar), then copied
-        line = np.empty(2 * width, flat.dtype)
         c0, c1 = max(0, lo_w), min(2 * width, in_w + lo_w)
         for ph in range(sh):
             r0, r1 = _span(height, in_h, sh, ph - lo_h)
@@ -227,22 +234,27 @@ def _spread(g, w, gx, sh, sw, dh, dw, lo_h, lo_w):
     kh, kw = w.shape[1], w.shape[2]
     height, width = out_h + (kh - 1) * dh // sh, out_w + (kw - 1) * dw // sw
     span = (out_h - 1) * width + out_w
-    for task in native.prange(images * channels):
-        i, c = task // channels, task % channels
-        flat = np.zeros(sh * sw * height * width, g.dtype)
+    tasks = images * channels
+    runs = min(tasks, RUNS)
+    for run in native.prange(runs):
+        flat = np.empty(sh * sw * height * width, g.dtype)
+        line = np.empty(2 * width, g.dtype)
         wide = np.zeros(span, g.dtype)   # g's plane in rows of `width` (zeros after each)
-        plane = g[i, c]
-        for y in range(out_h):
-            row, into = plane[y], wide[y * width:]
-            for j in range(out_w):
-                into[j] = row[j]
-        for a in range(kh):
-            for b in range(kw):
-                weight = w[c, a, b]
-                tap = flat[_tap_offset(a, b, dh, dw, sh, sw, height, width):]
-                for p in range(span):
-                    tap[p] += weight * wide[p]
-        _unfill_phases(flat, gx[i, c], height, width, sh, sw, lo_h, lo_w)
+        for task in range(run * tasks // runs, (run + 1) * tasks // runs):
+            flat[:] = 0
+            i, c = task // channels, task % channels
+            plane = g[i, c]
+            for y in range(out_h):
+                row, into = plane[y], wide[y * width:]
+                for j in range(out_w):
+                    into[j] = row[j]
+            for a in range(kh):
+                for b in range(kw):
+                    weight = w[c, a, b]
+                    tap = flat[_tap_offset(a, b, dh, dw, sh, sw, height, width):]
+                    for p in range(span):
+                        tap[p] += weight * wide[p]
+            _unfill_phases(flat, gx[i, c], line, height, width, sh, sw, lo_h, lo_w)
 
 
 @native.kernel(parallel=True, fastmath=REORDER)
@@ -257,9 +269,10 @@ def _weight_grad(x, g, gw, sh, sw, dh, dw, lo_h, lo_w):
     for c in native.prange(channels):
         totals = np.zeros(kh * kw)
         flat = np.empty(sh * sw * height * width, x.dtype)
+        line = np.empty(2 * width, x.dtype)
         wide = np.zeros(span, g.dtype)
         for i in range(images):
-            _fill_phases(x[i, c], flat, height, width, sh, sw, lo_h, lo_w)
+            _fill_phases(x[i, c], flat, line, height, width, sh, sw, lo_h, lo_w)
             grad = g[i, c]
             for y in range(out_h):
                 row, into = grad[y], wide[y * width:]

@@ -127,6 +127,16 @@ def _tap_offset(a, b, dh, dw, sh, sw, height, width):
     return ((rows % sh) * sw + cols % sw) * height * width + (rows // sh) * width + cols // sw
 
 
+@native.kernel
+def _widen_rows(plane, wide, width):
+    """The 2-D `plane`'s rows into the 1-D `wide`, each `width` after the last (what lies
+    between them is left as it is: the callers keep zeros there)."""
+    for y in range(plane.shape[0]):
+        row, into = plane[y], wide[y * width:]
+        for j in range(plane.shape[1]):
+            into[j] = row[j]
+
+
 @native.kernel(parallel=True, fastmath=FUSED_MULTIPLY_ADD)
 def _correlate(x, w, out, sh, sw, dh, dw, lo_h, lo_w):
     """out[i, c] = the correlation of x[i, c] with w[c] (C, kh, kw):
@@ -243,11 +253,7 @@ def _spread(g, w, gx, sh, sw, dh, dw, lo_h, lo_w):
         for task in range(run * tasks // runs, (run + 1) * tasks // runs):
             flat[:] = 0
             i, c = task // channels, task % channels
-            plane = g[i, c]
-            for y in range(out_h):
-                row, into = plane[y], wide[y * width:]
-                for j in range(out_w):
-                    into[j] = row[j]
+            _widen_rows(g[i, c], wide, width)
             for a in range(kh):
                 for b in range(kw):
                     weight = w[c, a, b]
@@ -273,11 +279,7 @@ def _weight_grad(x, g, gw, sh, sw, dh, dw, lo_h, lo_w):
         wide = np.zeros(span, g.dtype)
         for i in range(images):
             _fill_phases(x[i, c], flat, line, height, width, sh, sw, lo_h, lo_w)
-            grad = g[i, c]
-            for y in range(out_h):
-                row, into = grad[y], wide[y * width:]
-                for j in range(out_w):
-                    into[j] = row[j]
+            _widen_rows(g[i, c], wide, width)
             for a in range(kh):
                 for b in range(kw):
                     tap = flat[_tap_offset(a, b, dh, dw, sh, sw, height, width):]

@@ -51,6 +51,9 @@ ENABLED = os.environ.get("EMBER_NO_DIRECT_CONV", "") in ("", "0")
 MAX_IN_CHANNELS = 8
 MAX_CHANNEL_PRODUCT = 128
 SMALL_OUTPUT = 1 << 16  # elements
+# The (image, output channel) tasks are dealt out in at most this many runs, each with
+# its own buffer (see _native_depthwise.RUNS: allocations per task contend across threads).
+RUNS = 64
 
 
 def supports(dtype, images: int, in_channels: int, out_channels: int, kernel, geo) -> bool:
@@ -72,28 +75,31 @@ def _conv3x3(x, w, bias, out):
     channels_in, width = x.shape[1], x.shape[3]
     span = (out_h - 1) * width + out_w   # the wide plane, up to its last output element
     planes = x.reshape(images, channels_in, -1)
-    for task in native.prange(images * channels_out):
-        i, o = task // channels_out, task % channels_out
+    tasks = images * channels_out
+    runs = min(tasks, RUNS)
+    for run in native.prange(runs):
         acc = np.empty(span, x.dtype)
-        b = bias[o]
-        for p in range(span):
-            acc[p] = b
-        for c in range(channels_in):
-            f = w[o, c]
-            w0, w1, w2 = f[0, 0], f[0, 1], f[0, 2]
-            w3, w4, w5 = f[1, 0], f[1, 1], f[1, 2]
-            w6, w7, w8 = f[2, 0], f[2, 1], f[2, 2]
-            r0 = planes[i, c]
-            r1, r2 = r0[width:], r0[2 * width:]
+        for task in range(run * tasks // runs, (run + 1) * tasks // runs):
+            i, o = task // channels_out, task % channels_out
+            b = bias[o]
             for p in range(span):
-                acc[p] += (w0 * r0[p] + w1 * r0[p + 1] + w2 * r0[p + 2]
-                           + w3 * r1[p] + w4 * r1[p + 1] + w5 * r1[p + 2]
-                           + w6 * r2[p] + w7 * r2[p + 1] + w8 * r2[p + 2])
-        plane = out[i, o]
-        for y in range(out_h):
-            row, wide = plane[y], acc[y * width:]
-            for j in range(out_w):
-                row[j] = wide[j]
+                acc[p] = b
+            for c in range(channels_in):
+                f = w[o, c]
+                w0, w1, w2 = f[0, 0], f[0, 1], f[0, 2]
+                w3, w4, w5 = f[1, 0], f[1, 1], f[1, 2]
+                w6, w7, w8 = f[2, 0], f[2, 1], f[2, 2]
+                r0 = planes[i, c]
+                r1, r2 = r0[width:], r0[2 * width:]
+                for p in range(span):
+                    acc[p] += (w0 * r0[p] + w1 * r0[p + 1] + w2 * r0[p + 2]
+                               + w3 * r1[p] + w4 * r1[p + 1] + w5 * r1[p + 2]
+                               + w6 * r2[p] + w7 * r2[p + 1] + w8 * r2[p + 2])
+            plane = out[i, o]
+            for y in range(out_h):
+                row, wide = plane[y], acc[y * width:]
+                for j in range(out_w):
+                    row[j] = wide[j]
 
 
 def conv_forward(padded, w, bias=None):

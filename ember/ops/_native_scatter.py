@@ -87,6 +87,9 @@ def _run(table, index, values, mode: int) -> int:
             values[:, :, 0], index.shape[1], mode, outside, cut=(0, 1, 2, 5),
             part="pick_rows")
         return int(outside.sum())
+    if mode == ZERO_AND_ADD:   # (`_along_dim` would add into rows it never zeroed)
+        raise ValueError("scatter_add_into_zeros: the rows must be C-contiguous, along the "
+                         "last dim")
     return _along_dim(table, index, values, mode == ADD)
 
 

@@ -120,3 +120,14 @@ def test_gathers_gradient_zeroes_each_row_where_it_adds(monkeypatch):
                               for d in range(2)), g0)
         np.testing.assert_array_equal(x.grad.numpy(), want)
     assert calls == [1, 0, 1]
+
+
+def test_rows_zeroed_first_only_where_the_row_kernel_runs():
+    """The zero-then-add mode exists only in the row kernel: a layout that would take the
+    general (outer, dim, inner) kernel raises instead of adding into rows never zeroed."""
+    table = np.full((10, 8, 3), np.nan)
+    index = np.zeros((10, 4, 3), np.int64)
+    with pytest.raises(ValueError, match="C-contiguous, along the last dim"):
+        _native_scatter._run(table, index, np.ones((10, 4, 3)), _native_scatter.ZERO_AND_ADD)
+    assert _native_scatter.scatter_add_into_zeros((10, 8, 3), index, np.ones((10, 4, 3)),
+                                                  1) is None

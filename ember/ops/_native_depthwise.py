@@ -280,6 +280,40 @@ def _weight_grad(x, g, gw, sh, sw, dh, dw, lo_h, lo_w):
         for i in range(images):
             _fill_phases(x[i, c], flat, line, height, width, sh, sw, lo_h, lo_w)
             _widen_rows(g[i, c], wide, width)
+            if kh == 3 and kw == 3:
+                # the nine dot products in one pass, reading the gradient once (3x3, any
+                # stride: one pass per tap took 1.65 against 1.12 us a 32x32 plane)
+                t0 = flat[_tap_offset(0, 0, dh, dw, sh, sw, height, width):]
+                t1 = flat[_tap_offset(0, 1, dh, dw, sh, sw, height, width):]
+                t2 = flat[_tap_offset(0, 2, dh, dw, sh, sw, height, width):]
+                t3 = flat[_tap_offset(1, 0, dh, dw, sh, sw, height, width):]
+                t4 = flat[_tap_offset(1, 1, dh, dw, sh, sw, height, width):]
+                t5 = flat[_tap_offset(1, 2, dh, dw, sh, sw, height, width):]
+                t6 = flat[_tap_offset(2, 0, dh, dw, sh, sw, height, width):]
+                t7 = flat[_tap_offset(2, 1, dh, dw, sh, sw, height, width):]
+                t8 = flat[_tap_offset(2, 2, dh, dw, sh, sw, height, width):]
+                s0 = s1 = s2 = s3 = s4 = s5 = s6 = s7 = s8 = 0.0
+                for p in range(span):
+                    v = wide[p]
+                    s0 += t0[p] * v
+                    s1 += t1[p] * v
+                    s2 += t2[p] * v
+                    s3 += t3[p] * v
+                    s4 += t4[p] * v
+                    s5 += t5[p] * v
+                    s6 += t6[p] * v
+                    s7 += t7[p] * v
+                    s8 += t8[p] * v
+                totals[0] += s0
+                totals[1] += s1
+                totals[2] += s2
+                totals[3] += s3
+                totals[4] += s4
+                totals[5] += s5
+                totals[6] += s6
+                totals[7] += s7
+                totals[8] += s8
+                continue
             for a in range(kh):
                 for b in range(kw):
                     tap = flat[_tap_offset(a, b, dh, dw, sh, sw, height, width):]

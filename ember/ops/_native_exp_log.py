@@ -104,8 +104,7 @@ def log1p_backward(g, x):
 
 
 def _combine(kernel, g, saved):
-    flat = np.ascontiguousarray(saved).reshape(-1)
+    flat = native.flat(saved)
     out = np.empty_like(flat)
-    run(kernel, flat.size, np.ascontiguousarray(g).reshape(-1), flat, out, cut=(0, 1, 2),
-        part="flat3")
+    run(kernel, flat.size, native.flat(g), flat, out, cut=(0, 1, 2), part="flat3")
     return out.reshape(saved.shape)

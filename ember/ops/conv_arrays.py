@@ -250,10 +250,10 @@ def conv_transpose_array(c, w, geo, bias=None):
     # NOTE: the paths below up to the general one also multiply the weight by zeros (of
     # the padding, the border, or the columns between a plane's rows): an inf weight would
     # give NaN where PyTorch gives inf, so they take only finite ones.
-    finite = xp is np and np.isfinite(w).all()
-    if finite and _native_depthwise.supports(c, w.shape, w.dtype, geo):
+    if (xp is np and _native_depthwise.supports(c, w.shape, w.dtype, geo)
+            and np.isfinite(w).all()):
         return _native_depthwise.adjoint(c, w, geo, bias)
-    if finite and all(s == 1 for s in geo.stride):
+    if xp is np and all(s == 1 for s in geo.stride) and np.isfinite(w).all():
         # no strided col2im: the helper that writes fewer columns, unless they are fewer
         # than `c`'s channels (then copying `c` costs the most: general path)
         co, ci, nk = w.shape[0], w.shape[1] * geo.groups, math.prod(w.shape[2:])

@@ -106,8 +106,13 @@ def test_gathers_gradient_zeroes_each_row_where_it_adds(monkeypatch):
     zeroed array."""
     calls = []
     real = _native_scatter.scatter_add_into_zeros
-    monkeypatch.setattr(_native_scatter, "scatter_add_into_zeros",
-                        lambda *a: calls.append(a[3]) or real(*a))
+
+    def spy(*a):
+        out = real(*a)
+        calls.append((a[3], out is not None))
+        return out
+
+    monkeypatch.setattr(_native_scatter, "scatter_add_into_zeros", spy)
     rng = np.random.default_rng(11)
     for dim, x_shape, index_shape in [(1, (300, 40), (300, 30)), (0, (300, 40), (200, 40)),
                                       (1, (300, 40), (200, 30))]:
@@ -119,7 +124,9 @@ def test_gathers_gradient_zeroes_each_row_where_it_adds(monkeypatch):
         np.add.at(want, tuple(index if d == dim else np.indices(index_shape)[d]
                               for d in range(2)), g0)
         np.testing.assert_array_equal(x.grad.numpy(), want)
-    assert calls == [1, 0, 1]
+    # (the last dim with the index covering the other dims: one pass; a first dim, or an
+    # index with fewer rows than x: the zeroed array)
+    assert calls == [(1, True), (0, False), (1, False)]
 
 
 def test_rows_zeroed_first_only_where_the_row_kernel_runs():

@@ -5,7 +5,8 @@ A kernel is a plain Python function over NumPy arrays and numbers, decorated wit
 on every thread `ember.set_num_threads` allows).  numba compiles it to machine code the
 first time it is called with a given set of argument types, and caches the result on
 disk (`cache=True`), so a later process loads it instead of compiling again (under a
-name that changes when a helper kernel it inlines changes: `_helpers_digest`).
+name that changes when a helper kernel it inlines changes: `_helpers_digest`), from a
+folder per user that every copy of the same ember code shares (`_native_cache`).
 
 The op that owns a kernel decides, per call, whether to use it:
 
@@ -46,6 +47,8 @@ def _load_numba():
             _numba = False
         else:
             _numba = numba
+            from . import _native_cache
+            _native_cache.install(numba)  # (builds kept per user, shared by every copy)
             if "NUMBA_THREADING_LAYER" not in os.environ:
                 # NOTE: numba's own thread pool, not OpenMP's.  numba's default picks the
                 # system libgomp, whose threads spin after each parallel loop; when the

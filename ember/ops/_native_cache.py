@@ -1,0 +1,137 @@
+"""Where numba keeps ember's compiled kernels on disk: one folder per user
+(``~/.cache/ember/kernels``, or ``$EMBER_KERNEL_CACHE``), in which each kernel source
+file of the package gets a folder named by its path inside the package and a hash of
+its content.  Any copy of the same ember code (a fresh clone, a reinstall, a new
+virtual environment) then loads the machine code compiled before instead of compiling
+it again.
+
+NOTE: why.  numba's default keeps a build in the ``__pycache__`` folder next to its
+source file, so a fresh clone or install starts from nothing: the test suite, run from a
+clean clone on the 2-core test machines, spent ~80 s of its ~240 s compiling kernels
+(docs/performance.md).  numba itself still checks each build against a hash of its source
+file, its own version and the CPU, and the folder's name changes with the file's
+content, so two checkouts of different code never share a build.
+
+``NUMBA_CACHE_DIR`` (numba's own setting) still wins where it is set, and where the
+folder cannot be written numba's default applies.  The folder may be deleted at any time:
+kernels are then compiled again, once.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import os
+import shutil
+
+# The package folder (ember/): only kernels defined below it are cached here.
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
+# Versions of one source file kept side by side (two checkouts, a branch switched back
+# and forth); older ones are deleted when a new one is made.
+KEEP_VERSIONS = 4
+
+
+def cache_root() -> str:
+    """The folder of ember's compiled kernels: ``$EMBER_KERNEL_CACHE``, else
+    ``~/.cache/ember/kernels``."""
+    return os.environ.get("EMBER_KERNEL_CACHE") or os.path.join(
+        os.path.expanduser("~"), ".cache", "ember", "kernels")
+
+
+@functools.cache
+def _content_digest(path: str, mtime: float, size: int) -> str:
+    # (mtime and size in the arguments: an edited file, in a running process, is hashed
+    # again)
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()[:16]
+
+
+def folder_for(py_file: str) -> str | None:
+    """The cache folder of the kernels defined in `py_file`, or None when the file is not
+    part of the ember package (numba's own rules then apply)."""
+    real = os.path.realpath(py_file)
+    if not real.startswith(_PACKAGE + os.sep) or not os.path.isfile(real):
+        return None
+    st = os.stat(real)
+    inside = os.path.relpath(os.path.dirname(real), os.path.dirname(_PACKAGE))
+    stem = os.path.splitext(os.path.basename(real))[0]
+    version = _content_digest(real, st.st_mtime, st.st_size)
+    return os.path.join(cache_root(), inside, f"{stem}-{version}")
+
+
+def prune(folder: str, keep: int = KEEP_VERSIONS) -> None:
+    """Delete the oldest versions of `folder`'s source file beyond the `keep` most
+    recently written (`folder` itself is always kept)."""
+    parent, name = os.path.split(folder)
+    stem = name.rsplit("-", 1)[0]
+    try:
+        siblings = [os.path.join(parent, n) for n in os.listdir(parent)
+                    if n.rsplit("-", 1)[0] == stem]
+        siblings.sort(key=os.path.getmtime, reverse=True)
+    except OSError:
+        return
+    for old in [s for s in siblings if s != folder][max(keep - 1, 0):]:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def install(numba) -> None:
+    """Make numba cache the package's kernels in `cache_root` (called once numba is
+    imported).  Does nothing on a numba without the locator hooks this relies on, or when
+    ``NUMBA_CACHE_LOCATOR_CLASSES`` chooses the locators."""
+    caching = getattr(numba.core, "caching", None)
+    # (the names lost their underscore in numba 0.62)
+    impl = getattr(caching, "CacheImpl", None) or getattr(caching, "_CacheImpl", None)
+    base = getattr(caching, "_CacheLocator", None)
+    if impl is None or base is None or getattr(numba.config, "CACHE_LOCATOR_CLASSES", None):
+        return
+    classes = impl._locator_classes
+    if any(getattr(c, "ember_package_locator", False) for c in classes):
+        return
+    # after numba's NUMBA_CACHE_DIR locator, before the one writing to __pycache__
+    first = (getattr(caching, "UserProvidedCacheLocator", None)
+             or getattr(caching, "_UserProvidedCacheLocator", None))
+    classes.insert(1 if classes and classes[0] is first else 0, _locator_class(base))
+
+
+def _locator_class(base):
+    """numba's cache locator for the package's kernels: a subclass of numba's `base`
+    locator class, so made once numba is imported."""
+
+    class PackageCacheLocator(base):
+        """A kernel of the ember package, cached in `folder_for` its source file.  Its
+        stamp, which numba checks a cached build against, is the file content's hash;
+        builds of one file are told apart by their first line, as numba's are."""
+
+        ember_package_locator = True
+
+        def __init__(self, py_func, py_file, folder):
+            self._py_file = py_file
+            self._lineno = py_func.__code__.co_firstlineno
+            self._cache_path = folder
+
+        def get_cache_path(self):
+            return self._cache_path
+
+        def get_source_stamp(self):
+            st = os.stat(self._py_file)
+            return _content_digest(os.path.realpath(self._py_file), st.st_mtime, st.st_size)
+
+        def get_disambiguator(self):
+            return str(self._lineno)
+
+        @classmethod
+        def from_function(cls, py_func, py_file):
+            folder = folder_for(py_file)
+            if folder is None:
+                return None
+            fresh = not os.path.isdir(folder)
+            self = cls(py_func, py_file, folder)
+            try:
+                self.ensure_cache_path()
+            except OSError:
+                return None   # (numba's next locator: __pycache__)
+            if fresh:
+                prune(folder)
+            return self
+
+    return PackageCacheLocator

@@ -1,0 +1,127 @@
+"""The per-user folder of compiled kernels (ops/_native_cache.py): any copy of the same
+ember code loads the builds another copy made; an edited file gets a folder of its own;
+numba's own settings still win."""
+
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+import ember
+from ember.ops import _native, _native_binary, _native_cache
+
+pytestmark = pytest.mark.skipif(not _native.available(), reason="needs numba")
+
+PACKAGE = os.path.dirname(ember.__file__)
+
+# Runs `_native_binary._add`'s serial build and prints where it came from.
+PROBE = textwrap.dedent("""
+    import numpy as np
+    import ember
+    from ember.ops import _native_binary as b
+    x = np.ones(8)
+    b._add.serial(x, x, np.empty(8))
+    stats = b._add._serial.stats
+    print("origin", ember.__file__)
+    print("hits", sum(stats.cache_hits.values()), "misses", sum(stats.cache_misses.values()))
+""")
+
+
+def _copy_of_ember(where) -> str:
+    """A copy of the package's source (no compiled files) under `where`, as a fresh
+    clone would have it."""
+    shutil.copytree(PACKAGE, os.path.join(where, "ember"),
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    return str(where)
+
+
+def _probe(tree, cache, **env) -> tuple:
+    environment = {k: v for k, v in os.environ.items()
+                   if k not in ("NUMBA_CACHE_DIR", "EMBER_NO_NUMBA")}
+    environment.update(PYTHONPATH=tree, EMBER_KERNEL_CACHE=str(cache), **env)
+    done = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True,
+                          env=environment, cwd=tree, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    lines = dict(line.split(" ", 1) for line in done.stdout.splitlines())
+    assert lines["origin"].startswith(tree)
+    words = lines["hits"].split()
+    return int(words[0]), int(words[2])
+
+
+def test_a_fresh_copy_of_the_same_code_loads_the_builds_of_another(tmp_path):
+    first = _copy_of_ember(tmp_path / "clone1")
+    second = _copy_of_ember(tmp_path / "clone2")
+    edited = _copy_of_ember(tmp_path / "clone3")
+    with open(os.path.join(edited, "ember", "ops", "_native_binary.py"), "a") as f:
+        f.write("\n# an edit\n")
+    cache = tmp_path / "kernels"
+    assert _probe(first, cache) == (0, 1)    # compiled
+    assert _probe(second, cache) == (1, 0)   # loaded: the first copy's build
+    assert _probe(edited, cache) == (0, 1)   # compiled again, in a folder of its own
+    folders = list((cache / "ember" / "ops").glob("_native_binary-*"))
+    assert len(folders) == 2 and all(list(f.glob("*.nbi")) for f in folders)
+    assert not list(tmp_path.rglob("__pycache__/*.nbi"))   # (nothing next to the source)
+
+
+def _locator_of(py_func):
+    """The cache locator numba picks for `py_func`."""
+    numba = _native._load_numba()
+    return numba.core.caching.FunctionCache(py_func)._impl.locator
+
+
+def test_the_packages_kernels_get_the_folder_and_numbas_setting_still_wins(tmp_path,
+                                                                            monkeypatch):
+    numba = _native._load_numba()
+    monkeypatch.setenv("EMBER_KERNEL_CACHE", str(tmp_path / "kernels"))
+    ours = _locator_of(_native_binary._add.py_func)
+    assert getattr(ours, "ember_package_locator", False)
+    assert ours.get_cache_path().startswith(str(tmp_path / "kernels" / "ember" / "ops"))
+
+    def outside(x):
+        return x
+    assert not getattr(_locator_of(outside), "ember_package_locator", False)
+    monkeypatch.setattr(numba.config, "CACHE_DIR", str(tmp_path / "numba"))
+    theirs = _locator_of(_native_binary._add.py_func)
+    assert not getattr(theirs, "ember_package_locator", False)
+    assert theirs.get_cache_path().startswith(str(tmp_path / "numba"))
+
+
+def test_folders_name_the_file_inside_the_package_and_its_content(tmp_path, monkeypatch):
+    package = tmp_path / "src" / "ember"
+    (package / "ops").mkdir(parents=True)
+    source = package / "ops" / "kernels.py"
+    source.write_text("x = 1\n")
+    monkeypatch.setattr(_native_cache, "_PACKAGE", str(package))
+    monkeypatch.setenv("EMBER_KERNEL_CACHE", str(tmp_path / "cache"))
+    folder = _native_cache.folder_for(str(source))
+    parent, name = os.path.split(folder)
+    assert parent == str(tmp_path / "cache" / "ember" / "ops")
+    stem, digest = name.rsplit("-", 1)
+    assert stem == "kernels" and len(digest) == 16
+    source.write_text("x = 2\n")
+    os.utime(source, (1, 1))   # (a new mtime: the digest is remembered per mtime and size)
+    assert _native_cache.folder_for(str(source)) != folder
+    assert _native_cache.folder_for(str(tmp_path / "elsewhere.py")) is None
+    assert _native_cache.folder_for(__file__) is None
+
+
+def test_only_the_newest_versions_of_a_file_are_kept(tmp_path):
+    ops = tmp_path / "ember" / "ops"
+    for age, name in enumerate(["rows-a", "rows-b", "rows-c", "rows-d", "rows-e",
+                                "rows_more-f"]):
+        (ops / name).mkdir(parents=True)
+        os.utime(ops / name, (1000 - age, 1000 - age))   # rows-a the newest
+    _native_cache.prune(str(ops / "rows-e"), keep=3)
+    assert sorted(p.name for p in ops.iterdir()) == ["rows-a", "rows-b", "rows-e",
+                                                     "rows_more-f"]
+
+
+def test_installing_twice_adds_one_locator():
+    numba = _native._load_numba()
+    impl = getattr(numba.core.caching, "CacheImpl", None) or numba.core.caching._CacheImpl
+    _native_cache.install(numba)
+    ours = [c for c in impl._locator_classes if getattr(c, "ember_package_locator", False)]
+    assert len(ours) == 1

@@ -125,3 +125,12 @@ def test_installing_twice_adds_one_locator():
     _native_cache.install(numba)
     ours = [c for c in impl._locator_classes if getattr(c, "ember_package_locator", False)]
     assert len(ours) == 1
+
+
+def test_a_folder_that_cannot_be_made_leaves_numbas_default(tmp_path, monkeypatch):
+    blocker = tmp_path / "a_file"
+    blocker.write_text("")
+    monkeypatch.setenv("EMBER_KERNEL_CACHE", str(blocker / "kernels"))  # (under a file)
+    locator = _locator_of(_native_binary._add.py_func)
+    assert not getattr(locator, "ember_package_locator", False)
+    assert not str(locator.get_cache_path()).startswith(str(blocker))

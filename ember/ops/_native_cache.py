@@ -1,16 +1,17 @@
 """Where numba keeps ember's compiled kernels on disk: one folder per user
 (``~/.cache/ember/kernels``, or ``$EMBER_KERNEL_CACHE``), in which each kernel source
-file of the package gets a folder named by its path inside the package and a hash of
-its content.  Any copy of the same ember code (a fresh clone, a reinstall, a new
-virtual environment) then loads the machine code compiled before instead of compiling
-it again.
+file of the package gets a folder named by its path inside the package and a hash of its
+content and of the package files it imports from.  Any copy of the same ember code (a
+fresh clone, a reinstall, a new virtual environment) then loads the machine code
+compiled before instead of compiling it again.
 
 NOTE: why.  numba's default keeps a build in the ``__pycache__`` folder next to its
 source file, so a fresh clone or install starts from nothing: the test suite, run from a
 clean clone on the 2-core test machines, spent ~80 s of its ~240 s compiling kernels
 (docs/performance.md).  numba itself still checks each build against a hash of its source
-file, its own version and the CPU, and the folder's name changes with the file's
-content, so two checkouts of different code never share a build.
+file, its own version and the CPU, and the folder's name changes with the content of
+the file and of the files it imports from, so two checkouts of different code never share
+a build.
 
 ``NUMBA_CACHE_DIR`` (numba's own setting) still wins where it is set, and where the
 folder cannot be written numba's default applies.  The folder may be deleted at any time:
@@ -19,6 +20,7 @@ kernels are then compiled again, once.
 
 from __future__ import annotations
 
+import ast
 import functools
 import hashlib
 import os
@@ -46,16 +48,66 @@ def _content_digest(path: str, mtime: float, size: int) -> str:
         return hashlib.sha256(f.read()).hexdigest()[:16]
 
 
+def _digest_of(path: str) -> str:
+    st = os.stat(path)
+    return _content_digest(path, st.st_mtime, st.st_size)
+
+
+@functools.cache
+def _imported_files(path: str, mtime: float, size: int) -> tuple:
+    """The package's source files that the module at `path` imports from directly
+    (``from . import x``, ``from ._rows import _ZERO``, ``from ember.ops import y``),
+    wherever the import statement stands."""
+    with open(path, "rb") as f:
+        tree = ast.parse(f.read())
+    here = os.path.dirname(path)
+    found = set()
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.ImportFrom):
+            continue
+        if node.level:
+            base = here
+            for _ in range(node.level - 1):
+                base = os.path.dirname(base)
+            parts = node.module.split(".") if node.module else []
+        elif node.module and node.module.split(".")[0] == os.path.basename(_PACKAGE):
+            base, parts = os.path.dirname(_PACKAGE), node.module.split(".")
+        else:
+            continue
+        stem = os.path.join(base, *parts)
+        for alias in node.names:   # a submodule of that name, else the module `stem`
+            for target in (os.path.join(stem, alias.name), stem):
+                module = _module_file(target)
+                if module is not None:
+                    found.add(module)
+                    break
+    found.discard(path)
+    return tuple(sorted(found))
+
+
+def _module_file(target: str) -> str | None:
+    """The package's source file of the module at `target` (a path without ".py")."""
+    for candidate in (target + ".py", os.path.join(target, "__init__.py")):
+        if os.path.isfile(candidate) and candidate.startswith(_PACKAGE + os.sep):
+            return os.path.realpath(candidate)
+    return None
+
+
 def folder_for(py_file: str) -> str | None:
     """The cache folder of the kernels defined in `py_file`, or None when the file is not
-    part of the ember package (numba's own rules then apply)."""
+    part of the ember package (numba's own rules then apply).
+
+    Its name holds a hash of the file and of the package files it imports from: a kernel
+    may read a number or a flag from another module (``_ZERO``, ``fastmath=_REORDER``),
+    which numba freezes into the build without checking that module again."""
     real = os.path.realpath(py_file)
     if not real.startswith(_PACKAGE + os.sep) or not os.path.isfile(real):
         return None
     st = os.stat(real)
+    files = (real,) + _imported_files(real, st.st_mtime, st.st_size)
+    version = hashlib.sha256(" ".join(_digest_of(f) for f in files).encode()).hexdigest()[:16]
     inside = os.path.relpath(os.path.dirname(real), os.path.dirname(_PACKAGE))
     stem = os.path.splitext(os.path.basename(real))[0]
-    version = _content_digest(real, st.st_mtime, st.st_size)
     return os.path.join(cache_root(), inside, f"{stem}-{version}")
 
 
@@ -113,8 +165,7 @@ def _locator_class(base):
             return self._cache_path
 
         def get_source_stamp(self):
-            st = os.stat(self._py_file)
-            return _content_digest(os.path.realpath(self._py_file), st.st_mtime, st.st_size)
+            return _digest_of(os.path.realpath(self._py_file))
 
         def get_disambiguator(self):
             return str(self._lineno)

@@ -89,11 +89,14 @@ def test_the_packages_kernels_get_the_folder_and_numbas_setting_still_wins(tmp_p
     assert theirs.get_cache_path().startswith(str(tmp_path / "numba"))
 
 
-def test_folders_name_the_file_inside_the_package_and_its_content(tmp_path, monkeypatch):
+def test_folders_name_the_file_its_imports_and_their_content(tmp_path, monkeypatch):
     package = tmp_path / "src" / "ember"
     (package / "ops").mkdir(parents=True)
-    source = package / "ops" / "kernels.py"
-    source.write_text("x = 1\n")
+    source, consts, other = (package / "ops" / f"{n}.py" for n in ("kernels", "_consts",
+                                                                    "other"))
+    source.write_text("from ._consts import SCALE\nx = 1\n")
+    consts.write_text("SCALE = 2.0\n")
+    other.write_text("y = 1\n")
     monkeypatch.setattr(_native_cache, "_PACKAGE", str(package))
     monkeypatch.setenv("EMBER_KERNEL_CACHE", str(tmp_path / "cache"))
     folder = _native_cache.folder_for(str(source))
@@ -101,11 +104,27 @@ def test_folders_name_the_file_inside_the_package_and_its_content(tmp_path, monk
     assert parent == str(tmp_path / "cache" / "ember" / "ops")
     stem, digest = name.rsplit("-", 1)
     assert stem == "kernels" and len(digest) == 16
-    source.write_text("x = 2\n")
-    os.utime(source, (1, 1))   # (a new mtime: the digest is remembered per mtime and size)
-    assert _native_cache.folder_for(str(source)) != folder
+
+    def edit(path, text, stamp):
+        path.write_text(text)
+        os.utime(path, (stamp, stamp))   # (digests are remembered per mtime and size)
+        return _native_cache.folder_for(str(source))
+    assert edit(other, "y = 2\n", 1) == folder           # a file it does not import
+    assert edit(consts, "SCALE = 3.0\n", 2) != folder    # a number its kernels may read
+    folder = _native_cache.folder_for(str(source))
+    assert edit(source, "from ._consts import SCALE\nx = 2\n", 3) != folder
     assert _native_cache.folder_for(str(tmp_path / "elsewhere.py")) is None
     assert _native_cache.folder_for(__file__) is None
+
+
+def test_the_files_a_module_imports_from_are_found():
+    ops = os.path.join(PACKAGE, "ops")
+    path = os.path.realpath(os.path.join(ops, "_native_group_norm.py"))
+    st = os.stat(path)
+    found = {os.path.relpath(f, PACKAGE) for f in
+             _native_cache._imported_files(path, st.st_mtime, st.st_size)}
+    assert found == {os.path.join("ops", n) for n in ("_native.py", "_native_activation.py",
+                                                      "_native_rows.py")}
 
 
 def test_only_the_newest_versions_of_a_file_are_kept(tmp_path):

@@ -7,7 +7,7 @@ compiled before instead of compiling it again.
 
 NOTE: why.  numba's default keeps a build in the ``__pycache__`` folder next to its
 source file, so a fresh clone or install starts from nothing: the test suite, run from a
-clean clone on the 2-core test machines, spent ~80 s of its ~240 s compiling kernels
+clean clone on the 2-core test machines, spent 80-100 s of its 220-250 s compiling kernels
 (docs/performance.md).  numba itself still checks each build against a hash of its source
 file, its own version and the CPU, and the folder's name changes with the content of
 the file and of the files it imports from, so two checkouts of different code never share
@@ -131,7 +131,7 @@ def install(numba) -> None:
     imported).  Does nothing on a numba without the locator hooks this relies on, or when
     ``NUMBA_CACHE_LOCATOR_CLASSES`` chooses the locators."""
     caching = getattr(numba.core, "caching", None)
-    # (the names lost their underscore in numba 0.62)
+    # (`_CacheImpl` in older numba releases)
     impl = getattr(caching, "CacheImpl", None) or getattr(caching, "_CacheImpl", None)
     base = getattr(caching, "_CacheLocator", None)
     if impl is None or base is None or getattr(numba.config, "CACHE_LOCATOR_CLASSES", None):

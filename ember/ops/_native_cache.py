@@ -33,11 +33,16 @@ _PACKAGE = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
 KEEP_VERSIONS = 4
 
 
-def cache_root() -> str:
+def cache_root() -> str | None:
     """The folder of ember's compiled kernels: ``$EMBER_KERNEL_CACHE``, else
-    ``~/.cache/ember/kernels``."""
-    return os.environ.get("EMBER_KERNEL_CACHE") or os.path.join(
-        os.path.expanduser("~"), ".cache", "ember", "kernels")
+    ``~/.cache/ember/kernels``; None when there is no home folder to put it in."""
+    configured = os.environ.get("EMBER_KERNEL_CACHE")
+    if configured:
+        return configured
+    home = os.path.expanduser("~")
+    # (without HOME or a password entry "~" stays as it is: a folder named "~" would
+    # then be made in the working directory)
+    return None if home.startswith("~") else os.path.join(home, ".cache", "ember", "kernels")
 
 
 @functools.cache
@@ -101,14 +106,15 @@ def folder_for(py_file: str) -> str | None:
     may read a number or a flag from another module (``_ZERO``, ``fastmath=_REORDER``),
     which numba freezes into the build without checking that module again."""
     real = os.path.realpath(py_file)
-    if not real.startswith(_PACKAGE + os.sep) or not os.path.isfile(real):
+    root = cache_root()
+    if root is None or not real.startswith(_PACKAGE + os.sep) or not os.path.isfile(real):
         return None
     st = os.stat(real)
     files = (real,) + _imported_files(real, st.st_mtime, st.st_size)
     version = hashlib.sha256(" ".join(_digest_of(f) for f in files).encode()).hexdigest()[:16]
     inside = os.path.relpath(os.path.dirname(real), os.path.dirname(_PACKAGE))
     stem = os.path.splitext(os.path.basename(real))[0]
-    return os.path.join(cache_root(), inside, f"{stem}-{version}")
+    return os.path.join(root, inside, f"{stem}-{version}")
 
 
 def prune(folder: str, keep: int = KEEP_VERSIONS) -> None:

@@ -153,3 +153,12 @@ def test_a_folder_that_cannot_be_made_leaves_numbas_default(tmp_path, monkeypatc
     locator = _locator_of(_native_binary._add.py_func)
     assert not getattr(locator, "ember_package_locator", False)
     assert not str(locator.get_cache_path()).startswith(str(blocker))
+
+
+def test_without_a_home_folder_numbas_default_applies(monkeypatch):
+    monkeypatch.delenv("EMBER_KERNEL_CACHE", raising=False)
+    monkeypatch.setattr(_native_cache.os.path, "expanduser", lambda path: path)
+    assert _native_cache.cache_root() is None
+    assert _native_cache.folder_for(_native_binary.__file__) is None
+    monkeypatch.setenv("EMBER_KERNEL_CACHE", "/somewhere/kernels")
+    assert _native_cache.folder_for(_native_binary.__file__).startswith("/somewhere/kernels/")

@@ -63,13 +63,11 @@ def _imported_files(path: str, mtime: float, size: int) -> tuple:
     """The package's source files that the module at `path` imports from directly
     (``from . import x``, ``from ._rows import _ZERO``, ``from ember.ops import y``),
     wherever the import statement stands."""
-    with open(path, "rb") as f:
-        tree = ast.parse(f.read())
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
     here = os.path.dirname(path)
     found = set()
-    for node in ast.walk(tree):
-        if not isinstance(node, ast.ImportFrom):
-            continue
+    for node in _from_imports(text):
         if node.level:
             base = here
             for _ in range(node.level - 1):
@@ -88,6 +86,30 @@ def _imported_files(path: str, mtime: float, size: int) -> tuple:
                     break
     found.discard(path)
     return tuple(sorted(found))
+
+
+def _from_imports(text: str) -> list:
+    """The ``from ... import ...`` statements of a module's source, parsed one by one.
+
+    NOTE: only those lines are parsed: parsing and walking whole files took ~9 ms a file
+    (48 kernel files: 0.45 s under cProfile), paid once per process by every file whose
+    kernels it uses.  A docstring line that reads like an import is taken too (at worst
+    one dependency more); one that does not parse is skipped."""
+    statements, lines = [], text.splitlines()
+    i = 0
+    while i < len(lines):
+        line = lines[i].split("#", 1)[0].strip()   # (an import holds no string)
+        i += 1
+        if not line.startswith("from ") or " import" not in line:
+            continue
+        while line.count("(") > line.count(")") and i < len(lines):  # (a wrapped list)
+            line += " " + lines[i].split("#", 1)[0].strip()
+            i += 1
+        try:
+            statements += [n for n in ast.parse(line).body if isinstance(n, ast.ImportFrom)]
+        except SyntaxError:
+            pass
+    return statements
 
 
 def _module_file(target: str) -> str | None:

@@ -2,6 +2,7 @@
 ember code loads the builds another copy made; an edited file gets a folder of its own;
 numba's own settings still win."""
 
+import glob
 import os
 import shutil
 import subprocess
@@ -162,3 +163,16 @@ def test_without_a_home_folder_numbas_default_applies(monkeypatch):
     assert _native_cache.folder_for(_native_binary.__file__) is None
     monkeypatch.setenv("EMBER_KERNEL_CACHE", "/somewhere/kernels")
     assert _native_cache.folder_for(_native_binary.__file__).startswith("/somewhere/kernels/")
+
+
+def test_the_import_lines_give_what_a_full_parse_finds_in_every_package_file():
+    # (`_from_imports` parses the import lines alone, for speed: checked here against
+    # walking each whole file's syntax tree; it may also take a docstring's example)
+    import ast
+
+    for path in sorted(glob.glob(os.path.join(PACKAGE, "**", "*.py"), recursive=True)):
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+        full = [ast.dump(n) for n in ast.walk(ast.parse(text)) if isinstance(n, ast.ImportFrom)]
+        lines = [ast.dump(n) for n in _native_cache._from_imports(text)]
+        assert set(full) <= set(lines), path

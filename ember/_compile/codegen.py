@@ -31,6 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..ops import _native as native
+from ..ops._native_cache import user_folder
 from ..ops.activation import Gelu, Silu
 from ..ops.arithmetic import Abs, Add, Div, Mul, Neg, Rsub, RsubScalar, Sub
 from ..ops.elementwise import Cos, Exp, Log, Relu, Rsqrt, Sin, Sqrt, Tanh
@@ -170,11 +171,11 @@ def _compile(source: str, which: str, parallel: bool):
     return fn
 
 
-def cache_dir() -> str:
+def cache_dir() -> str | None:
     """Where generated kernel sources (and numba's compiled forms of them) are kept:
-    ``$EMBER_COMPILE_CACHE``, else ``~/.cache/ember/compile``."""
-    return os.environ.get("EMBER_COMPILE_CACHE") or os.path.join(
-        os.path.expanduser("~"), ".cache", "ember", "compile")
+    ``$EMBER_COMPILE_CACHE``, else ``~/.cache/ember/compile``; None without a home
+    folder (the kernels are then compiled in memory, in every process)."""
+    return user_folder("compile", "EMBER_COMPILE_CACHE")
 
 
 def _load(source: str, which: str):
@@ -189,10 +190,13 @@ def _load(source: str, which: str):
     # (named by the helpers' source too: the generated file only imports them, and numba
     # would keep running a cached kernel with the helpers' old code after an upgrade)
     name = "chain_" + hashlib.sha256((text + _helpers_source()).encode()).hexdigest()[:24]
-    path = os.path.join(cache_dir(), name + ".py")
+    folder = cache_dir()
     try:
+        if folder is None:
+            raise OSError("no home folder for ember.compile's kernels")
+        path = os.path.join(folder, name + ".py")
         if not os.path.exists(path):
-            os.makedirs(cache_dir(), exist_ok=True)
+            os.makedirs(folder, exist_ok=True)
             tmp = f"{path}.{os.getpid()}.tmp"
             with open(tmp, "w") as f:
                 f.write(text)

@@ -1,5 +1,6 @@
 """Fused elementwise chains: generated kernels against the eager ops they replace."""
 
+import os
 import sys
 
 import numpy as np
@@ -273,6 +274,18 @@ def test_kernels_are_cached_on_disk_for_later_processes(tmp_path, monkeypatch):
     kernel = codegen.ChainKernel(members, 1)
     kernel.forward(out, [x])
     assert sum(kernel._compiled[("forward", False)].stats.cache_hits.values()) == 1
+
+
+def test_without_a_folder_for_them_kernels_are_made_in_memory(tmp_path, monkeypatch):
+    monkeypatch.delenv("EMBER_COMPILE_CACHE", raising=False)
+    monkeypatch.setattr(os.path, "expanduser", lambda path: path)   # (no home folder)
+    monkeypatch.chdir(tmp_path)
+    assert codegen.cache_dir() is None
+    forward, in_a_file = codegen._load("def forward(out):\n    out[0] = 2.0\n", "forward")
+    out = np.zeros(1)
+    forward(out)
+    assert out[0] == 2.0 and not in_a_file
+    assert not list(tmp_path.iterdir())   # (no folder named "~" where it ran)
 
 
 def test_a_kernel_file_is_named_after_the_helpers_source_too(tmp_path, monkeypatch):

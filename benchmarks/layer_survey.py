@@ -4,18 +4,21 @@ first), to find the ops that fall far behind.
 
 Each op runs on a (8, 64, 32, 32), (32, 64, 256) or (4096, 256) float32 input that
 requires grad; a timed call is the forward and ``y.backward(ones)``.  The two libraries
-run one op after the other (each its own block of calls), so on a busy machine compare
-ratios, not times, and re-run outliers.  Usage:
-    python benchmarks/layer_survey.py [--threads 2] [--repeats 30] [--only elu,where]
+take turns on each op, `--rounds` times (run.py's `alternate`: each turn warmed up
+first), and the ratio is that of the two medians; the rounds' own ratios show how far
+the machine moved meanwhile (this host has slow spells of a few seconds).  An op's
+time can also depend on what ran before it in the process (its memory's state: an
+op measured 1.2 ms in the whole survey and 0.3 ms alone, docs/performance.md,
+twenty-ninth session): re-run an outlier alone with --only before acting on it.
+Usage:
+    python benchmarks/layer_survey.py [--threads 2] [--repeats 30] [--rounds 3] [--only elu,where]
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -26,7 +29,13 @@ pin_threads_from_argv(default="2")
 import numpy as np  # noqa: E402
 
 import ember  # noqa: E402
+from benchmarks import run  # noqa: E402
 from benchmarks._harness import try_import_torch  # noqa: E402
+
+# seconds each library runs a case untimed when its turn comes (run.py's WARM is 0.25:
+# long enough for the other library's spinning threads to stop; 0.15 keeps the survey's
+# 50 cases under a minute and a half)
+WARM = 0.15
 
 
 def cases(lib) -> dict:
@@ -105,8 +114,8 @@ def cases(lib) -> dict:
     }
 
 
-def time_case(lib, array, op, repeats: int) -> float:
-    """Median seconds of forward + backward."""
+def case_step(lib, array, op):
+    """One call of the case: forward on a fresh leaf, then ``backward(ones)``."""
     x = lib.tensor(array, requires_grad=True)
 
     def step():
@@ -114,43 +123,40 @@ def time_case(lib, array, op, repeats: int) -> float:
         y = op(x)
         y.backward(lib.ones_like(y))
 
-    for _ in range(3):
-        step()
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        step()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+    return step
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--repeats", type=int, default=30)
+    parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--only", default=None, help="comma-separated parts of names")
     args = parser.parse_args()
     torch = try_import_torch()
     ember.set_num_threads(args.threads)
     if torch is not None:
         torch.set_num_threads(args.threads)
+    run.WARM = WARM
     ours = cases(ember)
     theirs = cases(torch) if torch is not None else {}
     rows = []
     for name, (array, op) in ours.items():
         if args.only and not any(part in name for part in args.only.split(",")):
             continue
-        e = time_case(ember, array, op, args.repeats)
-        t = time_case(torch, *theirs[name], args.repeats) if theirs else None
-        rows.append((name, e, t))
+        theirs_step = case_step(torch, *theirs[name]) if theirs else None
+        e, t, spread = run.alternate(case_step(ember, array, op), theirs_step, args.repeats,
+                                     rounds=args.rounds)
+        rows.append((name, e, t, spread))
     rows.sort(key=lambda r: -(r[1] / r[2]) if r[2] else 0)
-    print(f"{args.threads} threads, median of {args.repeats}, forward + backward, ms")
-    print(f"{'op':<30} {'ember':>8} {'PyTorch':>8} {'ratio':>6}")
-    for name, e, t in rows:
+    print(f"{args.threads} threads, median of {args.repeats} in {args.rounds} turns each, "
+          "forward + backward, ms")
+    print(f"{'op':<34} {'ember':>8} {'PyTorch':>8} {'ratio':>6}  rounds")
+    for name, e, t, spread in rows:
         ratio = f"{e / t:6.2f}" if t else f"{'-':>6}"
         torch_ms = f"{t * 1e3:8.3f}" if t else f"{'-':>8}"
-        print(f"{name:<30} {e * 1e3:8.3f} {torch_ms} {ratio}")
-
+        rounds = f"{min(spread):.2f}-{max(spread):.2f}" if spread else ""
+        print(f"{name:<34} {e * 1e3:8.3f} {torch_ms} {ratio}  {rounds}")
 
 if __name__ == "__main__":
     main()

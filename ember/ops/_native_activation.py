@@ -495,24 +495,36 @@ def _hardswish_f64(x, out):
         out[i] = v * min(max(v + 3.0, 0.0), 6.0) / 6.0 if v == v else v
 
 
-@native.kernel(inline=True)
-def _hardswish_slope(v):
-    """hardswish'(v): 0 below -3 (and for nan), v / 3 + 1/2 up to 3, 1 above."""
-    if v >= -3.0:
-        return v / 3.0 + 0.5 if v <= 3.0 else 1.0
-    return 0.0
+# hardswish's gradient, PyTorch's rule: 0 up to -3, grad from 3 on, in between (and for
+# NaN, which gives NaN) ``grad * (x / 3 + 1/2)``.  Written per dtype, each with constants
+# of its dtype: with float64 constants a float32 loop converted every element and did
+# not vectorize (1M float32 elements: 0.196 ms against relu's 0.086).
+@native.kernel(parallel=True)
+def _hardswish_backward_f32(grad, x, out):
+    for i in native.prange(x.size):
+        g, v = grad[i], x[i]   # (read before the select: see _native_select's note)
+        out[i] = _ZERO if v <= -_THREE else (g if v >= _THREE else g * (v / _THREE + _HALF))
 
 
 @native.kernel(parallel=True)
-def _hardswish_backward(grad, x, out):
+def _hardswish_backward_f64(grad, x, out):
     for i in native.prange(x.size):
-        out[i] = grad[i] * _hardswish_slope(x[i])
+        g, v = grad[i], x[i]
+        out[i] = 0.0 if v <= -3.0 else (g if v >= 3.0 else g * (v / 3.0 + 0.5))
 
 
 @native.kernel(parallel=True)
-def _hardswish_backward_into(grad, x):
+def _hardswish_backward_f32_into(grad, x):
     for i in native.prange(x.size):
-        grad[i] *= _hardswish_slope(x[i])
+        g, v = grad[i], x[i]
+        grad[i] = _ZERO if v <= -_THREE else (g if v >= _THREE else g * (v / _THREE + _HALF))
+
+
+@native.kernel(parallel=True)
+def _hardswish_backward_f64_into(grad, x):
+    for i in native.prange(x.size):
+        g, v = grad[i], x[i]
+        grad[i] = 0.0 if v <= -3.0 else (g if v >= 3.0 else g * (v / 3.0 + 0.5))
 
 
 @native.kernel(parallel=True)
@@ -598,7 +610,7 @@ _BACKWARD = {("gelu", 4): _gelu_backward_f32, ("gelu", 8): _gelu_backward_f64,
              ("tanh", 4): _tanh_backward, ("tanh", 8): _tanh_backward,
              ("relu", 4): _relu_backward, ("relu", 8): _relu_backward,
              ("sigmoid", 4): _sigmoid_backward, ("sigmoid", 8): _sigmoid_backward,
-             ("hardswish", 4): _hardswish_backward, ("hardswish", 8): _hardswish_backward,
+             ("hardswish", 4): _hardswish_backward_f32, ("hardswish", 8): _hardswish_backward_f64,
              ("abs", 4): _abs_backward, ("abs", 8): _abs_backward}
 _BACKWARD_INTO = {("gelu", 4): _gelu_backward_f32_into, ("gelu", 8): _gelu_backward_f64_into,
                   ("gelu_tanh", 4): _gelu_tanh_backward_f32_into,
@@ -607,8 +619,8 @@ _BACKWARD_INTO = {("gelu", 4): _gelu_backward_f32_into, ("gelu", 8): _gelu_backw
                   ("tanh", 4): _tanh_backward_into, ("tanh", 8): _tanh_backward_into,
                   ("relu", 4): _relu_backward_into, ("relu", 8): _relu_backward_into,
                   ("sigmoid", 4): _sigmoid_backward_into, ("sigmoid", 8): _sigmoid_backward_into,
-                  ("hardswish", 4): _hardswish_backward_into,
-                  ("hardswish", 8): _hardswish_backward_into}
+                  ("hardswish", 4): _hardswish_backward_f32_into,
+                  ("hardswish", 8): _hardswish_backward_f64_into}
 
 
 def supports(*arrays, min_size: int = MIN_SIZE) -> bool:

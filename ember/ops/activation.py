@@ -590,13 +590,14 @@ class Threshold(Function):
     def forward(ctx, x, threshold, value):
         ctx.threshold = threshold
         ctx.save_for_backward(x)
-        out = _native_select.where_of(xp_of(x))(x > threshold, x, value)
+        # (PyTorch's test is ``x <= threshold``: a NaN is kept, and passes its gradient)
+        out = _native_select.where_of(xp_of(x))(x <= threshold, value, x)
         return out.astype(x.dtype, copy=False)
 
     @staticmethod
     def backward(ctx, grad):
         (x,) = ctx.saved_tensors
-        return grad.where(x > ctx.threshold, 0.0)
+        return grad.where(~(x <= ctx.threshold), 0.0)
 
 
 class Hardsigmoid(Function):
@@ -629,8 +630,10 @@ class Hardswish(Function):
         if _native_act.first_order(grad, x):  # one pass on the arrays
             return _make(_native_act.backward("hardswish", grad._data, x._data,
                                               overwrite=ctx._owns_grad))
+        # PyTorch's rule: 0 up to -3, grad from 3 on, grad * (x / 3 + 1/2) in between
+        # (NaN included)
         middle = grad * (x / 3 + 0.5)
-        return middle.where(x <= 3, grad).where(x >= -3, 0.0)
+        return grad.where(x >= 3, middle).where(~(x <= -3), 0.0)
 
 
 class Softshrink(Function):
@@ -641,7 +644,8 @@ class Softshrink(Function):
         ctx.save_for_backward(x)
         ctx.lambd = lambd
         xp = xp_of(x)
-        out = xp.where(x > lambd, x - lambd, xp.where(x < -lambd, x + lambd, 0))
+        # x - lambd above lambd, x + lambd below -lambd, 0 between; NaN stays NaN
+        out = xp.where(xp.abs(x) <= lambd, 0, x - xp.sign(x) * lambd)
         return out.astype(x.dtype, copy=False)
 
     @staticmethod
@@ -655,7 +659,8 @@ class Hardshrink(Softshrink):
     def forward(ctx, x, lambd):
         ctx.save_for_backward(x)
         ctx.lambd = lambd
-        return xp_of(x).where(xp_of(x).abs(x) > lambd, x, 0).astype(x.dtype, copy=False)
+        xp = xp_of(x)
+        return xp.where(xp.abs(x) <= lambd, 0, x).astype(x.dtype, copy=False)  # (NaN kept)
 
 
 EluInplace = type("EluInplace", (Elu,), {"_inplace": True, "_name": "EluBackward1"})

@@ -190,7 +190,7 @@ class SmoothL1Loss(_HuberKernels):
 
     @staticmethod
     def slope(d, beta):
-        return where(d.abs() < beta, d / beta, d.sign())
+        return where(d.abs() >= beta, d.sign(), d / beta)  # (NaN: d / beta, NaN)
 
 
 class HuberLoss(_HuberKernels):
@@ -207,7 +207,7 @@ class HuberLoss(_HuberKernels):
 
     @staticmethod
     def slope(d, delta):
-        return where(d.abs() < delta, d, d.sign() * delta)
+        return where(d.abs() >= delta, d.sign() * delta, d)  # (NaN: d, NaN)
 
 
 def _weighted_reduced(ctx, xp, loss, weight, reduction: str):

@@ -100,6 +100,19 @@ def test_integer_inputs_are_refused_like_pytorch():
     assert F.threshold(ember.tensor([1, -2, 7]), 1, 5).tolist() == [5, 5, 7]
 
 
+def test_threshold_and_shrinks_keep_nan_as_pytorch_does():
+    # PyTorch tests ``x <= threshold`` (threshold) and ``|x| <= lambd`` (the shrinks): a
+    # NaN fails the test and stays NaN; threshold's NaN passes its gradient
+    nan = float("nan")
+    x = ember.tensor([nan, 0.5, 2.0, -2.0], requires_grad=True)
+    y = F.threshold(x, 1.0, 7.0)
+    y.backward(ember.full((4,), 3.0))
+    np.testing.assert_array_equal(y.detach().numpy(), [nan, 7.0, 2.0, 7.0])
+    assert x.grad.tolist() == [3.0, 0.0, 3.0, 0.0]
+    np.testing.assert_array_equal(F.hardshrink(x, 0.5).detach().numpy(), [nan, 0.0, 2.0, -2.0])
+    np.testing.assert_array_equal(F.softshrink(x, 0.5).detach().numpy(), [nan, 0.0, 1.5, -1.5])
+
+
 def test_option_errors():
     x = ember.randn(3, 4)
     with pytest.raises(RuntimeError, match="approximate argument must be either none or tanh"):

@@ -49,7 +49,7 @@ CASES = {
     "sigmoid": (ember.sigmoid, lambda x: 1 / (1 + np.exp(-x)),
                 lambda x: np.exp(-x) / (1 + np.exp(-x)) ** 2),
     "hardswish": (F.hardswish, lambda x: x * np.clip(x + 3, 0, 6) / 6,
-                  lambda x: np.where(x < -3, 0.0, np.where(x <= 3, x / 3 + 0.5, 1.0))),
+                  lambda x: np.where(x <= -3, 0.0, np.where(x < 3, x / 3 + 0.5, 1.0))),
     "abs": (ember.abs, np.abs, np.sign),  # (its backward kernel: l1_loss's)
     # ops/_native_smooth.py
     "softplus": (F.softplus, lambda x: np.where(x > 20, x, np.log1p(np.exp(np.minimum(x, 20)))),
@@ -124,6 +124,23 @@ def test_special_values_follow_the_numpy_path(name):
         want = CASES[name][0](ember.tensor(x)).numpy()
     np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
     np.testing.assert_allclose(got[~np.isnan(got)], want[~np.isnan(want)], rtol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("numba", [True, False])
+@pytest.mark.parametrize("size", [6, nact.MIN_SIZE])
+def test_hardswish_gradient_at_its_edges_and_nan(dtype, numba, size):
+    # PyTorch 2.13's rule: 0 up to and at -3, the incoming gradient at and from 3, and
+    # grad * (x / 3 + 1/2) strictly between (a NaN input gives NaN)
+    x = np.zeros(size, dtype)
+    x[:6] = [-3.0, 3.0, np.nan, -4.0, 4.0, 1.5]
+    g = np.full(size, 2.0, dtype)
+    with native.use_numba(numba):
+        t = ember.tensor(x, requires_grad=True)
+        F.hardswish(t).backward(ember.tensor(g))
+    np.testing.assert_array_equal(t.grad.numpy()[:6], np.array([0.0, 2.0, np.nan, 0.0, 2.0, 2.0],
+                                                               dtype))
+    assert t.grad.numpy()[6:].tolist() == [1.0] * (size - 6)   # grad * (0 / 3 + 1/2)
 
 
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")  # (the NumPy path's inf * 0)

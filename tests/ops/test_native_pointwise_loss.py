@@ -126,6 +126,19 @@ def test_huber_kernels_pass_nan_on_and_give_the_unreduced_losses_sum(kind, edge)
     assert np.isfinite(np.delete(x.grad.numpy(), 7)).all()
 
 
+@pytest.mark.parametrize("numba", [True, False])
+@pytest.mark.parametrize("kind, edge", _HUBERS[::2])
+def test_huber_gradient_of_a_nan_difference_is_nan_on_both_paths(kind, edge, numba):
+    # (as PyTorch's: the NumPy path's sign of NaN, 0, once gave a zero gradient there)
+    x = ember.tensor([np.nan, 3.0, -3.0, 0.1], requires_grad=True)
+    with native.use_numba(numba):
+        _huber_fn(kind, edge)(x, ember.zeros(4), reduction="sum").backward()
+    slope = 1.0 if kind == "smooth_l1" else edge   # the slope past the edge
+    np.testing.assert_allclose(x.grad.numpy(), [np.nan, slope, -slope,
+                                                0.1 / edge if kind == "smooth_l1" else 0.1],
+                               rtol=1e-6)
+
+
 @pytest.mark.parametrize("kind, edge", _HUBERS[1:3])
 def test_huber_gradients_of_every_order_with_numba_on(kind, edge):
     x = ember.randn(6, 7, dtype=ember.float64, requires_grad=True)

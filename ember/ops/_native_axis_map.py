@@ -131,25 +131,61 @@ def adjoint(g, axis: int, idx, weight, size: int):
 # ``out[..., i, j] = x[..., rows[i], cols[j]]`` in one pass instead of one per axis
 
 
+# A map's `geometry` (an int64 array): where its longest run of consecutive source
+# positions along the last axis starts in the output, where in the input, how long it is
+# (`_run_of`), then the unpadded planes' height and width (which a native part's entry
+# point needs to rebuild the arrays, ops/_native_cuts.py).
 @native.kernel(parallel=True)
-def _plane_gather(x, rows, cols, out):
+def _plane_gather(x, rows, cols, geometry, out):
+    start, source, length = geometry[0], geometry[1], geometry[2]
     for p in native.prange(x.shape[0]):
         src, dst = x[p], out[p]
         for i in range(rows.size):
             line, into = src[rows[i]], dst[i]
-            for j in range(cols.size):
+            for j in range(start):
+                into[j] = line[cols[j]]
+            # the run as a plain copy between two views (vectorized; a slice assignment,
+            # or indexing with offsets, was not)
+            run_out, run_in = into[start:start + length], line[source:source + length]
+            for k in range(length):
+                run_out[k] = run_in[k]
+            for j in range(start + length, cols.size):
                 into[j] = line[cols[j]]
 
 
 @native.kernel(parallel=True)
-def _plane_scatter(g, rows, cols, out):
+def _plane_scatter(g, rows, cols, geometry, out):
+    # (each line's elements are added in the order of j, as on the NumPy path: the run's
+    # targets are distinct, so adding it in one vectorized loop changes no sum's order)
+    start, source, length = geometry[0], geometry[1], geometry[2]
     for p in native.prange(g.shape[0]):
         src, dst = g[p], out[p]
         dst[:, :] = 0
         for i in range(rows.size):
             line, into = src[i], dst[rows[i]]
-            for j in range(cols.size):
+            for j in range(start):
                 into[cols[j]] += line[j]
+            run_out, run_in = into[source:source + length], line[start:start + length]
+            for k in range(length):
+                run_out[k] += run_in[k]
+            for j in range(start + length, cols.size):
+                into[cols[j]] += line[j]
+
+
+def _geometry(cols: np.ndarray, size: tuple) -> np.ndarray:
+    """A map's `geometry` for planes of `size`: the longest stretch of `cols` that reads
+    consecutive positions, ``cols[start + k] == source + k`` (a padding map's interior,
+    which the kernels copy as one run rather than element by element), and the size.
+    NOTE: reflection padding of (512, 32, 32) float32 planes by 1, one thread: 0.25 ms
+    element by element, 0.13 ms with the run (128 x 128 planes: 0.44 against 0.12)."""
+    best = (0, 0, 0)
+    start = 0
+    for j in range(1, cols.size + 1):
+        if j == cols.size or cols[j] != cols[j - 1] + 1:
+            if j - start > best[2]:
+                best = (start, int(cols[start]), j - start)
+            start = j
+    return np.array(best + tuple(size), np.int64)
 
 
 def plane_supports(x) -> bool:
@@ -166,7 +202,8 @@ def gather_planes(x, rows, cols):
         out[...] = x[..., rows[:, None], cols[None, :]]
         return out
     native.run(_plane_gather, out.size, x.reshape((-1,) + x.shape[-2:]), rows, cols,
-               out.reshape((-1,) + out.shape[-2:]), cut=(0, 3))
+               _geometry(cols, x.shape[-2:]), out.reshape((-1,) + out.shape[-2:]),
+               cut=(0, 4), part="plane_gather")
     return out
 
 
@@ -180,5 +217,6 @@ def scatter_planes(g, rows, cols, size: tuple):
         np.add.at(out, (Ellipsis, rows[:, None], cols[None, :]), g)
         return out
     native.run(_plane_scatter, g.size, g.reshape((-1,) + g.shape[-2:]), rows, cols,
-               out.reshape((-1,) + out.shape[-2:]), cut=(0, 3))
+               _geometry(cols, size), out.reshape((-1,) + tuple(size)), cut=(0, 4),
+               part="plane_scatter")
     return out

@@ -30,6 +30,8 @@ rebuilds them and calls the kernel's serial build on a share:
   per-row targets and coefficients);
 - ``masked_softmax``, ``masked_softmax_grad``: the softmax of scaled, masked rows (a bool
   mask of the rows' shape) and its gradient;
+- ``plane_gather``, ``plane_scatter``: a map of planes' last two axes by index (padding
+  by reflection, replication or wrapping) and its transpose (ops/_native_axis_map.py);
 - ``sgd``, ``adam``, ``adadelta``: the fused optimizer steps' range kernels
   (optim/_fused.py), whose state arrays a step without them replaces by whole
   one-element stand-ins.
@@ -334,12 +336,36 @@ def masked_softmax_grad(address):   # (g, y, mask, scale, out)
            _rows_at(ints[ARGS + 4], r, c, DTYPE))
 
 
+@native.kernel(inline=True)
+def _planes_at(address, planes, height, width, dtype):
+    return carray(pointer_to(address, dtype), (planes, height, width))
+
+
+def plane_gather(address):   # (x, rows, cols, geometry, out): planes of x mapped into
+    ints, _ = block_at(address)   # out's (geometry: the map's run, then x's planes' size)
+    r, n_rows, n_cols = ints[0], ints[LENGTHS + 1], ints[LENGTHS + 2]
+    geometry = array_at(ints[ARGS + 3], ints[LENGTHS + 3], np.int64)
+    KERNEL(_planes_at(ints[ARGS], r, geometry[3], geometry[4], DTYPE),
+           array_at(ints[ARGS + 1], n_rows, np.int64), array_at(ints[ARGS + 2], n_cols, np.int64),
+           geometry, _planes_at(ints[ARGS + 4], r, n_rows, n_cols, DTYPE))
+
+
+def plane_scatter(address):   # (g, rows, cols, geometry, out): its transpose, g's planes
+    ints, _ = block_at(address)   # added back into out's (of the geometry's size)
+    r, n_rows, n_cols = ints[0], ints[LENGTHS + 1], ints[LENGTHS + 2]
+    geometry = array_at(ints[ARGS + 3], ints[LENGTHS + 3], np.int64)
+    KERNEL(_planes_at(ints[ARGS], r, n_rows, n_cols, DTYPE),
+           array_at(ints[ARGS + 1], n_rows, np.int64), array_at(ints[ARGS + 2], n_cols, np.int64),
+           geometry, _planes_at(ints[ARGS + 4], r, geometry[3], geometry[4], DTYPE))
+
+
 FAMILIES = {f.__name__: f for f in (
     flat2, flat3, flat2_1, flat2_2, flat2_3, flat3_1, flat3_2, flat3_3, flat3_4, select,
     select_number_a, select_number_b, rows2_flag, rows3_flag, rows2_flag_int, rows3_flag_int,
     rows_sums, pick_rows, dropout, dropout_grad,
     dropout_grad_into, layer_norm, sgd, adam, adadelta, cross_entropy, cross_entropy_grad,
-    masked_softmax, masked_softmax_grad, layer_norm_grad, group_norm, group_norm_grad)}
+    masked_softmax, masked_softmax_grad, layer_norm_grad, group_norm, group_norm_grad,
+    plane_gather, plane_scatter)}
 
 
 @functools.cache

@@ -346,3 +346,37 @@ def test_softmax_over_a_middle_dim(cut_or_serial, dtype, log):
     p = e / e.sum(1, keepdims=True)
     np.testing.assert_allclose(y, np.log(p) if log else p,
                                rtol=1e-5 if dtype == np.float32 else 1e-12, atol=1e-6)
+
+
+@pytest.mark.parametrize("pads", [(1, 1, 1, 1), (3, 2, 2, 1), (-1, 2, 1, -2)])
+@pytest.mark.parametrize("mode", ["reflect", "replicate", "circular"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_plane_maps(cut_or_serial, dtype, mode, pads):
+    """Padding's map of planes' last two axes (its interior copied as one run) and its
+    transpose, cut or not, equal NumPy's indexing and ``np.add.at`` bit for bit."""
+    from ember.ops import _native_axis_map as maps
+    from ember.ops.padding import _source_index
+
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal((3, 5, 9, 8)).astype(dtype)
+    cols = _source_index(mode, 8, pads[0], pads[1])
+    rows = _source_index(mode, 9, pads[2], pads[3])
+    g = rng.standard_normal((3, 5, rows.size, cols.size)).astype(dtype)
+    out = cut_or_serial(lambda: maps.gather_planes(x, rows, cols))
+    _assert_same(*out)
+    np.testing.assert_array_equal(out[0], x[..., rows[:, None], cols[None, :]])
+    back = cut_or_serial(lambda: maps.scatter_planes(g, rows, cols, (9, 8)))
+    _assert_same(*back)
+    want = np.zeros_like(x)
+    np.add.at(want, (Ellipsis, rows[:, None], cols[None, :]), g)
+    np.testing.assert_array_equal(back[0], want)
+
+
+def test_a_plane_maps_run_is_its_longest_stretch_of_consecutive_sources():
+    from ember.ops._native_axis_map import _geometry
+
+    # reflection by (2, 1) of 5: sources 2 1 0 1 2 3 4 3; the run 0..4 starts at 2
+    assert _geometry(np.array([2, 1, 0, 1, 2, 3, 4, 3]), (7, 5)).tolist() == [2, 0, 5, 7, 5]
+    # circular by (1, 2) of 4: 3 0 1 2 3 0 1; the first longest run wins
+    assert _geometry(np.array([3, 0, 1, 2, 3, 0, 1]), (2, 4)).tolist() == [1, 0, 4, 2, 4]
+    assert _geometry(np.array([4]), (1, 5)).tolist() == [0, 4, 1, 1, 5]

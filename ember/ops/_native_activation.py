@@ -552,7 +552,7 @@ def _hardtanh(x, out, lo, hi):
 def _hardtanh_backward(grad, y, out, lo, hi):
     for i in native.prange(y.size):
         g, v = grad[i], y[i]   # (read before the select: see _native_select's note)
-        out[i] = _ZERO if v <= lo or v >= hi else g
+        out[i] = g if (v > lo) & (v < hi) else _ZERO   # (a NaN's gradient is 0)
 
 
 def hardtanh(x: np.ndarray, lo: float, hi: float) -> np.ndarray:
@@ -566,8 +566,8 @@ def hardtanh(x: np.ndarray, lo: float, hi: float) -> np.ndarray:
 
 
 def hardtanh_backward(grad: np.ndarray, y: np.ndarray, lo: float, hi: float) -> np.ndarray:
-    """``grad``, zeroed where hardtanh's output `y` is at or past a bound (a NaN passes
-    its gradient, as in PyTorch), for `supports` arrays of one shape."""
+    """``grad`` where hardtanh's output `y` is strictly inside its bounds, else 0 (a NaN
+    gets 0, as in PyTorch's vectorized loop), for `supports` arrays of one shape."""
     flat = np.ascontiguousarray(y).reshape(-1)
     out = np.empty_like(flat)
     real = flat.dtype.type

@@ -67,7 +67,8 @@ def _elu32(x, out, scale, scale_alpha, input_scale):
 def _elu_backward(g, x, out, scale, input_scale, coefficient):
     for i in native.prange(x.size):
         v = x[i]
-        out[i] = g[i] * (coefficient * _exp_as(v * input_scale) if v <= 0 else scale)
+        # (a NaN takes the exp branch, and gives NaN, as PyTorch's vectorized loop)
+        out[i] = g[i] * (scale if v > 0 else coefficient * _exp_as(v * input_scale))
 
 
 # mish(x) = x tanh(softplus(x)), and tanh(log(1 + e)) = n / (n + 2) with n = e (e + 2),

@@ -523,7 +523,7 @@ class Elu(Function):
             return _make(_native_smooth.elu_backward(grad._data, s._data, alpha, scale,
                                                      input_scale))
         neg = (scale * alpha * input_scale) * (s * input_scale).exp()
-        return grad * neg.where(s <= 0, scale)
+        return grad * neg.where(~(s > 0), scale)   # (NaN: nan, as PyTorch's vectorized loop)
 
 
 class Celu(Elu):
@@ -578,9 +578,9 @@ class Hardtanh(Function):
         lo, hi = ctx.bounds
         if _native_act.first_order(grad, y):  # one pass on the arrays
             return _make(_native_act.hardtanh_backward(grad._data, y._data, lo, hi))
-        # NOTE: zero only where y is at or past a bound, so a NaN input passes its gradient
-        # (PyTorch's rule), unlike clamp, whose gradient is zero at NaN.
-        return grad.where(~((y <= lo) | (y >= hi)), 0.0)
+        # NOTE: the gradient passes strictly inside the bounds; a NaN gets 0, as in
+        # PyTorch's vectorized loop (its scalar loop, for a few trailing elements, passes it)
+        return grad.where((y > lo) & (y < hi), 0.0)
 
 
 class Threshold(Function):

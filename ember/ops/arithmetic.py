@@ -454,9 +454,10 @@ class Pow(Function):
                 gx = times_conj(grad, y * x.pow(y - 1)).where(y != 0, 0.0)
             if ctx._edges[1][0] is not None:
                 # NOTE: 0 ** y is constant (0 or 1) for y >= 0; log(0) would make it nan.
+                # (A nan y is not >= 0: its gradient stays nan, as in PyTorch.)
                 xp = xp_of(y._data)
-                negative = _make(xp.asarray(xp.real(y._data) < 0))  # complex y: Re(y) < 0
-                gy = times_conj(grad, out * x.log()).where((x != 0) | negative, 0.0)
+                constant = _make(xp.asarray((x._data == 0) & (xp.real(y._data) >= 0)))
+                gy = times_conj(grad, out * x.log()).where(~constant, 0.0)
         return gx, gy
 
 

@@ -178,13 +178,15 @@ class AngleComplex(Function):
 
 
 class AngleReal(Function):
-    """pi where x < 0, else 0 (nan stays nan); piecewise constant, so the gradient is 0."""
+    """pi where x < 0, else 0 (nan stays nan, -inf gives pi); piecewise constant, so the
+    gradient is 0."""
 
     _name = "AngleBackward0"
 
     @staticmethod
     def forward(ctx, x):
-        return xp_of(x).where(x < 0, np.pi, 0.0).astype(x.dtype) + x * 0
+        xp = xp_of(x)
+        return xp.where(x != x, x, xp.where(x < 0, np.pi, 0.0)).astype(x.dtype, copy=False)
 
     @staticmethod
     def backward(ctx, grad):

@@ -19,7 +19,8 @@ from .elementwise_special import _binary, _binary_, _tensors
 
 class LogAddExp(Function):
     """``log(exp(x) + exp(y))`` (base 2 with `base2`), without overflow.
-    Gradients: ``exp(x - out)`` and ``exp(y - out)`` (powers of 2 in base 2)."""
+    Gradients: ``1 / (1 + exp(y - x))`` and ``1 / (1 + exp(x - y))`` (powers of 2 in base
+    2), which stay 1 and 0 where one operand is infinite (``exp(x - out)`` gave inf - inf)."""
 
     @staticmethod
     def forward(ctx, x, y, base2=False):
@@ -27,14 +28,14 @@ class LogAddExp(Function):
         out = (xp.logaddexp2 if base2 else xp.logaddexp)(x, y)
         ctx._name = "Logaddexp2Backward0" if base2 else "LogaddexpBackward0"
         ctx.base2 = base2
-        ctx.save_for_backward(x, y, out)
+        ctx.save_for_backward(x, y)
         return out
 
     @staticmethod
     def backward(ctx, grad):
-        x, y, out = ctx.saved_tensors
-        weight = (lambda d: d.exp2()) if ctx.base2 else (lambda d: d.exp())
-        return grad * weight(x - out), grad * weight(y - out)
+        x, y = ctx.saved_tensors
+        power = (lambda d: d.exp2()) if ctx.base2 else (lambda d: d.exp())
+        return grad / (1 + power(y - x)), grad / (1 + power(x - y))
 
 
 class Copysign(Function):
@@ -176,11 +177,31 @@ def rad2deg_(input: Tensor) -> Tensor:
 _FrexpResult = namedtuple("frexp", ["mantissa", "exponent"])
 
 
+class Sinc(Function):
+    """The normalized sinc, ``sin(pi x) / (pi x)``, 1 at 0.  Gradient: ``(cos(pi x) -
+    sinc(x)) / x``, 0 at 0.  NOTE: as a Function, not sin(s) / s recorded op by op, whose
+    gradient divides by s squared: in float32 that is 0 for |x| below ~1e-20, and the
+    gradient came out inf where it is ~0."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        xp = xp_of(x)
+        safe = xp.where(x == 0, 1.0, x * math.pi).astype(x.dtype, copy=False)
+        return xp.where(x == 0, 1.0, xp.sin(safe) / safe).astype(x.dtype, copy=False)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        zero = x == 0
+        safe = x.masked_fill(zero, 1.0)
+        slope = ((safe * math.pi).cos() - Sinc.apply(safe)) / safe
+        return grad * slope.masked_fill(zero, 0.0)
+
+
 def sinc(input: Tensor) -> Tensor:
     """The normalized sinc, ``sin(pi x) / (pi x)``, 1 at 0 (integers give floats)."""
-    x = _as_float(input)
-    safe = (x * math.pi).masked_fill(x == 0, 1.0)
-    return (safe.sin() / safe).masked_fill(x == 0, 1.0)
+    return Sinc.apply(_as_float(input))
 
 
 def sinc_(input: Tensor) -> Tensor:
@@ -230,19 +251,22 @@ def frexp(input: Tensor):
 
 
 class NextAfter(Function):
-    """The next representable float after x towards y (no gradient)."""
+    """The next representable float after x towards y.  Gradients as PyTorch defines them:
+    x's passes through (the result is x, one step on) except where x == y (the result is
+    y itself there), and y gets 0."""
 
-    _marks_outputs = True
+    _name = "NextafterBackward0"
 
     @staticmethod
     def forward(ctx, x, y):
-        out = xp_of(x).nextafter(x, y)
-        ctx.mark_non_differentiable(out)
-        return out
+        ctx.save_for_backward(x, y)
+        return xp_of(x).nextafter(x, y)
 
     @staticmethod
     def backward(ctx, grad):
-        return None, None
+        x, y = ctx.saved_tensors
+        gy = grad * 0 if ctx._edges[1][0] is not None else None
+        return grad.where(x != y, 0.0), gy
 
 
 def nextafter(input: Tensor, other: Tensor) -> Tensor:

@@ -359,8 +359,8 @@ class Fmin(Fmax):
 
 class Xlogy(Function):
     """x * log(y) (x * log1p(y) with `log1p`: ``special.xlog1py``), with 0 where x == 0
-    unless y is nan.  Gradients: the same function of (x != 0, y) for x, so 0 where x is 0;
-    x / y (x / (1 + y)) for y."""
+    unless y is nan.  Gradients: log(y) (log1p(y)) for x, 0 where x is 0 and the log is
+    -inf or nan; x / y (x / (1 + y)) for y."""
 
     @staticmethod
     def forward(ctx, x, y, node_name=None, log1p=False):
@@ -379,10 +379,12 @@ class Xlogy(Function):
         gx = gy = None
         with np.errstate(all="ignore"):
             if ctx._edges[0][0] is not None:
-                # (a number y keeps grad's dtype)
-                indicator = (x != 0).to(grad.dtype)
-                gx = grad * (Xlogy.apply(indicator, y, ctx._name, True) if ctx.log1p
-                             else xlogy(indicator, y))
+                # PyTorch's rule: log(y) (log1p(y)) even where x is 0, but 0 there where
+                # y <= 0 (y <= -1), where the log is not a number or is -inf
+                if not isinstance(y, Tensor):   # (xlogy_ with a number)
+                    y = grad.new_full((), y)
+                slope = y.log1p() if ctx.log1p else y.log()
+                gx = grad * slope.where(~((x == 0) & (y <= (-1 if ctx.log1p else 0))), 0.0)
             if ctx._edges[1][0] is not None:
                 gy = grad * x / (1 + y) if ctx.log1p else grad * x / y
         return gx, gy

@@ -2,7 +2,12 @@
 
 PyTorch's rules: clamp passes the gradient where ``min <= x <= max`` (bounds included, NaN
 excluded); with tensor bounds a bound gets the gradient where it is the result (strictly
-past it); hardtanh passes it everywhere except at or past a bound (so NaN passes)."""
+past it); hardtanh passes it strictly inside its bounds (NaN gets 0).
+
+NOTE: PyTorch's hardtanh answers a NaN differently in its vectorized loop (0) and in its
+scalar loop for a tensor's last few elements (the gradient passes); ember follows the
+vectorized loop, what nearly every element of a real tensor sees, so the comparisons with
+PyTorch use 16 copies of the values (96 elements: no scalar tail)."""
 
 import math
 
@@ -15,10 +20,10 @@ NAN = math.nan
 X = [-1.0, 0.0, 0.5, 1.0, 2.0, NAN]
 
 
-def _grads(lib, f, n_bounds=0):
-    x = lib.tensor(X, dtype=lib.float64, requires_grad=True)
-    bounds = [lib.tensor([0.0] * 6, dtype=lib.float64, requires_grad=True),
-              lib.tensor([1.0] * 6, dtype=lib.float64, requires_grad=True)][:n_bounds]
+def _grads(lib, f, n_bounds=0, copies=1):
+    x = lib.tensor(X * copies, dtype=lib.float64, requires_grad=True)
+    bounds = [lib.tensor([0.0] * 6 * copies, dtype=lib.float64, requires_grad=True),
+              lib.tensor([1.0] * 6 * copies, dtype=lib.float64, requires_grad=True)][:n_bounds]
     f(lib, x, *bounds).sum().backward()
     return [None if t.grad is None else t.grad.tolist() for t in (x, *bounds)]
 
@@ -46,7 +51,7 @@ CASES = {
 def test_bound_gradients_match_pytorch(name):
     torch = pytest.importorskip("torch")
     f, n = CASES[name]
-    assert _grads(ember, f, n) == _grads(torch, f, n)
+    assert _grads(ember, f, n, copies=16) == _grads(torch, f, n, copies=16)
 
 
 def test_clamp_passes_the_gradient_at_the_bounds_not_at_nan():
@@ -64,11 +69,11 @@ def test_clamp_tensor_bounds_take_the_gradient_strictly_past_them():
     assert ghi == [0, 0, 0, 0, 1, 0]
 
 
-def test_hardtanh_gradient_is_zero_at_the_bounds_and_passes_nan():
-    assert _grads(ember, CASES["hardtanh"][0]) == [[0, 0, 1, 0, 0, 1]]
+def test_hardtanh_gradient_is_zero_at_the_bounds_and_at_nan():
+    assert _grads(ember, CASES["hardtanh"][0]) == [[0, 0, 1, 0, 0, 0]]
     x = ember.tensor([0.0, 3.0, 6.0, NAN], dtype=ember.float64, requires_grad=True)
     F.relu6(x).sum().backward()
-    assert x.grad.tolist()[:3] == [0.0, 1.0, 0.0] and x.grad.tolist()[3] == 1.0
+    assert x.grad.tolist() == [0.0, 1.0, 0.0, 0.0]
 
 
 def test_clamp_gradcheck_away_from_the_bounds():

@@ -1,0 +1,118 @@
+"""Parity with PyTorch at special values: the elementwise ops and their gradients at 0,
+-0, +-inf, NaN, the edges of piecewise functions and ties between operands, where a
+formula that is right in general can give inf - inf or 0 / 0.
+
+PyTorch itself answers some of these differently in its scalar loop and its vectorized
+one (a NaN's gradient in hardtanh, elu, hardswish); a point is compared only where its
+answer is the same for a 19-element tensor and for 40 copies of it.  Skipped when
+PyTorch is not installed."""
+
+from __future__ import annotations
+
+import itertools
+import warnings
+
+import numpy as np
+import pytest
+
+import ember
+
+torch = pytest.importorskip("torch")
+
+NAN, INF = float("nan"), float("inf")
+POINTS = [NAN, INF, -INF, -6.0, -3.0, -1.0, -0.5, -0.0, 0.0, 0.5, 1.0, 2.0, 3.0, 6.0, 20.0,
+          -20.0, 1e-30, -1e-30, 2.9999]
+UNARY = ["abs", "acos", "asin", "asinh", "atan", "atanh", "ceil", "cos", "cosh", "deg2rad",
+         "erf", "erfc", "exp", "exp2", "expm1", "floor", "frac", "log", "log10", "log1p",
+         "log2", "logit", "neg", "nan_to_num", "rad2deg", "reciprocal", "round", "rsqrt",
+         "sigmoid", "sign", "sin", "sinc", "sinh", "sqrt", "square", "tan", "tanh", "trunc",
+         "relu", "angle"]
+ACTIVATIONS = ["hardswish", "hardsigmoid", "hardtanh", "relu6", "elu", "celu", "selu",
+               "silu", "mish", "softplus", "logsigmoid", "softsign", "tanhshrink"]
+BINARY = ["add", "sub", "mul", "div", "pow", "atan2", "fmod", "remainder", "maximum",
+          "minimum", "fmax", "fmin", "hypot", "copysign", "xlogy", "logaddexp", "logaddexp2",
+          "nextafter", "float_power"]
+PAIR_POINTS = [NAN, INF, -INF, -2.0, -0.5, -0.0, 0.0, 0.5, 1.0, 2.0, 3.0]
+# (op, dtype): where the two disagree and ember keeps its answer
+KNOWN = {
+    # PyTorch's float32 GELU gives nan at +inf (its vectorized erf); ember inf, the limit
+    ("gelu", "float32"),
+}
+
+
+def _run(lib, fn, columns, dtype, reps):
+    """The output and the gradients (None where there is no gradient) of ``fn`` on
+    tensors holding `columns` repeated `reps` times, first copy only."""
+    tensors = [lib.tensor(np.array(c * reps, dtype), requires_grad=True) for c in columns]
+    out = fn(lib, *tensors)
+    values = [out.detach().numpy()[:len(columns[0])].astype(np.float64)]
+    if out.requires_grad:
+        out.backward(lib.ones_like(out))
+        values += [None if t.grad is None else t.grad.numpy()[:len(columns[0])]
+                   .astype(np.float64) for t in tensors]
+    return values
+
+
+def _same(a, b):
+    return np.isclose(a, b, rtol=2e-5, atol=1e-6, equal_nan=True)
+
+
+def _differences(name, fn, columns, labels, dtype):
+    theirs = [_run(torch, fn, columns, dtype, reps) for reps in (1, 40)]
+    ours = [_run(ember, fn, columns, dtype, reps) for reps in (1, 40)]
+    found = []
+    for k, what in enumerate(["value"] + [f"grad {i}" for i in range(len(columns))]):
+        t1, t40 = (t[k] if k < len(t) else None for t in theirs)
+        e1, e40 = (e[k] if k < len(e) else None for e in ours)
+        if t1 is None or e1 is None:
+            if (t1 is None) != (e1 is None):
+                found.append(f"{name} {dtype} {what}: PyTorch has one: {t1 is not None}")
+            continue
+        bad = _same(t1, t40) & ~(_same(e1, t1) & _same(e40, t40))
+        found += [f"{name} {dtype} {what} at {labels[i]}: ember {e40[i]}, PyTorch {t40[i]}"
+                  for i in np.nonzero(bad)[0][:3]]
+    return found
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_unary_ops_and_activations_at_special_values(dtype):
+    found = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for name in UNARY:
+            found += _differences(name, lambda lib, x, n=name: getattr(lib, n)(x), [POINTS],
+                                  POINTS, dtype)
+        for name in ACTIVATIONS + ["gelu"]:
+            if (name, dtype) in KNOWN:
+                continue
+            found += _differences(
+                name, lambda lib, x, n=name: getattr(lib.nn.functional, n)(x), [POINTS],
+                POINTS, dtype)
+        for name, call in [("threshold", lambda fn, x: fn.threshold(x, 1.0, 2.0)),
+                           ("hardshrink", lambda fn, x: fn.hardshrink(x, 0.5)),
+                           ("softshrink", lambda fn, x: fn.softshrink(x, 0.5)),
+                           ("leaky_relu", lambda fn, x: fn.leaky_relu(x, 0.1))]:
+            found += _differences(name, lambda lib, x, c=call: c(lib.nn.functional, x),
+                                  [POINTS], POINTS, dtype)
+    assert not found, "\n".join(found)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_binary_ops_at_special_values(dtype):
+    pairs = list(itertools.product(PAIR_POINTS, PAIR_POINTS))
+    columns = [[a for a, _ in pairs], [b for _, b in pairs]]
+    found = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for name in BINARY:
+            found += _differences(name, lambda lib, a, b, n=name: getattr(lib, n)(a, b),
+                                  columns, pairs, dtype)
+        for name, call in [("smooth_l1_loss", lambda fn, a, b: fn.smooth_l1_loss(
+                               a, b, reduction="none")),
+                           ("huber_loss", lambda fn, a, b: fn.huber_loss(
+                               a, b, reduction="none", delta=0.5)),
+                           ("l1_loss", lambda fn, a, b: fn.l1_loss(a, b, reduction="none")),
+                           ("mse_loss", lambda fn, a, b: fn.mse_loss(a, b, reduction="none"))]:
+            found += _differences(name, lambda lib, a, b, c=call: c(lib.nn.functional, a, b),
+                                  columns, pairs, dtype)
+    assert not found, "\n".join(found)

@@ -71,12 +71,11 @@ KNOWN_DIFFERENCES = [
     ("*_scatter * grad_fn_name", _COMPOSITE), ("dist * grad_fn_name", _COMPOSITE),
     ("renorm* grad_fn_name", _COMPOSITE), ("narrow_copy * grad_fn_name", _COMPOSITE),
     ("ldexp* grad_fn_name", _COMPOSITE), ("heaviside_ * grad_fn_name", _NO_NODE),
-    ("sinc* grad_fn_name", _COMPOSITE),
+    ("sinc_ * grad_fn_name", _COMPOSITE),
     *[(f"{op} * grad_fn_name", _COMPOSITE) for op in (
         "cholesky_inverse", "triangular_solve", "linalg.tensorinv", "vander", "chain_matmul")],
     ("triangular_solve * warning", "PyTorch's deprecation notice for triangular_solve"),
     ("chain_matmul * warning", "PyTorch's deprecation notice for chain_matmul"),
-    ("nextafter * requires_grad", _NO_NODE), ("nextafter * grad_fn", _NO_NODE),
     ("histogram * requires_grad", _NO_NODE), ("histogram * grad_fn", _NO_NODE),
     ("*trapezoid * grad_fn_name", _COMPOSITE), ("trapz * grad_fn_name", _COMPOSITE),
     ("ldexp* T(3, dtype=int64)) grad[[]0]*", "PyTorch computes 2**other in integers for the "

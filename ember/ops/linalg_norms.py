@@ -82,12 +82,14 @@ class VectorNorm(Function):
             # NOTE: at a zero norm the gradient is taken as zero (not nan), as in PyTorch.
             zero = const_like(norm._data == 0, norm)
             return x * (grad / (norm + zero))  # (one pass over x: the ratio is small)
-        sign = const_like(xp.sign(xd), x)
+        signs = xp.where(xd != xd, 0, xp.sign(xd))   # (sgn(nan) is 0, as in PyTorch)
+        sign = const_like(signs, x)
         if ord == 1:
             return grad * sign
         if ord in (math.inf, -math.inf):
+            # the gradient shared by the elements at the norm (none where it is nan)
             hit = xp.abs(xd) == norm._data
-            count = hit.sum(axis=ctx.dims, keepdims=True)
+            count = xp.maximum(hit.sum(axis=ctx.dims, keepdims=True), 1)
             return grad * sign * const_like(hit / count, x)
         # d/dx (sum |x|^p)^(1/p) = sign(x) |x|^(p-1) / norm^(p-1).
         # NOTE: zeros of x (their sign is 0) and zero norms (every |x|^(p-1) / norm^(p-1)
@@ -96,7 +98,7 @@ class VectorNorm(Function):
         nd = norm._data
         scale = ((x.abs() + const_like(xd == 0, x)).pow(ord - 1)
                  / (norm + const_like(nd == 0, norm)).pow(ord - 1))
-        return grad * const_like(xp.sign(xd) * (nd != 0), x) * scale
+        return grad * const_like(signs * (nd != 0), x) * scale
 
 
 @with_out("linalg.vector_norm")

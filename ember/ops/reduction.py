@@ -321,23 +321,28 @@ def _prod_of_others(x: Tensor, dims: tuple) -> Tensor:
     n = _count(shape, dims)
     flat = moved.reshape(outer + [1, n])
     xp = xp_of(x._data)
-    eye = xp.eye(n, dtype=x._data.dtype)
-    rows = flat * _const(1 - eye) + _const(eye)  # row k: the slice with x_k replaced by 1
+    off_diagonal = _const(~xp.eye(n, dtype=bool))
+    rows = flat.where(off_diagonal, 1.0)  # row k: the slice with x_k replaced by 1 (even inf)
     others = rows.prod(-1).reshape([shape[d] for d in order])
     inverse = [order.index(i) for i in range(len(shape))]
     return others.permute(inverse) if order != list(range(len(shape))) else others
 
 
 def _prod_of_others_values(x, dims):
-    """The same values as `_prod_of_others`, computed directly (for first-order use)."""
+    """The same values as `_prod_of_others`, computed directly (for first-order use): the
+    products of the elements before and after each one, so nothing is divided (a zero,
+    an inf or a nan elsewhere in the slice reaches only the others' products)."""
     xp = xp_of(x)
-    zero = x == 0
-    n_zero = zero.sum(axis=dims, keepdims=True)
-    safe = xp.where(zero, 1, x)
-    prod_nonzero = safe.prod(axis=dims, keepdims=True)
-    at_zero = xp.where(n_zero == 1, prod_nonzero, 0)
-    at_nonzero = xp.where(n_zero == 0, prod_nonzero / safe, 0)
-    return xp.where(zero, at_zero, at_nonzero).astype(x.dtype)
+    lead = x.ndim - len(dims)
+    moved = xp.moveaxis(x, dims, range(lead, x.ndim))   # the reduced dims last
+    flat = moved.reshape(moved.shape[:lead] + (-1,))
+    if flat.shape[-1] == 0:
+        return xp.zeros_like(x)
+    ones = xp.ones(flat.shape[:-1] + (1,), x.dtype)
+    before = xp.cumprod(xp.concatenate([ones, flat[..., :-1]], axis=-1), axis=-1)
+    after = xp.cumprod(xp.concatenate([ones, flat[..., :0:-1]], axis=-1), axis=-1)[..., ::-1]
+    others = (before * after).reshape(moved.shape)
+    return xp.moveaxis(others, range(lead, x.ndim), dims).astype(x.dtype, copy=False)
 
 
 class Prod(Function):
@@ -356,9 +361,11 @@ class Prod(Function):
         x, out = ctx.saved_tensors
         shape, dims, keepdim = ctx.shape, ctx.dims, ctx.keepdim
         g = _restore_reduced(grad, shape, dims, keepdim)
-        # NOTE: out / x is the product of the others only where no element is zero.
-        # (complex: the conjugate of the derivative, see ops/complex.py)
-        if not (x._data == 0).any():
+        # NOTE: out / x is the product of the others only where every element is finite
+        # and not zero (an inf or nan element would get inf / inf; PyTorch gives it the
+        # others' product).  (complex: the conjugate of the derivative, see ops/complex.py)
+        data = x._data
+        if xp_of(data).isfinite(data).all() and not (data == 0).any():
             return times_conj(g, _restore_reduced(out, shape, dims, keepdim) / x)
         if not STATE.enabled:
             return times_conj(g, _const(_prod_of_others_values(x._data, dims)))

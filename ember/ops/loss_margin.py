@@ -107,7 +107,8 @@ def multi_margin_loss(input: Tensor, target: Tensor, p: int = 1, margin: float =
         raise RuntimeError("target out of range")
     idx = _make(tgt[:, None])
     picked = x.gather(1, idx)
-    terms = (margin - picked + x).clamp_min(0)
+    # (relu, not clamp_min: no gradient where a term is exactly 0, as PyTorch's kernel)
+    terms = (margin - picked + x).relu()
     if p == 2:
         terms = terms * terms
     if weight is not None:
@@ -142,7 +143,7 @@ def multilabel_margin_loss(input: Tensor, target: Tensor, size_average=None, red
     counts = hits.sum(axis=1).astype(x._data.dtype)
     is_target = counts > 0
     # hinge[n, j, k] = max(0, 1 - x[n, j] + x[n, k])
-    hinge = (1 - x.unsqueeze(2) + x.unsqueeze(1)).clamp_min(0)
+    hinge = (1 - x.unsqueeze(2) + x.unsqueeze(1)).relu()   # (as multi_margin_loss)
     pair = (counts[:, :, None] * (~is_target)[:, None, :]).astype(x._data.dtype)
     loss = (hinge * _make(pair)).sum((1, 2)) / c
     if input.dim() <= 1:

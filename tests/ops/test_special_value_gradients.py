@@ -107,3 +107,14 @@ def test_one_and_max_norm_gradients_of_a_row_holding_nan():
     np.testing.assert_array_equal(g_inf, [[0.0, 0.0, 0.0, 0.0]])  # no element is the nan norm
     (g_tie,) = _grads(lambda x: ember.linalg.vector_norm(x, INF, dim=1), [[3.0, -3.0, 1.0]])
     np.testing.assert_array_equal(g_tie, [[0.5, -0.5, 0.0]])
+
+
+def test_margin_losses_give_no_gradient_where_a_hinge_is_exactly_zero():
+    # target class 2 scores 3: class 1's hinge 1 - 3 + 2 is 0 (on the kink), class 0's -1
+    x = ember.tensor([[1.0, 2.0, 3.0], [3.0, 3.0, 3.0]], requires_grad=True)
+    ember.nn.functional.multi_margin_loss(x, ember.tensor([2, 0])).backward()
+    np.testing.assert_allclose(x.grad.numpy(), [[0, 0, 0], [-1 / 3, 1 / 6, 1 / 6]], rtol=1e-6)
+    x.grad = None
+    ember.nn.functional.multilabel_margin_loss(
+        x, ember.tensor([[2, -1, 0], [0, -1, 0]])).backward()
+    np.testing.assert_allclose(x.grad.numpy(), [[0, 0, 0], [-1 / 3, 1 / 6, 1 / 6]], rtol=1e-6)

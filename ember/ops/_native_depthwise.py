@@ -167,6 +167,23 @@ def _correlate(x, w, out, sh, sw, dh, dw, lo_h, lo_w):
                     acc[p] = (w0 * r0[p] + w1 * r0[p + 1] + w2 * r0[p + 2]
                               + w3 * r1[p] + w4 * r1[p + 1] + w5 * r1[p + 2]
                               + w6 * r2[p] + w7 * r2[p + 1] + w8 * r2[p + 2])
+            elif kh == 3 and kw == 3 and sh == 2 and sw == 2 and dh == 1 and dw == 1:
+                # stride 2 (MobileNet's downsampling): the nine taps read four phase
+                # planes, (even, odd) rows x (even, odd) columns, the third tap of a row or
+                # column one step on in the first phase; all in one pass (0.32-0.41 ms a
+                # pass a tap, (8, 64, 32, 32) float32 forward)
+                f = w[c]
+                w0, w1, w2 = f[0, 0], f[0, 1], f[0, 2]
+                w3, w4, w5 = f[1, 0], f[1, 1], f[1, 2]
+                w6, w7, w8 = f[2, 0], f[2, 1], f[2, 2]
+                size = height * width
+                ee, eo = flat, flat[size:]
+                oe, oo = flat[2 * size:], flat[3 * size:]
+                ee_down, eo_down = flat[width:], flat[size + width:]
+                for p in range(span):
+                    acc[p] = (w0 * ee[p] + w1 * eo[p] + w2 * ee[p + 1]
+                              + w3 * oe[p] + w4 * oo[p] + w5 * oe[p + 1]
+                              + w6 * ee_down[p] + w7 * eo_down[p] + w8 * ee_down[p + 1])
             else:
                 # at stride 1 a row's taps are dw apart: a row of 5 or 7 (EfficientNet's and
                 # ConvNeXt's filters) is one pass (7x7: 1.5-1.7x faster than a pass a tap,

@@ -236,19 +236,28 @@ def sub(input, other, *, alpha=1, out=None) -> Tensor:
         result = direct(operator.sub, input, other)
         if result is not None:
             return result
-    if isinstance(input, Tensor) and input.dtype is dtypes.bool:
-        raise RuntimeError(
-            "Subtraction, the `-` operator, with a bool tensor is not supported. If you are "
-            "trying to invert a mask, use the `~` or `logical_not()` operator instead."
-        )
+    _no_bool_subtraction(input, other)
     a, b = promote("sub", input, _scaled(other, alpha))
     # `number - tensor` (the reflected operator) is PyTorch's rsub
     result = (Sub if isinstance(a, Tensor) else RsubScalar).apply(a, b)
     return result if out is None else _into("sub", result, out)
 
 
+def _no_bool_subtraction(*operands) -> None:
+    """PyTorch's RuntimeError when either side of a subtraction is a bool tensor or a
+    Python bool."""
+    for operand in operands:
+        if (operand.dtype is dtypes.bool if isinstance(operand, Tensor)
+                else isinstance(operand, bool)):
+            raise RuntimeError(
+                "Subtraction, the `-` operator, with a bool tensor is not supported. If you "
+                "are trying to invert a mask, use the `~` or `logical_not()` operator "
+                "instead.")
+
+
 def rsub(input, other, *, alpha=1) -> Tensor:
     """``other - alpha * input``."""
+    _no_bool_subtraction(input, other)
     a, b = promote("rsub", other, _scaled(input, alpha))
     return (Rsub if isinstance(a, Tensor) else RsubScalar).apply(a, b)
 
@@ -325,6 +334,7 @@ def add_(input: Tensor, other, *, alpha=1) -> Tensor:
 
 def sub_(input: Tensor, other, *, alpha=1) -> Tensor:
     """In-place ``input -= alpha * other``."""
+    _no_bool_subtraction(input, other)
     return SubInplace.apply(input, inplace_operand("sub_", input, _scaled(other, alpha)))
 
 
@@ -424,7 +434,8 @@ def _power(x, y):
         if (type(x) is np.ndarray and x.dtype.char in "fd" and type(y) in (int, float)
                 and y in _SCALAR_POWERS):
             return _SCALAR_POWERS[y](x)
-        if isinstance(y, (bool, int, float)) or y.dtype.kind not in "iu" or not (y < 0).any():
+        if (isinstance(y, (bool, int, float, complex)) or y.dtype.kind not in "iu"
+                or not (y < 0).any()):
             return _same_dtype(xp.power(x, y), x, y)
         base = x if not isinstance(x, (bool, int)) else xp.asarray(x, dtype=y.dtype)
         out = xp.power(base, xp.abs(y))
@@ -652,9 +663,10 @@ reciprocal, reciprocal_ = op_pair(
 
 
 def _check_divisor(kernel: str, a, b) -> None:
-    """Bool operands are refused; integer division by zero raises, as in PyTorch."""
+    """Bool and complex operands are refused; integer division by zero raises, as in
+    PyTorch."""
     d = a.dtype if isinstance(a, Tensor) else b.dtype
-    if d is dtypes.bool:
+    if d is dtypes.bool or d.is_complex:
         raise unsupported(kernel, d)
     if _is_integral(d):
         zero = (b == 0) if not isinstance(b, Tensor) else bool((b._data == 0).any())

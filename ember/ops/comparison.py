@@ -172,15 +172,24 @@ BitwiseNotInplace = inplace_form(BitwiseNot)
 # public functions
 
 
+def _ordered(op: str, cls, a) -> None:
+    """PyTorch's error for an order comparison (lt, le, gt, ge) in a complex dtype."""
+    if cls in _ORDERS and isinstance(a, Tensor) and a.dtype.is_complex:
+        raise unsupported(op + "_cpu", a.dtype)
+
+
 def _promoted(op: str, cls, input, other):
     check_broadcast(input, other)
-    return cls.apply(*promote(op, input, other))
+    a, b = promote(op, input, other)
+    _ordered(op, cls, a)
+    return cls.apply(a, b)
 
 
 def _promoted_(op: str, cls, input: Tensor, other):
     # The comparison runs in the promoted dtype; only its 0/1 result is written into `input`.
     check_inplace_shape(input, other)
     target, other = promote(op, input, other)
+    _ordered(op, cls, target)
     if target is input:
         return cls.apply(input, other)
     return input.copy_(cls.apply(target.detach(), other))
@@ -190,6 +199,7 @@ def _comparison(cls, name: str, doc: str):
     return binary_pair(cls, name, doc, _promoted, _promoted_, inplace=_inplace_form(cls))
 
 
+_ORDERS = (Lt, Le, Gt, Ge)
 eq, eq_ = _comparison(Eq, "eq", "``input == other`` elementwise, as a bool tensor.")
 ne, ne_ = _comparison(Ne, "ne", "``input != other`` elementwise.")
 lt, lt_ = _comparison(Lt, "lt", "``input < other`` elementwise.")

@@ -425,7 +425,10 @@ def _binary_(op: str, input: Tensor, other):
 def atan2(input, other) -> Tensor:
     """The angle of the point (other, input), i.e. atan(input / other) in the right quadrant."""
     _tensors("atan2", input, other)
-    return Atan2.apply(*_binary("atan2", input, other, floats=True))
+    a, b = _binary("atan2", input, other, floats=True)
+    if a.dtype.is_complex:
+        raise unsupported("atan2_cpu", a.dtype)
+    return Atan2.apply(a, b)
 
 
 def atan2_(input: Tensor, other) -> Tensor:
@@ -457,9 +460,13 @@ def hypot_(input: Tensor, other) -> Tensor:
 
 
 def _of_two_tensors(op: str, cls, input: Tensor, other: Tensor) -> Tensor:
-    """Apply `cls` to two tensors (numbers are refused) in their promoted dtype."""
+    """Apply `cls` to two tensors (numbers are refused) in their promoted dtype, which
+    may not be complex (no order)."""
     _tensors(op, input, other)
-    return cls.apply(*_binary(op, input, other))
+    a, b = _binary(op, input, other)
+    if a.dtype.is_complex:
+        raise RuntimeError(f"{op} not implemented for complex tensors.")
+    return cls.apply(a, b)
 
 
 maximum, minimum, fmax, fmin = (
@@ -554,6 +561,8 @@ ClampTensorInplace = inplace_form(ClampTensor)
 
 
 def _clamp_operands(op: str, input: Tensor, min, max, inplace: bool):  # noqa: A002
+    if isinstance(input, Tensor) and input.dtype.is_complex:
+        raise NotImplementedError("clamp is not supported for complex types")
     if min is None and max is None:
         raise RuntimeError(f"torch.{op.rstrip('_')}: At least one of 'min' or 'max' must not "
                            "be None")

@@ -9,6 +9,7 @@ from __future__ import annotations
 import itertools
 
 from .._core import dtype as dtypes
+from .._core.grad_mode import no_grad
 from .._core.tensor import Tensor
 from ._util import result_type, wrap_dim
 from .creation import zeros
@@ -137,8 +138,13 @@ def renorm(input: Tensor, p: float, dim: int, maxnorm: float) -> Tensor:
         raise RuntimeError(f"renorm: expected maxnorm to be >= 0 but got {maxnorm}")
     dim = wrap_dim(dim, input.dim())
     others = tuple(d for d in range(input.dim()) if d != dim)
-    norms = vector_norm(input, p, others, keepdim=True)
-    factor = (maxnorm / (norms + 1e-7)).masked_fill(norms <= maxnorm, 1.0)
+    # Only the slices whose norm exceeds maxnorm are scaled (a nan norm does not): their
+    # norms are taken of the input with every other slice zeroed, so that an unscaled
+    # slice's nan or inf cannot reach the gradient through its norm.
+    with no_grad():
+        keep = ~(vector_norm(input, p, others, keepdim=True) > maxnorm)
+    norms = vector_norm(input.masked_fill(keep, 0.0), p, others, keepdim=True)
+    factor = (maxnorm / (norms + 1e-7)).masked_fill(keep, 1.0)
     return input * factor
 
 

@@ -168,3 +168,60 @@ def _rows_run(lib, fn, dtype):
     out = fn(lib, x)
     out.backward(lib.ones_like(out))
     return out.detach().numpy().astype(np.float64), x.grad.numpy().astype(np.float64)
+
+
+IMAGE = [[[[1.0, NAN, 3.0, 4.0], [5.0, 6.0, INF, 8.0], [9.0, 9.0, -INF, 12.0],
+           [13.0, 14.0, 15.0, 16.0]],
+          [[2.0, 2.0, 2.0, 2.0], [2.0, 2.0, 2.0, 2.0], [0.0, 0.0, 0.0, 0.0],
+           [-1.0, -1.0, 5.0, 5.0]]]]
+LAYERS = {
+    "max_pool2d": lambda lib, x: lib.nn.functional.max_pool2d(x, 2),
+    "max_pool2d 3x3/1": lambda lib, x: lib.nn.functional.max_pool2d(x, 3, 1, 1),
+    "max_pool2d ceil": lambda lib, x: lib.nn.functional.max_pool2d(x, 3, 2, ceil_mode=True),
+    "avg_pool2d": lambda lib, x: lib.nn.functional.avg_pool2d(x, 3, 1, 1),
+    "avg_pool2d no pad count": lambda lib, x: lib.nn.functional.avg_pool2d(
+        x, 3, 1, 1, count_include_pad=False),
+    "adaptive_max_pool2d": lambda lib, x: lib.nn.functional.adaptive_max_pool2d(x, 3),
+    "adaptive_avg_pool2d": lambda lib, x: lib.nn.functional.adaptive_avg_pool2d(x, 3),
+    "lp_pool2d": lambda lib, x: lib.nn.functional.lp_pool2d(x, 2, 2),
+    "bilinear": lambda lib, x: lib.nn.functional.interpolate(x, scale_factor=2,
+                                                             mode="bilinear"),
+    "nearest": lambda lib, x: lib.nn.functional.interpolate(x, size=(3, 5)),
+    "bicubic": lambda lib, x: lib.nn.functional.interpolate(x, size=(5, 5), mode="bicubic",
+                                                            align_corners=True),
+    "batch_norm": lambda lib, x: lib.nn.functional.batch_norm(x, None, None, training=True),
+    "instance_norm": lambda lib, x: lib.nn.functional.instance_norm(x),
+    "group_norm": lambda lib, x: lib.nn.functional.group_norm(x, 2),
+    "layer_norm": lambda lib, x: lib.nn.functional.layer_norm(x, (4, 4)),
+    "local_response_norm": lambda lib, x: lib.nn.functional.local_response_norm(x, 2),
+    "softmax over channels": lambda lib, x: lib.softmax(x, 1),
+    "conv2d": lambda lib, x: lib.nn.functional.conv2d(x, lib.ones(1, 2, 2, 2,
+                                                                  dtype=x.dtype)),
+    "pad replicate": lambda lib, x: lib.nn.functional.pad(x, (1, 2, 1, 0), mode="replicate"),
+    "pad circular": lambda lib, x: lib.nn.functional.pad(x, (1, 2, 1, 0), mode="circular"),
+    "cummin": lambda lib, x: x.cummin(3)[0],
+    "renorm": lambda lib, x: x.renorm(2, 1, 5.0),
+    "cosine_similarity": lambda lib, x: lib.nn.functional.cosine_similarity(x, x.flip(3),
+                                                                            dim=3),
+}
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_layers_on_an_image_holding_special_values(dtype):
+    found = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for name, fn in LAYERS.items():
+            theirs, ours = (_image_run(lib, fn, dtype) for lib in (torch, ember))
+            for what, a, b in zip(("value", "grad"), ours, theirs):
+                bad = ~np.isclose(a, b, rtol=1e-4, atol=1e-5, equal_nan=True)
+                found += [f"{name} {dtype} {what} at {tuple(i)}: ember {a[tuple(i)]}, "
+                          f"PyTorch {b[tuple(i)]}" for i in np.argwhere(bad)[:3]]
+    assert not found, "\n".join(found)
+
+
+def _image_run(lib, fn, dtype):
+    x = lib.tensor(np.array(IMAGE, dtype), requires_grad=True)
+    out = fn(lib, x)
+    out.backward(lib.ones_like(out))
+    return out.detach().numpy().astype(np.float64), x.grad.numpy().astype(np.float64)

@@ -118,3 +118,13 @@ def test_margin_losses_give_no_gradient_where_a_hinge_is_exactly_zero():
     ember.nn.functional.multilabel_margin_loss(
         x, ember.tensor([[2, -1, 0], [0, -1, 0]])).backward()
     np.testing.assert_allclose(x.grad.numpy(), [[0, 0, 0], [-1 / 3, 1 / 6, 1 / 6]], rtol=1e-6)
+
+
+def test_renorm_leaves_a_slice_with_a_nan_norm_and_its_gradient_alone():
+    x = ember.tensor([[NAN, 1.0], [3.0, 4.0], [0.3, 0.4]], requires_grad=True)
+    y = x.renorm(2, 0, 1.0)   # row 0's norm is nan (not > 1): kept; row 1 scaled to 1
+    np.testing.assert_allclose(y.detach().numpy()[1:], [[0.6, 0.8], [0.3, 0.4]], rtol=1e-5)
+    assert np.isnan(y.detach().numpy()[0, 0]) and y.detach().numpy()[0, 1] == 1.0
+    y.backward(ember.ones_like(y))
+    np.testing.assert_array_equal(x.grad.numpy()[0], [1.0, 1.0])
+    np.testing.assert_array_equal(x.grad.numpy()[2], [1.0, 1.0])

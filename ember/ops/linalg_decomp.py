@@ -18,6 +18,7 @@ import numpy as np
 from .._core.function import Function
 from .._core.grad_mode import STATE
 from .._core.tensor import Tensor, _make
+from . import _lapack_info
 from .linalg import (
     _short, const_like, diag_embed, diagonal, eye_like, matmul, mH, mT, no_complex_grad, tril,
     unsqueeze_last,
@@ -70,6 +71,58 @@ def _lapack(op: str, what: str, fn, *args, **kwargs):
 
 
 _SINGULAR = "The input matrix is singular, the computation could not be completed."
+_NOT_POSITIVE = ("The factorization could not be completed because the input is not "
+                 "positive-definite")
+
+
+def _failures(A, factor, find) -> np.ndarray | None:
+    """Each matrix's LAPACK info for the factorization `factor` (NumPy's inv or cholesky)
+    of the batch `A` (an int32 array of the batch's shape: `find`'s position where one
+    failed, else 0), or None for arrays that are not NumPy's.  Each matrix is tried on
+    its own: `find`'s own arithmetic may round differently from LAPACK's, so it only
+    places a failure that LAPACK reported (at the last position if it finds none)."""
+    if type(A) is not np.ndarray:
+        return None
+    flat = A.reshape((-1,) + A.shape[-2:])
+    info = np.zeros(len(flat), np.int32)
+    for i, m in enumerate(flat):
+        try:
+            factor(m)
+        except np.linalg.LinAlgError:
+            info[i] = find(m) or m.shape[-1]
+    return info.reshape(A.shape[:-2])
+
+
+def _failure_error(op: str, A, info, what) -> LinAlgError:
+    """PyTorch's error for the first failed matrix of `A` (`what(position)` says why),
+    naming its batch element when `A` is a batch; the generic one without `info`."""
+    first = None if info is None else _lapack_info.first_failure(info)
+    if first is None:
+        return LinAlgError(f"{op}: {what(None)}")
+    element, position = first
+    prefix = f"(Batch element {element}): " if A.ndim > 2 else ""
+    return LinAlgError(f"{op}: {prefix}{what(position)}")
+
+
+def _singular(position) -> str:
+    if position is None:
+        return _SINGULAR
+    return (f"The diagonal element {position} is zero, the inversion could not be completed "
+            "because the input matrix is singular.")
+
+
+def _not_positive(position) -> str:
+    if position is None:
+        return _NOT_POSITIVE + "."
+    return f"{_NOT_POSITIVE} (the leading minor of order {position} is not positive-definite)."
+
+
+def _without_failures(A: Tensor, info) -> tuple:
+    """(`A` with its failed matrices, those whose `info` is nonzero, swapped for identity
+    matrices, a bool tensor marking them (broadcastable to A)): the factorization then
+    runs on the whole batch, and gradients reach the matrices that succeeded."""
+    failed = _make(np.asarray(info != 0)[..., None, None])
+    return A.where(~failed, eye_like(A.shape[-1], A)), failed
 
 
 # ---------------------------------------------------------------------------
@@ -81,7 +134,12 @@ class Inv(Function):
 
     @staticmethod
     def forward(ctx, A):
-        out = _lapack("linalg.inv", _SINGULAR, xp_of(A).linalg.inv, A)
+        xp = xp_of(A)
+        try:
+            out = xp.linalg.inv(A)
+        except np.linalg.LinAlgError:
+            info = _failures(A, np.linalg.inv, _lapack_info.zero_pivot)
+            raise _failure_error("linalg.inv", A, info, _singular) from None
         ctx.save_for_backward(out)
         return out
 
@@ -101,22 +159,19 @@ def inv(A: Tensor) -> Tensor:
 
 @with_out("linalg.inv_ex")
 def inv_ex(A: Tensor, *, check_errors: bool = False):
-    """``inv`` that reports failure in `info` (nonzero for a singular matrix) instead of raising.
-
-    Returns ``(inverse, info)``.
-    """
+    """``inv`` that reports failure in `info` instead of raising: ``(inverse, info)``, `info`
+    per matrix the 1-based index of the first zero pivot of its LU factorization (0 where
+    it is invertible, as LAPACK's getrf).  A failed matrix's inverse is nan."""
     _check_square("linalg.inv_ex", A)
     xp = xp_of(A._data)
-    info_shape = tuple(A.shape[:-2])
     try:
-        result = Inv.apply(A)
-        info = xp.zeros(info_shape, dtype=np.int32)
+        return linalg_inv_ex(Inv.apply(A), _make(xp.zeros(A.shape[:-2], dtype=np.int32)))
     except LinAlgError:
-        if check_errors:
+        info = _failures(A._data, np.linalg.inv, _lapack_info.zero_pivot)
+        if check_errors or info is None:
             raise
-        result = _make(xp.full(A._data.shape, np.nan, dtype=A._data.dtype))
-        info = xp.ones(info_shape, dtype=np.int32)
-    return linalg_inv_ex(result, _make(info))
+    fixed, failed = _without_failures(A, info)
+    return linalg_inv_ex(Inv.apply(fixed).masked_fill(failed, float("nan")), _make(info))
 
 
 class Det(Function):
@@ -289,9 +344,11 @@ class Cholesky(Function):
 
     @staticmethod
     def forward(ctx, A):
-        msg = ("The factorization could not be completed because the input is not "
-               "positive-definite.")
-        out = _lapack("linalg.cholesky", msg, xp_of(A).linalg.cholesky, A)
+        try:
+            out = xp_of(A).linalg.cholesky(A)
+        except np.linalg.LinAlgError:
+            info = _failures(A, np.linalg.cholesky, _lapack_info.failed_minor)
+            raise _failure_error("linalg.cholesky", A, info, _not_positive) from None
         ctx.save_for_backward(out)
         return out
 
@@ -319,19 +376,23 @@ def cholesky(A: Tensor, *, upper: bool = False) -> Tensor:
 
 @with_out("linalg.cholesky_ex")
 def cholesky_ex(A: Tensor, *, upper: bool = False, check_errors: bool = False):
-    """``cholesky`` reporting failure in `info` instead of raising: ``(L, info)``."""
+    """``cholesky`` reporting failure in `info` instead of raising: ``(L, info)``, `info` per
+    matrix the order of its first leading minor that is not positive-definite (0 where
+    the factorization succeeds, as LAPACK's potrf).  A failed matrix's factor is zeros."""
     _check_square("linalg.cholesky_ex", A)
     xp = xp_of(A._data)
-    info_shape = tuple(A.shape[:-2])
     try:
         L = cholesky(A, upper=upper)
-        info = xp.zeros(info_shape, dtype=np.int32)
+        return linalg_cholesky_ex(L, _make(xp.zeros(A.shape[:-2], dtype=np.int32)))
     except LinAlgError:
-        if check_errors:
+        # (an upper factor reads the upper triangle: the lower one of A's conjugate transpose)
+        data = A._data if not upper else np.conj(np.swapaxes(A._data, -1, -2))
+        info = _failures(data, np.linalg.cholesky, _lapack_info.failed_minor)
+        if check_errors or info is None:
             raise
-        L = _make(xp.zeros(A._data.shape, dtype=A._data.dtype))
-        info = xp.ones(info_shape, dtype=np.int32)
-    return linalg_cholesky_ex(L, _make(info))
+    fixed, failed = _without_failures(A, info)
+    return linalg_cholesky_ex(cholesky(fixed, upper=upper).masked_fill(failed, 0.0),
+                              _make(info))
 
 
 def legacy_cholesky(input: Tensor, upper: bool = False) -> Tensor:

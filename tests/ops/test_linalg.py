@@ -310,12 +310,44 @@ def test_singular_and_not_positive_definite_errors():
                                            "input. Got Long"):
         ember.linalg.det(ember.ones(3, 3, dtype=ember.int64))
     inverse, info = ember.linalg.inv_ex(singular)
-    assert info.item() == 1 and info.dtype is ember.int32
+    # (LAPACK's getrf, as PyTorch: the 1-based index of the first zero pivot)
+    assert info.item() == 2 and info.dtype is ember.int32
     L, info = ember.linalg.cholesky_ex(-ember.eye(3))
     assert info.item() == 1
     L, info = ember.linalg.cholesky_ex(ember.tensor(spd(3)))
     assert info.item() == 0
     assert_close(L @ L.transpose(-2, -1), spd_like(L))
+
+
+
+def test_failures_name_the_batch_element_and_position_as_lapack_reports_them():
+    singular = [[1.0, 2.0], [2.0, 4.0]]
+    batch = ember.tensor([[[1.0, 0.0], [0.0, 1.0]], singular, [[0.0, 1.0], [1.0, 0.0]]])
+    with pytest.raises(ember.linalg.LinAlgError, match=r"linalg.inv: \(Batch element 1\): "
+                       "The diagonal element 2 is zero, the inversion could not be completed "
+                       "because the input matrix is singular."):
+        ember.linalg.inv(batch)
+    with pytest.raises(ember.linalg.LinAlgError, match=r"linalg.cholesky: \(Batch element 1\): "
+                       r"The factorization could not be completed because the input is not "
+                       r"positive-definite \(the leading minor of order 2 is not "
+                       r"positive-definite\)."):
+        ember.linalg.cholesky(batch)
+    inverse, info = ember.linalg.inv_ex(batch)
+    assert info.tolist() == [0, 2, 0]
+    assert inverse[0].tolist() == [[1, 0], [0, 1]] and inverse[2].tolist() == [[0, 1], [1, 0]]
+    assert np.isnan(inverse[1].numpy()).all()
+    assert ember.linalg.cholesky_ex(batch).info.tolist() == [0, 2, 1]
+    assert ember.linalg.inv_ex(ember.zeros(3, 3)).info.item() == 1
+    minor_2 = ember.tensor([[4.0, 2.0, 0.0], [2.0, 1.0, 0.0], [0.0, 0.0, 1.0]])
+    assert ember.linalg.cholesky_ex(minor_2).info.item() == 2
+    # the matrices that succeeded keep their gradients
+    a = ember.tensor([[[2.0, 1.0], [1.0, 3.0]], singular], dtype=ember.float64,
+                     requires_grad=True)
+    ember.linalg.inv_ex(a).inverse[0].sum().backward()
+    want = -np.linalg.inv([[2.0, 1.0], [1.0, 3.0]]).T @ np.ones((2, 2)) @ np.linalg.inv(
+        [[2.0, 1.0], [1.0, 3.0]]).T
+    np.testing.assert_allclose(a.grad.numpy()[0], want)
+    assert a.grad.numpy()[1].tolist() == [[0, 0], [0, 0]]
 
 
 def spd_like(L):

@@ -12,12 +12,18 @@ from __future__ import annotations
 import math
 from collections import namedtuple
 
+import numpy as np
+
 from .._core import dtype as dtypes
 from .._core.function import Function
-from .._core.tensor import Tensor
+from .._core.tensor import Tensor, _make
 from .joining import cat
 from .linalg import _short, eye_like, matmul, mH
-from .linalg_decomp import _check_square, inv, multi_dot, solve, solve_triangular
+from . import _lapack_info
+from .linalg_decomp import (
+    LinAlgError, _check_square, _failures, _without_failures, inv, multi_dot, solve,
+    solve_triangular,
+)
 from ._util import xp_of
 
 triangular_solve_result = namedtuple("triangular_solve", ["solution", "cloned_coefficient"])
@@ -132,11 +138,21 @@ def triangular_solve(b: Tensor, A: Tensor, upper: bool = True, transpose: bool =
 
 
 def solve_ex(A: Tensor, B: Tensor, *, left: bool = True, check_errors: bool = False):
-    """``linalg.solve`` returning ``(result, info)``; info is 0 for each solved system
-    (a singular system raises, as ember has no error codes to return)."""
-    result = solve(A, B, left=left)
-    info = A.new_zeros(tuple(A.shape[:-2]), dtype=dtypes.int32)
-    return linalg_solve_ex(result, info)
+    """``linalg.solve`` returning ``(result, info)`` instead of raising: `info` per matrix of
+    `A` the 1-based index of the first zero pivot of its LU factorization (0 where the
+    system was solved, as LAPACK's getrf); a singular system's result is nan."""
+    try:
+        result = solve(A, B, left=left)
+        return linalg_solve_ex(result, A.new_zeros(tuple(A.shape[:-2]), dtype=dtypes.int32))
+    except LinAlgError:
+        info = _failures(A._data, np.linalg.inv, _lapack_info.zero_pivot)
+        if check_errors or info is None:
+            raise
+    fixed, failed = _without_failures(A, info)
+    result = solve(fixed, B, left=left)
+    if B.dim() < A.dim():   # (a batch of vectors: one value fewer per matrix)
+        failed = failed.squeeze(-1)
+    return linalg_solve_ex(result.masked_fill(failed, float("nan")), _make(info))
 
 
 def tensorinv(A: Tensor, ind: int = 2) -> Tensor:

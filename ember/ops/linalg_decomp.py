@@ -117,6 +117,10 @@ def _not_positive(position) -> str:
     return f"{_NOT_POSITIVE} (the leading minor of order {position} is not positive-definite)."
 
 
+def _solver_failed(position) -> str:
+    return "The solver failed because the input matrix is singular."
+
+
 def _without_failures(A: Tensor, info) -> tuple:
     """(`A` with its failed matrices, those whose `info` is nonzero, swapped for identity
     matrices, a bool tensor marking them (broadcastable to A)): the factorization then
@@ -275,8 +279,11 @@ class Solve(Function):
 
     @staticmethod
     def forward(ctx, A, B):
-        msg = "The solver failed because the input matrix is singular."
-        out = _lapack("torch.linalg.solve", msg, _solve_arrays, A, B)
+        try:
+            out = _solve_arrays(A, B)
+        except np.linalg.LinAlgError:
+            info = _failures(A, np.linalg.inv, _lapack_info.zero_pivot)
+            raise _failure_error("torch.linalg.solve", A, info, _solver_failed) from None
         ctx.save_for_backward(A, out)
         return out
 

@@ -337,6 +337,15 @@ def test_failures_name_the_batch_element_and_position_as_lapack_reports_them():
     assert inverse[0].tolist() == [[1, 0], [0, 1]] and inverse[2].tolist() == [[0, 1], [1, 0]]
     assert np.isnan(inverse[1].numpy()).all()
     assert ember.linalg.cholesky_ex(batch).info.tolist() == [0, 2, 1]
+    with pytest.raises(ember.linalg.LinAlgError, match=r"torch.linalg.solve: \(Batch element "
+                       r"1\): The solver failed because the input matrix is singular."):
+        ember.linalg.solve(batch, ember.ones(3, 2))
+    solved, info = ember.linalg.solve_ex(batch, ember.ones(3, 2))   # (no exception)
+    assert info.tolist() == [0, 2, 0] and solved[0].tolist() == [1, 1]
+    assert solved[2].tolist() == [1, 1] and np.isnan(solved[1].numpy()).all()
+    assert ember.linalg.solve_ex(batch, ember.ones(3, 2, 1)).result.shape == (3, 2, 1)
+    with pytest.raises(ember.linalg.LinAlgError):
+        ember.linalg.solve_ex(batch, ember.ones(3, 2), check_errors=True)
     assert ember.linalg.inv_ex(ember.zeros(3, 3)).info.item() == 1
     minor_2 = ember.tensor([[4.0, 2.0, 0.0], [2.0, 1.0, 0.0], [0.0, 0.0, 1.0]])
     assert ember.linalg.cholesky_ex(minor_2).info.item() == 2

@@ -159,6 +159,9 @@ from .ops.linalg_decomp import legacy_qr as qr
 from .ops.linalg_decomp import legacy_slogdet as slogdet
 from .ops.linalg_svd import legacy_svd as svd
 from .ops.linalg_svd import pinverse
+from .ops.linalg_lu import legacy_lu as lu
+from .ops.linalg_lu import legacy_lu_solve as lu_solve
+from .ops.linalg_lu import lu_unpack
 
 # --- random (random.py, ops/sampling.py) ---
 from .ops.sampling import (

@@ -16,7 +16,7 @@ from .ops import linalg_norms, reduction_stats, sorting
 from .ops import arithmetic_fused, comparison, elementwise, elementwise_special
 from .ops import combining, elementwise_binary, gamma, shape_inplace, signal, statistics
 from .ops import complex as complex_ops
-from .ops import linalg, linalg_composite, linalg_decomp, linalg_svd
+from .ops import linalg, linalg_composite, linalg_decomp, linalg_lu, linalg_svd
 from .ops import stft as stft_ops
 from .ops import activation, sampling, sparse_coo
 from .ops import bessel
@@ -239,6 +239,8 @@ METHODS = _table(
         "slogdet": linalg_decomp.legacy_slogdet,
         "inverse": linalg_decomp.inv,
         "cholesky": linalg_decomp.legacy_cholesky,
+        "lu": linalg_lu.legacy_lu,
+        "lu_solve": linalg_lu.legacy_lu_solve,
         "qr": linalg_decomp.legacy_qr,
         "svd": linalg_svd.legacy_svd,
         "softmax": activation.softmax_fn,

@@ -154,6 +154,22 @@ def _np_expm(a):
     return out.real.astype(a.dtype)
 
 
+def _np_lu_packed(a):
+    """LAPACK's packed LU with partial pivoting, one matrix at a time, written plainly
+    (the reference for ops/linalg_lu.py)."""
+    a = np.array(a, dtype=np.float64)
+    out = a.reshape((-1,) + a.shape[-2:]).copy()
+    for m in out:
+        rows, cols = m.shape
+        for j in range(min(rows, cols)):
+            p = j + int(np.argmax(np.abs(m[j:, j])))
+            m[[j, p]] = m[[p, j]]
+            for i in range(j + 1, rows):
+                m[i, j] /= m[j, j]
+                m[i, j + 1:] -= m[i, j] * m[j, j + 1:]
+    return out.reshape(a.shape)
+
+
 def _square(*shapes):
     """Samples for ops on square matrices (inv, det, ...)."""
     return _well_conditioned(*shapes)
@@ -296,6 +312,12 @@ OPS = [
     OpInfo("linalg.pinv", ember.linalg.pinv, _np_pinv, _one((3, 3), (4, 3), (3, 4)), **LOOSE),
     OpInfo("linalg.pinv_hermitian", lambda a: ember.linalg.pinv(_sym(a), hermitian=True),
            lambda a: np.linalg.pinv(_sym(a), hermitian=True), _one((3, 3)), **LOOSE),
+    OpInfo("linalg.lu_factor", lambda a: ember.linalg.lu_factor(a).LU, _np_lu_packed,
+           _square((3, 3), (2, 3, 3)), **LOOSE),
+    OpInfo("linalg.lu_solve",
+           lambda a, b: ember.linalg.lu_solve(*ember.linalg.lu_factor(a), b), _np_solve,
+           lambda rng: [Sample((rng.uniform(-1, 1, (3, 3)) + 3 * np.eye(3),
+                                rng.uniform(-2, 2, (3, 2))))], **LOOSE),
     OpInfo("linalg.lstsq", lambda a, b: ember.linalg.lstsq(a, b).solution, _np_lstsq,
            _pairs(((4, 3), (4, 2))), **LOOSE),
     OpInfo("linalg.matrix_rank", ember.linalg.matrix_rank, np.linalg.matrix_rank,

@@ -1,0 +1,252 @@
+# ruff: noqa: N803, N806 - matrices are capital letters, as in the math
+"""LU factorization with partial pivoting: ``linalg.lu``, ``lu_factor``, ``lu_factor_ex``,
+``lu_solve`` and ``lu_unpack``, as PyTorch computes them on the CPU (LAPACK's getrf).
+
+`factor_arrays` is getrf written with NumPy, one column at a time for a whole batch:
+the row of largest magnitude (the first of equal ones) becomes the pivot, `pivots` holds
+the 1-based row each step swapped in, and `info` the first pivot that is exactly zero
+(the factorization goes on past it, as LAPACK's does).  NumPy has no LU of its own.
+
+Gradients: `LU` and `LUFactor` share the square case's formula (a rectangular one raises
+NotImplementedError); `lu_solve` and `lu_unpack` are written with differentiable ops.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections import namedtuple
+
+import numpy as np
+
+from .._core import dtype as dtypes
+from .._core.function import Function
+from .._core.tensor import Tensor, _make
+from .linalg import eye_like, matmul, mH, tril
+from .linalg_decomp import _check_float, solve_triangular
+
+linalg_lu = namedtuple("linalg_lu", ["P", "L", "U"])
+linalg_lu_factor = namedtuple("linalg_lu_factor", ["LU", "pivots"])
+linalg_lu_factor_ex = namedtuple("linalg_lu_factor_ex", ["LU", "pivots", "info"])
+lu_unpack_result = namedtuple("lu_unpack", ["P", "L", "U"])
+
+
+def factor_arrays(a: np.ndarray) -> tuple:
+    """(packed LU, int32 pivots, int32 info) of the batch of matrices `a` (..., m, n):
+    L's strict lower triangle (its unit diagonal implied) and U's upper one in one array,
+    the 1-based rows swapped in at each of the min(m, n) steps, and per matrix the 1-based
+    index of the first zero pivot (0: none)."""
+    m, n = a.shape[-2:]
+    k = min(m, n)
+    lu = np.array(a, copy=True).reshape((-1, m, n))
+    batch = np.arange(lu.shape[0])
+    pivots = np.zeros((lu.shape[0], k), np.int32)
+    info = np.zeros(lu.shape[0], np.int32)
+    for j in range(k):
+        row = j + np.argmax(np.abs(lu[:, j:, j]), axis=1)
+        pivots[:, j] = row + 1
+        swapped = lu[batch, row].copy()
+        lu[batch, row] = lu[:, j]
+        lu[:, j] = swapped
+        pivot = lu[:, j, j]
+        zero = pivot == 0
+        info[(info == 0) & zero] = j + 1
+        # (a zero pivot leaves its column as it is, and the update adds nothing)
+        lu[:, j + 1:, j] /= np.where(zero, 1, pivot)[:, None]
+        lu[:, j + 1:, j + 1:] -= lu[:, j + 1:, j, None] * lu[:, j, None, j + 1:]
+    shape = a.shape[:-2]
+    return lu.reshape(a.shape), pivots.reshape(shape + (k,)), info.reshape(shape)
+
+
+def permutation(pivots: np.ndarray, m: int, dtype) -> np.ndarray:
+    """The permutation matrices P (..., m, m) of LAPACK `pivots` (1-based row swaps, in
+    order): ``A = P L U``."""
+    flat = pivots.reshape((-1, pivots.shape[-1])) - 1
+    order = np.tile(np.arange(m), (flat.shape[0], 1))
+    rows = np.arange(flat.shape[0])
+    for j in range(flat.shape[1]):
+        other = flat[:, j]
+        here = order[:, j].copy()
+        order[:, j] = order[rows, other]
+        order[rows, other] = here
+    # row i of P^T A is row order[i] of A, so P holds a 1 at (order[i], i)
+    P = np.zeros((flat.shape[0], m, m), dtype)
+    P[rows[:, None], order, np.arange(m)[None, :]] = 1
+    return P.reshape(pivots.shape[:-1] + (m, m))
+
+
+def _unpacked(lu: np.ndarray) -> tuple:
+    """(L, U) arrays of a packed `lu` (..., m, n): L (m, k) unit lower, U (k, n) upper."""
+    m, n = lu.shape[-2:]
+    k = min(m, n)
+    L = np.tril(lu[..., :, :k], -1) + np.eye(m, k, dtype=lu.dtype)
+    U = np.triu(lu[..., :k, :])
+    return L, U
+
+
+def _lu_grad(P: Tensor, L: Tensor, U: Tensor, gL, gU) -> Tensor:
+    """The gradient in A of A = P L U (square, invertible) from those of L and U:
+    ``P L^-H (tril(L^H gL, -1) + triu(gU U^H)) U^-H``."""
+    if L.shape[-1] != L.shape[-2] or U.shape[-1] != U.shape[-2]:
+        raise NotImplementedError("linalg.lu: gradients of the LU factorization of a "
+                                  "non-square matrix are not implemented")
+    inner = None
+    if gL is not None:
+        inner = tril(matmul(mH(L), gL), -1)
+    if gU is not None:
+        upper = mH(tril(mH(matmul(gU, mH(U)))))
+        inner = upper if inner is None else inner + upper
+    # L^-H inner U^-H, as two triangular solves (Y U^-H is (U^-1 Y^H)^H)
+    left = solve_triangular(mH(L), inner, upper=True, unitriangular=True)
+    return matmul(P, mH(solve_triangular(U, mH(left), upper=True)))
+
+
+def _check_pivot(op: str, A: Tensor, pivot: bool) -> None:
+    _check_float(op, A)
+    if A.dim() < 2:
+        raise RuntimeError(f"{op}: The input tensor A must have at least 2 dimensions.")
+    if not pivot:   # (PyTorch names lu_factor here whichever op was called)
+        raise RuntimeError("linalg.lu_factor: LU without pivoting is not implemented on the CPU")
+
+
+def _raise_if_singular(op: str, A: Tensor, info: Tensor) -> None:
+    """PyTorch's error for the first matrix with a zero pivot (`info`), if any."""
+    flat = np.asarray(info._data).reshape(-1)
+    if not flat.any():
+        return
+    first = int(np.flatnonzero(flat)[0])
+    prefix = f"(Batch element {first}): " if A.dim() > 2 else ""
+    raise RuntimeError(f"torch.{op}: {prefix}U[{flat[first]},{flat[first]}] is zero and using "
+                       "it on lu_solve would result in a division by zero. If you still want "
+                       "to perform the factorization, consider calling linalg.lu(A, pivot) or "
+                       "linalg.lu_factor_ex(A, pivot)")
+
+
+class LU(Function):
+    """(P, L, U) of A; P takes no gradient."""
+
+    _name = "LinalgLuBackward0"
+
+    @staticmethod
+    def forward(ctx, A):
+        lu, pivots, _ = factor_arrays(A)
+        L, U = _unpacked(lu)
+        P = permutation(pivots, A.shape[-2], A.dtype)
+        ctx.mark_non_differentiable(P)
+        ctx.save_for_backward(L, U)
+        ctx.P = P
+        return P, L, U
+
+    @staticmethod
+    def backward(ctx, gP, gL, gU):
+        L, U = ctx.saved_tensors
+        return _lu_grad(_make(ctx.P), L, U, gL, gU)
+
+
+class LUFactor(Function):
+    """(packed LU, pivots, info) of A; only LU takes a gradient."""
+
+    _name = "LinalgLuFactorExBackward0"
+
+    @staticmethod
+    def forward(ctx, A):
+        lu, pivots, info = factor_arrays(A)
+        ctx.mark_non_differentiable(pivots, info)
+        # (the packed output itself is saved, and L and U are taken from it in backward
+        # with ember ops: arrays of its own would be constants to a second derivative)
+        ctx.save_for_backward(lu)
+        ctx.P = permutation(pivots, A.shape[-2], A.dtype)
+        return lu, pivots, info
+
+    @staticmethod
+    def backward(ctx, g_lu, g_pivots, g_info):
+        (lu,) = ctx.saved_tensors
+        m, n = lu.shape[-2:]
+        k = min(m, n)
+        L = tril(lu[..., :, :k], -1) + eye_like(m, lu, k)
+        U = mH(tril(mH(lu[..., :k, :])))
+        gL = tril(g_lu[..., :, :k], -1)
+        gU = mH(tril(mH(g_lu[..., :k, :])))
+        return _lu_grad(_make(ctx.P), L, U, gL, gU)
+
+
+def lu(A: Tensor, *, pivot: bool = True):
+    """``A = P L U``: P a permutation, L unit lower triangular (m, k), U upper (k, n),
+    k = min(m, n) (partial pivoting, as LAPACK's getrf)."""
+    _check_pivot("linalg.lu", A, pivot)
+    return linalg_lu(*LU.apply(A))
+
+
+def lu_factor_ex(A: Tensor, *, pivot: bool = True, check_errors: bool = False):
+    """``lu_factor`` with `info` per matrix: the 1-based index of the first zero pivot
+    (0: none); with `check_errors` a singular matrix raises."""
+    _check_pivot("linalg.lu_factor_ex", A, pivot)
+    lu_t, pivots, info = LUFactor.apply(A)
+    if check_errors:
+        _raise_if_singular("linalg.lu_factor_ex", A, info)
+    return linalg_lu_factor_ex(lu_t, pivots, info)
+
+
+def lu_factor(A: Tensor, *, pivot: bool = True):
+    """The LU factorization packed as LAPACK packs it: ``(LU, pivots)``, L's strict lower
+    triangle and U in one matrix, `pivots` the 1-based rows swapped in (int32).  A
+    singular matrix raises (``lu_factor_ex`` reports it instead)."""
+    _check_pivot("linalg.lu_factor", A, pivot)
+    lu_t, pivots, info = LUFactor.apply(A)
+    _raise_if_singular("linalg.lu_factor", A, info)
+    return linalg_lu_factor(lu_t, pivots)
+
+
+def lu_unpack(LU_data: Tensor, LU_pivots: Tensor, unpack_data: bool = True,
+              unpack_pivots: bool = True):
+    """(P, L, U) from ``lu_factor``'s result; empty tensors for the parts not asked for."""
+    m, n = LU_data.shape[-2:]
+    k = min(m, n)
+    empty = LU_data.new_empty((0,))
+    P = empty
+    if unpack_pivots:
+        P = _make(permutation(np.asarray(LU_pivots._data), m, LU_data._data.dtype))
+    if not unpack_data:
+        return lu_unpack_result(P, empty, empty)
+    L = tril(LU_data[..., :, :k], -1) + eye_like(m, LU_data, k)
+    U = mH(tril(mH(LU_data[..., :k, :])))
+    return lu_unpack_result(P, L, U)
+
+
+def lu_solve(LU: Tensor, pivots: Tensor, B: Tensor, *, left: bool = True,
+             adjoint: bool = False) -> Tensor:
+    """The X with ``A X = B`` (``X A = B`` when not `left`; A^H with `adjoint`) for A given
+    by ``lu_factor``'s (LU, pivots)."""
+    if LU.shape[-1] != LU.shape[-2]:
+        raise RuntimeError("linalg.lu_solve: Expected LU to be square")
+    if LU.dtype is not B.dtype:
+        raise RuntimeError(f"linalg.lu_solve: Expected LU and B to have the same dtype, but "
+                           f"found LU of type {LU.dtype} and B of type {B.dtype} instead")
+    if pivots.dtype is not dtypes.int32:
+        raise RuntimeError("linalg.lu_solve: Expected pivots to be int32")
+    if not left:   # X A = B  <=>  A^H X^H = B^H
+        return mH(lu_solve(LU, pivots, mH(B), adjoint=not adjoint))
+    P, L, U = lu_unpack(LU, pivots)
+    if adjoint:   # A^H X = B, A^H = U^H L^H P^T
+        y = solve_triangular(mH(U), B, upper=False)
+        z = solve_triangular(mH(L), y, upper=True, unitriangular=True)
+        return matmul(P, z)
+    y = solve_triangular(L, matmul(mH(P), B), upper=False, unitriangular=True)
+    return solve_triangular(U, y, upper=True)
+
+
+def legacy_lu(A: Tensor, pivot: bool = True, get_infos: bool = False):
+    """``torch.lu`` (deprecated): ``linalg.lu_factor``, or ``lu_factor_ex`` with
+    `get_infos`."""
+    warnings.warn("torch.lu is deprecated in favor of torch.linalg.lu_factor / "
+                  "torch.linalg.lu_factor_ex and will be removed in a future PyTorch release.",
+                  UserWarning, stacklevel=2)
+    if get_infos:
+        return tuple(lu_factor_ex(A, pivot=pivot))
+    return tuple(lu_factor(A, pivot=pivot))
+
+
+def legacy_lu_solve(b: Tensor, LU_data: Tensor, LU_pivots: Tensor) -> Tensor:
+    """``torch.lu_solve(b, LU_data, LU_pivots)`` (deprecated): ``linalg.lu_solve``."""
+    warnings.warn("torch.lu_solve is deprecated in favor of torch.linalg.lu_solve and will be "
+                  "removed in a future PyTorch release.", UserWarning, stacklevel=2)
+    return lu_solve(LU_data, LU_pivots, b)

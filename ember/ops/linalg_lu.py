@@ -125,6 +125,7 @@ class LU(Function):
     """(P, L, U) of A; P takes no gradient."""
 
     _name = "LinalgLuBackward0"
+    _marks_outputs = True  # (P, a float output, is marked non-differentiable)
 
     @staticmethod
     def forward(ctx, A):

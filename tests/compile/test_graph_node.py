@@ -447,4 +447,6 @@ def test_ops_that_mark_a_float_output_non_differentiable_say_so():
                 "mark_non_differentiable" in inspect.getsource(forward.__func__)):
             marking[cls.__name__] = cls._marks_outputs
     # (Frexp marks its int32 exponent, which no gradient reaches anyway)
-    assert marking == {"Frexp": False, "ViewDtype": True, "Slogdet": True}
+    # (LUFactor marks its int32 pivots and info)
+    assert marking == {"Frexp": False, "ViewDtype": True, "Slogdet": True, "LU": True,
+                       "LUFactor": False}

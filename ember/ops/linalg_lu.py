@@ -7,8 +7,8 @@ the row of largest magnitude (the first of equal ones) becomes the pivot, `pivot
 the 1-based row each step swapped in, and `info` the first pivot that is exactly zero
 (the factorization goes on past it, as LAPACK's does).  NumPy has no LU of its own.
 
-Gradients: `LU` and `LUFactor` share the square case's formula (a rectangular one raises
-NotImplementedError); `lu_solve` and `lu_unpack` are written with differentiable ops.
+Gradients: `LU` and `LUFactor` share one formula (square, tall and wide matrices);
+`lu_solve` and `lu_unpack` are written with differentiable ops.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ import numpy as np
 from .._core import dtype as dtypes
 from .._core.function import Function
 from .._core.tensor import Tensor, _make
+from .joining import cat
 from .linalg import eye_like, matmul, mH, tril
 from .linalg_decomp import _check_float, solve_triangular
 
@@ -83,12 +84,9 @@ def _unpacked(lu: np.ndarray) -> tuple:
     return L, U
 
 
-def _lu_grad(P: Tensor, L: Tensor, U: Tensor, gL, gU) -> Tensor:
-    """The gradient in A of A = P L U (square, invertible) from those of L and U:
-    ``P L^-H (tril(L^H gL, -1) + triu(gU U^H)) U^-H``."""
-    if L.shape[-1] != L.shape[-2] or U.shape[-1] != U.shape[-2]:
-        raise NotImplementedError("linalg.lu: gradients of the LU factorization of a "
-                                  "non-square matrix are not implemented")
+def _square_grad(L: Tensor, U: Tensor, gL, gU) -> Tensor:
+    """The gradient in A of A = L U (square, invertible; the permutation left out) from
+    those of L and U: ``L^-H (tril(L^H gL, -1) + triu(gU U^H)) U^-H``."""
     inner = None
     if gL is not None:
         inner = tril(matmul(mH(L), gL), -1)
@@ -97,7 +95,36 @@ def _lu_grad(P: Tensor, L: Tensor, U: Tensor, gL, gU) -> Tensor:
         inner = upper if inner is None else inner + upper
     # L^-H inner U^-H, as two triangular solves (Y U^-H is (U^-1 Y^H)^H)
     left = solve_triangular(mH(L), inner, upper=True, unitriangular=True)
-    return matmul(P, mH(solve_triangular(U, mH(left), upper=True)))
+    return mH(solve_triangular(U, mH(left), upper=True))
+
+
+def _lu_grad(P: Tensor, L: Tensor, U: Tensor, gL, gU) -> Tensor:
+    """The gradient in A of A = P L U from those of L (m, k) and U (k, n).
+
+    A rectangular A splits into a square factorization and a solve: a tall one (m > n)
+    is ``[L1; L2] U`` with ``L2 = A2 U^-1``, a wide one (m < n) is ``L [U1 U2]`` with
+    ``U2 = L^-1 A2``; the square part takes `_square_grad`, with what the solved block's
+    gradient adds to that of U (tall) or L (wide)."""
+    m, n = L.shape[-2], U.shape[-1]
+    if gL is None:
+        gL = L * 0
+    if gU is None:
+        gU = U * 0
+    if m == n:
+        return matmul(P, _square_grad(L, U, gL, gU))
+    if m > n:
+        L1, L2, gL1, gL2 = L[..., :n, :], L[..., n:, :], gL[..., :n, :], gL[..., n:, :]
+        # gA2 = gL2 U^-H; L2 = A2 U^-1 adds -L2^H gL2 U^-H to U's gradient
+        gA2 = mH(solve_triangular(U, mH(gL2), upper=True))
+        gU = gU - matmul(mH(L2), gA2)
+        gA = cat([_square_grad(L1, U, gL1, gU), gA2], -2)
+    else:
+        U1, U2, gU1, gU2 = U[..., :, :m], U[..., :, m:], gU[..., :, :m], gU[..., :, m:]
+        # gA2 = L^-H gU2; U2 = L^-1 A2 adds -L^-H gU2 U2^H to L's gradient
+        gA2 = solve_triangular(mH(L), gU2, upper=True, unitriangular=True)
+        gL = gL - tril(matmul(gA2, mH(U2)), -1)
+        gA = cat([_square_grad(L, U1, gL, gU1), gA2], -1)
+    return matmul(P, gA)
 
 
 def _check_pivot(op: str, A: Tensor, pivot: bool) -> None:

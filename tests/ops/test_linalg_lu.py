@@ -64,9 +64,11 @@ def test_gradients_by_finite_differences():
     assert gradcheck(lambda t: ember.linalg.lu(t)[1:], (a,))
     assert gradgradcheck(lambda t: ember.linalg.lu(t).U, (a,))
     assert gradcheck(lambda t, r: ember.linalg.lu_solve(*ember.linalg.lu_factor(t), r), (a, b))
-    rect = ember.randn(4, 3, dtype=ember.float64, requires_grad=True)
-    with pytest.raises(NotImplementedError, match="non-square"):
-        ember.linalg.lu(rect).U.sum().backward()
+    for shape in [(4, 3), (2, 5)]:   # tall and wide: a square part and a solved block
+        rect = ember.tensor(np.random.default_rng(5).standard_normal(shape),
+                            dtype=ember.float64, requires_grad=True)
+        assert gradcheck(lambda t: ember.linalg.lu(t)[1:], (rect,))
+        assert gradgradcheck(lambda t: ember.linalg.lu_factor_ex(t).LU, (rect,))
 
 
 def test_singular_matrices_and_errors():
@@ -95,10 +97,11 @@ def test_matches_pytorch():
         np.testing.assert_allclose(ours.LU.numpy(), theirs.LU.numpy(), rtol=1e-10, atol=1e-12)
         for x, y in zip(ember.linalg.lu(ember.tensor(a)), torch.linalg.lu(torch.tensor(a))):
             np.testing.assert_allclose(x.numpy(), y.numpy(), rtol=1e-10, atol=1e-12)
-    a = rng.standard_normal((3, 3))
-    w = rng.standard_normal((3, 3))
-    ta = torch.tensor(a, requires_grad=True)
-    ea = ember.tensor(a, requires_grad=True)
-    (torch.linalg.lu_factor(ta).LU * torch.tensor(w)).sum().backward()
-    (ember.linalg.lu_factor(ea).LU * ember.tensor(w)).sum().backward()
-    np.testing.assert_allclose(ea.grad.numpy(), ta.grad.numpy(), rtol=1e-8, atol=1e-10)
+    for shape in [(3, 3), (5, 3), (2, 4)]:
+        a = rng.standard_normal(shape)
+        w = rng.standard_normal(shape)
+        ta = torch.tensor(a, requires_grad=True)
+        ea = ember.tensor(a, requires_grad=True)
+        (torch.linalg.lu_factor_ex(ta).LU * torch.tensor(w)).sum().backward()
+        (ember.linalg.lu_factor_ex(ea).LU * ember.tensor(w)).sum().backward()
+        np.testing.assert_allclose(ea.grad.numpy(), ta.grad.numpy(), rtol=1e-8, atol=1e-10)

@@ -21,6 +21,7 @@ import numpy as np
 from .._core import dtype as dtypes
 from .._core.function import Function
 from .._core.tensor import Tensor, _make
+from ._util import xp_of
 from .joining import cat
 from .linalg import eye_like, matmul, mH, tril
 from .linalg_decomp import _check_float, solve_triangular
@@ -31,19 +32,20 @@ linalg_lu_factor_ex = namedtuple("linalg_lu_factor_ex", ["LU", "pivots", "info"]
 lu_unpack_result = namedtuple("lu_unpack", ["P", "L", "U"])
 
 
-def factor_arrays(a: np.ndarray) -> tuple:
+def factor_arrays(a) -> tuple:
     """(packed LU, int32 pivots, int32 info) of the batch of matrices `a` (..., m, n):
     L's strict lower triangle (its unit diagonal implied) and U's upper one in one array,
     the 1-based rows swapped in at each of the min(m, n) steps, and per matrix the 1-based
     index of the first zero pivot (0: none)."""
+    xp = xp_of(a)
     m, n = a.shape[-2:]
     k = min(m, n)
-    lu = np.array(a, copy=True).reshape((-1, m, n))
-    batch = np.arange(lu.shape[0])
-    pivots = np.zeros((lu.shape[0], k), np.int32)
-    info = np.zeros(lu.shape[0], np.int32)
+    lu = a.copy().reshape((-1, m, n))
+    batch = xp.arange(lu.shape[0])
+    pivots = xp.zeros((lu.shape[0], k), np.int32)
+    info = xp.zeros(lu.shape[0], np.int32)
     for j in range(k):
-        row = j + np.argmax(np.abs(lu[:, j:, j]), axis=1)
+        row = j + xp.argmax(xp.abs(lu[:, j:, j]), axis=1)
         pivots[:, j] = row + 1
         swapped = lu[batch, row].copy()
         lu[batch, row] = lu[:, j]
@@ -52,35 +54,37 @@ def factor_arrays(a: np.ndarray) -> tuple:
         zero = pivot == 0
         info[(info == 0) & zero] = j + 1
         # (a zero pivot leaves its column as it is, and the update adds nothing)
-        lu[:, j + 1:, j] /= np.where(zero, 1, pivot)[:, None]
+        lu[:, j + 1:, j] /= xp.where(zero, 1, pivot)[:, None]
         lu[:, j + 1:, j + 1:] -= lu[:, j + 1:, j, None] * lu[:, j, None, j + 1:]
     shape = a.shape[:-2]
     return lu.reshape(a.shape), pivots.reshape(shape + (k,)), info.reshape(shape)
 
 
-def permutation(pivots: np.ndarray, m: int, dtype) -> np.ndarray:
+def permutation(pivots, m: int, dtype):
     """The permutation matrices P (..., m, m) of LAPACK `pivots` (1-based row swaps, in
     order): ``A = P L U``."""
+    xp = xp_of(pivots)
     flat = pivots.reshape((-1, pivots.shape[-1])) - 1
-    order = np.tile(np.arange(m), (flat.shape[0], 1))
-    rows = np.arange(flat.shape[0])
+    order = xp.tile(xp.arange(m), (flat.shape[0], 1))
+    rows = xp.arange(flat.shape[0])
     for j in range(flat.shape[1]):
         other = flat[:, j]
         here = order[:, j].copy()
         order[:, j] = order[rows, other]
         order[rows, other] = here
     # row i of P^T A is row order[i] of A, so P holds a 1 at (order[i], i)
-    P = np.zeros((flat.shape[0], m, m), dtype)
-    P[rows[:, None], order, np.arange(m)[None, :]] = 1
+    P = xp.zeros((flat.shape[0], m, m), dtype)
+    P[rows[:, None], order, xp.arange(m)[None, :]] = 1
     return P.reshape(pivots.shape[:-1] + (m, m))
 
 
-def _unpacked(lu: np.ndarray) -> tuple:
+def _unpacked(lu) -> tuple:
     """(L, U) arrays of a packed `lu` (..., m, n): L (m, k) unit lower, U (k, n) upper."""
+    xp = xp_of(lu)
     m, n = lu.shape[-2:]
     k = min(m, n)
-    L = np.tril(lu[..., :, :k], -1) + np.eye(m, k, dtype=lu.dtype)
-    U = np.triu(lu[..., :k, :])
+    L = xp.tril(lu[..., :, :k], -1) + xp.eye(m, k, dtype=lu.dtype)
+    U = xp.triu(lu[..., :k, :])
     return L, U
 
 
@@ -137,7 +141,7 @@ def _check_pivot(op: str, A: Tensor, pivot: bool) -> None:
 
 def _raise_if_singular(op: str, A: Tensor, info: Tensor) -> None:
     """PyTorch's error for the first matrix with a zero pivot (`info`), if any."""
-    flat = np.asarray(info._data).reshape(-1)
+    flat = np.asarray(info.reshape(-1).tolist(), np.int64)   # (on the host, any backend)
     if not flat.any():
         return
     first = int(np.flatnonzero(flat)[0])
@@ -232,7 +236,7 @@ def lu_unpack(LU_data: Tensor, LU_pivots: Tensor, unpack_data: bool = True,
     empty = LU_data.new_empty((0,))
     P = empty
     if unpack_pivots:
-        P = _make(permutation(np.asarray(LU_pivots._data), m, LU_data._data.dtype))
+        P = _make(permutation(LU_pivots._data, m, LU_data._data.dtype))
     if not unpack_data:
         return lu_unpack_result(P, empty, empty)
     L = tril(LU_data[..., :, :k], -1) + eye_like(m, LU_data, k)

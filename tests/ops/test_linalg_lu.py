@@ -105,3 +105,21 @@ def test_matches_pytorch():
         (torch.linalg.lu_factor_ex(ta).LU * torch.tensor(w)).sum().backward()
         (ember.linalg.lu_factor_ex(ea).LU * ember.tensor(w)).sum().backward()
         np.testing.assert_allclose(ea.grad.numpy(), ta.grad.numpy(), rtol=1e-8, atol=1e-10)
+
+
+def test_complex_matrices_match_pytorch():
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(6)
+    a = rng.standard_normal((3, 3)) + 1j * rng.standard_normal((3, 3))
+    b = rng.standard_normal((3, 2)) + 1j * rng.standard_normal((3, 2))
+    w = rng.standard_normal((3, 3))
+    ours, theirs = ember.linalg.lu_factor(ember.tensor(a)), torch.linalg.lu_factor(torch.tensor(a))
+    np.testing.assert_array_equal(ours.pivots.numpy(), theirs.pivots.numpy())
+    np.testing.assert_allclose(ours.LU.numpy(), theirs.LU.numpy(), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(
+        ember.linalg.lu_solve(*ours, ember.tensor(b), adjoint=True).numpy(),
+        torch.linalg.lu_solve(*theirs, torch.tensor(b), adjoint=True).numpy(), rtol=1e-10)
+    ta, ea = torch.tensor(a, requires_grad=True), ember.tensor(a, requires_grad=True)
+    (torch.linalg.lu_factor(ta).LU * torch.tensor(w)).abs().sum().backward()
+    (ember.linalg.lu_factor(ea).LU * ember.tensor(w)).abs().sum().backward()
+    np.testing.assert_allclose(ea.grad.numpy(), ta.grad.numpy(), rtol=1e-8, atol=1e-10)

@@ -162,6 +162,7 @@ from .ops.linalg_svd import pinverse
 from .ops.linalg_lu import legacy_lu as lu
 from .ops.linalg_lu import legacy_lu_solve as lu_solve
 from .ops.linalg_lu import lu_unpack
+from .ops.linalg_composite import orgqr
 
 # --- random (random.py, ops/sampling.py) ---
 from .ops.sampling import (

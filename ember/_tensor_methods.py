@@ -241,6 +241,7 @@ METHODS = _table(
         "cholesky": linalg_decomp.legacy_cholesky,
         "lu": linalg_lu.legacy_lu,
         "lu_solve": linalg_lu.legacy_lu_solve,
+        "orgqr": linalg_composite.orgqr,
         "qr": linalg_decomp.legacy_qr,
         "svd": linalg_svd.legacy_svd,
         "softmax": activation.softmax_fn,

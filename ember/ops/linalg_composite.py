@@ -155,6 +155,41 @@ def solve_ex(A: Tensor, B: Tensor, *, left: bool = True, check_errors: bool = Fa
     return linalg_solve_ex(result.masked_fill(failed, float("nan")), _make(info))
 
 
+def householder_product(A: Tensor, tau: Tensor) -> Tensor:
+    """The first n columns of ``H_1 ... H_k`` for the (m, n) `A` and `tau` (k), k <= n <= m:
+    ``H_i = I - tau_i v_i v_i^H``, v_i column i of `A` below the diagonal, 1 on it and 0
+    above (how LAPACK's geqrf stores Q, and orgqr rebuilds it).  Written with
+    differentiable ops, the reflectors applied to the identity last to first."""
+    op = "torch.linalg.householder_product"
+    if A.dim() < 2:
+        raise RuntimeError(f"{op}: input must have at least 2 dimensions.")
+    m, n = A.shape[-2:]
+    if m < n:
+        raise RuntimeError(f"{op}: input.shape[-2] must be greater than or equal to "
+                           "input.shape[-1]")
+    if tau.dim() < 1 or tau.shape[-1] > n:
+        raise RuntimeError(f"{op}: input.shape[-1] must be greater than or equal to "
+                           "tau.shape[-1]")
+    if tuple(tau.shape[:-1]) != tuple(A.shape[:-2]):
+        raise RuntimeError(f"{op}: Expected batch dimensions of tau to be equal to "
+                           f"input.shape[:-2], but got {list(tau.shape[:-1])}")
+    if A.dtype is not tau.dtype:
+        raise RuntimeError(f"{op}: tau dtype {tau.dtype} does not match input dtype {A.dtype}")
+    xp = xp_of(A._data)
+    rows = xp.arange(m)
+    Q = eye_like(m, A, n)
+    for i in reversed(range(tau.shape[-1])):
+        below = _make((rows > i).astype(A._data.dtype))
+        v = (A[..., :, i] * below + _make((rows == i).astype(A._data.dtype))).unsqueeze(-1)
+        Q = Q - tau[..., i].unsqueeze(-1).unsqueeze(-1) * matmul(v, matmul(mH(v), Q))
+    return Q
+
+
+def orgqr(input: Tensor, tau: Tensor) -> Tensor:
+    """``linalg.householder_product`` under its LAPACK name (``torch.orgqr``)."""
+    return householder_product(input, tau)
+
+
 def tensorinv(A: Tensor, ind: int = 2) -> Tensor:
     """The inverse of `A` seen as a linear map from its last dims to its first `ind` dims,
     so that ``tensordot(tensorinv(A, ind), A, ind)`` is the identity."""

@@ -73,6 +73,7 @@ KNOWN_DIFFERENCES = [
     ("ldexp* grad_fn_name", _COMPOSITE), ("heaviside_ * grad_fn_name", _NO_NODE),
     ("sinc_ * grad_fn_name", _COMPOSITE),
     ("*lu_solve * grad_fn_name", _COMPOSITE), ("lu_unpack * grad_fn_name", _COMPOSITE),
+    ("*householder_product * grad_fn_name", _COMPOSITE), ("orgqr * grad_fn_name", _COMPOSITE),
     *[(f"{op} * grad_fn_name", _COMPOSITE) for op in (
         "cholesky_inverse", "triangular_solve", "linalg.tensorinv", "vander", "chain_matmul")],
     ("triangular_solve * warning", "PyTorch's deprecation notice for triangular_solve"),

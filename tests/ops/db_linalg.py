@@ -170,6 +170,16 @@ def _np_lu_packed(a):
     return out.reshape(a.shape)
 
 
+def _np_householder_product(a, tau):
+    """First n columns of H_1 ... H_k, H_i = I - tau_i v_i v_i^T (one matrix)."""
+    m, n = a.shape
+    q = np.eye(m)
+    for i in range(tau.shape[-1]):
+        v = np.where(np.arange(m) > i, a[:, i], 0.0) + (np.arange(m) == i)
+        q = q @ (np.eye(m) - tau[i] * np.outer(v, v))
+    return q[:, :n]
+
+
 def _square(*shapes):
     """Samples for ops on square matrices (inv, det, ...)."""
     return _well_conditioned(*shapes)
@@ -312,6 +322,8 @@ OPS = [
     OpInfo("linalg.pinv", ember.linalg.pinv, _np_pinv, _one((3, 3), (4, 3), (3, 4)), **LOOSE),
     OpInfo("linalg.pinv_hermitian", lambda a: ember.linalg.pinv(_sym(a), hermitian=True),
            lambda a: np.linalg.pinv(_sym(a), hermitian=True), _one((3, 3)), **LOOSE),
+    OpInfo("linalg.householder_product", ember.linalg.householder_product,
+           _np_householder_product, _pairs(((4, 3), (2,)), ((3, 3), (3,)))),
     OpInfo("linalg.lu_factor", lambda a: ember.linalg.lu_factor(a).LU, _np_lu_packed,
            _square((3, 3), (2, 3, 3)), **LOOSE),
     OpInfo("linalg.lu_solve",

@@ -59,3 +59,19 @@ def test_matches_pytorch():
         (eq * ember.tensor(w)).sum().backward()
         np.testing.assert_allclose(ea.grad.numpy(), ta.grad.numpy(), atol=1e-10)
         np.testing.assert_allclose(et.grad.numpy(), tt.grad.numpy(), atol=1e-10)
+
+
+def test_complex_values_and_gradients_match_pytorch():
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(4)
+    a = rng.standard_normal((4, 3)) + 1j * rng.standard_normal((4, 3))
+    t = rng.standard_normal(2) + 1j * rng.standard_normal(2)
+    w = rng.standard_normal((4, 3))
+    ta, tt = torch.tensor(a, requires_grad=True), torch.tensor(t, requires_grad=True)
+    ea, et = ember.tensor(a, requires_grad=True), ember.tensor(t, requires_grad=True)
+    tq, eq = torch.linalg.householder_product(ta, tt), ember.linalg.householder_product(ea, et)
+    np.testing.assert_allclose(eq.detach().numpy(), tq.detach().numpy(), atol=1e-12)
+    (tq * torch.tensor(w)).abs().sum().backward()
+    (eq * ember.tensor(w)).abs().sum().backward()
+    np.testing.assert_allclose(ea.grad.numpy(), ta.grad.numpy(), atol=1e-10)
+    np.testing.assert_allclose(et.grad.numpy(), tt.grad.numpy(), atol=1e-10)

@@ -499,32 +499,38 @@ def _hardswish_f64(x, out):
 # NaN, which gives NaN) ``grad * (x / 3 + 1/2)``.  Written per dtype, each with constants
 # of its dtype: with float64 constants a float32 loop converted every element and did
 # not vectorize (1M float32 elements: 0.196 ms against relu's 0.086).
+@native.kernel(inline=True)
+def _hardswish_grad_f32(g, v):
+    return _ZERO if v <= -_THREE else (g if v >= _THREE else g * (v / _THREE + _HALF))
+
+
+@native.kernel(inline=True)
+def _hardswish_grad_f64(g, v):
+    return 0.0 if v <= -3.0 else (g if v >= 3.0 else g * (v / 3.0 + 0.5))
+
+
 @native.kernel(parallel=True)
 def _hardswish_backward_f32(grad, x, out):
     for i in native.prange(x.size):
-        g, v = grad[i], x[i]   # (read before the select: see _native_select's note)
-        out[i] = _ZERO if v <= -_THREE else (g if v >= _THREE else g * (v / _THREE + _HALF))
+        out[i] = _hardswish_grad_f32(grad[i], x[i])
 
 
 @native.kernel(parallel=True)
 def _hardswish_backward_f64(grad, x, out):
     for i in native.prange(x.size):
-        g, v = grad[i], x[i]
-        out[i] = 0.0 if v <= -3.0 else (g if v >= 3.0 else g * (v / 3.0 + 0.5))
+        out[i] = _hardswish_grad_f64(grad[i], x[i])
 
 
 @native.kernel(parallel=True)
 def _hardswish_backward_f32_into(grad, x):
     for i in native.prange(x.size):
-        g, v = grad[i], x[i]
-        grad[i] = _ZERO if v <= -_THREE else (g if v >= _THREE else g * (v / _THREE + _HALF))
+        grad[i] = _hardswish_grad_f32(grad[i], x[i])
 
 
 @native.kernel(parallel=True)
 def _hardswish_backward_f64_into(grad, x):
     for i in native.prange(x.size):
-        g, v = grad[i], x[i]
-        grad[i] = 0.0 if v <= -3.0 else (g if v >= 3.0 else g * (v / 3.0 + 0.5))
+        grad[i] = _hardswish_grad_f64(grad[i], x[i])
 
 
 @native.kernel(parallel=True)

@@ -58,20 +58,32 @@ class Ne(_Binary):
     compute = staticmethod(lambda xp, x, y: xp.not_equal(x, y))
 
 
+def _order(kernel: str, ufunc: str):
+    """The `compute` of an order comparison: complex operands have no order (PyTorch's
+    NotImplementedError naming `kernel`)."""
+    def compute(xp, x, y):
+        for v in (x, y):
+            if getattr(v, "dtype", None) is not None and v.dtype.kind == "c":
+                raise unsupported(kernel, v.dtype)
+        return getattr(xp, ufunc)(x, y)
+
+    return staticmethod(compute)
+
+
 class Lt(_Binary):
-    compute = staticmethod(lambda xp, x, y: xp.less(x, y))
+    compute = _order("lt_cpu", "less")
 
 
 class Le(_Binary):
-    compute = staticmethod(lambda xp, x, y: xp.less_equal(x, y))
+    compute = _order("le_cpu", "less_equal")
 
 
 class Gt(_Binary):
-    compute = staticmethod(lambda xp, x, y: xp.greater(x, y))
+    compute = _order("gt_cpu", "greater")
 
 
 class Ge(_Binary):
-    compute = staticmethod(lambda xp, x, y: xp.greater_equal(x, y))
+    compute = _order("ge_cpu", "greater_equal")
 
 
 class LogicalAnd(_Binary):
@@ -172,24 +184,15 @@ BitwiseNotInplace = inplace_form(BitwiseNot)
 # public functions
 
 
-def _ordered(op: str, cls, a) -> None:
-    """PyTorch's error for an order comparison (lt, le, gt, ge) in a complex dtype."""
-    if cls in _ORDERS and isinstance(a, Tensor) and a.dtype.is_complex:
-        raise unsupported(op + "_cpu", a.dtype)
-
-
 def _promoted(op: str, cls, input, other):
     check_broadcast(input, other)
-    a, b = promote(op, input, other)
-    _ordered(op, cls, a)
-    return cls.apply(a, b)
+    return cls.apply(*promote(op, input, other))
 
 
 def _promoted_(op: str, cls, input: Tensor, other):
     # The comparison runs in the promoted dtype; only its 0/1 result is written into `input`.
     check_inplace_shape(input, other)
     target, other = promote(op, input, other)
-    _ordered(op, cls, target)
     if target is input:
         return cls.apply(input, other)
     return input.copy_(cls.apply(target.detach(), other))
@@ -199,7 +202,6 @@ def _comparison(cls, name: str, doc: str):
     return binary_pair(cls, name, doc, _promoted, _promoted_, inplace=_inplace_form(cls))
 
 
-_ORDERS = (Lt, Le, Gt, Ge)
 eq, eq_ = _comparison(Eq, "eq", "``input == other`` elementwise, as a bool tensor.")
 ne, ne_ = _comparison(Ne, "ne", "``input != other`` elementwise.")
 lt, lt_ = _comparison(Lt, "lt", "``input < other`` elementwise.")

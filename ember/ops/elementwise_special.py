@@ -283,6 +283,8 @@ def logit_(input: Tensor, eps: float | None = None) -> Tensor:
 class Atan2(Function):
     @staticmethod
     def forward(ctx, y, x):
+        if y.dtype.kind == "c":   # (here, so that atan2_ refuses it too)
+            raise unsupported("atan2_cpu", y.dtype)
         ctx.save_for_backward(y, x)
         return xp_of(y).arctan2(y, x)
 
@@ -425,10 +427,7 @@ def _binary_(op: str, input: Tensor, other):
 def atan2(input, other) -> Tensor:
     """The angle of the point (other, input), i.e. atan(input / other) in the right quadrant."""
     _tensors("atan2", input, other)
-    a, b = _binary("atan2", input, other, floats=True)
-    if a.dtype.is_complex:
-        raise unsupported("atan2_cpu", a.dtype)
-    return Atan2.apply(a, b)
+    return Atan2.apply(*_binary("atan2", input, other, floats=True))
 
 
 def atan2_(input: Tensor, other) -> Tensor:

@@ -2,10 +2,9 @@
 """LU factorization with partial pivoting: ``linalg.lu``, ``lu_factor``, ``lu_factor_ex``,
 ``lu_solve`` and ``lu_unpack``, as PyTorch computes them on the CPU (LAPACK's getrf).
 
-`factor_arrays` is getrf written with NumPy, one column at a time for a whole batch:
-the row of largest magnitude (the first of equal ones) becomes the pivot, `pivots` holds
-the 1-based row each step swapped in, and `info` the first pivot that is exactly zero
-(the factorization goes on past it, as LAPACK's does).  NumPy has no LU of its own.
+The factorization itself is getrf written with array operations
+(`_lapack_info.factor_arrays`: NumPy has no LU of its own); this module unpacks it,
+gives it gradients and solves with it.
 
 Gradients: `LU` and `LUFactor` share one formula (square, tall and wide matrices);
 `lu_solve` and `lu_unpack` are written with differentiable ops.
@@ -21,6 +20,7 @@ import numpy as np
 from .._core import dtype as dtypes
 from .._core.function import Function
 from .._core.tensor import Tensor, _make
+from . import _lapack_info
 from ._util import xp_of
 from .joining import cat
 from .linalg import eye_like, matmul, mH, tril
@@ -30,34 +30,6 @@ linalg_lu = namedtuple("linalg_lu", ["P", "L", "U"])
 linalg_lu_factor = namedtuple("linalg_lu_factor", ["LU", "pivots"])
 linalg_lu_factor_ex = namedtuple("linalg_lu_factor_ex", ["LU", "pivots", "info"])
 lu_unpack_result = namedtuple("lu_unpack", ["P", "L", "U"])
-
-
-def factor_arrays(a) -> tuple:
-    """(packed LU, int32 pivots, int32 info) of the batch of matrices `a` (..., m, n):
-    L's strict lower triangle (its unit diagonal implied) and U's upper one in one array,
-    the 1-based rows swapped in at each of the min(m, n) steps, and per matrix the 1-based
-    index of the first zero pivot (0: none)."""
-    xp = xp_of(a)
-    m, n = a.shape[-2:]
-    k = min(m, n)
-    lu = a.copy().reshape((-1, m, n))
-    batch = xp.arange(lu.shape[0])
-    pivots = xp.zeros((lu.shape[0], k), np.int32)
-    info = xp.zeros(lu.shape[0], np.int32)
-    for j in range(k):
-        row = j + xp.argmax(xp.abs(lu[:, j:, j]), axis=1)
-        pivots[:, j] = row + 1
-        swapped = lu[batch, row].copy()
-        lu[batch, row] = lu[:, j]
-        lu[:, j] = swapped
-        pivot = lu[:, j, j]
-        zero = pivot == 0
-        info[(info == 0) & zero] = j + 1
-        # (a zero pivot leaves its column as it is, and the update adds nothing)
-        lu[:, j + 1:, j] /= xp.where(zero, 1, pivot)[:, None]
-        lu[:, j + 1:, j + 1:] -= lu[:, j + 1:, j, None] * lu[:, j, None, j + 1:]
-    shape = a.shape[:-2]
-    return lu.reshape(a.shape), pivots.reshape(shape + (k,)), info.reshape(shape)
 
 
 def permutation(pivots, m: int, dtype):
@@ -141,15 +113,29 @@ def _check_pivot(op: str, A: Tensor, pivot: bool) -> None:
 
 def _raise_if_singular(op: str, A: Tensor, info: Tensor) -> None:
     """PyTorch's error for the first matrix with a zero pivot (`info`), if any."""
-    flat = np.asarray(info.reshape(-1).tolist(), np.int64)   # (on the host, any backend)
-    if not flat.any():
+    first = _lapack_info.first_failure(np.asarray(info.tolist(), np.int64))   # (on the host)
+    if first is None:
         return
-    first = int(np.flatnonzero(flat)[0])
-    prefix = f"(Batch element {first}): " if A.dim() > 2 else ""
-    raise RuntimeError(f"torch.{op}: {prefix}U[{flat[first]},{flat[first]}] is zero and using "
+    element, position = first
+    prefix = f"(Batch element {element}): " if A.dim() > 2 else ""
+    raise RuntimeError(f"torch.{op}: {prefix}U[{position},{position}] is zero and using "
                        "it on lu_solve would result in a division by zero. If you still want "
                        "to perform the factorization, consider calling linalg.lu(A, pivot) or "
                        "linalg.lu_factor_ex(A, pivot)")
+
+
+def _split(packed: Tensor) -> tuple:
+    """(strict lower triangle (m, k), upper triangle (k, n)) of a packed (m, n) tensor,
+    k = min(m, n): L without its unit diagonal, and U (or their gradients)."""
+    m, n = packed.shape[-2:]
+    k = min(m, n)
+    return tril(packed[..., :, :k], -1), mH(tril(mH(packed[..., :k, :])))
+
+
+def _l_and_u(packed: Tensor) -> tuple:
+    """L (unit diagonal added) and U of a packed LU tensor, with differentiable ops."""
+    lower, U = _split(packed)
+    return lower + eye_like(packed.shape[-2], packed, U.shape[-2]), U
 
 
 class LU(Function):
@@ -160,7 +146,7 @@ class LU(Function):
 
     @staticmethod
     def forward(ctx, A):
-        lu, pivots, _ = factor_arrays(A)
+        lu, pivots, _ = _lapack_info.factor_arrays(A)
         L, U = _unpacked(lu)
         P = permutation(pivots, A.shape[-2], A.dtype)
         ctx.mark_non_differentiable(P)
@@ -181,7 +167,7 @@ class LUFactor(Function):
 
     @staticmethod
     def forward(ctx, A):
-        lu, pivots, info = factor_arrays(A)
+        lu, pivots, info = _lapack_info.factor_arrays(A)
         ctx.mark_non_differentiable(pivots, info)
         # (the packed output itself is saved, and L and U are taken from it in backward
         # with ember ops: arrays of its own would be constants to a second derivative)
@@ -192,13 +178,7 @@ class LUFactor(Function):
     @staticmethod
     def backward(ctx, g_lu, g_pivots, g_info):
         (lu,) = ctx.saved_tensors
-        m, n = lu.shape[-2:]
-        k = min(m, n)
-        L = tril(lu[..., :, :k], -1) + eye_like(m, lu, k)
-        U = mH(tril(mH(lu[..., :k, :])))
-        gL = tril(g_lu[..., :, :k], -1)
-        gU = mH(tril(mH(g_lu[..., :k, :])))
-        return _lu_grad(_make(ctx.P), L, U, gL, gU)
+        return _lu_grad(_make(ctx.P), *_l_and_u(lu), *_split(g_lu))
 
 
 def lu(A: Tensor, *, pivot: bool = True):
@@ -231,17 +211,14 @@ def lu_factor(A: Tensor, *, pivot: bool = True):
 def lu_unpack(LU_data: Tensor, LU_pivots: Tensor, unpack_data: bool = True,
               unpack_pivots: bool = True):
     """(P, L, U) from ``lu_factor``'s result; empty tensors for the parts not asked for."""
-    m, n = LU_data.shape[-2:]
-    k = min(m, n)
+    m = LU_data.shape[-2]
     empty = LU_data.new_empty((0,))
     P = empty
     if unpack_pivots:
         P = _make(permutation(LU_pivots._data, m, LU_data._data.dtype))
     if not unpack_data:
         return lu_unpack_result(P, empty, empty)
-    L = tril(LU_data[..., :, :k], -1) + eye_like(m, LU_data, k)
-    U = mH(tril(mH(LU_data[..., :k, :])))
-    return lu_unpack_result(P, L, U)
+    return lu_unpack_result(P, *_l_and_u(LU_data))
 
 
 def lu_solve(LU: Tensor, pivots: Tensor, B: Tensor, *, left: bool = True,

@@ -365,7 +365,7 @@ class Prod(Function):
         # and not zero (an inf or nan element would get inf / inf; PyTorch gives it the
         # others' product).  (complex: the conjugate of the derivative, see ops/complex.py)
         data = x._data
-        if xp_of(data).isfinite(data).all() and not (data == 0).any():
+        if data.all() and xp_of(data).isfinite(data).all():   # (no zero; then no inf, nan)
             return times_conj(g, _restore_reduced(out, shape, dims, keepdim) / x)
         if not STATE.enabled:
             return times_conj(g, _const(_prod_of_others_values(x._data, dims)))

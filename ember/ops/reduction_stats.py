@@ -86,11 +86,12 @@ class VarMean(Var):
 
     @staticmethod
     def backward(ctx, grad, grad_mean):
-        parts = [] if grad is None else [Var.backward(ctx, grad)]
-        if grad_mean is not None:
-            g_mean = grad_mean / float(_count(ctx.shape, ctx.dims))
-            parts.append(_restore_reduced(g_mean, ctx.shape, ctx.dims, ctx.keepdim))
-        return sum(parts[1:], parts[0]) if parts else None
+        g_var = None if grad is None else Var.backward(ctx, grad)
+        if grad_mean is None:
+            return g_var
+        g_mean = _restore_reduced(grad_mean / float(_count(ctx.shape, ctx.dims)), ctx.shape,
+                                  ctx.dims, ctx.keepdim)
+        return g_mean if g_var is None else g_var + g_mean
 
 
 def _var_args(input: Tensor, dim, unbiased, correction, op: str):

@@ -149,22 +149,28 @@ KNOWN_ROWS = {
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_reductions_over_rows_holding_special_values(dtype):
-    found = []
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        for name, fn in REDUCTIONS.items():
-            if (name, dtype) in KNOWN_ROWS:
-                continue
-            theirs, ours = (_rows_run(lib, fn, dtype) for lib in (torch, ember))
-            for what, a, b in zip(("value", "grad"), ours, theirs):
-                bad = ~_same(a, b)
-                found += [f"{name} {dtype} {what} at row {ROWS[i[0]]}: ember {a[tuple(i)]}, "
-                          f"PyTorch {b[tuple(i)]}" for i in np.argwhere(bad)[:3]]
+    found = _table_differences(REDUCTIONS, ROWS, dtype, KNOWN_ROWS, _same)
     assert not found, "\n".join(found)
 
 
-def _rows_run(lib, fn, dtype):
-    x = lib.tensor(np.array(ROWS, dtype), requires_grad=True)
+def _table_differences(table: dict, data, dtype, known, same) -> list:
+    """For each op of `table` (name -> fn(lib, x)) on a tensor holding `data`: where its
+    value or its gradient (of the outputs' sum) differs between ember and PyTorch."""
+    found = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for name, fn in table.items():
+            if (name, dtype) in known:
+                continue
+            theirs, ours = (_whole_run(lib, fn, data, dtype) for lib in (torch, ember))
+            for what, a, b in zip(("value", "grad"), ours, theirs):
+                found += [f"{name} {dtype} {what} at {tuple(i)}: ember {a[tuple(i)]}, "
+                          f"PyTorch {b[tuple(i)]}" for i in np.argwhere(~same(a, b))[:3]]
+    return found
+
+
+def _whole_run(lib, fn, data, dtype):
+    x = lib.tensor(np.array(data, dtype), requires_grad=True)
     out = fn(lib, x)
     out.backward(lib.ones_like(out))
     return out.detach().numpy().astype(np.float64), x.grad.numpy().astype(np.float64)
@@ -208,20 +214,6 @@ LAYERS = {
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_layers_on_an_image_holding_special_values(dtype):
-    found = []
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        for name, fn in LAYERS.items():
-            theirs, ours = (_image_run(lib, fn, dtype) for lib in (torch, ember))
-            for what, a, b in zip(("value", "grad"), ours, theirs):
-                bad = ~np.isclose(a, b, rtol=1e-4, atol=1e-5, equal_nan=True)
-                found += [f"{name} {dtype} {what} at {tuple(i)}: ember {a[tuple(i)]}, "
-                          f"PyTorch {b[tuple(i)]}" for i in np.argwhere(bad)[:3]]
+    found = _table_differences(LAYERS, IMAGE, dtype, set(), lambda a, b: np.isclose(
+        a, b, rtol=1e-4, atol=1e-5, equal_nan=True))
     assert not found, "\n".join(found)
-
-
-def _image_run(lib, fn, dtype):
-    x = lib.tensor(np.array(IMAGE, dtype), requires_grad=True)
-    out = fn(lib, x)
-    out.backward(lib.ones_like(out))
-    return out.detach().numpy().astype(np.float64), x.grad.numpy().astype(np.float64)

@@ -19,6 +19,8 @@ def test_order_comparisons_of_complex_raise(op):
         with pytest.raises(NotImplementedError, match=f'"{op}_cpu" not implemented for '
                                                       "'ComplexFloat'"):
             getattr(ember, op)(*args)
+    with pytest.raises(NotImplementedError, match=f'"{op}_cpu" not implemented'):
+        getattr(C.clone(), op + "_")(F)   # (the in-place form too)
     assert ember.eq(C, F).tolist() == [True, True]   # (equality is defined)
 
 
@@ -34,6 +36,8 @@ def test_extrema_of_complex_raise(op):
 def test_division_like_ops_of_complex_raise(op, kernel):
     with pytest.raises(NotImplementedError, match=f'"{kernel}" not implemented'):
         getattr(ember, op)(C, F)
+    with pytest.raises(NotImplementedError, match=f'"{kernel}" not implemented'):
+        getattr(C.clone(), op + "_")(F)   # (the in-place form too)
 
 
 def test_clamp_of_complex_raises():

@@ -80,6 +80,8 @@ def test_singular_matrices_and_errors():
         ember.linalg.lu_factor(batch)
     with pytest.raises(RuntimeError, match=r"lu_factor_ex: \(Batch element 1\)"):
         ember.linalg.lu_factor_ex(batch, check_errors=True)
+    with pytest.warns(UserWarning, match="torch.lu is deprecated"):
+        assert ember.lu(batch, get_infos=True)[2].tolist() == [0, 2]
     with pytest.raises(RuntimeError, match="LU without pivoting is not implemented on the CPU"):
         ember.linalg.lu(batch, pivot=False)
     with pytest.raises(RuntimeError, match="Expected LU to be square"):

@@ -8,6 +8,7 @@ have, so that numba can compile, once per kernel and dtype, a C entry point that
 rebuilds them and calls the kernel's serial build on a share:
 
 - ``flat2`` / ``flat3``: two or three 1-D arrays of the dtype, all cut (activations);
+  ``flat1_1``: one such array and a number (a fill, ops/_native_fill.py);
   ``flat2_N`` / ``flat3_N``: the same followed by N numbers of the dtype (hardtanh's
   bounds, leaky relu's slope, softplus, elu, the pointwise losses' gradients: their
   kernels take the arrays first);
@@ -82,6 +83,11 @@ def flat3(address):
     n = ints[0]
     KERNEL(array_at(ints[ARGS], n, DTYPE), array_at(ints[ARGS + 1], n, DTYPE),
            array_at(ints[ARGS + 2], n, DTYPE))
+
+
+def flat1_1(address):   # (a, number): one array cut, a number (a fill)
+    ints, numbers = block_at(address)
+    KERNEL(array_at(ints[ARGS], ints[0], DTYPE), DTYPE(numbers[ARGS + 1]))
 
 
 def flat2_1(address):   # (a, b, number): two arrays cut, a number (leaky relu)
@@ -360,7 +366,7 @@ def plane_scatter(address):   # (g, rows, cols, geometry, out): its transpose, g
 
 
 FAMILIES = {f.__name__: f for f in (
-    flat2, flat3, flat2_1, flat2_2, flat2_3, flat3_1, flat3_2, flat3_3, flat3_4, select,
+    flat2, flat3, flat1_1, flat2_1, flat2_2, flat2_3, flat3_1, flat3_2, flat3_3, flat3_4, select,
     select_number_a, select_number_b, rows2_flag, rows3_flag, rows2_flag_int, rows3_flag_int,
     rows_sums, pick_rows, dropout, dropout_grad,
     dropout_grad_into, layer_norm, sgd, adam, adadelta, cross_entropy, cross_entropy_grad,

@@ -16,6 +16,7 @@ from .._core.device import CPU, factory_device
 from .._core.function import Function
 from .._core.memory_format import like_format
 from .._core.tensor import Tensor, _make
+from . import _native_fill
 from ._util import check_layout, out_dtype, size_args, write_out, xp_of
 from .joining import stack
 
@@ -205,11 +206,22 @@ def _factory(fill, size, dtype, device, requires_grad, default=None, out=None,
     fill = _fitted(fill, d)
     if fill is None:
         array = xp.empty(shape, dtype=d.np_dtype)
-    elif fill == 0:
+    elif xp is np and (array := _native_fill.filled(shape, d.np_dtype, fill)) is not None:
+        pass   # (a large float array, written by the threads in halves)
+    elif _plain_zero(fill):
         array = xp.zeros(shape, dtype=d.np_dtype)
     else:
         array = xp.full(shape, fill, dtype=d.np_dtype)
     return _finish(array, requires_grad, out, op)
+
+
+def _plain_zero(fill) -> bool:
+    """Whether `fill` is a zero that ``zeros`` gives bit for bit (not -0.0, which
+    ``full`` keeps, as PyTorch's does)."""
+    if fill != 0:
+        return False
+    value = complex(fill)
+    return math.copysign(1.0, value.real) > 0 and math.copysign(1.0, value.imag) > 0
 
 
 def _fitted(value, d: dtypes.dtype):
@@ -638,6 +650,8 @@ class Fill(Function):
         if hasattr(value, "shape"):
             value = value.astype(x.dtype) if value.dtype != x.dtype else value
             return xp.broadcast_to(value, x.shape).copy()
+        if _native_fill.fill_into(x, value):   # (written in place: nothing to copy back)
+            return x
         return xp.full(x.shape, value, dtype=x.dtype)
 
     @staticmethod
@@ -650,6 +664,8 @@ class Zero(Function):
 
     @staticmethod
     def forward(ctx, x):
+        if _native_fill.fill_into(x, 0):
+            return x
         return xp_of(x).zeros_like(x)
 
     @staticmethod

@@ -1,0 +1,76 @@
+"""Large float fills written by two threads in halves (ops/_native_fill.py): zeros, ones,
+full, their *_like forms, fill_ and zero_ give NumPy's values on the threads and off
+them, and small, integer or complex fills stay NumPy's."""
+
+import numpy as np
+import pytest
+
+import ember
+from ember.ops import _native, _native_fill
+
+# the smallest float32 fill that is cut, in a shape whose halves are not whole rows
+ROWS, COLS = _native_fill.FILL_MIN_BYTES // (4 * 96) + 1, 96
+
+
+@pytest.mark.parametrize("dtype", [ember.float32, ember.float64])
+@pytest.mark.parametrize("numba_on", [True, False], ids=["numba", "numpy"])
+def test_large_fills_hold_the_value_everywhere(on_two_threads, dtype, numba_on):
+    with _native.use_numba(numba_on):
+        cases = [(ember.zeros(ROWS, COLS, dtype=dtype), 0.0),
+                 (ember.ones(ROWS, COLS, dtype=dtype), 1.0),
+                 (ember.full((ROWS, COLS), -2.5, dtype=dtype), -2.5),
+                 (ember.full((ROWS, COLS), float("inf"), dtype=dtype), np.inf)]
+        like = ember.empty(ROWS, COLS, dtype=dtype)
+        cases += [(ember.ones_like(like), 1.0), (ember.zeros_like(like), 0.0),
+                  (ember.full_like(like, 7), 7.0)]
+    for tensor, value in cases:
+        array = tensor.numpy()
+        assert array.dtype == dtype.np_dtype and array.shape == (ROWS, COLS)
+        assert array.flags.c_contiguous
+        np.testing.assert_array_equal(array, np.full((ROWS, COLS), value, dtype.np_dtype))
+
+
+def test_the_cut_fill_runs_where_it_should(on_two_threads):
+    f32 = np.dtype(np.float32)
+    assert (_native_fill.filled((ROWS, COLS), f32, 1.0) is not None) == _native.available()
+    assert _native_fill.filled((10, COLS), f32, 1.0) is None                # small
+    assert _native_fill.filled((ROWS, COLS), np.dtype(np.int64), 1) is None  # integers
+    assert _native_fill.filled((ROWS, COLS), f32, 1 + 2j) is None           # a complex value
+    strided = np.zeros((ROWS, 2 * COLS), np.float32)[:, ::2]
+    assert not _native_fill.fill_into(strided, 1.0)                          # not contiguous
+    ember.set_num_threads(1)
+    assert _native_fill.filled((ROWS, COLS), f32, 1.0) is None               # one thread
+
+
+def test_nan_and_negative_zero_are_kept(on_two_threads):
+    # (a zero fill went to NumPy's zeros, which wrote +0.0 for full(..., -0.0))
+    for shape in [(3,), (ROWS, COLS)]:
+        negative = ember.full(shape, -0.0, dtype=ember.float64).numpy()
+        assert np.signbit(negative).all() and (negative == 0).all()
+        assert np.isnan(ember.full(shape, float("nan")).numpy()).all()
+    assert not np.signbit(ember.full((3,), 0.0).numpy()).any()
+
+
+@pytest.mark.parametrize("numba_on", [True, False], ids=["numba", "numpy"])
+def test_fill_and_zero_in_place(on_two_threads, numba_on):
+    rng = np.random.default_rng(0)
+    with _native.use_numba(numba_on):
+        values = rng.standard_normal((ROWS, COLS)).astype(np.float32)
+        x = ember.tensor(values)
+        view = x[:, ::2]                                        # a strided view: NumPy's
+        view.fill_(3.0)
+        np.testing.assert_array_equal(x.numpy()[:, ::2], 3.0)
+        np.testing.assert_array_equal(x.numpy()[:, 1::2], values[:, 1::2])
+        x.fill_(-1.5)
+        np.testing.assert_array_equal(x.numpy(), -1.5)
+        x.zero_()
+        np.testing.assert_array_equal(x.numpy(), 0.0)
+        assert x._version.value == 3
+
+
+def test_gradient_through_a_large_fill_(on_two_threads):
+    leaf = ember.ones(ROWS, COLS, requires_grad=True)
+    y = leaf * 2
+    y.fill_(5.0)                       # the filled values no longer depend on the leaf
+    (y * leaf).sum().backward()
+    np.testing.assert_array_equal(leaf.grad.numpy(), 5.0)

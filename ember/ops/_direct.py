@@ -15,11 +15,13 @@ that do not broadcast, for one).
 
 from __future__ import annotations
 
+import operator
+
 import numpy as np
 
 from .._core.grad_mode import PROCESS, STATE
 from .._core.tensor import Tensor, _make
-from . import _parallel
+from . import _native_binary, _parallel
 
 _ndarray = np.ndarray
 _NUMBERS = (float, int)  # exact types: bool (an int subclass) takes the general path
@@ -48,10 +50,15 @@ def direct(op, input, other) -> Tensor | None:
     if type(a) is not _ndarray or a.dtype.kind != "f" or PROCESS.observer is not None:
         return None
     try:
-        out = op(a, b)
+        # (large ones as the general path's forwards run them: on the threads)
+        out = _LARGE[op](a, b) if a.size >= _native_binary.NUMBER_MIN else op(a, b)
     except ValueError:  # shapes that do not broadcast: the general path words the error
         return None
     return _make(out if type(out) is _ndarray else np.asarray(out))
+
+
+_LARGE = {operator.add: _native_binary.add, operator.sub: _native_binary.subtract,
+          operator.mul: _native_binary.multiply, operator.truediv: _native_binary.divide}
 
 
 def records(*tensors) -> bool:

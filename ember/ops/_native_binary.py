@@ -1,6 +1,8 @@
 """Large additions, subtractions and products of two arrays cut over ember's two threads:
 ``x + y``, ``x - y`` and ``x * y`` (the forwards of Add, Sub and Mul, and Mul's
-first-order backward) and ``acc += g`` (the engine summing two gradients of one tensor).
+first-order backward; under no_grad, ops/_direct.py's) and ``acc += g`` (the engine
+summing two gradients of one tensor); and of an array and a Python float (``x * 0.5``,
+``x / 3.0``), from `NUMBER_MIN` elements.
 
 NumPy adds on the calling thread alone.  A transformer's residual stream is added to
 and its gradients summed at every block: GPT's (32, 64, 128) float32 arrays, 1 MB each,
@@ -9,7 +11,12 @@ elementwise loops (an IEEE addition: the same bits as NumPy's), each thread taki
 half of the elements as a native part (ops/_native_cuts.py, family ``flat3``/``flat2``).
 
 NOTE: 2-core Intel Xeon (2026-12-05), float32, 262,144 elements, medians timed alone:
-``x + y`` 95-98 us in NumPy against 33-42 cut; ``acc += g`` 32-34 against 22-24.
+``x + y`` 95-98 us in NumPy against 33-42 cut; ``acc += g`` 32-34 against 22-24.  On the
+AMD EPYC VM (2026-12-07), float32: ``x * y`` of 1M elements 0.17-0.18 ms against
+0.10-0.11 cut; ``x * 0.5`` of 256K 0.032 against 0.044 (hence `NUMBER_MIN`), of 512K
+0.056 against 0.045, of 1M 0.10 against 0.072-0.077, of 4M 0.81-1.04 against 0.37-0.43.
+Each thread also writes the half the other cut kernels give it, which at times on
+that VM was worth more than the work itself (ops/_native_fill.py).
 """
 
 from __future__ import annotations
@@ -56,6 +63,50 @@ def _multiply(x, y, out):
         out[i] = x[i] * y[i]
 
 
+# An array and a Python float take the kernels below from this many elements.
+NUMBER_MIN = 1 << 19
+
+
+@native.kernel(parallel=True)
+def _add_number(x, out, value):
+    for i in native.prange(x.size):
+        out[i] = x[i] + value
+
+
+@native.kernel(parallel=True)
+def _subtract_number(x, out, value):
+    for i in native.prange(x.size):
+        out[i] = x[i] - value
+
+
+@native.kernel(parallel=True)
+def _multiply_number(x, out, value):
+    for i in native.prange(x.size):
+        out[i] = x[i] * value
+
+
+@native.kernel(parallel=True)
+def _divide_number(x, out, value):
+    for i in native.prange(x.size):
+        out[i] = x[i] / value   # (an IEEE division: x / 0.0 is +-inf or nan, as NumPy's)
+
+
+def _takes_number(x, value) -> bool:
+    """Whether the cut kernels take ``x op value``: a C-contiguous NumPy float32/float64
+    array of `NUMBER_MIN` elements or more and a Python float, two threads, numba on.
+    (The float is rounded to x's dtype first, as NumPy treats a Python number.)"""
+    return (type(value) is float and x.size >= NUMBER_MIN and x.dtype.char in "fd"
+            and native.cuts(x.size) and x.flags.c_contiguous and native.enabled())
+
+
+def _cut_number(kernel, x, value):
+    """`kernel`'s ``x op value`` of a `_takes_number` array, cut over the threads."""
+    out = np.empty_like(x)
+    run(kernel, x.size, x.reshape(-1), out.reshape(-1), x.dtype.type(value), cut=(0, 1),
+        part="flat2_1")
+    return out
+
+
 def _cut(kernel, x, y):
     """`kernel`'s ``x op y`` of `_takes` arrays, cut over the threads."""
     out = np.empty_like(x)
@@ -65,18 +116,27 @@ def _cut(kernel, x, y):
 
 
 def add(x, y):
-    """``x + y`` for arrays (or NumPy scalars): large ones by `_large`, else NumPy's."""
-    return _large(_add, np.add, x, y) if _big(x) else x + y
+    """``x + y`` for arrays (or NumPy scalars, or `y` a Python float): large ones by
+    `_large`, else NumPy's."""
+    return _large(_add, _add_number, np.add, x, y) if _big(x) else x + y
 
 
 def subtract(x, y):
     """``x - y``, as `add`."""
-    return _large(_subtract, np.subtract, x, y) if _big(x) else x - y
+    return _large(_subtract, _subtract_number, np.subtract, x, y) if _big(x) else x - y
 
 
 def multiply(x, y):
     """``x * y``, as `add`."""
-    return _large(_multiply, np.multiply, x, y) if _big(x) else x * y
+    return _large(_multiply, _multiply_number, np.multiply, x, y) if _big(x) else x * y
+
+
+def divide(x, y):
+    """``x / y``: a large array by a Python float on the threads (`_takes_number`), else
+    NumPy's."""
+    if _big(x) and _takes_number(x, y):
+        return _cut_number(_divide_number, x, y)
+    return x / y
 
 
 def _big(x) -> bool:
@@ -85,12 +145,14 @@ def _big(x) -> bool:
     return type(x) is np.ndarray and x.size >= native.SPLIT_MIN
 
 
-def _large(kernel, ufunc, x, y):
-    """``ufunc(x, y)`` of a large NumPy `x`: cut over the threads where `_takes` them,
-    large views of one shape by NumPy's loops on the threads (`_parallel.binary`), else
-    NumPy's."""
+def _large(kernel, number_kernel, ufunc, x, y):
+    """``ufunc(x, y)`` of a large NumPy `x`: cut over the threads where `_takes` them (or
+    `_takes_number`, by `number_kernel`), large views of one shape by NumPy's loops on
+    the threads (`_parallel.binary`), else NumPy's."""
     if _takes(x, y):
         return _cut(kernel, x, y)
+    if _takes_number(x, y):
+        return _cut_number(number_kernel, x, y)
     return _parallel.binary(ufunc, x, y) if _parallel.splits_binary(x, y) else ufunc(x, y)
 
 

@@ -102,3 +102,62 @@ def test_large_sub_and_mul_forward_and_backward(on_two_threads, numba_on):
     np.testing.assert_array_equal(out.detach().numpy(), (a0 - b0) * b0)
     np.testing.assert_array_equal(a.grad.numpy(), g0 * b0)
     np.testing.assert_array_equal(b.grad.numpy(), g0 * (a0 - b0) - g0 * b0)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("value", [0.5, 0.1, 3.0, -0.0, 0.0, 1e300, np.inf, np.nan])
+def test_an_array_and_a_number_cut_equal_numpy_bit_for_bit(on_two_threads, dtype, value):
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((_native_binary.NUMBER_MIN // 64 + 3, 64)).astype(dtype)
+    x[0, :5] = [0.0, -0.0, np.inf, -np.inf, np.nan]
+    value = float(value)
+    assert _native_binary._takes_number(x, value) == _native.available()
+    with np.errstate(all="ignore"):
+        expected = [x + value, x - value, x * value, x / value]
+        got = [_native_binary.add(x, value), _native_binary.subtract(x, value),
+               _native_binary.multiply(x, value), _native_binary.divide(x, value)]
+    for g, e in zip(got, expected):
+        assert g.dtype == e.dtype and g.shape == e.shape
+        np.testing.assert_array_equal(g.view(np.uint8), e.view(np.uint8))
+
+
+def test_what_the_number_kernels_leave_to_numpy(on_two_threads):
+    big = np.ones((_native_binary.NUMBER_MIN,), np.float32)
+    assert not _native_binary._takes_number(big[:-1], 0.5)                   # small
+    assert not _native_binary._takes_number(big, np.float32(0.5))            # not a float
+    assert not _native_binary._takes_number(big, 2)                          # an int
+    assert not _native_binary._takes_number(big.astype(np.int64), 0.5)       # integers
+    strided = np.ones((2 * _native_binary.NUMBER_MIN,), np.float32)[::2]
+    assert not _native_binary._takes_number(strided, 0.5)                    # not contiguous
+    np.testing.assert_array_equal(_native_binary.divide(strided, 4.0), strided / 4.0)
+    ember.set_num_threads(1)
+    assert not _native_binary._takes_number(big, 0.5)                        # one thread
+
+
+@pytest.mark.parametrize("numba_on", [True, False], ids=["numba", "numpy"])
+def test_arithmetic_with_numbers_and_arrays_on_large_tensors(on_two_threads, numba_on,
+                                                            monkeypatch):
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((_native_binary.NUMBER_MIN // 128, 128)).astype(np.float32)
+    b = rng.standard_normal(a.shape).astype(np.float32)
+    cut = []
+    original = _native_binary._cut_number
+    monkeypatch.setattr(_native_binary, "_cut_number",
+                        lambda *args: cut.append(args[0]) or original(*args))
+    with _native.use_numba(numba_on):
+        x, y = ember.tensor(a), ember.tensor(b)
+        with ember.no_grad():   # (ops/_direct.py's path)
+            plain = [x * 0.5, x + 2, x - 0.25, x / 3.0, 1.5 * x, x * y, x - y, x / y]
+        leaf = ember.tensor(a, requires_grad=True)
+        recorded = leaf / 4.0 * 2.0
+        recorded.backward(ember.ones(a.shape))
+    expected = [a * 0.5, a + 2, a - 0.25, a / 3.0, 1.5 * a, a * b, a - b, a / b]
+    for got, want in zip(plain, expected):
+        np.testing.assert_array_equal(got.numpy(), want)
+    np.testing.assert_array_equal(recorded.detach().numpy(), a / 4.0 * 2.0)
+    np.testing.assert_array_equal(leaf.grad.numpy(), np.full(a.shape, 0.5, np.float32))
+    # the number kernels ran where numba is on: x * 0.5, + 2, - 0.25, / 3.0, 1.5 * x under
+    # no_grad, then / 4.0 and * 2.0 recorded, and the backward's products by 2.0 and 0.25
+    assert len(cut) >= (7 if numba_on and _native.available() else 0)
+    if not (numba_on and _native.available()):
+        assert cut == []

@@ -7,9 +7,10 @@ requires grad; a timed call is the forward and ``y.backward(ones)``.  The two li
 take turns on each op, `--rounds` times (run.py's `alternate`: each turn warmed up
 first), and the ratio is that of the two medians; the rounds' own ratios show how far
 the machine moved meanwhile (this host has slow spells of a few seconds).  An op's
-time can also depend on what ran before it in the process (its memory's state: an
-op measured 1.2 ms in the whole survey and 0.3 ms alone, docs/performance.md,
-twenty-ninth session): re-run an outlier alone with --only before acting on it.
+time can also depend on the process: on the test VM, in some processes, one core
+writing what the other had read cost 10-20x, and ops whose calling thread writes a
+whole large array slowed 3-6x there (docs/performance.md, thirtieth session): re-run
+an outlier alone with --only, and in a few processes, before acting on it.
 Usage:
     python benchmarks/layer_survey.py [--threads 2] [--repeats 30] [--rounds 3] [--only elu,where]
 """

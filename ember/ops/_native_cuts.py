@@ -18,6 +18,8 @@ rebuilds them and calls the kernel's serial build on a share:
   (softmax and its gradient);
 - ``rows2_flag_int`` / ``rows3_flag_int``: the same and an integer (softmax over a
   middle dim and its gradient: rows of (C, inner) blocks, the integer inner);
+- ``halves2`` / ``halves3``: rows of 2n-wide arrays and of an n-wide one (the gated
+  linear unit's halves and its output or gradient: ops/_native_glu.py);
 - ``rows_sums``: a 2-D array cut by rows and its rows' float64 sums (_native_sums.py);
 - ``pick_rows``: rows of a table, of int64 indices into them and of the values picked or
   added, the indices' row length, an integer mode, and a count per row
@@ -168,6 +170,19 @@ def rows2_flag(address):
     r, c = ints[0], ints[1]
     KERNEL(_rows_at(ints[ARGS], r, c, DTYPE), _rows_at(ints[ARGS + 1], r, c, DTYPE),
            ints[ARGS + 2] != 0)
+
+
+def halves2(address):   # (x, out): rows of x, 2n wide, and of out, n wide (glu)
+    ints, _ = block_at(address)
+    r, c = ints[0], ints[1]
+    KERNEL(_rows_at(ints[ARGS], r, c, DTYPE), _rows_at(ints[ARGS + 1], r, c // 2, DTYPE))
+
+
+def halves3(address):   # (x, g, out): rows of x and out, 2n wide, of g, n wide (glu's gradient)
+    ints, _ = block_at(address)
+    r, c = ints[0], ints[1]
+    KERNEL(_rows_at(ints[ARGS], r, c, DTYPE), _rows_at(ints[ARGS + 1], r, c // 2, DTYPE),
+           _rows_at(ints[ARGS + 2], r, c, DTYPE))
 
 
 def rows2_flag_int(address):   # (a, b, flag, int): rows of (C, inner) blocks, inner
@@ -368,6 +383,7 @@ def plane_scatter(address):   # (g, rows, cols, geometry, out): its transpose, g
 FAMILIES = {f.__name__: f for f in (
     flat2, flat3, flat1_1, flat2_1, flat2_2, flat2_3, flat3_1, flat3_2, flat3_3, flat3_4, select,
     select_number_a, select_number_b, rows2_flag, rows3_flag, rows2_flag_int, rows3_flag_int,
+    halves2, halves3,
     rows_sums, pick_rows, dropout, dropout_grad,
     dropout_grad_into, layer_norm, sgd, adam, adadelta, cross_entropy, cross_entropy_grad,
     masked_softmax, masked_softmax_grad, layer_norm_grad, group_norm, group_norm_grad,

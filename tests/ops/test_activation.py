@@ -274,6 +274,33 @@ def test_glu_matches_pytorch():
     np.testing.assert_allclose(ours.grad.numpy(), theirs.grad.numpy(), rtol=1e-12)
 
 
+@pytest.mark.parametrize("dim", [1, 2])
+def test_glu_cut_over_two_threads_as_native_parts(on_two_threads, monkeypatch, dim):
+    """A large glu and its gradient run as two halves of the rows, the worker's as a
+    native part (families halves2/halves3), and equal NumPy's float64 values."""
+    from ember.ops import _native_cuts
+
+    families = []
+    original = _native_cuts.run_cut
+    monkeypatch.setattr(_native_cuts, "run_cut",
+                        lambda kernel, family, args, cut: families.append(family)
+                        or original(kernel, family, args, cut))
+    rng = np.random.default_rng(9)
+    x0 = rng.standard_normal((64, 96, 64)).astype(np.float32)   # 393K elements: cut
+    x = ember.tensor(x0, requires_grad=True)
+    y = F.glu(x, dim)
+    g0 = rng.standard_normal(y.shape).astype(np.float32)
+    y.backward(ember.tensor(g0))
+    a, b = np.split(x0.astype(np.float64), 2, axis=dim)
+    s = 1 / (1 + np.exp(-b))
+    g = g0.astype(np.float64)
+    np.testing.assert_allclose(y.detach().numpy(), a * s, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(x.grad.numpy(),
+                               np.concatenate([g * s, g * a * s * (1 - s)], axis=dim),
+                               rtol=1e-5, atol=1e-6)
+    assert families == (["halves2", "halves3"] if native.available() else [])
+
+
 def test_glu_kernels_take_any_layout():
     """A transposed (non-contiguous) or read-only input and an expanded gradient give the
     native kernels' results the NumPy path gives."""

@@ -465,6 +465,12 @@ def _relu_backward(grad, y, out):
 
 
 @native.kernel(parallel=True)
+def _abs(x, out):
+    for i in native.prange(x.size):
+        out[i] = abs(x[i])   # (the sign bit cleared, NaN's too, as NumPy's abs does)
+
+
+@native.kernel(parallel=True)
 def _abs_backward(grad, x, out):
     # grad * sgn(x): 0 where x is 0 or NaN (sgn(NaN) = 0, as in PyTorch), so a NaN or inf
     # gradient there gives NaN, as grad * 0 does on the NumPy path
@@ -608,7 +614,8 @@ _FORWARD = {("gelu", 4): _gelu_f32, ("gelu", 8): _gelu_f64,
             ("relu", 4): _relu, ("relu", 8): _relu,
             ("sigmoid", 4): _sigmoid_f32, ("sigmoid", 8): _sigmoid_f64,
             ("hardswish", 4): _hardswish_f32, ("hardswish", 8): _hardswish_f64,
-            ("tanh", 4): _tanh_f32}   # (float64: NumPy's tanh)
+            ("tanh", 4): _tanh_f32,   # (float64: NumPy's tanh)
+            ("abs", 4): _abs, ("abs", 8): _abs}
 _BACKWARD = {("gelu", 4): _gelu_backward_f32, ("gelu", 8): _gelu_backward_f64,
              ("gelu_tanh", 4): _gelu_tanh_backward_f32,
              ("gelu_tanh", 8): _gelu_tanh_backward_f64,
@@ -651,8 +658,8 @@ def first_order(grad, saved) -> bool:
 
 
 def forward(name: str, x: np.ndarray) -> np.ndarray:
-    """``f(x)`` for the activation `name` ('gelu', 'gelu_tanh', 'silu', 'sigmoid', 'relu') of a
-    `supports` array, in one parallel pass."""
+    """``f(x)`` for the activation `name` ('gelu', 'gelu_tanh', 'silu', 'sigmoid', 'relu',
+    'hardswish', 'tanh', 'abs') of a `supports` array, in one parallel pass."""
     return elementwise(_FORWARD[name, x.itemsize], x)
 
 

@@ -161,3 +161,24 @@ def test_arithmetic_with_numbers_and_arrays_on_large_tensors(on_two_threads, num
     assert len(cut) >= (7 if numba_on and _native.available() else 0)
     if not (numba_on and _native.available()):
         assert cut == []
+
+
+@pytest.mark.parametrize("dtype", [ember.float32, ember.float64])
+@pytest.mark.parametrize("numba_on", [True, False], ids=["numba", "numpy"])
+def test_large_abs_and_small_powers_equal_numpy_bit_for_bit(on_two_threads, dtype,
+                                                            numba_on):
+    from ember.ops import arithmetic
+
+    rng = np.random.default_rng(4)
+    a = rng.standard_normal((arithmetic.ABS_CUT_MIN // 64 + 1, 64)).astype(dtype.np_dtype)
+    a[0, :6] = [0.0, -0.0, np.inf, -np.inf, np.nan, -np.nan]
+    with _native.use_numba(numba_on):
+        x = ember.tensor(a)
+        got = [x.abs(), x ** 2, x ** 3, x ** -2]
+        leaf = ember.tensor(a, requires_grad=True)
+        leaf.abs().backward(ember.ones(a.shape, dtype=dtype))
+    with np.errstate(all="ignore"):
+        expected = [np.abs(a), a * a, a * a * a, np.reciprocal(a * a)]
+    for g, e in zip(got, expected):
+        np.testing.assert_array_equal(g.numpy().view(np.uint8), e.view(np.uint8))
+    np.testing.assert_array_equal(leaf.grad.numpy(), np.sign(np.nan_to_num(a, nan=0.0)))

@@ -182,3 +182,21 @@ def test_large_abs_and_small_powers_equal_numpy_bit_for_bit(on_two_threads, dtyp
     for g, e in zip(got, expected):
         np.testing.assert_array_equal(g.numpy().view(np.uint8), e.view(np.uint8))
     np.testing.assert_array_equal(leaf.grad.numpy(), np.sign(np.nan_to_num(a, nan=0.0)))
+
+
+@pytest.mark.parametrize("exponent", [2, 3, 2.5])
+def test_large_power_gradient_equals_its_formula_bit_for_bit(on_two_threads, exponent):
+    # (first order on the arrays: 2x or e * x ** (e - 1), times the gradient, the large
+    # products cut over the threads)
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((_native.SPLIT_MIN // 64 + 1, 64)).astype(np.float32)
+    a[0, :4] = [0.0, -0.0, np.inf, np.nan]
+    g = rng.standard_normal(a.shape).astype(np.float32)
+    x = ember.tensor(a, requires_grad=True)
+    (x ** exponent).backward(ember.tensor(g))
+    with np.errstate(all="ignore"):
+        slope = a + a if exponent == 2 else np.power(a, exponent - 1) * exponent
+        if exponent == 3:
+            slope = (a * a) * exponent       # (x ** 2 is x * x in ember, as in PyTorch)
+        expected = slope * g
+    np.testing.assert_array_equal(x.grad.numpy().view(np.uint8), expected.view(np.uint8))

@@ -122,17 +122,30 @@ _L1, _L3, _L5, _L7 = (np.float32(2.0), np.float32(2.0 / 3), np.float32(2.0 / 5),
 _L9, _L11, _L13 = np.float32(2.0 / 9), np.float32(2.0 / 11), np.float32(2.0 / 13)
 
 
+@native.kernel(inline=True, fastmath=FUSED_MULTIPLY_ADD)
+def _softplus_of32(z):
+    """``max(z, 0) + log1p(exp(-|z|))`` of a float32 number."""
+    u = _exp_as(-abs(z))            # exp(-|z|), in (0, 1]
+    s = u / (u + _TWO)
+    s2 = s * s
+    p = s * (_L1 + s2 * (_L3 + s2 * (_L5 + s2 * (_L7 + s2 * (_L9 + s2 * (
+        _L11 + s2 * _L13))))))       # log1p(u)
+    return (z if z > 0 else _ZERO) + p
+
+
 @native.kernel(parallel=True, fastmath=FUSED_MULTIPLY_ADD)
 def _softplus32(x, out, beta, threshold):
     for i in native.prange(x.size):
         v = x[i]
         z = v * beta
-        u = _exp_as(-abs(z))            # exp(-|z|), in (0, 1]
-        s = u / (u + _TWO)
-        s2 = s * s
-        p = s * (_L1 + s2 * (_L3 + s2 * (_L5 + s2 * (_L7 + s2 * (_L9 + s2 * (
-            _L11 + s2 * _L13))))))       # log1p(u)
-        out[i] = v if z > threshold else ((z if z > 0 else _ZERO) + p) / beta
+        out[i] = v if z > threshold else _softplus_of32(z) / beta
+
+
+@native.kernel(parallel=True, fastmath=FUSED_MULTIPLY_ADD)
+def _logsigmoid32(x, out):
+    # 0 - softplus(-x): the 0 - gives +0.0 where softplus(-x) is 0 (a large x), as PyTorch
+    for i in native.prange(x.size):
+        out[i] = _ZERO - _softplus_of32(-x[i])
 
 
 def softplus(x, beta: float, threshold: float):
@@ -154,6 +167,15 @@ def softplus(x, beta: float, threshold: float):
     native.run(_softplus_select, flat.size, flat, t, real(beta), real(threshold), cut=(0, 1),
                part="flat2_2")
     return t.reshape(x.shape)
+
+
+def logsigmoid32(x):
+    """``log(sigmoid(x))`` of a float32 array as ``0 - softplus(-x)``, in one pass (the
+    bits of `softplus` of ``-x`` subtracted from 0)."""
+    flat = native.flat(x)
+    out = np.empty_like(flat)
+    native.run(_logsigmoid32, flat.size, flat, out, cut=(0, 1), part="flat2")
+    return out.reshape(x.shape)
 
 
 def softplus_backward(g, x, beta: float, threshold: float):

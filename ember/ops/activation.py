@@ -476,6 +476,8 @@ class LogSigmoid(Function):
         ctx.save_for_backward(x)
         # log(sigmoid(x)) = -softplus(-x), in the form that never overflows.  NOTE: 0 - rather
         # than a plain minus, so that a large x gives +0.0 as in PyTorch, not -0.0.
+        if x.dtype == np.float32 and _native_act.supports(x):   # (in one pass)
+            return _native_smooth.logsigmoid32(x)
         return (0 - _softplus_array(xp_of(x), -x)).astype(x.dtype, copy=False)
 
     @staticmethod

@@ -315,3 +315,23 @@ def test_glu_kernels_take_any_layout():
             results.append((y.detach().numpy(), x.grad.numpy()))
     np.testing.assert_allclose(results[0][0], results[1][0], rtol=1e-14)
     np.testing.assert_allclose(results[0][1], results[1][1], rtol=1e-14)
+
+
+@pytest.mark.parametrize("numba", [True, False])
+def test_large_float32_logsigmoid_in_one_pass(on_two_threads, numba):
+    """logsigmoid of a large float32 array (one kernel pass, cut over the threads) is
+    ``0 - softplus(-x)`` bit for bit, +0.0 (not -0.0) for a large x, and within float32
+    rounding of the float64 value."""
+    rng = np.random.default_rng(11)
+    x0 = (rng.standard_normal((1024, 320)) * 20).astype(np.float32)
+    x0[0, :6] = [0.0, -0.0, np.inf, -np.inf, 200.0, -200.0]
+    with native.use_numba(numba):
+        got = F.logsigmoid(ember.tensor(x0)).numpy()
+        softplus = F.softplus(ember.tensor(-x0), threshold=np.inf).numpy()
+    np.testing.assert_array_equal(got.view(np.uint8), (0 - softplus).view(np.uint8))
+    assert got[0, 4] == 0 and not np.signbit(got[0, 4]) and got[0, 2] == 0
+    assert got[0, 3] == -np.inf and got[0, 5] == -200
+    x64 = x0.astype(np.float64)[:, :]
+    finite = np.isfinite(x64)
+    expected = -np.logaddexp(0, -np.where(finite, x64, 0))
+    np.testing.assert_allclose(got[finite], expected[finite], rtol=2e-6, atol=1e-6)

@@ -3,7 +3,7 @@ array that a cut kernel (ops/_native_cuts.py) gives it: ``zeros``, ``ones``, ``f
 their ``*_like`` forms, ``fill_`` and ``zero_``.
 
 NOTE: why not NumPy's fill on the calling thread.  On the 2-core AMD EPYC test VM, at
-times (in about half of the processes of a whole `benchmarks/layer_survey.py` run, for
+times (in about two of five processes of a whole `benchmarks/layer_survey.py` run, for
 as long as they ran), writing on one core the cache lines that the other core had last
 read cost 10-20x more than otherwise: a 4 MB float32 fill took 1.7 ms after the other
 thread had read the array, 0.07 ms after the same thread had (2026-12-07).  A cut

@@ -1,8 +1,8 @@
 """Large additions, subtractions and products of two arrays cut over ember's two threads:
 ``x + y``, ``x - y`` and ``x * y`` (the forwards of Add, Sub and Mul, and Mul's
 first-order backward; under no_grad, ops/_direct.py's) and ``acc += g`` (the engine
-summing two gradients of one tensor); and of an array and a Python float (``x * 0.5``,
-``x / 3.0``), from `NUMBER_MIN` elements.
+summing two gradients of one tensor), ``acc *= g`` (a power's first-order gradient); and
+of an array and a Python float (``x * 0.5``, ``x / 3.0``), from `NUMBER_MIN` elements.
 
 NumPy adds on the calling thread alone.  A transformer's residual stream is added to
 and its gradients summed at every block: GPT's (32, 64, 128) float32 arrays, 1 MB each,
@@ -49,6 +49,12 @@ def _add(x, y, out):
 def _add_into(acc, g):
     for i in native.prange(acc.size):
         acc[i] += g[i]
+
+
+@native.kernel(parallel=True)
+def _multiply_into(acc, g):
+    for i in native.prange(acc.size):
+        acc[i] *= g[i]
 
 
 @native.kernel(parallel=True)
@@ -163,6 +169,14 @@ def add_into(acc: np.ndarray, g: np.ndarray) -> None:
         acc += g
         return
     run(_add_into, acc.size, acc.reshape(-1), g.reshape(-1), cut=(0, 1), part="flat2")
+
+
+def multiply_into(acc: np.ndarray, g: np.ndarray) -> None:
+    """``acc *= g``, as `add_into`."""
+    if not _takes(acc, g):
+        acc *= g
+        return
+    run(_multiply_into, acc.size, acc.reshape(-1), g.reshape(-1), cut=(0, 1), part="flat2")
 
 
 engine.set_gradient_sum(add, add_into)

@@ -504,7 +504,8 @@ class PowTensorScalar(Function):
             with np.errstate(all="ignore"):
                 d = (_native_binary.add(a, a) if e == 2     # (2 x: exact)
                      else _native_binary.multiply(_power(a, e - 1), e))
-                return _make(_native_binary.multiply(d, g))
+                _native_binary.multiply_into(d, g)
+            return _make(d)
         return times_conj(grad, e * x.pow(e - 1))
 
 

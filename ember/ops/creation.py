@@ -205,13 +205,12 @@ def _factory(fill, size, dtype, device, requires_grad, default=None, out=None,
     shape = _shape_arg(size)
     fill = _fitted(fill, d)
     if fill is None:
-        array = xp.empty(shape, dtype=d.np_dtype)
-    elif xp is np and (array := _native_fill.filled(shape, d.np_dtype, fill)) is not None:
-        pass   # (a large float array, written by the threads in halves)
-    elif _plain_zero(fill):
-        array = xp.zeros(shape, dtype=d.np_dtype)
-    else:
-        array = xp.full(shape, fill, dtype=d.np_dtype)
+        return _finish(xp.empty(shape, dtype=d.np_dtype), requires_grad, out, op)
+    # a large float array is written by the threads in halves; others by NumPy
+    array = _native_fill.filled(shape, d.np_dtype, fill) if xp is np else None
+    if array is None:
+        array = (xp.zeros(shape, dtype=d.np_dtype) if _plain_zero(fill)
+                 else xp.full(shape, fill, dtype=d.np_dtype))
     return _finish(array, requires_grad, out, op)
 
 
@@ -220,6 +219,8 @@ def _plain_zero(fill) -> bool:
     ``full`` keeps, as PyTorch's does)."""
     if fill != 0:
         return False
+    if type(fill) is int or type(fill) is bool:   # (zeros' and ones' own numbers)
+        return True
     value = complex(fill)
     return math.copysign(1.0, value.real) > 0 and math.copysign(1.0, value.imag) > 0
 

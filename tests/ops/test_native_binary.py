@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import ember
-from ember.ops import _native, _native_binary
+from ember.ops import _native, _native_activation, _native_binary
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -22,6 +22,9 @@ def test_cut_additions_equal_numpy_bit_for_bit(on_two_threads, dtype):
     acc = x.copy()
     _native_binary.add_into(acc, y)
     np.testing.assert_array_equal(acc, x + y)
+    acc = x.copy()
+    _native_binary.multiply_into(acc, y)
+    np.testing.assert_array_equal(acc, x * y)
 
 
 def test_what_the_cut_additions_leave_to_numpy(on_two_threads):
@@ -140,10 +143,13 @@ def test_arithmetic_with_numbers_and_arrays_on_large_tensors(on_two_threads, num
     rng = np.random.default_rng(3)
     a = rng.standard_normal((_native_binary.NUMBER_MIN // 128, 128)).astype(np.float32)
     b = rng.standard_normal(a.shape).astype(np.float32)
-    cut = []
+    cut, cut_arrays = [], []
     original = _native_binary._cut_number
     monkeypatch.setattr(_native_binary, "_cut_number",
                         lambda *args: cut.append(args[0]) or original(*args))
+    original_arrays = _native_binary._cut
+    monkeypatch.setattr(_native_binary, "_cut",
+                        lambda *args: cut_arrays.append(args[0]) or original_arrays(*args))
     with _native.use_numba(numba_on):
         x, y = ember.tensor(a), ember.tensor(b)
         with ember.no_grad():   # (ops/_direct.py's path)
@@ -160,18 +166,24 @@ def test_arithmetic_with_numbers_and_arrays_on_large_tensors(on_two_threads, num
     # no_grad, then / 4.0 and * 2.0 recorded, and the backward's products by 2.0 and 0.25
     assert len(cut) >= (7 if numba_on and _native.available() else 0)
     if not (numba_on and _native.available()):
-        assert cut == []
+        assert cut == [] and cut_arrays == []
+    else:   # (x * y and x - y under no_grad; x / y stays NumPy's)
+        assert cut_arrays[:2] == [_native_binary._multiply, _native_binary._subtract]
 
 
 @pytest.mark.parametrize("dtype", [ember.float32, ember.float64])
 @pytest.mark.parametrize("numba_on", [True, False], ids=["numba", "numpy"])
 def test_large_abs_and_small_powers_equal_numpy_bit_for_bit(on_two_threads, dtype,
-                                                            numba_on):
+                                                            numba_on, monkeypatch):
     from ember.ops import arithmetic
 
     rng = np.random.default_rng(4)
     a = rng.standard_normal((arithmetic.ABS_CUT_MIN // 64 + 1, 64)).astype(dtype.np_dtype)
     a[0, :6] = [0.0, -0.0, np.inf, -np.inf, np.nan, -np.nan]
+    kernels = []
+    original = _native_activation.elementwise
+    monkeypatch.setattr(_native_activation, "elementwise",
+                        lambda kernel, x: kernels.append(kernel) or original(kernel, x))
     with _native.use_numba(numba_on):
         x = ember.tensor(a)
         got = [x.abs(), x ** 2, x ** 3, x ** -2]
@@ -182,6 +194,8 @@ def test_large_abs_and_small_powers_equal_numpy_bit_for_bit(on_two_threads, dtyp
     for g, e in zip(got, expected):
         np.testing.assert_array_equal(g.numpy().view(np.uint8), e.view(np.uint8))
     np.testing.assert_array_equal(leaf.grad.numpy(), np.sign(np.nan_to_num(a, nan=0.0)))
+    on = numba_on and _native.available()
+    assert kernels == ([_native_activation._abs] * 2 if on else [])   # (two abs forwards)
 
 
 @pytest.mark.parametrize("exponent", [2, 3, 2.5])

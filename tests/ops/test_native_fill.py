@@ -14,7 +14,12 @@ ROWS, COLS = _native_fill.FILL_MIN_BYTES // (4 * 96) + 1, 96
 
 @pytest.mark.parametrize("dtype", [ember.float32, ember.float64])
 @pytest.mark.parametrize("numba_on", [True, False], ids=["numba", "numpy"])
-def test_large_fills_hold_the_value_everywhere(on_two_threads, dtype, numba_on):
+def test_large_fills_hold_the_value_everywhere(on_two_threads, dtype, numba_on,
+                                               monkeypatch):
+    cut = []
+    original = _native_fill._run
+    monkeypatch.setattr(_native_fill, "_run", lambda flat, value: cut.append(value)
+                        or original(flat, value))
     with _native.use_numba(numba_on):
         cases = [(ember.zeros(ROWS, COLS, dtype=dtype), 0.0),
                  (ember.ones(ROWS, COLS, dtype=dtype), 1.0),
@@ -28,6 +33,9 @@ def test_large_fills_hold_the_value_everywhere(on_two_threads, dtype, numba_on):
         assert array.dtype == dtype.np_dtype and array.shape == (ROWS, COLS)
         assert array.flags.c_contiguous
         np.testing.assert_array_equal(array, np.full((ROWS, COLS), value, dtype.np_dtype))
+    # every fill but empty's went through the threads' halves where numba runs them
+    assert cut == ([0, 1, -2.5, float("inf"), 1, 0, 7] if numba_on and _native.available()
+                   else [])
 
 
 def test_the_cut_fill_runs_where_it_should(on_two_threads):

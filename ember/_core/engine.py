@@ -206,7 +206,7 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
                 node._owns_grad = _may_overwrite(node, owned, create_graph, captures)
             in_grads = _call_node(node, node_grads, retain_graph)
             hands_over = node._may_hand_over and captures is None \
-                and _hands_over(node, node_grads, owned)
+                and _hands_over(node, node_grads, owned, in_grads)
             for (child, nr), g in zip(node._edges, in_grads):
                 if child is None:
                     continue
@@ -216,8 +216,8 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
                         slots = buffers[child] = _new_slots(child, nr)
                     if slots[nr] is None:
                         slots[nr] = g
-                        if hands_over and _unshared(g, node_grads,
-                                                    node._is_view or node._owns_grad,
+                        if hands_over and _unshared(g, node_grads, node._is_view
+                                                    or node._owns_grad or node._passes_grad,
                                                     node._grads_are_slices):
                             owned.add((child, nr))
                     else:
@@ -277,16 +277,18 @@ def add_gradient(slots: list, owned: set, key, nr: int, g: Tensor, made_here: bo
         _sum_into(slots, owned, key, nr, g)
 
 
-def _hands_over(node: Node, grads: list, owned: set) -> bool:
-    """Whether the engine owns the gradients `node` just returned (see `_unshared`).
+def _hands_over(node: Node, grads: list, owned: set, results: tuple) -> bool:
+    """Whether the engine owns the gradients `node` just returned (`results`; see
+    `_unshared`).
 
     Two kinds of built-in nodes hand the engine arrays nobody else holds: a node whose
     class declares ``_fresh_grads`` (its backward allocates each input's gradient) and a
     view's node, whose gradient is a view of its incoming one when the engine owned that
     (as is the incoming array a ``_reuses_grad`` node wrote over).  A
     ``_grads_are_slices`` node (cat, stack) hands on disjoint slices of its incoming one
-    likewise.  Hooks on the node, or on the tensors it made, may keep what they see: none
-    then.
+    likewise, and a ``_passes_grad`` node (add, sub) its incoming one where a single input
+    receives it and no graph of the backward is recorded.  Hooks on the node, or on the
+    tensors it made, may keep what they see: none then.
     """
     if node._hooks or node._prehooks or node._tensor_prehooks or node._retained:
         return False
@@ -295,6 +297,22 @@ def _hands_over(node: Node, grads: list, owned: set) -> bool:
     for nr, g in enumerate(grads):  # a view: every incoming gradient must be the engine's
         if g is not None and (node, nr) not in owned:
             return False
+    if node._passes_grad:
+        return not STATE.enabled and _each_once(results, node._edges)
+    return True
+
+
+def _each_once(results: tuple, edges: tuple) -> bool:
+    """Whether no two of the gradients that go somewhere share an array (``a + b`` hands
+    its one incoming gradient to both inputs: neither may then own it)."""
+    roots = []
+    for (child, _), g in zip(edges, results):
+        if child is not None and g is not None:
+            data = g._data
+            root = data if data.base is None else data.base
+            if any(root is r for r in roots):
+                return False
+            roots.append(root)
     return True
 
 

@@ -59,8 +59,8 @@ class Function(Node):
         cls._plain = not (cls._inplace or cls._is_view)
         if cls._reuses_grad:  # a new array, or the engine's own one overwritten
             cls._fresh_grads = True
-        cls._may_hand_over = (cls._fresh_grads or cls._is_view
-                              or cls._grads_are_slices)  # (for the engine)
+        cls._may_hand_over = (cls._fresh_grads or cls._is_view or cls._grads_are_slices
+                              or cls._passes_grad)  # (for the engine)
 
     @classmethod
     def apply(cls, *args, **params):

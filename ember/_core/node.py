@@ -158,11 +158,16 @@ class Node:
     # stack's): where the engine owns that array, it owns each C-contiguous slice too, and
     # a leaf may keep one as .grad without a copy (as PyTorch's does for cat along dim 0).
     _grads_are_slices = False
+    # A built-in backward that returns its incoming gradient itself as an input's gradient
+    # and new arrays for the others (add's, sub's): where the engine owns the incoming
+    # array and it goes to one input only, that input owns it, and a leaf keeps it as
+    # .grad without a copy (PyTorch's ``x - target`` hands its gradient on likewise).
+    _passes_grad = False
     # A built-in op whose forward marks an output of a float dtype non-differentiable
     # (ember.compile's training replay, which knows outputs' gradients ahead of the
     # forward, leaves graphs holding one to the op-by-op replay).
     _marks_outputs = False
-    _may_hand_over = False  # _fresh_grads, _is_view or _grads_are_slices (for the engine)
+    _may_hand_over = False  # _fresh_grads, _is_view, _grads_are_slices or _passes_grad
 
     def name(self) -> str:
         """The PyTorch-style name of this node, e.g. ``'MulBackward0'``."""

@@ -33,6 +33,7 @@ import numpy as np
 
 from .._core.grad_mode import PROCESS, STATE
 from . import _native as native
+from . import _native_fill
 
 # Below this many elements the NumPy path is as fast (a kernel's serial build costs a few
 # us a call: GELU forward and backward of 32 x 64 took 120 us through it, 188 in NumPy).
@@ -480,6 +481,13 @@ def _abs_backward(grad, x, out):
 
 
 @native.kernel(parallel=True)
+def _abs_backward_into(grad, x):
+    for i in native.prange(x.size):
+        v = x[i]
+        grad[i] = grad[i] * (_ONE if v > 0 else (-_ONE if v < 0 else _ZERO))
+
+
+@native.kernel(parallel=True)
 def _relu_backward_into(grad, y):
     for i in native.prange(y.size):
         g = grad[i]
@@ -583,7 +591,7 @@ def hardtanh_backward(grad: np.ndarray, y: np.ndarray, lo: float, hi: float) -> 
     flat = np.ascontiguousarray(y).reshape(-1)
     out = np.empty_like(flat)
     real = flat.dtype.type
-    run(_hardtanh_backward, flat.size, np.ascontiguousarray(grad).reshape(-1), flat, out,
+    run(_hardtanh_backward, flat.size, _native_fill.contiguous(grad).reshape(-1), flat, out,
         real(lo), real(hi), cut=(0, 1, 2), part="flat3_2")
     return out.reshape(y.shape)
 
@@ -603,7 +611,7 @@ def leaky_relu_backward(grad: np.ndarray, saved: np.ndarray, slope: float) -> np
     else ``grad * slope``, for `supports` arrays of one shape."""
     flat = np.ascontiguousarray(saved).reshape(-1)
     out = np.empty_like(flat)
-    run(_leaky_relu_backward, flat.size, np.ascontiguousarray(grad).reshape(-1), flat, out,
+    run(_leaky_relu_backward, flat.size, _native_fill.contiguous(grad).reshape(-1), flat, out,
         flat.dtype.type(slope), cut=(0, 1, 2), part="flat3_1")
     return out.reshape(saved.shape)
 
@@ -633,7 +641,8 @@ _BACKWARD_INTO = {("gelu", 4): _gelu_backward_f32_into, ("gelu", 8): _gelu_backw
                   ("relu", 4): _relu_backward_into, ("relu", 8): _relu_backward_into,
                   ("sigmoid", 4): _sigmoid_backward_into, ("sigmoid", 8): _sigmoid_backward_into,
                   ("hardswish", 4): _hardswish_backward_f32_into,
-                  ("hardswish", 8): _hardswish_backward_f64_into}
+                  ("hardswish", 8): _hardswish_backward_f64_into,
+                  ("abs", 4): _abs_backward_into, ("abs", 8): _abs_backward_into}
 
 
 def supports(*arrays, min_size: int = MIN_SIZE) -> bool:
@@ -676,13 +685,17 @@ def backward(name: str, grad: np.ndarray, saved: np.ndarray,
              overwrite: bool = False) -> np.ndarray:
     """``grad * f'(x)`` in one parallel pass, for `supports` arrays; `saved` is the input x
     (the output y for 'tanh' and 'relu').  With `overwrite` the result goes into `grad`
-    itself when it is C-contiguous (an array the caller owns and nothing else reads)."""
+    itself when it is C-contiguous (an array the caller owns and nothing else reads).  A
+    gradient of another layout is first copied (a broadcast single value, as a mean's
+    backward hands on, filled by the threads) and the result written over the copy."""
     flat = np.ascontiguousarray(saved).reshape(-1)
-    if overwrite and grad.flags.c_contiguous:
+    if not grad.flags.c_contiguous:
+        grad, overwrite = _native_fill.contiguous(grad), True
+    if overwrite:
         run(_BACKWARD_INTO[name, flat.itemsize], flat.size, grad.reshape(-1), flat, cut=(0, 1),
             part="flat2")
         return grad
     out = np.empty_like(flat)
-    run(_BACKWARD[name, flat.itemsize], flat.size, np.ascontiguousarray(grad).reshape(-1), flat,
-        out, cut=(0, 1, 2), part="flat3")
+    run(_BACKWARD[name, flat.itemsize], flat.size, grad.reshape(-1), flat, out, cut=(0, 1, 2),
+        part="flat3")
     return out.reshape(saved.shape)

@@ -67,5 +67,17 @@ def fill_into(out: np.ndarray, value) -> bool:
     return True
 
 
+def contiguous(grad: np.ndarray) -> np.ndarray:
+    """`grad` as a C-contiguous array; a broadcast single value (the gradient a mean or a
+    sum hands on: every stride 0) is filled by the threads when large (`filled`) rather
+    than copied on the calling thread."""
+    if (grad.ndim and not grad.flags.c_contiguous and not any(grad.strides)
+            and grad.size):
+        out = filled(grad.shape, grad.dtype, float(grad.reshape(-1)[0]))
+        if out is not None:
+            return out
+    return np.ascontiguousarray(grad)
+
+
 def _run(flat: np.ndarray, value) -> None:
     native.run(_fill, flat.size, flat, flat.dtype.type(value), cut=(0,), part="flat1_1")

@@ -47,6 +47,8 @@ _short = cpp_name  # dtype names as PyTorch's messages spell them ("Float", "Lon
 
 
 class Add(Function):
+    _passes_grad = True  # (its gradient is the incoming one: Node._passes_grad)
+
     @staticmethod
     def forward(ctx, x, y):
         return _native_binary.add(x, y)  # (large same-shape arrays: on the threads)
@@ -60,13 +62,16 @@ AddInplace = inplace_form(Add)
 
 
 class Sub(Function):
+    _passes_grad = True  # (x's gradient is the incoming one, y's a new array: Node._passes_grad)
+
     @staticmethod
     def forward(ctx, x, y):
         return _native_binary.subtract(x, y)  # (large same-shape arrays: on the threads)
 
     @staticmethod
     def backward(ctx, grad):
-        return grad, -grad
+        # (no negated copy for a y that needs no gradient: ``x - target`` in a loss)
+        return grad, (-grad if ctx._edges[1][0] is not None else None)
 
 
 SubInplace = inplace_form(Sub)
@@ -620,7 +625,7 @@ ABS_CUT_MIN = 1 << 19
 
 
 class Abs(Function):
-    _fresh_grads = True  # (its gradient is a new array: Node._fresh_grads)
+    _reuses_grad = True  # (see Node._reuses_grad)
 
     @staticmethod
     def forward(ctx, x):
@@ -633,7 +638,8 @@ class Abs(Function):
     def backward(ctx, grad):
         (x,) = ctx.saved_tensors
         if _native_act.first_order(grad, x):  # one pass on the arrays (l1_loss's backward)
-            return _make(_native_act.backward("abs", grad._data, x._data))
+            return _make(_native_act.backward("abs", grad._data, x._data,
+                                              overwrite=ctx._owns_grad))
         return grad * x.sign()  # NOTE: sign(0) = 0, so abs'(0) = 0 as in PyTorch
 
 

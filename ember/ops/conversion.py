@@ -135,6 +135,8 @@ def cuda(input: Tensor, device=None, non_blocking: bool = False, memory_format=N
 class Clone(Function):
     """A copy that stays in the graph; its gradient passes through unchanged."""
 
+    _passes_grad = True  # (Node._passes_grad)
+
     @staticmethod
     def forward(ctx, x, memory_format=preserve_format):
         if memory_format is contiguous_format and type(x) is np.ndarray \

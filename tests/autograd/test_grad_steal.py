@@ -363,3 +363,82 @@ def test_another_librarys_gradient_is_copied_by_its_own_copy(monkeypatch):
             return "copied on the device"
 
     assert _parallel.copy(Device()) == "copied on the device"
+
+
+def test_sub_hands_its_owned_gradient_to_a_single_input(adopted, monkeypatch):
+    # ``x - target`` hands x the incoming gradient itself, and computes no negated copy
+    # for a target that needs no gradient
+    from ember.ops.arithmetic import Neg
+
+    negated = []
+    real = Neg.forward
+    monkeypatch.setattr(Neg, "forward", staticmethod(lambda ctx, x: negated.append(1)
+                                                     or real(ctx, x)))
+    x = ember.randn(5, 3, requires_grad=True)
+    target = ember.randn(5, 3)
+    (x - target).sigmoid().sum().backward()
+    assert adopted == [True] and negated == []
+    s = ember.sigmoid(x.detach() - target)
+    np.testing.assert_allclose(x.grad.numpy(), (s * (1 - s)).numpy(), rtol=1e-6)
+
+
+def test_sub_of_two_leaves_hands_on_the_gradient_and_its_negation(adopted):
+    a = ember.randn(4, requires_grad=True)
+    b = ember.randn(4, requires_grad=True)
+    (a - b).sigmoid().sum().backward()
+    assert adopted == [True, True]
+    assert not _shares(a.grad, b.grad)
+    s = ember.sigmoid(a.detach() - b.detach()).numpy()
+    e = s * (1 - s)
+    np.testing.assert_allclose(a.grad.numpy(), e, rtol=1e-6)
+    np.testing.assert_allclose(b.grad.numpy(), -e, rtol=1e-6)
+
+
+def test_add_of_two_leaves_copies_the_shared_gradient(adopted):
+    # ``a + b`` hands one array to both inputs: neither may own it
+    a = ember.randn(4, requires_grad=True)
+    b = ember.randn(4, requires_grad=True)
+    (a + b).sigmoid().sum().backward()
+    assert adopted == [False, False]
+    assert not _shares(a.grad, b.grad)
+    a.grad.add_(1)  # (written in place: b's must not change)
+    s = ember.sigmoid(a.detach() + b.detach()).numpy()
+    np.testing.assert_allclose(b.grad.numpy(), s * (1 - s), rtol=1e-6)
+
+
+def test_add_of_a_tensor_and_itself_sums_both_gradients(adopted):
+    a = ember.randn(4, requires_grad=True)
+    (a + a).exp().sum().backward()
+    e = (2 * a.detach()).exp().numpy()
+    np.testing.assert_allclose(a.grad.numpy(), 2 * e, rtol=1e-6)
+
+
+@pytest.mark.parametrize("inplace", [False, True])
+def test_add_of_a_constant_hands_on_the_owned_gradient(adopted, inplace):
+    x = ember.randn(3, 4, requires_grad=True)
+    bias = ember.randn(3, 4)
+    y = x.clone().add_(bias) if inplace else x + bias
+    y.sigmoid().sum().backward()
+    # (clone's node hands on its incoming gradient as a view would: owned either way)
+    assert adopted == [True]
+    s = ember.sigmoid(x.detach() + bias).numpy()
+    np.testing.assert_allclose(x.grad.numpy(), s * (1 - s), rtol=1e-6)
+
+
+def test_the_callers_gradient_through_add_is_not_aliased(adopted):
+    x = ember.randn(4, requires_grad=True)
+    g = ember.ones(4)
+    (x + 1).backward(g)
+    assert adopted == [False]
+    assert not _shares(x.grad, g)
+
+
+def test_gradient_through_sub_is_not_owned_under_create_graph(adopted):
+    # (a recorded gradient may be saved by the graph of the backward: the leaf copies it)
+    x = ember.randn(4, requires_grad=True)
+    ((x - 1) ** 3).sum().backward(create_graph=True)
+    assert adopted == [False]
+    d = x.detach().numpy() - 1
+    np.testing.assert_allclose(x.grad.detach().numpy(), 3 * d * d, rtol=1e-5)
+    (g2,) = ember.autograd.grad(x.grad.sum(), x)
+    np.testing.assert_allclose(g2.numpy(), 6 * d, rtol=1e-5)

@@ -82,3 +82,42 @@ def test_gradient_through_a_large_fill_(on_two_threads):
     y.fill_(5.0)                       # the filled values no longer depend on the leaf
     (y * leaf).sum().backward()
     np.testing.assert_array_equal(leaf.grad.numpy(), 5.0)
+
+
+def test_contiguous_fills_a_broadcast_value_and_copies_other_layouts(on_two_threads):
+    f32 = np.float32
+    spread = np.broadcast_to(np.asarray(-1.5, f32), (ROWS, COLS))
+    out = _native_fill.contiguous(spread)
+    assert out.flags.c_contiguous and out.flags.writeable and not np.shares_memory(out, spread)
+    np.testing.assert_array_equal(out, np.full((ROWS, COLS), -1.5, f32))
+    strided = np.arange(2 * ROWS * COLS, dtype=f32).reshape(ROWS, 2 * COLS)[:, ::2]
+    np.testing.assert_array_equal(_native_fill.contiguous(strided), strided)
+    already = np.ones((4, 5), f32)
+    assert _native_fill.contiguous(already) is already
+    assert _native_fill.contiguous(np.broadcast_to(f32(2), (0, 3))).shape == (0, 3)
+
+
+@pytest.mark.parametrize("dtype", [ember.float32, ember.float64])
+@pytest.mark.parametrize("numba_on", [True, False], ids=["numba", "numpy"])
+def test_l1_loss_gradient_of_a_large_input(on_two_threads, dtype, numba_on, monkeypatch):
+    """A mean's gradient reaches abs's backward as a broadcast single value: it is filled
+    by the threads (where numba runs) and abs's sign written over it; the result is
+    NumPy's, bit for bit (zeros and NaNs of the difference get 0)."""
+    cut = []
+    original = _native_fill._run
+    monkeypatch.setattr(_native_fill, "_run", lambda flat, value: cut.append(value)
+                        or original(flat, value))
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((ROWS, COLS)).astype(dtype.np_dtype)
+    target = x * 0.5
+    target[0, :3] = x[0, :3]                 # differences of exactly 0
+    x[1, 0] = np.nan
+    with _native.use_numba(numba_on):
+        xt = ember.tensor(x, requires_grad=True)
+        loss = ember.nn.functional.l1_loss(xt, ember.tensor(target))
+        loss.backward()
+    scale = dtype.np_dtype.type(1 / x.size)
+    sign = np.nan_to_num(np.sign(x - target))   # (sgn(NaN) is 0, as in PyTorch)
+    np.testing.assert_array_equal(xt.grad.numpy(), sign * scale)
+    assert np.isnan(loss.item())
+    assert cut == ([scale] if numba_on and _native.available() else [])

@@ -35,6 +35,8 @@ rebuilds them and calls the kernel's serial build on a share:
   mask of the rows' shape) and its gradient;
 - ``plane_gather``, ``plane_scatter``: a map of planes' last two axes by index (padding
   by reflection, replication or wrapping) and its transpose (ops/_native_axis_map.py);
+- ``depthwise``: images of (N, C, h, w) arrays, the filters (C, kh, kw) and an int64
+  array of the geometry and sizes (ops/_native_depthwise.py);
 - ``sgd``, ``adam``, ``adadelta``: the fused optimizer steps' range kernels
   (optim/_fused.py), whose state arrays a step without them replaces by whole
   one-element stand-ins.
@@ -380,6 +382,16 @@ def plane_scatter(address):   # (g, rows, cols, geometry, out): its transpose, g
            geometry, _planes_at(ints[ARGS + 4], r, geometry[3], geometry[4], DTYPE))
 
 
+def depthwise(address):   # (x, w, out, numbers): images of x and out cut, the filters
+    ints, _ = block_at(address)   # whole; numbers: 6 of geometry, then C, x's plane, out's
+    n = ints[0]                   # plane and the filter's size (ops/_native_depthwise.py)
+    numbers = array_at(ints[ARGS + 3], ints[LENGTHS + 3], np.int64)
+    c, kh, kw = numbers[6], numbers[11], numbers[12]
+    KERNEL(carray(pointer_to(ints[ARGS], DTYPE), (n, c, numbers[7], numbers[8])),
+           carray(pointer_to(ints[ARGS + 1], DTYPE), (c, kh, kw)),
+           carray(pointer_to(ints[ARGS + 2], DTYPE), (n, c, numbers[9], numbers[10])), numbers)
+
+
 FAMILIES = {f.__name__: f for f in (
     flat2, flat3, flat1_1, flat2_1, flat2_2, flat2_3, flat3_1, flat3_2, flat3_3, flat3_4, select,
     select_number_a, select_number_b, rows2_flag, rows3_flag, rows2_flag_int, rows3_flag_int,
@@ -387,7 +399,7 @@ FAMILIES = {f.__name__: f for f in (
     rows_sums, pick_rows, dropout, dropout_grad,
     dropout_grad_into, layer_norm, sgd, adam, adadelta, cross_entropy, cross_entropy_grad,
     masked_softmax, masked_softmax_grad, layer_norm_grad, group_norm, group_norm_grad,
-    plane_gather, plane_scatter)}
+    plane_gather, plane_scatter, depthwise)}
 
 
 @functools.cache

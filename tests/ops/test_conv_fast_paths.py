@@ -80,14 +80,26 @@ def test_depthwise_kernels_match_the_general_path(geometry, kernel, dtype, monke
 def test_depthwise_work_cut_over_two_threads_matches_the_general_path(stride, images,
                                                                       monkeypatch):
     """From `SPLIT_MIN` elements of work on two threads, the forward and the input's
-    gradient are cut by images, and the weight's gradient is summed over two halves of
-    the images, one on each thread; one image's work is cut by channels."""
+    gradient are cut by images (the worker's half a native part), and the weight's
+    gradient is summed over two halves of the images, one on each thread; one image's
+    work is cut by channels."""
+    from ember.ops import _native_cuts
+
     monkeypatch.setattr(native, "SPLIT_MIN", 1)
     shares = []
     for kernel in (_native_depthwise._correlate, _native_depthwise._spread,
                    _native_depthwise._weight_grad):
         monkeypatch.setattr(kernel, "serial", lambda *a, k=kernel, real=kernel.serial:
                             shares.append(k.__name__) or real(*a))
+    real_cut, cuts = _native_cuts.run_cut, []
+
+    def cut(kernel, family, args, positions):
+        done = real_cut(kernel, family, args, positions)
+        if done:   # (the caller's half may run as a serial call too: not counted below)
+            cuts.append(f"{kernel.__name__} {family}")
+        return done
+
+    monkeypatch.setattr(_native_cuts, "run_cut", cut)
     threads = ember.get_num_threads()
     ember.set_num_threads(2)
     try:
@@ -101,7 +113,13 @@ def test_depthwise_work_cut_over_two_threads_matches_the_general_path(stride, im
     # a share each thread: the forward's and the input gradient's (at stride 2 the
     # forward's reads transposed), the weight gradient's
     adjoint = "_correlate" if stride == 1 else "_spread"
-    assert sorted(shares) == sorted(["_correlate"] * 2 + [adjoint] * 2 + ["_weight_grad"] * 2)
+    if images > 1:
+        assert cuts == ["_correlate depthwise", adjoint + " depthwise"]
+        assert shares.count("_weight_grad") == 2
+    else:
+        assert cuts == []
+        assert sorted(shares) == sorted(["_correlate"] * 2 + [adjoint] * 2
+                                        + ["_weight_grad"] * 2)
     for a, b in zip(ours, general):
         np.testing.assert_allclose(a, b, rtol=1e-11, atol=1e-11)
 

@@ -596,6 +596,48 @@ def hardtanh_backward(grad: np.ndarray, y: np.ndarray, lo: float, hi: float) -> 
     return out.reshape(y.shape)
 
 
+@native.kernel(parallel=True)
+def _clamp(x, out, lo, hi):
+    for i in native.prange(x.size):
+        v = x[i]
+        r = lo if v < lo else v   # (strict tests: an x equal to a bound keeps its own zero)
+        out[i] = hi if r > hi else r   # (and NaN stays NaN; lo > hi gives hi everywhere)
+
+
+@native.kernel(parallel=True)
+def _clamp_backward(grad, x, out, lo, hi):
+    for i in native.prange(x.size):
+        g, v = grad[i], x[i]   # (read before the select: see _native_select's note)
+        out[i] = g if (v >= lo) & (v <= hi) else _ZERO   # (a NaN's gradient is 0)
+
+
+def _bounds(dtype, lo, hi) -> tuple:
+    """clamp's bounds in `dtype`, a missing one as an infinity that never binds."""
+    real = dtype.type
+    return real(-np.inf if lo is None else lo), real(np.inf if hi is None else hi)
+
+
+def clamp(x: np.ndarray, lo, hi) -> np.ndarray:
+    """``min(max(x, lo), hi)`` as PyTorch computes it (an element equal to a bound keeps
+    its sign of zero; NaN stays NaN; either bound may be None) for a `supports` array:
+    one parallel pass (NumPy's maximum and minimum take two, on one thread)."""
+    flat = np.ascontiguousarray(x).reshape(-1)
+    out = np.empty_like(flat)
+    run(_clamp, flat.size, flat, out, *_bounds(flat.dtype, lo, hi), cut=(0, 1),
+        part="flat2_2")
+    return out.reshape(x.shape)
+
+
+def clamp_backward(grad: np.ndarray, x: np.ndarray, lo, hi) -> np.ndarray:
+    """``grad`` where clamp's input `x` lies within [lo, hi], bounds included, else 0 (a
+    NaN gets 0), for `supports` arrays of one shape."""
+    flat = np.ascontiguousarray(x).reshape(-1)
+    out = np.empty_like(flat)
+    run(_clamp_backward, flat.size, _native_fill.contiguous(grad).reshape(-1), flat, out,
+        *_bounds(flat.dtype, lo, hi), cut=(0, 1, 2), part="flat3_2")
+    return out.reshape(x.shape)
+
+
 def leaky_relu(x: np.ndarray, slope: float) -> np.ndarray:
     """``x`` where x > 0, else ``x * slope`` (NaN stays NaN) for a `supports` array: one
     vectorized select.  NOTE: NumPy's ``where`` costs ~4 ns an element on a random sign

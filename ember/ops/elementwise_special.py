@@ -500,15 +500,27 @@ class Clamp(Function):
     """clamp with number bounds (either may be None)."""
 
     _name = "ClampBackward1"
+    _number_first = True  # (see forward)
+    _fresh_grads = True  # (each gradient is a new array, kernel's or where's: Node._fresh_grads)
 
     @staticmethod
     def forward(ctx, x, lo, hi, node_name=None):
         if node_name is not None:
             ctx._name = node_name
         ctx._keep(x, lo, hi)
+        if _number_bound(lo) and _number_bound(hi) and _native_act.supports(x):
+            return _native_act.clamp(x, lo, hi)   # (one pass, on the threads)
         xp = xp_of(x)
-        out = x if lo is None else xp.maximum(x, lo)
-        out = out if hi is None else xp.minimum(out, hi)
+        # NOTE: the bound first: on a tie NumPy's maximum and minimum give their second
+        # operand, so an element equal to a number bound keeps its own sign of zero, as in
+        # PyTorch; a NaN on either side gives NaN.  (With tensor bounds PyTorch's
+        # vectorized loop gives the bound's zero, its scalar loop the element's: ClampTensor
+        # follows the vectorized one.)
+        def operands(bound, values):
+            return (bound, values) if ctx._number_first else (values, bound)
+
+        out = x if lo is None else xp.maximum(*operands(lo, x))
+        out = out if hi is None else xp.minimum(*operands(hi, out))
         return out.astype(x.dtype, copy=False)
 
     def _keep(self, x, lo, hi) -> None:
@@ -520,6 +532,8 @@ class Clamp(Function):
     def backward(ctx, grad):
         (x,) = ctx.saved_tensors
         lo, hi = ctx.bounds
+        if _native_act.first_order(grad, x):  # one pass on the arrays
+            return _make(_native_act.clamp_backward(grad._data, x._data, lo, hi))
         # NOTE: the gradient passes where lo <= x <= hi, boundaries included (PyTorch's rule).
         if lo is None:
             inside = x <= hi
@@ -530,11 +544,18 @@ class Clamp(Function):
         return grad.where(inside, 0.0)
 
 
+def _number_bound(bound) -> bool:
+    """Whether a clamp bound is absent or a number other than NaN (the kernel's case)."""
+    return bound is None or (isinstance(bound, (int, float, np.number))
+                             and not math.isnan(bound))
+
+
 class ClampTensor(Clamp):
     """clamp with tensor bounds (either may be None): Clamp's forward, gradients for the
     bounds too."""
 
     _name = "ClampBackward0"
+    _number_first = False
 
     def _keep(self, x, lo, hi) -> None:
         self.save_for_backward(x, lo, hi)

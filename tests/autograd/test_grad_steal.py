@@ -442,3 +442,12 @@ def test_gradient_through_sub_is_not_owned_under_create_graph(adopted):
     np.testing.assert_allclose(x.grad.detach().numpy(), 3 * d * d, rtol=1e-5)
     (g2,) = ember.autograd.grad(x.grad.sum(), x)
     np.testing.assert_allclose(g2.numpy(), 6 * d, rtol=1e-5)
+
+
+@pytest.mark.parametrize("tensor_bounds", [False, True])
+def test_clamp_gradient_is_kept_without_a_copy(adopted, tensor_bounds):
+    x = ember.tensor([-2.0, -0.5, 0.0, 0.5, 2.0], requires_grad=True)
+    lo, hi = (ember.tensor(-1.0), ember.tensor(1.0)) if tensor_bounds else (-1.0, 1.0)
+    x.clamp(lo, hi).sum().backward()
+    assert adopted == [True]
+    np.testing.assert_array_equal(x.grad.numpy(), [0.0, 1.0, 1.0, 1.0, 0.0])

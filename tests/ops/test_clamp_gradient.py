@@ -82,3 +82,63 @@ def test_clamp_gradcheck_away_from_the_bounds():
     hi = ember.tensor([1.0, 1.0, 1.0, 1.5], dtype=ember.float64, requires_grad=True)
     assert ember.autograd.gradcheck(ember.clamp, (x, lo, hi))
     assert ember.autograd.gradcheck(lambda t: F.hardtanh(t, 0.0, 1.0), (x,))
+
+
+# values at and around the bounds, zeros of both signs, NaN and infinities, repeated to a
+# size the kernels take
+SPECIAL = [-0.0, 0.0, NAN, -1.0, 2.0, math.inf, -math.inf, 0.5, 1.0, -0.5]
+NUMBER_BOUNDS = [(0.0, 1.0), (-0.0, 1.0), (-1.0, -0.0), (-1.0, 0.0), (None, 0.0), (0.0, None),
+                 (2.0, 1.0), (-1.0, 0.5), (None, -0.0), (-0.0, None), (NAN, 1.0), (None, NAN)]
+
+
+def _clamp_by_hand(x, lo, hi):
+    """PyTorch's clamp with number bounds, element by element: strict tests, so an element
+    equal to a bound keeps its sign of zero; a NaN bound gives NaN."""
+    out = []
+    for v in x:
+        if (lo is not None and math.isnan(lo)) or (hi is not None and math.isnan(hi)):
+            out.append(NAN)
+            continue
+        r = lo if lo is not None and v < lo else v
+        out.append(hi if hi is not None and r > hi else r)
+    return out
+
+
+@pytest.mark.parametrize("size", [len(SPECIAL), 1 << 18])
+@pytest.mark.parametrize("dtype", [ember.float32, ember.float64])
+@pytest.mark.parametrize("numba_on", [True, False], ids=["numba", "numpy"])
+def test_clamp_with_number_bounds_values_and_gradients(on_two_threads, size, dtype, numba_on,
+                                                       monkeypatch):
+    """Large float arrays take one kernel pass each way (cut over the threads); small ones,
+    or numba off, NumPy's maximum and minimum: the same values bit for bit (signs of zero
+    included) and the same gradients."""
+    import numpy as np
+
+    from ember.ops import _native, _native_activation
+
+    kernels = []
+    for name in ("clamp", "clamp_backward"):
+        real = getattr(_native_activation, name)
+        monkeypatch.setattr(_native_activation, name,
+                            lambda *a, real=real, name=name: kernels.append(name) or real(*a))
+    x0 = (SPECIAL * (size // len(SPECIAL) + 1))[:size]
+    g0 = np.arange(1, size + 1) % 7 + 1.0
+    for lo, hi in NUMBER_BOUNDS:
+        kernels.clear()
+        with _native.use_numba(numba_on):
+            x = ember.tensor(x0, dtype=dtype, requires_grad=True)
+            y = ember.clamp(x, lo, hi)
+            y.backward(ember.tensor(g0, dtype=dtype))
+        want = np.array(_clamp_by_hand(x0, lo, hi), dtype.np_dtype)
+        got = y.detach().numpy()
+        np.testing.assert_array_equal(got, want)
+        assert (np.signbit(got) == np.signbit(want))[~np.isnan(want)].all(), (lo, hi)
+        xs = np.array(x0)
+        inside = (xs >= (-math.inf if lo is None else lo)) & (xs <= (math.inf if hi is None
+                                                                     else hi))
+        np.testing.assert_array_equal(x.grad.numpy(), np.where(inside, g0, 0.0))
+        nan_bound = any(b is not None and math.isnan(b) for b in (lo, hi))
+        big = size > 1000 and numba_on and _native.available() and not nan_bound
+        assert kernels == (["clamp", "clamp_backward"] if big else
+                           ["clamp_backward"] if size > 1000 and numba_on
+                           and _native.available() else [])

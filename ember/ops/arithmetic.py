@@ -189,6 +189,8 @@ class DivRounding(Function):
 
 
 class Neg(Function):
+    _fresh_grads = True  # (-grad: a new array; Node._fresh_grads)
+
     @staticmethod
     def forward(ctx, x):
         return -x

@@ -38,6 +38,7 @@ LN10 = math.log(10.0)
 class _Unary(Function):
     """y = f(x) elementwise; subclasses give `compute`, `derivative` and `saves`."""
 
+    _fresh_grads = True  # (grad times the derivative: a new array; Node._fresh_grads)
     saves = "x"  # what `derivative(x, y)` reads: "x", "y" or "xy"; the other is None
 
     @staticmethod
@@ -362,6 +363,8 @@ class Round(_ZeroGrad):
 
 class Frac(_Unary):
     saves = ""
+    _fresh_grads = False  # (its gradient is the incoming one: Node._passes_grad)
+    _passes_grad = True
     compute = staticmethod(lambda xp, x: x - xp.trunc(x))
 
     @staticmethod

@@ -281,6 +281,8 @@ def logit_(input: Tensor, eps: float | None = None) -> Tensor:
 
 
 class Atan2(Function):
+    _fresh_grads = True  # (each gradient a new where: Node._fresh_grads)
+
     @staticmethod
     def forward(ctx, y, x):
         if y.dtype.kind == "c":   # (here, so that atan2_ refuses it too)
@@ -301,6 +303,8 @@ class Atan2(Function):
 
 
 class Hypot(Function):
+    _fresh_grads = True  # (each gradient a new product: Node._fresh_grads)
+
     @staticmethod
     def forward(ctx, x, y):
         out = xp_of(x).hypot(x, y)
@@ -329,6 +333,8 @@ class _Pairwise(Function):
 class Maximum(_Pairwise):
     """The larger of x and y, nan winning; `_beats` is the strict order that picks it."""
 
+    _fresh_grads = True  # (each gradient a new where: Node._fresh_grads)
+
     _kernel, _beats = "maximum", staticmethod(operator.gt)
 
     @staticmethod
@@ -345,6 +351,8 @@ class Minimum(Maximum):
 class Fmax(_Pairwise):
     """The larger of x and y, a nan losing to a number; ties go to the first argument, so
     `_first_wins` is the order with ties included."""
+
+    _fresh_grads = True  # (each gradient a new where: Node._fresh_grads)
 
     _kernel, _first_wins = "fmax", staticmethod(operator.ge)
 

@@ -451,3 +451,27 @@ def test_clamp_gradient_is_kept_without_a_copy(adopted, tensor_bounds):
     x.clamp(lo, hi).sum().backward()
     assert adopted == [True]
     np.testing.assert_array_equal(x.grad.numpy(), [0.0, 1.0, 1.0, 1.0, 0.0])
+
+
+@pytest.mark.parametrize("op", ["exp", "sqrt", "sin", "atan", "erf", "neg", "maximum", "hypot",
+                                "atan2"])
+def test_elementwise_gradients_are_kept_without_a_copy(adopted, op):
+    # (their backwards make a new array: `_fresh_grads`)
+    x = ember.tensor([0.5, 1.0, 2.0], requires_grad=True)
+    other = ember.tensor([1.0, 0.25, 3.0])
+    calls = {"maximum": lambda: ember.maximum(x, other), "hypot": lambda: ember.hypot(x, other),
+             "atan2": lambda: ember.atan2(x, other), "neg": lambda: -x}
+    y = calls[op]() if op in calls else getattr(x, op)()
+    y.sum().backward()
+    assert adopted == [True]
+    (expected,) = ember.autograd.grad(calls[op]() if op in calls else getattr(x, op)(), x,
+                                      ember.ones(3))
+    np.testing.assert_allclose(x.grad.numpy(), expected.numpy(), rtol=1e-6)
+
+
+def test_frac_hands_on_its_owned_gradient(adopted):
+    x = ember.tensor([0.5, 1.25, -2.75], requires_grad=True)
+    x.frac().sigmoid().sum().backward()
+    assert adopted == [True]
+    s = ember.sigmoid(x.detach().frac()).numpy()
+    np.testing.assert_allclose(x.grad.numpy(), s * (1 - s), rtol=1e-6)

@@ -138,3 +138,27 @@ def test_rows_zeroed_first_only_where_the_row_kernel_runs():
         _native_scatter._run(table, index, np.ones((10, 4, 3)), _native_scatter.ZERO_AND_ADD)
     assert _native_scatter.scatter_add_into_zeros((10, 8, 3), index, np.ones((10, 4, 3)),
                                                   1) is None
+
+
+@pytest.mark.parametrize("bad", [256, -1])
+@pytest.mark.parametrize("numba_on", [True, False], ids=["numba", "numpy"])
+def test_gather_of_an_index_outside_raises_pytorchs_error(bad, numba_on, monkeypatch):
+    """gather checks its indices' range once: the kernel counts those outside as it reads
+    (no min/max pass before it), and only then are they checked again for PyTorch's
+    message; off the kernel the check runs first."""
+    from ember.ops import scatter
+
+    checks = []
+    real = scatter._check_bounds
+    monkeypatch.setattr(scatter, "_check_bounds", lambda *a, **k: checks.append(1) or real(*a, **k))
+    x = ember.zeros(4096, 256)
+    good = ember.tensor(np.random.default_rng(0).integers(0, 256, (4096, 16)))
+    with native.use_numba(numba_on):
+        picked = x.gather(1, good)
+        assert checks == ([] if numba_on else [1])
+        index = good.clone()
+        index[7, 3] = bad
+        with pytest.raises(RuntimeError, match=f"index {bad} is out of bounds for dimension 1 "
+                                               "with size 256"):
+            x.gather(1, index)
+    assert picked.shape == (4096, 16) and (picked.numpy() == 0).all()

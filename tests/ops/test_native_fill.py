@@ -121,3 +121,26 @@ def test_l1_loss_gradient_of_a_large_input(on_two_threads, dtype, numba_on, monk
     np.testing.assert_array_equal(xt.grad.numpy(), sign * scale)
     assert np.isnan(loss.item())
     assert cut == ([scale] if numba_on and _native.available() else [])
+
+
+def test_a_broadcast_gradient_kept_as_grad_is_written_out(on_two_threads, monkeypatch):
+    """A leaf's .grad from a mean (one value broadcast) is filled by the threads where
+    large; a per-plane broadcast (global average pooling's gradient) is copied by NumPy on
+    this thread: the values either way."""
+    cut = []
+    original = _native_fill._run
+    monkeypatch.setattr(_native_fill, "_run", lambda flat, value: cut.append(value)
+                        or original(flat, value))
+    x = ember.zeros(ROWS, COLS, requires_grad=True)
+    cut.clear()   # (the zeros' own fill)
+    x.mean().backward()
+    scale = np.float32(1 / (ROWS * COLS))
+    np.testing.assert_array_equal(x.grad.numpy(), np.full((ROWS, COLS), scale))
+    assert x.grad.numpy().flags.c_contiguous and x.grad.numpy().flags.writeable
+    assert cut == ([scale] if _native.available() else [])
+    images = ember.zeros(8, 64, 32, 32, requires_grad=True)
+    g = np.random.default_rng(0).standard_normal((8, 64, 1, 1)).astype(np.float32)
+    ember.nn.functional.adaptive_avg_pool2d(images, 1).backward(ember.tensor(g))
+    expected = np.broadcast_to(g / np.float32(1024), (8, 64, 32, 32))
+    np.testing.assert_allclose(images.grad.numpy(), expected, rtol=1e-6)
+    assert images.grad.numpy().flags.c_contiguous and images.grad.numpy().flags.writeable

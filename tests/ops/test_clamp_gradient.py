@@ -121,19 +121,20 @@ def test_clamp_with_number_bounds_values_and_gradients(on_two_threads, size, dty
         real = getattr(_native_activation, name)
         monkeypatch.setattr(_native_activation, name,
                             lambda *a, real=real, name=name: kernels.append(name) or real(*a))
-    x0 = (SPECIAL * (size // len(SPECIAL) + 1))[:size]
+    x0 = np.resize(np.array(SPECIAL), size)
     g0 = np.arange(1, size + 1) % 7 + 1.0
     for lo, hi in NUMBER_BOUNDS:
         kernels.clear()
         with _native.use_numba(numba_on):
-            x = ember.tensor(x0, dtype=dtype, requires_grad=True)
+            x = ember.tensor(x0.astype(dtype.np_dtype), requires_grad=True)
             y = ember.clamp(x, lo, hi)
             y.backward(ember.tensor(g0, dtype=dtype))
-        want = np.array(_clamp_by_hand(x0, lo, hi), dtype.np_dtype)
+        # (elementwise: the hand-computed values of SPECIAL, repeated like x0)
+        want = np.resize(np.array(_clamp_by_hand(SPECIAL, lo, hi), dtype.np_dtype), size)
         got = y.detach().numpy()
         np.testing.assert_array_equal(got, want)
         assert (np.signbit(got) == np.signbit(want))[~np.isnan(want)].all(), (lo, hi)
-        xs = np.array(x0)
+        xs = x0
         inside = (xs >= (-math.inf if lo is None else lo)) & (xs <= (math.inf if hi is None
                                                                      else hi))
         np.testing.assert_array_equal(x.grad.numpy(), np.where(inside, g0, 0.0))

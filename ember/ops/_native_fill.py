@@ -71,8 +71,8 @@ def contiguous(grad: np.ndarray) -> np.ndarray:
     """`grad` as a C-contiguous array; a broadcast single value (the gradient a mean or a
     sum hands on: every stride 0) is filled by the threads when large (`filled`) rather
     than copied on the calling thread."""
-    if (grad.ndim and not grad.flags.c_contiguous and not any(grad.strides)
-            and grad.size):
+    if (grad.ndim and grad.dtype.char in "fd" and not grad.flags.c_contiguous
+            and not any(grad.strides) and grad.size):
         out = filled(grad.shape, grad.dtype, float(grad.reshape(-1)[0]))
         if out is not None:
             return out

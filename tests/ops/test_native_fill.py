@@ -144,3 +144,16 @@ def test_a_broadcast_gradient_kept_as_grad_is_written_out(on_two_threads, monkey
     expected = np.broadcast_to(g / np.float32(1024), (8, 64, 32, 32))
     np.testing.assert_allclose(images.grad.numpy(), expected, rtol=1e-6)
     assert images.grad.numpy().flags.c_contiguous and images.grad.numpy().flags.writeable
+
+
+def test_contiguous_of_a_broadcast_complex_or_integer_value(on_two_threads):
+    # (no fill for them, and no warning from turning the value into a float)
+    import warnings
+
+    for value in (np.complex64(1 + 2j), np.int64(3)):
+        spread = np.broadcast_to(value, (ROWS, COLS))
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            out = _native_fill.contiguous(spread)
+        assert out.dtype == spread.dtype and out.flags.c_contiguous
+        np.testing.assert_array_equal(out, spread)

@@ -475,3 +475,21 @@ def test_frac_hands_on_its_owned_gradient(adopted):
     assert adopted == [True]
     s = ember.sigmoid(x.detach().frac()).numpy()
     np.testing.assert_allclose(x.grad.numpy(), s * (1 - s), rtol=1e-6)
+
+
+def test_a_retained_or_hooked_gradient_through_add_is_not_aliased():
+    x = ember.randn(5, requires_grad=True)
+    y = x + 1
+    y.retain_grad()
+    (y * 2).sum().backward()
+    assert not _shares(x.grad, y.grad)
+    with ember.no_grad():
+        x.grad.add_(1)
+    np.testing.assert_array_equal(y.grad.numpy(), 2.0)
+    x = ember.randn(5, requires_grad=True)
+    seen = []
+    y = x - 1
+    y.register_hook(seen.append)
+    (y * 3).sum().backward()
+    assert not _shares(x.grad, seen[0])
+    np.testing.assert_array_equal(x.grad.numpy(), 3.0)

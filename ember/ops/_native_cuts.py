@@ -35,8 +35,9 @@ rebuilds them and calls the kernel's serial build on a share:
   mask of the rows' shape) and its gradient;
 - ``plane_gather``, ``plane_scatter``: a map of planes' last two axes by index (padding
   by reflection, replication or wrapping) and its transpose (ops/_native_axis_map.py);
-- ``depthwise``: images of (N, C, h, w) arrays, the filters (C, kh, kw) and an int64
-  array of the geometry and sizes (ops/_native_depthwise.py);
+- ``depthwise``: images of (N, C, h, w) arrays, the filters (C, kh, kw), an int64 array
+  of the geometry and sizes and one of a plane's places in the phase planes
+  (ops/_native_depthwise.py);
 - ``sgd``, ``adam``, ``adadelta``: the fused optimizer steps' range kernels
   (optim/_fused.py), whose state arrays a step without them replaces by whole
   one-element stand-ins.
@@ -382,14 +383,15 @@ def plane_scatter(address):   # (g, rows, cols, geometry, out): its transpose, g
            geometry, _planes_at(ints[ARGS + 4], r, geometry[3], geometry[4], DTYPE))
 
 
-def depthwise(address):   # (x, w, out, numbers): images of x and out cut, the filters
-    ints, _ = block_at(address)   # whole; numbers: 6 of geometry, then C, x's plane, out's
-    n = ints[0]                   # plane and the filter's size (ops/_native_depthwise.py)
-    numbers = array_at(ints[ARGS + 3], ints[LENGTHS + 3], np.int64)
+def depthwise(address):   # (x, w, out, numbers, index): images of x and out cut, the
+    ints, _ = block_at(address)   # filters whole; numbers: 6 of geometry, then C, x's plane,
+    n = ints[0]                   # out's plane and the filter's size; index: int64, whole
+    numbers = array_at(ints[ARGS + 3], ints[LENGTHS + 3], np.int64)   # (_native_depthwise)
     c, kh, kw = numbers[6], numbers[11], numbers[12]
     KERNEL(carray(pointer_to(ints[ARGS], DTYPE), (n, c, numbers[7], numbers[8])),
            carray(pointer_to(ints[ARGS + 1], DTYPE), (c, kh, kw)),
-           carray(pointer_to(ints[ARGS + 2], DTYPE), (n, c, numbers[9], numbers[10])), numbers)
+           carray(pointer_to(ints[ARGS + 2], DTYPE), (n, c, numbers[9], numbers[10])), numbers,
+           array_at(ints[ARGS + 4], ints[LENGTHS + 4], np.int64))
 
 
 FAMILIES = {f.__name__: f for f in (

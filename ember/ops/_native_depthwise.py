@@ -28,6 +28,8 @@ of real products only.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from . import _native as native
@@ -137,8 +139,28 @@ def _widen_rows(plane, wide, width):
             into[j] = row[j]
 
 
+@native.kernel
+def _move_by_index(plane, flat, index, to_phases):
+    """Between a plane and its phase planes in `flat` by a map (`phase_index`: each
+    element's place there, -1 where no window reads it): to them (`_fill_phases`, `flat`
+    zeroed first) or back (`_unfill_phases`: zero where no window reaches)."""
+    if to_phases:
+        flat[:] = 0
+    k = 0
+    for r in range(plane.shape[0]):
+        row = plane[r]
+        for q in range(plane.shape[1]):   # (`to_phases` is the same all along: LLVM
+            at = index[k]                 # takes the branch out of the loop)
+            k += 1
+            if to_phases:
+                if at >= 0:
+                    flat[at] = row[q]
+            else:
+                row[q] = flat[at] if at >= 0 else 0
+
+
 @native.kernel(parallel=True, fastmath=FUSED_MULTIPLY_ADD)
-def _correlate(x, w, out, geometry):
+def _correlate(x, w, out, geometry, index):
     """out[i, c] = the correlation of x[i, c] with w[c] (C, kh, kw):
     ``out[y, j] = sum over taps of w[a, b] * x[y*sh + a*dh - lo_h, j*sw + b*dw - lo_w]``,
     x read as zero outside itself (`geometry`: see `_geometry`); one task per (image,
@@ -157,7 +179,10 @@ def _correlate(x, w, out, geometry):
         acc = np.empty(span, x.dtype)
         for task in range(run * tasks // runs, (run + 1) * tasks // runs):
             i, c = task // channels, task % channels
-            _fill_phases(x[i, c], flat, line, height, width, sh, sw, lo_h, lo_w)
+            if index.size:
+                _move_by_index(x[i, c], flat, index, True)
+            else:
+                _fill_phases(x[i, c], flat, line, height, width, sh, sw, lo_h, lo_w)
             if kh == 3 and kw == 3 and sh == 1 and sw == 1 and dh == 1 and dw == 1:
                 # all nine taps in one pass (3x3, the common filter: 0.58 -> 0.39 ms)
                 f = w[c]
@@ -256,7 +281,7 @@ def _unfill_phases(flat, dst, line, height, width, sh, sw, lo_h, lo_w):
 
 
 @native.kernel(parallel=True, fastmath=FUSED_MULTIPLY_ADD)
-def _spread(g, w, gx, geometry):
+def _spread(g, w, gx, geometry, index):
     """The adjoint of `_correlate` in its input: each output gradient of g[i, c], times
     each tap of w[c], added into the phase plane position that tap read, and the phase
     planes put back into gx[i, c] (`_unfill_phases`); one task per plane."""
@@ -282,11 +307,14 @@ def _spread(g, w, gx, geometry):
                     tap = flat[_tap_offset(a, b, dh, dw, sh, sw, height, width):]
                     for p in range(span):
                         tap[p] += weight * wide[p]
-            _unfill_phases(flat, gx[i, c], line, height, width, sh, sw, lo_h, lo_w)
+            if index.size:
+                _move_by_index(gx[i, c], flat, index, False)
+            else:
+                _unfill_phases(flat, gx[i, c], line, height, width, sh, sw, lo_h, lo_w)
 
 
 @native.kernel(parallel=True, fastmath=REORDER)
-def _weight_grad(x, g, gw, sh, sw, dh, dw, lo_h, lo_w):
+def _weight_grad(x, g, gw, sh, sw, dh, dw, lo_h, lo_w, index):
     """gw[c, a, b] = the sum over images and outputs of g times the input its tap (a, b)
     read: per image, one dot product per tap over `_fill_phases`' planes (the gradient
     laid out in their rows, zeros in the columns past the outputs)."""
@@ -300,7 +328,10 @@ def _weight_grad(x, g, gw, sh, sw, dh, dw, lo_h, lo_w):
         line = np.empty(2 * width, x.dtype)
         wide = np.zeros(span, g.dtype)
         for i in range(images):
-            _fill_phases(x[i, c], flat, line, height, width, sh, sw, lo_h, lo_w)
+            if index.size:
+                _move_by_index(x[i, c], flat, index, True)
+            else:
+                _fill_phases(x[i, c], flat, line, height, width, sh, sw, lo_h, lo_w)
             _widen_rows(g[i, c], wide, width)
             if kh == 3 and kw == 3:
                 # the nine dot products in one pass, reading the gradient once (3x3, any
@@ -352,6 +383,39 @@ def _geometry(geo) -> tuple:
     return (*geo.stride, *geo.dilation, *geo.lo)
 
 
+# Strided planes of at most this many elements are split into their phase planes by a
+# map (`phase_index`, one scattered store an element) rather than row by row.  NOTE: the
+# row copies and even/odd splits are short loops on small planes.  3x3 stride 2, float32,
+# medians of 8 alternations in one process, 2 threads: (32, 128, 8, 8) forward 0.60 ->
+# 0.41 ms, forward + backward 2.37 -> 1.78; (32, 96, 16, 16) 0.80 -> 0.73 and 3.16 ->
+# 2.92 (AMD EPYC, 2026-12-07).  A standalone copy of the forward was on par at 32x32
+# (1185 against 1103 us) and lost at 64x64 and 112x112 (506 -> 608, 338 -> 563 us).
+SMALL_PLANE = 16 * 16
+_NO_INDEX = np.empty(0, np.int64)
+
+
+def phase_index(plane: tuple, out: tuple, kernel: tuple, geometry: tuple) -> np.ndarray:
+    """Where each element of an input plane of shape `plane` goes in `_fill_phases`'
+    phase planes for outputs of shape `out` (-1 where no window reads it), for strided
+    small planes; an empty array otherwise (the kernels then split rows themselves).
+    (Kept per geometry: making one took ~20-40 us, a tenth of a small forward.)"""
+    if tuple(geometry[:2]) == (1, 1) or plane[0] * plane[1] > SMALL_PLANE:
+        return _NO_INDEX
+    return _phase_index(tuple(plane), tuple(out), tuple(kernel), tuple(geometry))
+
+
+@functools.lru_cache(maxsize=64)
+def _phase_index(plane: tuple, out: tuple, kernel: tuple, geometry: tuple) -> np.ndarray:
+    sh, sw, dh, dw, lo_h, lo_w = geometry
+    height, width = out[0] + (kernel[0] - 1) * dh // sh, out[1] + (kernel[1] - 1) * dw // sw
+    rows = np.arange(plane[0])[:, None] + lo_h
+    cols = np.arange(plane[1])[None, :] + lo_w
+    r, q = rows // sh, cols // sw   # (a negative padding crops: r or q below 0)
+    index = (((rows % sh) * sw + cols % sw) * height + r) * width + q
+    inside = (r >= 0) & (r < height) & (q >= 0) & (q < width)
+    return np.where(inside, index, -1).reshape(-1).astype(np.int64)
+
+
 def _run_planes(kernel, src, filters, out, *geometry) -> None:
     """`kernel` (`_correlate` or `_spread`) of `src` into `out`, cut over ember's
     threads by images (the worker's share a native part, family ``depthwise``), or by
@@ -364,13 +428,17 @@ def _run_planes(kernel, src, filters, out, *geometry) -> None:
     0.32-0.36 on one thread and 0.15 for each half alone (AMD EPYC, 2026-12-07)."""
     work = min(src.size, out.size) * filters.shape[1] * filters.shape[2]
     numbers = np.array(geometry + src.shape[1:] + out.shape[2:] + filters.shape[1:], np.int64)
+    # (the plane read through the phase planes: the input's, or for `_spread` the output's)
+    planes, outputs = (out, src) if kernel is _spread else (src, out)
+    index = phase_index(planes.shape[2:], outputs.shape[2:], filters.shape[1:], geometry)
     if src.shape[0] == 1 < src.shape[1] and native.cuts(work):
         _parallel.run_parts(
             lambda chans: kernel.serial(src[:, chans], filters[chans], out[:, chans],
-                                        numbers),
+                                        numbers, index),
             _parallel.split(src.shape[1], 2))
     else:
-        native.run(kernel, work, src, filters, out, numbers, cut=(0, 2), part="depthwise")
+        native.run(kernel, work, src, filters, out, numbers, index, cut=(0, 2),
+                   part="depthwise")
 
 
 def forward(x, w, geo, bias=None):
@@ -416,19 +484,21 @@ def weight_grad(x, g, kernel, geo):
     size = g.size * kernel[0] * kernel[1]
     images, channels = x.shape[:2]
     gw = np.empty((channels,) + tuple(kernel))   # (float64: the kernel's sums)
+    geometry = _geometry(geo)
+    args = (*geometry, phase_index(x.shape[2:], g.shape[2:], tuple(kernel), geometry))
     if native.cuts(size) and images > 1:
         other = np.empty_like(gw)
         halves = _parallel.split(images, 2)
         _parallel.run_parts(lambda part: _weight_grad.serial(x[halves[part]], g[halves[part]],
-                                                             (gw, other)[part], *_geometry(geo)),
+                                                             (gw, other)[part], *args),
                             [0, 1])
         gw += other
     elif native.cuts(size) and channels > 1:
         _parallel.run_parts(lambda chans: _weight_grad.serial(x[:, chans], g[:, chans],
-                                                              gw[chans], *_geometry(geo)),
+                                                              gw[chans], *args),
                             _parallel.split(channels, 2))
     else:
-        native.run(_weight_grad, size, x, g, gw, *_geometry(geo))
+        native.run(_weight_grad, size, x, g, gw, *args)
     if not np.isfinite(gw).all():
         # the dot products also multiply the input by the zeros between the gradient's
         # rows: an inf input gives NaN there, where the sums of real products may not

@@ -298,3 +298,36 @@ def test_col2im_kernel_matches_numpys_strided_adds(geometry, dtype, monkeypatch)
     tol = dict(rtol=1e-4, atol=1e-4) if dtype == np.float32 else dict(rtol=1e-11, atol=1e-11)
     for a, b in zip(*results):
         np.testing.assert_allclose(a, b, **tol)
+
+
+@needs_numba
+@pytest.mark.parametrize("geometry", [g for g in GEOMETRIES if g.get("stride", 1) != 1])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_strided_small_planes_split_by_a_map_give_the_rows_bits(geometry, dtype, monkeypatch):
+    """Strided planes up to SMALL_PLANE elements go into their phase planes by a map
+    (`phase_index`) instead of row by row: the forward, the input's gradient and the
+    weight's gradient come out bit for bit the same either way."""
+    rng = np.random.default_rng(3)
+    x0 = rng.standard_normal((3, 6, 17, 14)).astype(dtype)
+    w0 = rng.standard_normal((6, 1, 3, 3)).astype(dtype)
+    results = []
+    for small in (10**9, 0):   # (every plane by the map, then none)
+        monkeypatch.setattr(_native_depthwise, "SMALL_PLANE", small)
+        results.append(_run(x0, w0, np.zeros(6, dtype), 5, **geometry))
+    for by_map, by_rows in zip(*results):
+        np.testing.assert_array_equal(by_map, by_rows)
+
+
+def test_phase_index_places_each_element_where_the_rows_put_it():
+    # stride 2, padding 1, 8x8 planes, 3x3: phase planes of 5x5, (ee, eo, oe, oo)
+    index = _native_depthwise.phase_index((8, 8), (4, 4), (3, 3), (2, 2, 1, 1, 1, 1))
+    assert index.shape == (64,)
+    # element (0, 0) sits at padded (1, 1): phase (odd, odd), position (0, 0)
+    assert index[0] == 3 * 25
+    # element (1, 1) sits at padded (2, 2): phase (even, even), position (1, 1)
+    assert index[9] == 1 * 5 + 1
+    # element (7, 7) sits at padded (8, 8): phase (even, even), position (4, 4)
+    assert index[63] == 4 * 5 + 4
+    assert _native_depthwise.phase_index((8, 8), (8, 8), (3, 3), (1, 1, 1, 1, 1, 1)).size == 0
+    assert _native_depthwise.phase_index((40, 40), (20, 20), (3, 3),
+                                         (2, 2, 1, 1, 1, 1)).size == 0   # (a large plane)

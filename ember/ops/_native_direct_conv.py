@@ -26,7 +26,9 @@ import os
 import numpy as np
 
 from . import _native as native
+from . import _parallel
 from ._native_activation import FUSED_MULTIPLY_ADD
+from ._native_depthwise import REORDER, add_nine_dots
 from ._native_winograd import plain_3x3
 
 ENABLED = os.environ.get("EMBER_NO_DIRECT_CONV", "") in ("", "0")
@@ -114,3 +116,57 @@ def conv_forward(padded, w, bias=None):
     out = np.empty((n, k.shape[0], h - 2, width - 2), dtype)
     native.run(_conv3x3, out.size, x, k, b, out, cut=(0, 3))
     return out
+
+
+@native.kernel(parallel=True, fastmath=REORDER)
+def _weight3x3(x, g, gw, zero):
+    """gw (O, C, 3, 3), float64: for each tap, the sum over images and outputs of g (N,
+    O, H-2, W-2) times the padded input x (N, C, H, W) that tap read.  Per (image,
+    output channel) the gradient is laid out in rows of the input's width (zeros
+    between), then nine dot products a pass per input channel read it once (the trick
+    of `_conv3x3`); one task per output channel (their sums are apart).  A plane's dot
+    products are summed in the data's dtype (`zero`: its 0), the planes' in float64."""
+    images, channels_in, _, width = x.shape
+    channels_out, out_h, out_w = g.shape[1], g.shape[2], g.shape[3]
+    span = (out_h - 1) * width + out_w
+    planes = x.reshape(images, channels_in, -1)
+    for o in native.prange(channels_out):
+        wide = np.zeros(span, g.dtype)
+        totals = np.zeros((channels_in, 9))
+        for i in range(images):
+            grad = g[i, o]
+            for y in range(out_h):
+                row, into = grad[y], wide[y * width:]
+                for j in range(out_w):
+                    into[j] = row[j]
+            for c in range(channels_in):
+                r0 = planes[i, c]
+                r1, r2 = r0[width:], r0[2 * width:]
+                add_nine_dots(totals[c], r0, r0[1:], r0[2:], r1, r1[1:], r1[2:], r2, r2[1:],
+                              r2[2:], wide, span, zero)
+        for c in range(channels_in):
+            for t in range(9):
+                gw[o, c, t // 3, t % 3] = totals[c, t]
+
+
+def weight_grad(padded, g):
+    """The gradient of `conv_forward`'s filters (O, C, 3, 3) from the padded input (N, C,
+    H, W) and the output's gradient `g` (N, O, H - 2, W - 2), in their dtype; None where
+    it is not finite (the dot products also multiply the input by the zeros between the
+    gradient's rows: an inf there gives NaN, where the general path's sums may not)."""
+    dtype = np.result_type(padded, g)
+    x = np.ascontiguousarray(padded, dtype)
+    grad = np.ascontiguousarray(g, dtype)
+    gw = np.empty((grad.shape[1], x.shape[1], 3, 3))
+    zero = dtype.type(0)
+    if native.cuts(grad.size * x.shape[1] * 9) and grad.shape[1] > 1:
+        # the output channels halved over ember's threads (Python parts: each half's
+        # milliseconds dwarf the wait for the GIL); numba's own threads, with ember's
+        # worker polling beside them, did not scale here (3.8 ms on one, 4.0-4.2 on two)
+        _parallel.run_parts(lambda outs: _weight3x3.serial(x, grad[:, outs], gw[outs], zero),
+                            _parallel.split(grad.shape[1], 2))
+    else:
+        _weight3x3.serial(x, grad, gw, zero)
+    if not np.isfinite(gw).all():
+        return None
+    return gw.astype(dtype, copy=False)

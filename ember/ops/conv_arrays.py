@@ -431,6 +431,13 @@ def conv_weight_array(a, c, kernel, geo):
         weight = _native_depthwise.weight_grad(a, c, kernel, geo)
         if weight is not None:
             return weight
+    if (xp is np and type(c) is np.ndarray and c.shape[2:] == geo.out(kernel)
+            and _native_direct_conv.supports(np.result_type(a, c), a.shape[0], a.shape[1],
+                                             c.shape[1], kernel, geo)):
+        # (few input channels, as the forward: nine dot products per plane, no columns)
+        weight = _native_direct_conv.weight_grad(pad_array(a, geo.lo, geo.hi), c)
+        if weight is not None:
+            return weight
     if (xp is np and type(c) is np.ndarray and a.dtype == c.dtype
             and c.shape[2:] == geo.out(kernel)
             and _native_winograd.weight_supports(a.shape[0], a.dtype, a.shape[1], c.shape[1],

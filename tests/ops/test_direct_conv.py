@@ -131,3 +131,56 @@ def test_what_takes_the_other_paths(monkeypatch):
     np.testing.assert_allclose(conv_arrays.conv_array(x, k, _geometry(6, 6, 0), b),
                                _im2col(x, k, _geometry(6, 6, 0), b), rtol=0, atol=1e-5)
 
+
+
+def _im2col_weight(x, g, geo):
+    """The general path's weight gradient in float64 (the direct path switched off)."""
+    before = direct.ENABLED
+    direct.ENABLED = False
+    try:
+        return conv_arrays.conv_weight_array(x.astype(np.float64), g.astype(np.float64),
+                                             (3, 3), geo)
+    finally:
+        direct.ENABLED = before
+
+
+@pytest.mark.parametrize("dtype, tol", [(np.float32, 1e-5), (np.float64, 1e-13)])
+@pytest.mark.parametrize("n, c, o, h, w, pad", [
+    (64, 1, 32, 28, 28, 0),     # MNIST's first layer
+    (8, 3, 16, 32, 32, 1),      # a CIFAR network's first layer
+    (2, 7, 5, 9, 11, 1),        # not square, odd output channels
+    (1, 2, 1, 3, 3, 0),         # one output element, one output channel
+])
+def test_weight_gradient_matches_float64_im2col(on_two_threads, n, c, o, h, w, pad, dtype,
+                                                tol, monkeypatch):
+    rng = np.random.default_rng(n + c + o)
+    x = rng.standard_normal((n, c, h, w)).astype(dtype)
+    geo = _geometry(h, w, pad)
+    g = rng.standard_normal((n, o) + geo.out((3, 3))).astype(dtype)
+    taken = []
+    real = direct.weight_grad
+    monkeypatch.setattr(direct, "weight_grad", lambda *a: taken.append(1) or real(*a))
+    got = conv_arrays.conv_weight_array(x, g, (3, 3), geo)
+    exact = _im2col_weight(x, g, geo)
+    assert taken == [1]
+    assert got.dtype == dtype and got.shape == (o, c, 3, 3)
+    np.testing.assert_allclose(got, exact, rtol=0, atol=tol * np.abs(exact).max())
+    # the output channels cut over the threads: each summed as on one thread
+    ember.set_num_threads(1)
+    np.testing.assert_array_equal(conv_arrays.conv_weight_array(x, g, (3, 3), geo), got)
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+@pytest.mark.parametrize("bad", [np.inf, np.nan])
+def test_a_non_finite_input_leaves_the_weight_gradient_to_im2col(bad):
+    rng = np.random.default_rng(9)
+    x = rng.standard_normal((2, 1, 8, 8)).astype(np.float32)
+    x[0, 0, 3, 7] = bad    # (a row's last column: the wide plane's zeros multiply it)
+    geo = _geometry(8, 8, 0)
+    g = rng.standard_normal((2, 4, 6, 6)).astype(np.float32)
+    assert direct.weight_grad(np.ascontiguousarray(x), g) is None
+    got = conv_arrays.conv_weight_array(x, g, (3, 3), geo)
+    exact = _im2col_weight(x, g, geo)
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(exact))
+    finite = np.isfinite(exact)
+    np.testing.assert_allclose(got[finite], exact[finite], rtol=0, atol=1e-4)

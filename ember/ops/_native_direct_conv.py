@@ -119,18 +119,19 @@ def conv_forward(padded, w, bias=None):
 
 
 @native.kernel(parallel=True, fastmath=REORDER)
-def _weight3x3(x, g, gw, zero):
-    """gw (O, C, 3, 3), float64: for each tap, the sum over images and outputs of g (N,
-    O, H-2, W-2) times the padded input x (N, C, H, W) that tap read.  Per (image,
-    output channel) the gradient is laid out in rows of the input's width (zeros
-    between), then nine dot products a pass per input channel read it once (the trick
-    of `_conv3x3`); one task per output channel (their sums are apart).  A plane's dot
-    products are summed in the data's dtype (`zero`: its 0), the planes' in float64."""
+def _weight3x3(x, g, gw, zero, first, stop):
+    """gw[first:stop] (O, C, 3, 3), float64: for each tap, the sum over images and
+    outputs of g (N, O, H-2, W-2) times the padded input x (N, C, H, W) that tap read.
+    Per (image, output channel) the gradient is laid out in rows of the input's width
+    (zeros between), then nine dot products a pass per input channel read it once (the
+    trick of `_conv3x3`); one task per output channel (their sums are apart).  A plane's
+    dot products are summed in the data's dtype (`zero`: its 0), the planes' in float64.
+    (The range rather than slices of g: one build for whole arrays and threads' shares.)"""
     images, channels_in, _, width = x.shape
-    channels_out, out_h, out_w = g.shape[1], g.shape[2], g.shape[3]
+    out_h, out_w = g.shape[2], g.shape[3]
     span = (out_h - 1) * width + out_w
     planes = x.reshape(images, channels_in, -1)
-    for o in native.prange(channels_out):
+    for o in native.prange(first, stop):
         wide = np.zeros(span, g.dtype)
         totals = np.zeros((channels_in, 9))
         for i in range(images):
@@ -163,10 +164,11 @@ def weight_grad(padded, g):
         # the output channels halved over ember's threads (Python parts: each half's
         # milliseconds dwarf the wait for the GIL); numba's own threads, with ember's
         # worker polling beside them, did not scale here (3.8 ms on one, 4.0-4.2 on two)
-        _parallel.run_parts(lambda outs: _weight3x3.serial(x, grad[:, outs], gw[outs], zero),
+        _parallel.run_parts(lambda outs: _weight3x3.serial(x, grad, gw, zero, outs.start,
+                                                           outs.stop),
                             _parallel.split(grad.shape[1], 2))
     else:
-        _weight3x3.serial(x, grad, gw, zero)
+        _weight3x3.serial(x, grad, gw, zero, 0, grad.shape[1])
     if not np.isfinite(gw).all():
         return None
     return gw.astype(dtype, copy=False)

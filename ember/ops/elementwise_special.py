@@ -20,7 +20,7 @@ from .._core import dtype as dtypes
 from .._core.function import Function
 from .._core.tensor import Tensor, _make
 from ._inplace import binary_function
-from ._util import (check_same_device, float_input, is_scalar, promote, result_type,
+from ._util import (check_same_device, cpp_name, float_input, is_scalar, promote, result_type,
                     to_tensor, xp_of)
 from .arithmetic import (
     _is_integral, _xp, cast, check_broadcast, check_inplace_shape, inplace_form, inplace_operand,
@@ -591,6 +591,7 @@ ClampTensorInplace = inplace_form(ClampTensor)
 def _clamp_operands(op: str, input: Tensor, min, max, inplace: bool):  # noqa: A002
     if isinstance(input, Tensor) and input.dtype.is_complex:
         raise NotImplementedError("clamp is not supported for complex types")
+    _no_complex_bounds(op, input, min, max)
     if min is None and max is None:
         raise RuntimeError(f"torch.{op.rstrip('_')}: At least one of 'min' or 'max' must not "
                            "be None")
@@ -613,6 +614,22 @@ def _clamp_operands(op: str, input: Tensor, min, max, inplace: bool):  # noqa: A
         hi = hi if hi is None or isinstance(hi, Tensor) else to_tensor(hi, x).to(x.dtype)
         return x, lo, hi, True
     return x, lo, hi, False
+
+
+def _no_complex_bounds(op: str, input, *bounds) -> None:
+    """PyTorch's errors for a complex bound of a real tensor (which has no order): for
+    clamp and clip, a Python complex number does not convert to a float tensor's type,
+    and makes an integer tensor's result complex (clamp_min and clamp_max say the latter
+    for both); a complex tensor bound has no maximum."""
+    for bound in bounds:
+        if isinstance(bound, complex):
+            if (op.rstrip("_") == "clamp" and isinstance(input, Tensor)
+                    and input.dtype.is_floating_point):
+                raise RuntimeError("value cannot be converted to type double without overflow")
+            raise NotImplementedError("clamp is not supported for complex types")
+        if isinstance(bound, Tensor) and bound.dtype.is_complex:
+            raise NotImplementedError(f'"maximum_cpu" not implemented for '
+                                      f"'{cpp_name(bound.dtype)}'")
 
 
 def clamp(input: Tensor, min=None, max=None) -> Tensor:  # noqa: A002 - PyTorch's names

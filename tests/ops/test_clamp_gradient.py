@@ -143,3 +143,37 @@ def test_clamp_with_number_bounds_values_and_gradients(on_two_threads, size, dty
         assert kernels == (["clamp", "clamp_backward"] if big else
                            ["clamp_backward"] if size > 1000 and numba_on
                            and _native.available() else [])
+
+
+COMPLEX_BOUNDS = {
+    "clamp, float, number": (lambda lib: lib.clamp(lib.randn(3), min=1j), RuntimeError,
+                             "value cannot be converted to type double without overflow"),
+    "clip_, float, number": (lambda lib: lib.randn(3).clip_(max=1j), RuntimeError,
+                             "value cannot be converted to type double without overflow"),
+    "clamp, integer, number": (lambda lib: lib.clamp(lib.arange(3), min=1j),
+                               NotImplementedError, "clamp is not supported for complex types"),
+    "clamp_min, float, number": (lambda lib: lib.clamp_min(lib.randn(3), 1j),
+                                 NotImplementedError, "clamp is not supported for complex types"),
+    "clamp_max_, float, number": (lambda lib: lib.randn(3).clamp_max_(1j),
+                                  NotImplementedError, "clamp is not supported for complex types"),
+    "clamp, complex tensor": (lambda lib: lib.clamp(lib.randn(3), lib.tensor([1j, 0j, 2j])),
+                              NotImplementedError, "\"maximum_cpu\" not implemented for "
+                                                   "'ComplexFloat'"),
+}
+
+
+@pytest.mark.parametrize("name", list(COMPLEX_BOUNDS))
+def test_a_complex_bound_of_a_real_tensor_raises_pytorchs_error(name):
+    call, error, message = COMPLEX_BOUNDS[name]
+    with pytest.raises(error) as ours:
+        call(ember)
+    assert str(ours.value) == message
+
+
+@pytest.mark.parametrize("name", list(COMPLEX_BOUNDS))
+def test_complex_bound_errors_match_pytorch(name):
+    torch = pytest.importorskip("torch")
+    call, error, message = COMPLEX_BOUNDS[name]
+    with pytest.raises(error) as theirs:
+        call(torch)
+    assert str(theirs.value) == message

@@ -28,7 +28,8 @@ import numpy as np
 from . import _native as native
 from . import _parallel
 from ._native_activation import FUSED_MULTIPLY_ADD
-from ._native_depthwise import REORDER, add_nine_dots
+from ._native_depthwise import (REORDER, _fill_phases, _move_by_index, _widen_rows,
+                                add_nine_dots, phase_index)
 from ._native_winograd import plain_3x3
 
 ENABLED = os.environ.get("EMBER_NO_DIRECT_CONV", "") in ("", "0")
@@ -69,6 +70,18 @@ def supports(dtype, images: int, in_channels: int, out_channels: int, kernel, ge
             or images * out_channels * (h - 2) * (w - 2) < SMALL_OUTPUT)
 
 
+@native.kernel(inline=True)
+def _add_nine_taps(acc, f, t0, t1, t2, t3, t4, t5, t6, t7, t8, span):
+    """``acc[p] +=`` the 3x3 filter `f` times the nine taps `tk` at p, for p < span: the
+    taps in row order (f[0, 0] with t0 ... f[2, 2] with t8), the weights in registers."""
+    w0, w1, w2 = f[0, 0], f[0, 1], f[0, 2]
+    w3, w4, w5 = f[1, 0], f[1, 1], f[1, 2]
+    w6, w7, w8 = f[2, 0], f[2, 1], f[2, 2]
+    for p in range(span):
+        acc[p] += (w0 * t0[p] + w1 * t1[p] + w2 * t2[p] + w3 * t3[p] + w4 * t4[p]
+                   + w5 * t5[p] + w6 * t6[p] + w7 * t7[p] + w8 * t8[p])
+
+
 @native.kernel(parallel=True, fastmath=FUSED_MULTIPLY_ADD)
 def _conv3x3(x, w, bias, out):
     """out (N, O, H-2, W-2) = the 3x3 correlation of the padded images x (N, C, H, W)
@@ -87,16 +100,10 @@ def _conv3x3(x, w, bias, out):
             for p in range(span):
                 acc[p] = b
             for c in range(channels_in):
-                f = w[o, c]
-                w0, w1, w2 = f[0, 0], f[0, 1], f[0, 2]
-                w3, w4, w5 = f[1, 0], f[1, 1], f[1, 2]
-                w6, w7, w8 = f[2, 0], f[2, 1], f[2, 2]
                 r0 = planes[i, c]
                 r1, r2 = r0[width:], r0[2 * width:]
-                for p in range(span):
-                    acc[p] += (w0 * r0[p] + w1 * r0[p + 1] + w2 * r0[p + 2]
-                               + w3 * r1[p] + w4 * r1[p + 1] + w5 * r1[p + 2]
-                               + w6 * r2[p] + w7 * r2[p + 1] + w8 * r2[p + 2])
+                _add_nine_taps(acc, w[o, c], r0, r0[1:], r0[2:], r1, r1[1:], r1[2:], r2,
+                               r2[1:], r2[2:], span)
             plane = out[i, o]
             for y in range(out_h):
                 row, wide = plane[y], acc[y * width:]
@@ -135,11 +142,7 @@ def _weight3x3(x, g, gw, zero, first, stop):
         wide = np.zeros(span, g.dtype)
         totals = np.zeros((channels_in, 9))
         for i in range(images):
-            grad = g[i, o]
-            for y in range(out_h):
-                row, into = grad[y], wide[y * width:]
-                for j in range(out_w):
-                    into[j] = row[j]
+            _widen_rows(g[i, o], wide, width)
             for c in range(channels_in):
                 r0 = planes[i, c]
                 r1, r2 = r0[width:], r0[2 * width:]
@@ -169,6 +172,135 @@ def weight_grad(padded, g):
                             _parallel.split(grad.shape[1], 2))
     else:
         _weight3x3.serial(x, grad, gw, zero, 0, grad.shape[1])
+    if not np.isfinite(gw).all():
+        return None
+    return gw.astype(dtype, copy=False)
+
+
+# ---------------------------------------------------------------------------
+# stride 2: a network's stem (3 -> 16 or 32 channels, halving the image)
+
+
+def supports_strided(dtype, images: int, in_channels: int, out_channels: int, kernel,
+                     geo) -> bool:
+    """Whether a convolution takes the stride-2 direct path: `supports`' rule for the
+    channels, with the geometry of a 3x3 filter at stride 2 (undilated, one group, zero
+    padding, an output)."""
+    if not (ENABLED and dtype in (np.float32, np.float64) and in_channels < MAX_IN_CHANNELS
+            and tuple(kernel) == (3, 3) and len(geo.size) == 2 and geo.stride == (2, 2)
+            and geo.dilation == (1, 1) and geo.groups == 1 and min(geo.lo + geo.hi) >= 0
+            and min(geo.out(kernel)) >= 1 and native.enabled()):
+        return False
+    out_h, out_w = geo.out(kernel)
+    return (in_channels * out_channels <= MAX_CHANNEL_PRODUCT
+            or images * out_channels * out_h * out_w < SMALL_OUTPUT)
+
+
+@native.kernel(inline=True)
+def _fill_image_phases(x, i, phases, line, height, width, lo_h, lo_w, index):
+    """Each input channel of image `i` into its four phase planes (a row of `phases`):
+    by the map `index` where there is one, else row by row (`_fill_phases`)."""
+    for c in range(x.shape[1]):
+        if index.size:
+            _move_by_index(x[i, c], phases[c], index, True)
+        else:
+            _fill_phases(x[i, c], phases[c], line, height, width, 2, 2, lo_h, lo_w)
+
+
+@native.kernel(parallel=True, fastmath=FUSED_MULTIPLY_ADD)
+def _conv3x3_stride2(x, w, bias, out, lo_h, lo_w, index):
+    """out (N, O, OH, OW) = the 3x3 correlation at stride 2 of x (N, C, H, W), zero
+    padded by (lo_h, lo_w) before, with w (O, C, 3, 3), plus bias (O,).  Per image each
+    input channel is split once into its four phase planes (even and odd rows and
+    columns, `_fill_phases`), where every tap of every output is a fixed offset away:
+    then per output channel one pass sums the nine taps of each input channel."""
+    images, channels_out, out_h, out_w = out.shape
+    channels_in = x.shape[1]
+    height, width = out_h + 1, out_w + 1
+    size = height * width
+    span = (out_h - 1) * width + out_w
+    for i in native.prange(images):
+        phases = np.empty((channels_in, 4 * size), x.dtype)   # (each thread its own)
+        line = np.empty(2 * width, x.dtype)
+        acc = np.empty(span, x.dtype)
+        _fill_image_phases(x, i, phases, line, height, width, lo_h, lo_w, index)
+        for o in range(channels_out):
+            b = bias[o]
+            for p in range(span):
+                acc[p] = b
+            for c in range(channels_in):
+                ee, eo = phases[c], phases[c, size:]
+                oe, oo = phases[c, 2 * size:], phases[c, 3 * size:]
+                _add_nine_taps(acc, w[o, c], ee, eo, ee[1:], oe, oo, oe[1:], ee[width:],
+                               eo[width:], ee[width + 1:], span)
+            plane = out[i, o]
+            for y in range(out_h):
+                row, wide = plane[y], acc[y * width:]
+                for j in range(out_w):
+                    row[j] = wide[j]
+
+
+@native.kernel(fastmath=REORDER)
+def _weight3x3_stride2(x, g, gw, zero, first, stop, lo_h, lo_w, index):
+    """gw[first:stop] (O, C, 3, 3), float64: `_weight3x3` at stride 2, the taps read from
+    each input channel's phase planes (split once per image for all the output channels
+    of the range), the gradient laid out in their rows."""
+    images, channels_in = x.shape[0], x.shape[1]
+    out_h, out_w = g.shape[2], g.shape[3]
+    height, width = out_h + 1, out_w + 1
+    size = height * width
+    span = (out_h - 1) * width + out_w
+    phases = np.empty((channels_in, 4 * size), x.dtype)
+    line = np.empty(2 * width, x.dtype)
+    wide = np.zeros(span, g.dtype)
+    totals = np.zeros((stop - first, channels_in, 9))
+    for i in range(images):
+        _fill_image_phases(x, i, phases, line, height, width, lo_h, lo_w, index)
+        for o in range(first, stop):
+            _widen_rows(g[i, o], wide, width)
+            for c in range(channels_in):
+                ee, eo = phases[c], phases[c, size:]
+                oe, oo = phases[c, 2 * size:], phases[c, 3 * size:]
+                add_nine_dots(totals[o - first, c], ee, eo, ee[1:], oe, oo, oe[1:], ee[width:],
+                              eo[width:], ee[width + 1:], wide, span, zero)
+    for o in range(first, stop):
+        for c in range(channels_in):
+            for t in range(9):
+                gw[o, c, t // 3, t % 3] = totals[o - first, c, t]
+
+
+def conv_forward_strided(x, w, geo, bias=None):
+    """The 3x3 correlation at stride 2 of `x` (N, C, H, W), zero padded as `geo` says,
+    with `w` (O, C, 3, 3), plus `bias`; batches cut over ember's threads by images."""
+    dtype = np.result_type(x, w)
+    a = np.ascontiguousarray(x, dtype)
+    k = np.ascontiguousarray(w, dtype)
+    b = np.zeros(k.shape[0], dtype) if bias is None else np.ascontiguousarray(bias, dtype)
+    out_h, out_w = geo.out((3, 3))
+    out = np.empty((a.shape[0], k.shape[0], out_h, out_w), dtype)
+    lo_h, lo_w = geo.lo
+    index = phase_index(a.shape[2:], (out_h, out_w), (3, 3), (2, 2, 1, 1, lo_h, lo_w))
+    native.run(_conv3x3_stride2, out.size * a.shape[1] * 9, a, k, b, out, lo_h, lo_w, index,
+               cut=(0, 3))
+    return out
+
+
+def weight_grad_strided(x, g, geo):
+    """The gradient of `conv_forward_strided`'s filters (O, C, 3, 3) from its input `x`
+    and the output's gradient `g`; None where it is not finite (see `weight_grad`)."""
+    dtype = np.result_type(x, g)
+    a = np.ascontiguousarray(x, dtype)
+    grad = np.ascontiguousarray(g, dtype)
+    gw = np.empty((grad.shape[1], a.shape[1], 3, 3))
+    zero = dtype.type(0)
+    lo_h, lo_w = geo.lo
+    index = phase_index(a.shape[2:], grad.shape[2:], (3, 3), (2, 2, 1, 1, lo_h, lo_w))
+    if native.cuts(grad.size * a.shape[1] * 9) and grad.shape[1] > 1:
+        _parallel.run_parts(lambda outs: _weight3x3_stride2(a, grad, gw, zero, outs.start,
+                                                            outs.stop, lo_h, lo_w, index),
+                            _parallel.split(grad.shape[1], 2))
+    else:
+        _weight3x3_stride2(a, grad, gw, zero, 0, grad.shape[1], lo_h, lo_w, index)
     if not np.isfinite(gw).all():
         return None
     return gw.astype(dtype, copy=False)

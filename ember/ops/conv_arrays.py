@@ -189,6 +189,9 @@ def conv_array(a, w, geo, bias=None):
         if _native_direct_conv.supports(dtype, a.shape[0], w.shape[1], w.shape[0],
                                         w.shape[2:], geo):
             return _native_direct_conv.conv_forward(pad_array(a, geo.lo, geo.hi), w, bias)
+        if _native_direct_conv.supports_strided(dtype, a.shape[0], w.shape[1], w.shape[0],
+                                                w.shape[2:], geo):
+            return _native_direct_conv.conv_forward_strided(a, w, geo, bias)
         if _native_winograd.supports(dtype, w.shape[1], w.shape[0], w.shape[2:], geo):
             out = _native_winograd.conv_forward(a, w, geo, bias)
             if out is not None:
@@ -436,6 +439,12 @@ def conv_weight_array(a, c, kernel, geo):
                                              c.shape[1], kernel, geo)):
         # (few input channels, as the forward: nine dot products per plane, no columns)
         weight = _native_direct_conv.weight_grad(pad_array(a, geo.lo, geo.hi), c)
+        if weight is not None:
+            return weight
+    if (xp is np and type(c) is np.ndarray and c.shape[2:] == geo.out(kernel)
+            and _native_direct_conv.supports_strided(np.result_type(a, c), a.shape[0],
+                                                     a.shape[1], c.shape[1], kernel, geo)):
+        weight = _native_direct_conv.weight_grad_strided(a, c, geo)
         if weight is not None:
             return weight
     if (xp is np and type(c) is np.ndarray and a.dtype == c.dtype

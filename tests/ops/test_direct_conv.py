@@ -38,6 +38,10 @@ def _geometry(h, w, pad):
     return Geometry((h, w), (1, 1), (pad, pad), (pad, pad), (1, 1), 1)
 
 
+def _strided(h, w, pad):
+    return Geometry((h, w), (2, 2), (pad, pad), (pad, pad), (1, 1), 1)
+
+
 @pytest.mark.parametrize("dtype, tol", [(np.float32, 2e-6), (np.float64, 1e-14)])
 @pytest.mark.parametrize("n, c, o, h, w, pad, bias", [
     (1, 1, 32, 28, 28, 0, True),    # MNIST's first layer, one image
@@ -95,17 +99,27 @@ def test_gradcheck_float64():
 
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")
 @pytest.mark.parametrize("bad", [np.inf, -np.inf, np.nan])
-def test_non_finite_inputs_land_where_im2col_puts_them(bad):
-    x, k, b = _case(np.random.default_rng(5), 2, 1, 8, 10, 10)
+@pytest.mark.parametrize("stride", [1, 2])
+def test_non_finite_inputs_land_where_im2col_puts_them(bad, stride):
+    rng = np.random.default_rng(5)
+    x, k, b = _case(rng, 2, 1, 8, 10, 10)
     x[1, 0, 4, 9] = bad     # on a row's last column: the wide plane's wrapped columns read it
     x[0, 0, 0, 0] = bad
-    geo = _geometry(10, 10, 0)
+    geo = _geometry(10, 10, 0) if stride == 1 else _strided(10, 10, 1)
     got = conv_array(x, k, geo, b)
     exact = _im2col(x, k, geo, b)
     np.testing.assert_array_equal(np.isnan(got), np.isnan(exact))
     np.testing.assert_array_equal(np.isinf(got), np.isinf(exact))
     finite = np.isfinite(exact)
     np.testing.assert_allclose(got[finite], exact[finite], rtol=0, atol=1e-5)
+    # the weight gradient's dot products would turn the inf into NaN: the general path's
+    g = rng.standard_normal(exact.shape).astype(np.float32)
+    if stride == 1:
+        assert direct.weight_grad(np.ascontiguousarray(x), g) is None
+    else:
+        assert direct.weight_grad_strided(x, g, geo) is None
+    weight = conv_arrays.conv_weight_array(x, g, (3, 3), geo)
+    np.testing.assert_array_equal(np.isnan(weight), np.isnan(_im2col_weight(x, g, geo)))
 
 
 def test_what_takes_the_other_paths(monkeypatch):
@@ -184,3 +198,60 @@ def test_a_non_finite_input_leaves_the_weight_gradient_to_im2col(bad):
     np.testing.assert_array_equal(np.isnan(got), np.isnan(exact))
     finite = np.isfinite(exact)
     np.testing.assert_allclose(got[finite], exact[finite], rtol=0, atol=1e-4)
+
+
+@pytest.mark.parametrize("dtype, tol", [(np.float32, 2e-6), (np.float64, 1e-14)])
+@pytest.mark.parametrize("n, c, o, h, w, pad", [
+    (4, 3, 16, 32, 32, 1),      # a stem: 3 -> 16 channels, the image halved
+    (2, 1, 8, 9, 11, 1),        # odd sizes
+    (3, 2, 5, 8, 8, 0),         # no padding
+    (2, 3, 4, 7, 6, 2),         # more padding than the filter's reach on one side
+    (20, 3, 32, 14, 14, 1),     # small planes: split by the phase map
+])
+def test_stride_2_forward_and_weight_gradient_match_float64_im2col(
+        on_two_threads, n, c, o, h, w, pad, dtype, tol, monkeypatch):
+    rng = np.random.default_rng(n * c + o)
+    x, k, b = _case(rng, n, c, o, h, w, dtype)
+    geo = _strided(h, w, pad)
+    assert direct.supports_strided(np.dtype(dtype), n, c, o, (3, 3), geo)
+    taken = []
+    for name in ("conv_forward_strided", "weight_grad_strided"):
+        real = getattr(direct, name)
+        monkeypatch.setattr(direct, name, lambda *a, real=real, name=name:
+                            taken.append(name) or real(*a))
+    got = conv_array(x, k, geo, b)
+    exact = _im2col(x, k, geo, b)
+    assert got.dtype == dtype and got.shape == exact.shape
+    np.testing.assert_allclose(got, exact, rtol=0, atol=tol * np.abs(exact).max())
+    g = rng.standard_normal(exact.shape).astype(dtype)
+    weight = conv_arrays.conv_weight_array(x, g, (3, 3), geo)
+    weight_exact = _im2col_weight(x, g, geo)
+    np.testing.assert_allclose(weight, weight_exact, rtol=0,
+                               atol=5 * tol * np.abs(weight_exact).max())
+    assert taken == ["conv_forward_strided", "weight_grad_strided"]
+    # one thread: each image and each output channel summed as on two
+    ember.set_num_threads(1)
+    np.testing.assert_array_equal(conv_array(x, k, geo, b), got)
+    np.testing.assert_array_equal(conv_arrays.conv_weight_array(x, g, (3, 3), geo), weight)
+
+
+def test_stride_2_gradcheck_float64():
+    rng = np.random.default_rng(8)
+    x, k, b = _case(rng, 2, 2, 3, 7, 6, np.float64)
+    args = [ember.tensor(a, requires_grad=True) for a in (x, k, b)]
+    assert ember.autograd.gradcheck(lambda *a: F.conv2d(*a, stride=2, padding=1), args)
+
+
+def test_what_the_stride_2_path_takes():
+    geo = _strided(64, 64, 1)
+    assert direct.supports_strided(np.float32, 32, 3, 32, (3, 3), geo)
+    assert not direct.supports_strided(np.float32, 32, 3, 32, (3, 3), geo._replace(stride=(2, 1)))
+    assert not direct.supports_strided(np.float32, 32, 3, 32, (3, 3), geo._replace(stride=(1, 1)))
+    assert not direct.supports_strided(np.float32, 32, 3, 32, (3, 3),
+                                       geo._replace(dilation=(2, 2)))
+    assert not direct.supports_strided(np.float32, 32, 3, 32, (5, 5), geo)
+    assert not direct.supports_strided(np.float32, 32, 8, 32, (3, 3), geo)     # channels
+    assert not direct.supports_strided(np.float32, 32, 4, 64, (3, 3), geo)     # large output
+    assert not direct.supports_strided(np.float16, 32, 3, 32, (3, 3), geo)
+    with native.use_numba(False):
+        assert not direct.supports_strided(np.float32, 32, 3, 32, (3, 3), geo)

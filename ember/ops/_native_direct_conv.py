@@ -1,5 +1,5 @@
 """Direct 3x3 convolutions for few input channels (numba): the first layer of an image
-network, where im2col's column matrix has only 9-63 rows.
+network, where im2col's column matrix has only 9-63 rows; forward and weight gradient.
 
 With one input channel (MNIST) im2col copies the image nine times into a column matrix
 and multiplies it by a 32x10 weight matrix: a product far too thin for BLAS to pay, so
@@ -14,9 +14,12 @@ when the plane is copied out.  One pass over the plane sums all nine taps of a c
 (nine loads, nine multiply-adds, one store per element), the weights held in registers.
 
 conv_arrays.py sends 3x3, stride-1, undilated, ungrouped, zero-padded float32/float64
-convolutions with few channels here (see `supports`); they are summed in
-a different order than im2col's product, so results differ from it by rounding.
-EMBER_NO_DIRECT_CONV=1 (or ``ENABLED = False``) turns the path off.
+convolutions with few channels here (see `supports`), and their weight gradients (nine
+dot products a plane, `weight_grad`); at stride 2 (a network's stem: `supports_strided`)
+each input channel is first split into its four phase planes (even and odd rows and
+columns, as the depthwise kernels do), where every tap is again a fixed offset away.
+They are summed in a different order than im2col's product, so results differ from it
+by rounding.  EMBER_NO_DIRECT_CONV=1 (or ``ENABLED = False``) turns the path off.
 """
 
 from __future__ import annotations

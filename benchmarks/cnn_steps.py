@@ -1,0 +1,122 @@
+"""Training steps of two small image networks that run.py does not cover, ember against
+PyTorch in one process: a CIFAR ResNet-like network (a 3 -> 16 stem and three basic
+blocks, 16 -> 16, 16 -> 32 and 32 -> 64, the last two halving the image) at batch 64
+on 32x32 images, and a MobileNet-like one (a stride-2 stem and four inverted residual
+blocks: 1x1 expansion, 3x3 depthwise, 1x1 projection, batch norm and ReLU6) at batch
+32 on 64x64 images; SGD with momentum, cross-entropy.
+
+They measure the layers of such networks that the MNIST CNN of run.py does not have:
+3x3 convolutions of 16-64 channels, strided depthwise convolutions, stride-2 stems
+(docs/performance.md, thirty-first session).  The two libraries take turns (run.py's
+`alternate`); the ratio is that of the medians.  Usage:
+    python benchmarks/cnn_steps.py [--threads 2] [--repeats 12] [--rounds 3] [--only resnet]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from benchmarks._harness import pin_threads_from_argv  # noqa: E402
+
+pin_threads_from_argv(default="2")
+
+import numpy as np  # noqa: E402
+
+import ember  # noqa: E402
+from benchmarks import run  # noqa: E402
+from benchmarks._harness import try_import_torch  # noqa: E402
+
+
+def resnet_like(lib):
+    """A CIFAR ResNet-like network: stem, three basic blocks, pooling, a linear head."""
+    nn = lib.nn
+
+    class Block(nn.Module):
+        def __init__(self, cin: int, cout: int, stride: int):
+            super().__init__()
+            self.conv1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
+            self.bn1 = nn.BatchNorm2d(cout)
+            self.conv2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False)
+            self.bn2 = nn.BatchNorm2d(cout)
+            self.shortcut = nn.Sequential()
+            if stride != 1 or cin != cout:
+                self.shortcut = nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False),
+                                              nn.BatchNorm2d(cout))
+
+        def forward(self, x):
+            y = nn.functional.relu(self.bn1(self.conv1(x)))
+            return nn.functional.relu(self.bn2(self.conv2(y)) + self.shortcut(x))
+
+    return nn.Sequential(nn.Conv2d(3, 16, 3, 1, 1, bias=False), nn.BatchNorm2d(16), nn.ReLU(),
+                         Block(16, 16, 1), Block(16, 32, 2), Block(32, 64, 2),
+                         nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(64, 10))
+
+
+def mobilenet_like(lib):
+    """A MobileNet-like network: a stride-2 stem and four inverted residual blocks
+    (without their residual additions), pooling, a linear head."""
+    nn = lib.nn
+
+    def block(cin: int, cout: int, stride: int, expand: int = 4):
+        mid = cin * expand
+        return nn.Sequential(nn.Conv2d(cin, mid, 1, bias=False), nn.BatchNorm2d(mid), nn.ReLU6(),
+                             nn.Conv2d(mid, mid, 3, stride, 1, groups=mid, bias=False),
+                             nn.BatchNorm2d(mid), nn.ReLU6(),
+                             nn.Conv2d(mid, cout, 1, bias=False), nn.BatchNorm2d(cout))
+
+    return nn.Sequential(nn.Conv2d(3, 16, 3, 2, 1, bias=False), nn.BatchNorm2d(16), nn.ReLU6(),
+                         block(16, 24, 2), block(24, 24, 1), block(24, 32, 2), block(32, 64, 2),
+                         nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(64, 10))
+
+
+NETWORKS = {"resnet": ("CIFAR ResNet-like step, batch 64, 32x32", resnet_like, 64, 32),
+            "mobilenet": ("MobileNet-like step, batch 32, 64x64", mobilenet_like, 32, 64)}
+
+
+def training_step(lib, build, batch: int, size: int):
+    """One SGD step of `build`'s network on a fixed random batch, as a closure."""
+    lib.manual_seed(0)
+    model = build(lib)
+    rng = np.random.default_rng(0)
+    images = lib.tensor(rng.standard_normal((batch, 3, size, size)).astype(np.float32))
+    labels = lib.tensor(rng.integers(0, 10, batch))
+    opt = lib.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+
+    def step():
+        opt.zero_grad()
+        lib.nn.functional.cross_entropy(model(images), labels).backward()
+        opt.step()
+    return step
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--repeats", type=int, default=12)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--only", default=None, help="comma-separated: resnet, mobilenet")
+    args = parser.parse_args()
+    torch = try_import_torch()
+    ember.set_num_threads(args.threads)
+    if torch is not None:
+        torch.set_num_threads(args.threads)
+    print(f"{args.threads} threads, median of {args.repeats} steps in {args.rounds} turns, ms")
+    print(f"{'network':<42} {'ember':>8} {'PyTorch':>8} {'ratio':>6}  rounds")
+    for key, (name, build, batch, size) in NETWORKS.items():
+        if args.only and key not in args.only.split(","):
+            continue
+        theirs = training_step(torch, build, batch, size) if torch is not None else None
+        e, t, spread = run.alternate(training_step(ember, build, batch, size), theirs,
+                                     args.repeats, rounds=args.rounds)
+        ratio = f"{e / t:6.2f}" if t else f"{'-':>6}"
+        torch_ms = f"{t * 1e3:8.2f}" if t else f"{'-':>8}"
+        rounds = f"{min(spread):.2f}-{max(spread):.2f}" if spread else ""
+        print(f"{name:<42} {e * 1e3:8.2f} {torch_ms} {ratio}  {rounds}")
+
+
+if __name__ == "__main__":
+    main()

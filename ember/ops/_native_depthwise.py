@@ -188,6 +188,16 @@ def _move_by_index(plane, flat, index, to_phases):
                 row[q] = v if at >= 0 else 0
 
 
+@native.kernel(inline=True)
+def to_phases(plane, flat, line, height, width, sh, sw, lo_h, lo_w, index):
+    """`plane` into its phase planes in `flat` (`_fill_phases`): by the map `index`
+    where there is one (small strided planes, `phase_index`), else row by row."""
+    if index.size:
+        _move_by_index(plane, flat, index, True)
+    else:
+        _fill_phases(plane, flat, line, height, width, sh, sw, lo_h, lo_w)
+
+
 @native.kernel(parallel=True, fastmath=FUSED_MULTIPLY_ADD)
 def _correlate(x, w, out, geometry, index):
     """out[i, c] = the correlation of x[i, c] with w[c] (C, kh, kw):
@@ -208,10 +218,7 @@ def _correlate(x, w, out, geometry, index):
         acc = np.empty(span, x.dtype)
         for task in range(run * tasks // runs, (run + 1) * tasks // runs):
             i, c = task // channels, task % channels
-            if index.size:
-                _move_by_index(x[i, c], flat, index, True)
-            else:
-                _fill_phases(x[i, c], flat, line, height, width, sh, sw, lo_h, lo_w)
+            to_phases(x[i, c], flat, line, height, width, sh, sw, lo_h, lo_w, index)
             if kh == 3 and kw == 3 and sh == 1 and sw == 1 and dh == 1 and dw == 1:
                 # all nine taps in one pass (3x3, the common filter: 0.58 -> 0.39 ms)
                 f = w[c]
@@ -357,10 +364,7 @@ def _weight_grad(x, g, gw, sh, sw, dh, dw, lo_h, lo_w, index):
         line = np.empty(2 * width, x.dtype)
         wide = np.zeros(span, g.dtype)
         for i in range(images):
-            if index.size:
-                _move_by_index(x[i, c], flat, index, True)
-            else:
-                _fill_phases(x[i, c], flat, line, height, width, sh, sw, lo_h, lo_w)
+            to_phases(x[i, c], flat, line, height, width, sh, sw, lo_h, lo_w, index)
             _widen_rows(g[i, c], wide, width)
             if kh == 3 and kw == 3:
                 # the nine dot products in one pass, reading the gradient once (3x3, any

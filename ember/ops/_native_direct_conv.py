@@ -31,8 +31,7 @@ import numpy as np
 from . import _native as native
 from . import _parallel
 from ._native_activation import FUSED_MULTIPLY_ADD
-from ._native_depthwise import (REORDER, _fill_phases, _move_by_index, _widen_rows,
-                                add_nine_dots, phase_index)
+from ._native_depthwise import REORDER, _widen_rows, add_nine_dots, phase_index, to_phases
 from ._native_winograd import plain_3x3
 
 ENABLED = os.environ.get("EMBER_NO_DIRECT_CONV", "") in ("", "0")
@@ -128,7 +127,7 @@ def conv_forward(padded, w, bias=None):
     return out
 
 
-@native.kernel(parallel=True, fastmath=REORDER)
+@native.kernel(fastmath=REORDER)
 def _weight3x3(x, g, gw, zero, first, stop):
     """gw[first:stop] (O, C, 3, 3), float64: for each tap, the sum over images and
     outputs of g (N, O, H-2, W-2) times the padded input x (N, C, H, W) that tap read.
@@ -141,7 +140,7 @@ def _weight3x3(x, g, gw, zero, first, stop):
     out_h, out_w = g.shape[2], g.shape[3]
     span = (out_h - 1) * width + out_w
     planes = x.reshape(images, channels_in, -1)
-    for o in native.prange(first, stop):
+    for o in range(first, stop):
         wide = np.zeros(span, g.dtype)
         totals = np.zeros((channels_in, 9))
         for i in range(images):
@@ -161,20 +160,28 @@ def weight_grad(padded, g):
     H, W) and the output's gradient `g` (N, O, H - 2, W - 2), in their dtype; None where
     it is not finite (the dot products also multiply the input by the zeros between the
     gradient's rows: an inf there gives NaN, where the general path's sums may not)."""
-    dtype = np.result_type(padded, g)
-    x = np.ascontiguousarray(padded, dtype)
+    return _over_output_channels(_weight3x3, padded, g)
+
+
+def _over_output_channels(kernel, x, g, *extra):
+    """``kernel(x, g, gw, zero, first, stop, *extra)`` (a weight gradient's kernel) over
+    all the output channels of `g`, halved over ember's threads when large; the filters'
+    gradient (O, C, 3, 3) in the data's dtype, or None where it is not finite.
+
+    NOTE: the halves are Python parts (each half's milliseconds dwarf the wait for the
+    GIL); numba's own threads, with ember's worker polling beside them, did not scale
+    here (3.8 ms on one, 4.0-4.2 on two, 128 CIFAR images 3 -> 16)."""
+    dtype = np.result_type(x, g)
+    a = np.ascontiguousarray(x, dtype)
     grad = np.ascontiguousarray(g, dtype)
-    gw = np.empty((grad.shape[1], x.shape[1], 3, 3))
+    gw = np.empty((grad.shape[1], a.shape[1], 3, 3))
     zero = dtype.type(0)
-    if native.cuts(grad.size * x.shape[1] * 9) and grad.shape[1] > 1:
-        # the output channels halved over ember's threads (Python parts: each half's
-        # milliseconds dwarf the wait for the GIL); numba's own threads, with ember's
-        # worker polling beside them, did not scale here (3.8 ms on one, 4.0-4.2 on two)
-        _parallel.run_parts(lambda outs: _weight3x3.serial(x, grad, gw, zero, outs.start,
-                                                           outs.stop),
+    if native.cuts(grad.size * a.shape[1] * 9) and grad.shape[1] > 1:
+        _parallel.run_parts(lambda outs: kernel(a, grad, gw, zero, outs.start, outs.stop,
+                                                *extra),
                             _parallel.split(grad.shape[1], 2))
     else:
-        _weight3x3.serial(x, grad, gw, zero, 0, grad.shape[1])
+        kernel(a, grad, gw, zero, 0, grad.shape[1], *extra)
     if not np.isfinite(gw).all():
         return None
     return gw.astype(dtype, copy=False)
@@ -201,13 +208,9 @@ def supports_strided(dtype, images: int, in_channels: int, out_channels: int, ke
 
 @native.kernel(inline=True)
 def _fill_image_phases(x, i, phases, line, height, width, lo_h, lo_w, index):
-    """Each input channel of image `i` into its four phase planes (a row of `phases`):
-    by the map `index` where there is one, else row by row (`_fill_phases`)."""
+    """Each input channel of image `i` into its four phase planes (a row of `phases`)."""
     for c in range(x.shape[1]):
-        if index.size:
-            _move_by_index(x[i, c], phases[c], index, True)
-        else:
-            _fill_phases(x[i, c], phases[c], line, height, width, 2, 2, lo_h, lo_w)
+        to_phases(x[i, c], phases[c], line, height, width, 2, 2, lo_h, lo_w, index)
 
 
 @native.kernel(parallel=True, fastmath=FUSED_MULTIPLY_ADD)
@@ -291,19 +294,6 @@ def conv_forward_strided(x, w, geo, bias=None):
 def weight_grad_strided(x, g, geo):
     """The gradient of `conv_forward_strided`'s filters (O, C, 3, 3) from its input `x`
     and the output's gradient `g`; None where it is not finite (see `weight_grad`)."""
-    dtype = np.result_type(x, g)
-    a = np.ascontiguousarray(x, dtype)
-    grad = np.ascontiguousarray(g, dtype)
-    gw = np.empty((grad.shape[1], a.shape[1], 3, 3))
-    zero = dtype.type(0)
     lo_h, lo_w = geo.lo
-    index = phase_index(a.shape[2:], grad.shape[2:], (3, 3), (2, 2, 1, 1, lo_h, lo_w))
-    if native.cuts(grad.size * a.shape[1] * 9) and grad.shape[1] > 1:
-        _parallel.run_parts(lambda outs: _weight3x3_stride2(a, grad, gw, zero, outs.start,
-                                                            outs.stop, lo_h, lo_w, index),
-                            _parallel.split(grad.shape[1], 2))
-    else:
-        _weight3x3_stride2(a, grad, gw, zero, 0, grad.shape[1], lo_h, lo_w, index)
-    if not np.isfinite(gw).all():
-        return None
-    return gw.astype(dtype, copy=False)
+    index = phase_index(x.shape[2:], g.shape[2:], (3, 3), (2, 2, 1, 1, lo_h, lo_w))
+    return _over_output_channels(_weight3x3_stride2, x, g, lo_h, lo_w, index)

@@ -418,6 +418,18 @@ def _product(xp, a, b, out=None):
     return xp.matmul(a, b, out=out)
 
 
+def _direct_weight(a, c, kernel, geo):
+    """The weight gradient by the direct kernels where the forward takes them (few input
+    channels, stride 1 or 2: nine dot products per plane, no columns); else None, as
+    where it is not finite."""
+    args = (np.result_type(a, c), a.shape[0], a.shape[1], c.shape[1], kernel, geo)
+    if _native_direct_conv.supports(*args):
+        return _native_direct_conv.weight_grad(pad_array(a, geo.lo, geo.hi), c)
+    if _native_direct_conv.supports_strided(*args):
+        return _native_direct_conv.weight_grad_strided(a, c, geo)
+    return None
+
+
 def conv_weight_array(a, c, kernel, geo):
     """The adjoint of `conv_array` in its weight: <conv(a, w), c> = <w, conv_weight(a, c)>."""
     xp = xp_of(a)
@@ -434,17 +446,8 @@ def conv_weight_array(a, c, kernel, geo):
         weight = _native_depthwise.weight_grad(a, c, kernel, geo)
         if weight is not None:
             return weight
-    if (xp is np and type(c) is np.ndarray and c.shape[2:] == geo.out(kernel)
-            and _native_direct_conv.supports(np.result_type(a, c), a.shape[0], a.shape[1],
-                                             c.shape[1], kernel, geo)):
-        # (few input channels, as the forward: nine dot products per plane, no columns)
-        weight = _native_direct_conv.weight_grad(pad_array(a, geo.lo, geo.hi), c)
-        if weight is not None:
-            return weight
-    if (xp is np and type(c) is np.ndarray and c.shape[2:] == geo.out(kernel)
-            and _native_direct_conv.supports_strided(np.result_type(a, c), a.shape[0],
-                                                     a.shape[1], c.shape[1], kernel, geo)):
-        weight = _native_direct_conv.weight_grad_strided(a, c, geo)
+    if xp is np and type(c) is np.ndarray and c.shape[2:] == geo.out(kernel):
+        weight = _direct_weight(a, c, kernel, geo)
         if weight is not None:
             return weight
     if (xp is np and type(c) is np.ndarray and a.dtype == c.dtype

@@ -519,16 +519,15 @@ class Clamp(Function):
         if _number_bound(lo) and _number_bound(hi) and _native_act.supports(x):
             return _native_act.clamp(x, lo, hi)   # (one pass, on the threads)
         xp = xp_of(x)
-        # NOTE: the bound first: on a tie NumPy's maximum and minimum give their second
-        # operand, so an element equal to a number bound keeps its own sign of zero, as in
-        # PyTorch; a NaN on either side gives NaN.  (With tensor bounds PyTorch's
-        # vectorized loop gives the bound's zero, its scalar loop the element's: ClampTensor
-        # follows the vectorized one.)
-        def operands(bound, values):
-            return (bound, values) if ctx._number_first else (values, bound)
-
-        out = x if lo is None else xp.maximum(*operands(lo, x))
-        out = out if hi is None else xp.minimum(*operands(hi, out))
+        # NOTE: on a tie NumPy's maximum and minimum give their second operand.  Number
+        # bounds go first, so an element equal to one keeps its own sign of zero, as in
+        # PyTorch; tensor bounds go second, giving the bound's zero as PyTorch's vectorized
+        # loop does (its scalar loop gives the element's).  A NaN on either side gives NaN.
+        first, out = ctx._number_first, x
+        if lo is not None:
+            out = xp.maximum(lo, out) if first else xp.maximum(out, lo)
+        if hi is not None:
+            out = xp.minimum(hi, out) if first else xp.minimum(out, hi)
         return out.astype(x.dtype, copy=False)
 
     def _keep(self, x, lo, hi) -> None:

@@ -177,3 +177,15 @@ def test_complex_bound_errors_match_pytorch(name):
     with pytest.raises(error) as theirs:
         call(torch)
     assert str(theirs.value) == message
+
+
+def test_a_tensor_bound_equal_to_an_element_gives_the_bounds_zero():
+    # (PyTorch's vectorized loop does so; number bounds keep the element's zero, above)
+    import numpy as np
+
+    x = ember.tensor([-0.0, 0.0, 0.5])
+    low = ember.clamp(x, ember.tensor([0.0, -0.0, 0.0]), None).numpy()
+    high = ember.clamp(x, None, ember.tensor([0.0, -0.0, 1.0])).numpy()
+    assert list(np.signbit(low)) == [False, True, False]
+    assert list(np.signbit(high)) == [False, True, False]
+    assert list(np.signbit(ember.clamp(x, 0.0, None).numpy())) == [True, False, False]

@@ -1,23 +1,28 @@
-"""Direct 3x3 convolutions for few input channels (numba): the first layer of an image
-network, where im2col's column matrix has only 9-63 rows; forward and weight gradient.
+"""Direct 3x3 convolutions for few channels (numba): the first layer of an image network,
+where im2col's column matrix has only 9-63 rows, and layers of up to 16 -> 16 channels
+(a CIFAR ResNet's first stage); forward and weight gradient (the input gradient of a
+stride-1 layer is a forward convolution: conv_arrays.py sends it here too).
 
 With one input channel (MNIST) im2col copies the image nine times into a column matrix
 and multiplies it by a 32x10 weight matrix: a product far too thin for BLAS to pay, so
-the copies and the calls are the cost.  Here each (image, output channel) pair is one
-task that sums the nine shifted rows of each input channel straight into the output.
+the copies and the calls are the cost.  Here each image and block of four output
+channels is one task that sums the nine shifted rows of each input channel straight into
+the four outputs.
 
 The trick that lets the sum vectorize: the output plane is computed over the input's full
 width, so that output element ``p = y * W + x`` reads input elements ``p + ky * W + kx``
 -- for every tap one contiguous run, the same offset for all p.  The columns x >= OW of
 that wide plane are not outputs (their windows wrap around a row's end) and are dropped
-when the plane is copied out.  One pass over the plane sums all nine taps of a channel
-(nine loads, nine multiply-adds, one store per element), the weights held in registers.
+when the plane is copied out.  One pass over the plane sums all nine taps of an input
+channel into four output channels (nine loads, 36 multiply-adds, four stores per
+element), the weights held in registers.
 
 conv_arrays.py sends 3x3, stride-1, undilated, ungrouped, zero-padded float32/float64
-convolutions with few channels here (see `supports`), and their weight gradients (nine
-dot products a plane, `weight_grad`); at stride 2 (a network's stem: `supports_strided`)
-each input channel is first split into its four phase planes (even and odd rows and
-columns, as the depthwise kernels do), where every tap is again a fixed offset away.
+convolutions with few channels here (see `supports`), and their weight gradients (18
+dot products a pass over an input plane, `weight_grad`); at stride 2 (a network's stem:
+`supports_strided`) each input channel is first split into its four phase planes (even
+and odd rows and columns, as the depthwise kernels do), where every tap is again a fixed
+offset away.
 They are summed in a different order than im2col's product, so results differ from it
 by rounding.  EMBER_NO_DIRECT_CONV=1 (or ``ENABLED = False``) turns the path off.
 """
@@ -38,23 +43,24 @@ ENABLED = os.environ.get("EMBER_NO_DIRECT_CONV", "") in ("", "0")
 
 # NOTE: the direct sum costs 9 multiply-adds per output element and input channel, while
 # im2col's product reuses each loaded value across output channels, and gains on it as
-# they grow.  Measured (2 threads, float32, ms; direct / im2col / PyTorch 2.13):
-#   images, channels in -> out, size   direct   im2col   PyTorch
-#   1, 1 -> 32, 28x28                  0.016    0.028    0.016
-#   64, 1 -> 32, 28x28                 0.44     0.72     0.27
-#   1, 3 -> 32, 28x28                  0.029    0.040    0.024
-#   64, 3 -> 16, 28x28                 0.47     0.59     0.27
-#   64, 4 -> 32, 28x28                 1.12     1.24     0.60
-#   64, 6 -> 32, 28x28                 1.58     1.51     0.82
-#   1, 7 -> 32, 30x30 (padded)         0.071    0.112    0.059
-#   128, 3 -> 64, 34x34 (padded)       5.93     5.11     4.14
-# so: fewer than 8 input channels (from 6 im2col already gains), and either at most 128
-# input times output channels or a small output (the calls then cost more than the sums).
-# Near the limit the two paths are within 15% either way: 3 -> 32 channels took 2.83
-# against 3.22 ms for 128 padded 32x32 images, 0.74 against 0.64 for 8 padded 64x64
-# ones; 2 -> 64 channels 4.04 against 5.05 ms (128 padded 32x32 images).
+# they grow; in blocks of four output channels (`_add_nine_taps_by_four`) and pairs for
+# the weight gradient, the direct sums hold on up to a product of 256 channels.
+# Measured (batch 64, 2 threads, float32), direct / im2col (or Winograd) time, forward,
+# input gradient, weight gradient:
+#   channels in -> out   32x32              16x16              8x8
+#   8 -> 8               0.60 0.59 0.38     0.40 0.51 0.61     0.56 0.60 0.58
+#   16 -> 16             0.86 0.89 0.66     0.89 0.88 1.16     0.96 0.92 0.81
+#   16 -> 32             1.23 0.90 0.77     1.40 1.44 1.24     1.08 1.05 1.23
+#   32 -> 32             1.07 1.09 0.86     2.15 2.44 2.50     1.27 1.29 1.41
+# and at batch 128, 32x32: 3 -> 64 0.96 / - / 0.52, 4 -> 64 0.89 0.90 0.87, 6 -> 64 0.99
+# 1.13 0.95, 64 -> 4 0.48 / - / 0.41 (- : the input gradient not by this path).  Before
+# the blocks (one output channel at a time) the limit was 128, and 128 padded 32x32
+# images 3 -> 64 took 5.93 ms direct against 5.11 by im2col.  A small output keeps
+# few input channels here at any width (the calls then cost more than the sums).
 MAX_IN_CHANNELS = 8
-MAX_CHANNEL_PRODUCT = 128
+MAX_CHANNEL_PRODUCT = 256
+# (the stride-2 kernels below still take one output channel at a time)
+MAX_STRIDED_CHANNEL_PRODUCT = 128
 SMALL_OUTPUT = 1 << 16  # elements
 # The (image, output channel) tasks are dealt out in at most this many runs, each with
 # its own buffer (see _native_depthwise.RUNS: allocations per task contend across threads).
@@ -64,12 +70,12 @@ RUNS = 64
 def supports(dtype, images: int, in_channels: int, out_channels: int, kernel, geo) -> bool:
     """Whether a convolution takes this path: float32 or float64, the geometry of
     `_native_winograd.plain_3x3`, and few channels (see the NOTE)."""
-    if not (ENABLED and dtype in (np.float32, np.float64) and in_channels < MAX_IN_CHANNELS
-            and plain_3x3(kernel, geo)):
+    if not (ENABLED and dtype in (np.float32, np.float64) and plain_3x3(kernel, geo)):
         return False
     h, w = geo.padded()
     return (in_channels * out_channels <= MAX_CHANNEL_PRODUCT
-            or images * out_channels * (h - 2) * (w - 2) < SMALL_OUTPUT)
+            or (in_channels < MAX_IN_CHANNELS
+                and images * out_channels * (h - 2) * (w - 2) < SMALL_OUTPUT))
 
 
 @native.kernel(inline=True)
@@ -84,33 +90,72 @@ def _add_nine_taps(acc, f, t0, t1, t2, t3, t4, t5, t6, t7, t8, span):
                    + w5 * t5[p] + w6 * t6[p] + w7 * t7[p] + w8 * t8[p])
 
 
+@native.kernel(inline=True)
+def _add_nine_taps_by_four(a0, a1, a2, a3, f0, f1, f2, f3, t0, t1, t2, t3, t4, t5, t6, t7,
+                           t8, span):
+    """`_add_nine_taps` for four output channels at once: ``ak[p] +=`` the filter `fk`
+    times the nine taps at p.  Each tap is loaded once for the four (36 multiply-adds to
+    13 loads where one channel at a time does 9 to 10), the weights in registers."""
+    u0, u1, u2, u3, u4, u5, u6, u7, u8 = f0[0, 0], f0[0, 1], f0[0, 2], f0[1, 0], f0[1, 1], \
+        f0[1, 2], f0[2, 0], f0[2, 1], f0[2, 2]
+    v0, v1, v2, v3, v4, v5, v6, v7, v8 = f1[0, 0], f1[0, 1], f1[0, 2], f1[1, 0], f1[1, 1], \
+        f1[1, 2], f1[2, 0], f1[2, 1], f1[2, 2]
+    w0, w1, w2, w3, w4, w5, w6, w7, w8 = f2[0, 0], f2[0, 1], f2[0, 2], f2[1, 0], f2[1, 1], \
+        f2[1, 2], f2[2, 0], f2[2, 1], f2[2, 2]
+    z0, z1, z2, z3, z4, z5, z6, z7, z8 = f3[0, 0], f3[0, 1], f3[0, 2], f3[1, 0], f3[1, 1], \
+        f3[1, 2], f3[2, 0], f3[2, 1], f3[2, 2]
+    for p in range(span):
+        x0, x1, x2, x3, x4 = t0[p], t1[p], t2[p], t3[p], t4[p]
+        x5, x6, x7, x8 = t5[p], t6[p], t7[p], t8[p]
+        a0[p] += (u0 * x0 + u1 * x1 + u2 * x2 + u3 * x3 + u4 * x4 + u5 * x5 + u6 * x6
+                  + u7 * x7 + u8 * x8)
+        a1[p] += (v0 * x0 + v1 * x1 + v2 * x2 + v3 * x3 + v4 * x4 + v5 * x5 + v6 * x6
+                  + v7 * x7 + v8 * x8)
+        a2[p] += (w0 * x0 + w1 * x1 + w2 * x2 + w3 * x3 + w4 * x4 + w5 * x5 + w6 * x6
+                  + w7 * x7 + w8 * x8)
+        a3[p] += (z0 * x0 + z1 * x1 + z2 * x2 + z3 * x3 + z4 * x4 + z5 * x5 + z6 * x6
+                  + z7 * x7 + z8 * x8)
+
+
 @native.kernel(parallel=True, fastmath=FUSED_MULTIPLY_ADD)
 def _conv3x3(x, w, bias, out):
     """out (N, O, H-2, W-2) = the 3x3 correlation of the padded images x (N, C, H, W)
-    with w (O, C, 3, 3), plus bias (O,); one task per (image, output channel)."""
+    with w (O, C, 3, 3), plus bias (O,); one task per image and block of four output
+    channels (the last block's one to three channels one at a time)."""
     images, channels_out, out_h, out_w = out.shape
     channels_in, width = x.shape[1], x.shape[3]
     span = (out_h - 1) * width + out_w   # the wide plane, up to its last output element
     planes = x.reshape(images, channels_in, -1)
-    tasks = images * channels_out
+    blocks = (channels_out + 3) // 4
+    tasks = images * blocks
     runs = min(tasks, RUNS)
     for run in native.prange(runs):
-        acc = np.empty(span, x.dtype)
+        acc = np.empty((4, span), x.dtype)
         for task in range(run * tasks // runs, (run + 1) * tasks // runs):
-            i, o = task // channels_out, task % channels_out
-            b = bias[o]
-            for p in range(span):
-                acc[p] = b
+            i, first = task // blocks, task % blocks * 4
+            count = min(4, channels_out - first)
+            for k in range(count):
+                b = bias[first + k]
+                for p in range(span):
+                    acc[k, p] = b
             for c in range(channels_in):
                 r0 = planes[i, c]
                 r1, r2 = r0[width:], r0[2 * width:]
-                _add_nine_taps(acc, w[o, c], r0, r0[1:], r0[2:], r1, r1[1:], r1[2:], r2,
-                               r2[1:], r2[2:], span)
-            plane = out[i, o]
-            for y in range(out_h):
-                row, wide = plane[y], acc[y * width:]
-                for j in range(out_w):
-                    row[j] = wide[j]
+                if count == 4:
+                    _add_nine_taps_by_four(acc[0], acc[1], acc[2], acc[3], w[first, c],
+                                           w[first + 1, c], w[first + 2, c],
+                                           w[first + 3, c], r0, r0[1:], r0[2:], r1, r1[1:],
+                                           r1[2:], r2, r2[1:], r2[2:], span)
+                else:
+                    for k in range(count):
+                        _add_nine_taps(acc[k], w[first + k, c], r0, r0[1:], r0[2:], r1,
+                                       r1[1:], r1[2:], r2, r2[1:], r2[2:], span)
+            for k in range(count):
+                plane = out[i, first + k]
+                for y in range(out_h):
+                    row, wide = plane[y], acc[k, y * width:]
+                    for j in range(out_w):
+                        row[j] = wide[j]
 
 
 def conv_forward(padded, w, bias=None):
@@ -127,32 +172,89 @@ def conv_forward(padded, w, bias=None):
     return out
 
 
+@native.kernel(inline=True)
+def _add_nine_dots_by_two(totals0, totals1, t0, t1, t2, t3, t4, t5, t6, t7, t8, wide0,
+                          wide1, span, zero):
+    """`add_nine_dots` for two gradient planes at once (two output channels): each tap
+    is loaded once for both, 18 sums from `zero`."""
+    s0 = s1 = s2 = s3 = s4 = s5 = s6 = s7 = s8 = zero
+    r0 = r1 = r2 = r3 = r4 = r5 = r6 = r7 = r8 = zero
+    for p in range(span):
+        x0, x1, x2, x3, x4 = t0[p], t1[p], t2[p], t3[p], t4[p]
+        x5, x6, x7, x8 = t5[p], t6[p], t7[p], t8[p]
+        u, v = wide0[p], wide1[p]
+        s0 += x0 * u
+        s1 += x1 * u
+        s2 += x2 * u
+        s3 += x3 * u
+        s4 += x4 * u
+        s5 += x5 * u
+        s6 += x6 * u
+        s7 += x7 * u
+        s8 += x8 * u
+        r0 += x0 * v
+        r1 += x1 * v
+        r2 += x2 * v
+        r3 += x3 * v
+        r4 += x4 * v
+        r5 += x5 * v
+        r6 += x6 * v
+        r7 += x7 * v
+        r8 += x8 * v
+    totals0[0] += s0
+    totals0[1] += s1
+    totals0[2] += s2
+    totals0[3] += s3
+    totals0[4] += s4
+    totals0[5] += s5
+    totals0[6] += s6
+    totals0[7] += s7
+    totals0[8] += s8
+    totals1[0] += r0
+    totals1[1] += r1
+    totals1[2] += r2
+    totals1[3] += r3
+    totals1[4] += r4
+    totals1[5] += r5
+    totals1[6] += r6
+    totals1[7] += r7
+    totals1[8] += r8
+
+
 @native.kernel(fastmath=REORDER)
 def _weight3x3(x, g, gw, zero, first, stop):
     """gw[first:stop] (O, C, 3, 3), float64: for each tap, the sum over images and
     outputs of g (N, O, H-2, W-2) times the padded input x (N, C, H, W) that tap read.
-    Per (image, output channel) the gradient is laid out in rows of the input's width
-    (zeros between), then nine dot products a pass per input channel read it once (the
-    trick of `_conv3x3`); one task per output channel (their sums are apart).  A plane's
-    dot products are summed in the data's dtype (`zero`: its 0), the planes' in float64.
-    (The range rather than slices of g: one build for whole arrays and threads' shares.)"""
+    Per image the gradient planes of the range are laid out in rows of the input's width
+    (zeros between); then per input channel and pair of output channels one pass makes
+    the 18 dot products (the trick of `_conv3x3`), the image's input still in cache.  A
+    plane's dot products are summed in the data's dtype (`zero`: its 0), the planes' in
+    float64.  (The range rather than slices of g: one build for whole arrays and
+    threads' shares.)"""
     images, channels_in, _, width = x.shape
     out_h, out_w = g.shape[2], g.shape[3]
     span = (out_h - 1) * width + out_w
     planes = x.reshape(images, channels_in, -1)
-    for o in range(first, stop):
-        wide = np.zeros(span, g.dtype)
-        totals = np.zeros((channels_in, 9))
-        for i in range(images):
-            _widen_rows(g[i, o], wide, width)
-            for c in range(channels_in):
-                r0 = planes[i, c]
-                r1, r2 = r0[width:], r0[2 * width:]
-                add_nine_dots(totals[c], r0, r0[1:], r0[2:], r1, r1[1:], r1[2:], r2, r2[1:],
-                              r2[2:], wide, span, zero)
+    count = stop - first
+    wide = np.zeros((count, span), g.dtype)
+    totals = np.zeros((count, channels_in, 9))
+    for i in range(images):
+        for k in range(count):
+            _widen_rows(g[i, first + k], wide[k], width)
+        for c in range(channels_in):
+            r0 = planes[i, c]
+            r1, r2 = r0[width:], r0[2 * width:]
+            for k in range(0, count - 1, 2):
+                _add_nine_dots_by_two(totals[k, c], totals[k + 1, c], r0, r0[1:], r0[2:], r1,
+                                      r1[1:], r1[2:], r2, r2[1:], r2[2:], wide[k],
+                                      wide[k + 1], span, zero)
+            if count % 2:
+                add_nine_dots(totals[count - 1, c], r0, r0[1:], r0[2:], r1, r1[1:], r1[2:],
+                              r2, r2[1:], r2[2:], wide[count - 1], span, zero)
+    for k in range(count):
         for c in range(channels_in):
             for t in range(9):
-                gw[o, c, t // 3, t % 3] = totals[c, t]
+                gw[first + k, c, t // 3, t % 3] = totals[k, c, t]
 
 
 def weight_grad(padded, g):
@@ -202,7 +304,7 @@ def supports_strided(dtype, images: int, in_channels: int, out_channels: int, ke
             and min(geo.out(kernel)) >= 1 and native.enabled()):
         return False
     out_h, out_w = geo.out(kernel)
-    return (in_channels * out_channels <= MAX_CHANNEL_PRODUCT
+    return (in_channels * out_channels <= MAX_STRIDED_CHANNEL_PRODUCT
             or images * out_channels * out_h * out_w < SMALL_OUTPUT)
 
 

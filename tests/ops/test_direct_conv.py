@@ -49,6 +49,8 @@ def _strided(h, w, pad):
     (2, 3, 16, 9, 5, 1, False),     # no bias
     (1, 7, 4, 3, 3, 0, True),       # a 1x1 output
     (4, 2, 5, 4, 30, 0, True),
+    (2, 16, 16, 10, 12, 1, True),   # whole blocks of four output channels
+    (3, 9, 14, 7, 9, 1, False),     # three blocks and two channels one at a time
 ])
 def test_forward_matches_float64_im2col(n, c, o, h, w, pad, bias, dtype, tol):
     x, k, b = _case(np.random.default_rng(n + c + o), n, c, o, h, w, dtype)
@@ -127,15 +129,16 @@ def test_what_takes_the_other_paths(monkeypatch):
     assert direct.supports(np.float32, 1, 1, 32, (3, 3), geo)
     assert direct.supports(np.float64, 64, 4, 32, (3, 3), geo)
     assert not direct.supports(np.float16, 1, 1, 32, (3, 3), geo)            # dtype
-    assert not direct.supports(np.float32, 1, 8, 32, (3, 3), geo)            # Winograd's
+    assert direct.supports(np.float32, 64, 16, 16, (3, 3), geo)              # blocks of four
+    assert not direct.supports(np.float32, 1, 16, 32, (3, 3), geo)           # im2col's
     assert not direct.supports(np.float32, 1, 1, 32, (5, 5), geo)            # other kernels
     assert not direct.supports(np.float32, 1, 1, 32, (3, 3), geo._replace(stride=(2, 1)))
     assert not direct.supports(np.float32, 1, 1, 32, (3, 3), geo._replace(dilation=(2, 2)))
     assert not direct.supports(np.float32, 1, 2, 32, (3, 3), geo._replace(groups=2))
     assert not direct.supports(np.float32, 1, 1, 32, (3, 3), geo._replace(lo=(-1, 0)))
     # many channels on a large output: im2col's product does better
-    assert not direct.supports(np.float32, 64, 6, 32, (3, 3), geo)
-    assert direct.supports(np.float32, 1, 6, 32, (3, 3), geo)                # (small output)
+    assert not direct.supports(np.float32, 64, 6, 64, (3, 3), geo)
+    assert direct.supports(np.float32, 1, 6, 64, (3, 3), geo)                # (small output)
     with native.use_numba(False):
         assert not direct.supports(np.float32, 1, 1, 32, (3, 3), geo)
     monkeypatch.setattr(direct, "ENABLED", False)
@@ -164,6 +167,8 @@ def _im2col_weight(x, g, geo):
     (8, 3, 16, 32, 32, 1),      # a CIFAR network's first layer
     (2, 7, 5, 9, 11, 1),        # not square, odd output channels
     (1, 2, 1, 3, 3, 0),         # one output element, one output channel
+    (4, 16, 16, 12, 12, 1),     # pairs of output channels (and halves of eight each)
+    (2, 9, 15, 8, 10, 1),       # seven pairs and one channel alone
 ])
 def test_weight_gradient_matches_float64_im2col(on_two_threads, n, c, o, h, w, pad, dtype,
                                                 tol, monkeypatch):

@@ -8,6 +8,7 @@ import pytest
 import ember
 import ember.nn.functional as F
 from ember.ops import _native as native
+from ember.ops import _native_direct_conv as direct
 from ember.ops import _native_winograd as winograd
 from ember.ops import conv_arrays
 from ember.ops.conv_arrays import Geometry, conv_array, conv_transpose_array
@@ -18,7 +19,9 @@ pytestmark = pytest.mark.skipif(not native.available(), reason="numba is not ins
 @pytest.fixture
 def few_channels(monkeypatch):
     """The path taken down to 8 channels on any output, so that the kernels' tests run
-    on small, quick shapes (the real minimums: `test_what_stays_on_im2col`)."""
+    on small, quick shapes (the real minimums: `test_what_stays_on_im2col`); the direct
+    kernels, which take such channel counts first, switched off."""
+    monkeypatch.setattr(direct, "ENABLED", False)
     for name in ("MIN_CHANNELS", "MIN_CHANNELS_SMALL_OUTPUT"):
         monkeypatch.setattr(winograd, name, 8)
     monkeypatch.setattr(winograd, "MIN_CHANNEL_PRODUCT", 64)

@@ -27,16 +27,34 @@ def supports(cols, out) -> bool:
 
 @native.kernel(parallel=True)
 def _col2im(cols, out, sh, sw, dh, dw):
+    """The adds of `add_columns`, one task per channel.  Across a row the adds go first
+    into the row's `sw` phase rows (the columns x with x % sw == p, side by side), where
+    each column block's run is contiguous and the adds vectorize; the phases are then
+    interleaved into the row once.  (Added straight into the strided row, one element
+    at a time, a stride-2 col2im took 2.4 of a 4.0 ms input gradient: 64 images 16 -> 32
+    channels at 32x32.)"""
     channels, kh, kw, images, out_h, out_w = cols.shape
+    height, width = out.shape[2], out.shape[3]
+    phase_width = (width + sw - 1) // sw
     for c in native.prange(channels):
-        for a in range(kh):
-            for b in range(kw):
-                for i in range(images):
-                    src, dst = cols[c, a, b, i], out[i, c]
+        phases = np.empty((height, sw, phase_width), out.dtype)
+        for i in range(images):
+            phases[:] = 0
+            for a in range(kh):
+                for b in range(kw):
+                    phase, shift = (b * dw) % sw, (b * dw) // sw
+                    src = cols[c, a, b, i]
                     for r in range(out_h):
-                        line, row = src[r], dst[r * sh + a * dh]
+                        line, into = src[r], phases[r * sh + a * dh, phase, shift:]
                         for q in range(out_w):
-                            row[q * sw + b * dw] += line[q]
+                            into[q] += line[q]
+            dst = out[i, c]
+            for y in range(height):
+                row = dst[y]
+                for phase in range(sw):
+                    part = phases[y, phase]
+                    for k in range((width - phase + sw - 1) // sw):
+                        row[k * sw + phase] += part[k]
 
 
 def add_columns(cols, out, stride, dilation) -> None:

@@ -419,11 +419,11 @@ def _product(xp, a, b, out=None):
 
 
 def _direct_weight(a, c, kernel, geo):
-    """The weight gradient by the direct kernels where the forward takes them (few input
-    channels, stride 1 or 2: nine dot products per plane, no columns); else None, as
-    where it is not finite."""
+    """The weight gradient by the direct kernels where they serve (few channels, stride 1
+    or 2: nine dot products per plane and channel pair, no columns); else None, as where
+    it is not finite."""
     args = (np.result_type(a, c), a.shape[0], a.shape[1], c.shape[1], kernel, geo)
-    if _native_direct_conv.supports(*args):
+    if _native_direct_conv.weight_supports(*args):
         return _native_direct_conv.weight_grad(pad_array(a, geo.lo, geo.hi), c)
     if _native_direct_conv.supports_strided(*args):
         return _native_direct_conv.weight_grad_strided(a, c, geo)

@@ -131,6 +131,9 @@ def test_what_takes_the_other_paths(monkeypatch):
     assert not direct.supports(np.float16, 1, 1, 32, (3, 3), geo)            # dtype
     assert direct.supports(np.float32, 64, 16, 16, (3, 3), geo)              # blocks of four
     assert not direct.supports(np.float32, 1, 16, 32, (3, 3), geo)           # im2col's
+    assert direct.weight_supports(np.float32, 1, 16, 32, (3, 3), _geometry(32, 32, 1))
+    assert not direct.weight_supports(np.float32, 1, 16, 32, (3, 3), geo)    # (28x28)
+    assert not direct.weight_supports(np.float32, 1, 32, 64, (3, 3), _geometry(32, 32, 1))
     assert not direct.supports(np.float32, 1, 1, 32, (5, 5), geo)            # other kernels
     assert not direct.supports(np.float32, 1, 1, 32, (3, 3), geo._replace(stride=(2, 1)))
     assert not direct.supports(np.float32, 1, 1, 32, (3, 3), geo._replace(dilation=(2, 2)))
@@ -169,6 +172,7 @@ def _im2col_weight(x, g, geo):
     (1, 2, 1, 3, 3, 0),         # one output element, one output channel
     (4, 16, 16, 12, 12, 1),     # pairs of output channels (and halves of eight each)
     (2, 9, 15, 8, 10, 1),       # seven pairs and one channel alone
+    (1, 24, 20, 32, 32, 1),     # more channels on a large plane: the weight gradient only
 ])
 def test_weight_gradient_matches_float64_im2col(on_two_threads, n, c, o, h, w, pad, dtype,
                                                 tol, monkeypatch):

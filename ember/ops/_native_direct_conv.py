@@ -64,8 +64,12 @@ MAX_CHANNEL_PRODUCT = 256
 # 16 -> 32 0.89), where each image's input planes stay in cache for all its channels.
 MAX_WEIGHT_CHANNEL_PRODUCT = 1024
 LARGE_PLANE = 32 * 32
-# (the stride-2 kernels below still take one output channel at a time)
-MAX_STRIDED_CHANNEL_PRODUCT = 128
+# At stride 2 im2col's columns are a strided copy, and the direct kernels (phase planes
+# filled once per image) hold on up to a product of 512: direct / im2col time, forward
+# and weight gradient, 64 images: 16 -> 16 at 32x32 0.67 0.59, 16 -> 32 at 32x32 0.97
+# 0.78 (at 16x16 0.93 0.89, 32 images at 64x64 0.68 0.65), 32 -> 32 at 32x32 0.89 0.97
+# (at 16x16 0.83 1.05), 32 -> 64 at 16x16 1.32 1.37.
+MAX_STRIDED_CHANNEL_PRODUCT = 512
 SMALL_OUTPUT = 1 << 16  # elements
 # The (image, output channel) tasks are dealt out in at most this many runs, each with
 # its own buffer (see _native_depthwise.RUNS: allocations per task contend across threads).
@@ -135,6 +139,42 @@ def _add_nine_taps_by_four(a0, a1, a2, a3, f0, f1, f2, f3, t0, t1, t2, t3, t4, t
                   + z7 * x7 + z8 * x8)
 
 
+@native.kernel(inline=True)
+def _start_block(acc, bias, first, count, span):
+    """The first `count` rows of `acc` (a block of output channels from `first`) set to
+    their channels' bias over `span`."""
+    for k in range(count):
+        b = bias[first + k]
+        for p in range(span):
+            acc[k, p] = b
+
+
+@native.kernel(inline=True)
+def _add_block_taps(acc, w, first, count, c, t0, t1, t2, t3, t4, t5, t6, t7, t8, span):
+    """Input channel `c`'s nine taps into a block of `count` output channels from
+    `first` (rows of `acc`): four at once, or the last block's one to three one at a
+    time."""
+    if count == 4:
+        _add_nine_taps_by_four(acc[0], acc[1], acc[2], acc[3], w[first, c], w[first + 1, c],
+                               w[first + 2, c], w[first + 3, c], t0, t1, t2, t3, t4, t5, t6,
+                               t7, t8, span)
+    else:
+        for k in range(count):
+            _add_nine_taps(acc[k], w[first + k, c], t0, t1, t2, t3, t4, t5, t6, t7, t8, span)
+
+
+@native.kernel(inline=True)
+def _block_out(acc, out, i, first, count, width):
+    """A block's wide planes (rows of `acc`, lines `width` apart) into image `i` of out."""
+    out_h, out_w = out.shape[2], out.shape[3]
+    for k in range(count):
+        plane = out[i, first + k]
+        for y in range(out_h):
+            row, wide = plane[y], acc[k, y * width:]
+            for j in range(out_w):
+                row[j] = wide[j]
+
+
 @native.kernel(parallel=True, fastmath=FUSED_MULTIPLY_ADD)
 def _conv3x3(x, w, bias, out):
     """out (N, O, H-2, W-2) = the 3x3 correlation of the padded images x (N, C, H, W)
@@ -152,28 +192,13 @@ def _conv3x3(x, w, bias, out):
         for task in range(run * tasks // runs, (run + 1) * tasks // runs):
             i, first = task // blocks, task % blocks * 4
             count = min(4, channels_out - first)
-            for k in range(count):
-                b = bias[first + k]
-                for p in range(span):
-                    acc[k, p] = b
+            _start_block(acc, bias, first, count, span)
             for c in range(channels_in):
                 r0 = planes[i, c]
                 r1, r2 = r0[width:], r0[2 * width:]
-                if count == 4:
-                    _add_nine_taps_by_four(acc[0], acc[1], acc[2], acc[3], w[first, c],
-                                           w[first + 1, c], w[first + 2, c],
-                                           w[first + 3, c], r0, r0[1:], r0[2:], r1, r1[1:],
-                                           r1[2:], r2, r2[1:], r2[2:], span)
-                else:
-                    for k in range(count):
-                        _add_nine_taps(acc[k], w[first + k, c], r0, r0[1:], r0[2:], r1,
-                                       r1[1:], r1[2:], r2, r2[1:], r2[2:], span)
-            for k in range(count):
-                plane = out[i, first + k]
-                for y in range(out_h):
-                    row, wide = plane[y], acc[k, y * width:]
-                    for j in range(out_w):
-                        row[j] = wide[j]
+                _add_block_taps(acc, w, first, count, c, r0, r0[1:], r0[2:], r1, r1[1:],
+                                r1[2:], r2, r2[1:], r2[2:], span)
+            _block_out(acc, out, i, first, count, width)
 
 
 def conv_forward(padded, w, bias=None):
@@ -239,6 +264,35 @@ def _add_nine_dots_by_two(totals0, totals1, t0, t1, t2, t3, t4, t5, t6, t7, t8, 
     totals1[8] += r8
 
 
+@native.kernel(inline=True)
+def _add_channel_dots(totals, c, t0, t1, t2, t3, t4, t5, t6, t7, t8, wide, span, zero):
+    """Input channel `c`'s nine taps dotted with each gradient plane (rows of `wide`)
+    into ``totals[k, c]``: two planes a pass, the last one alone when they are odd."""
+    count = wide.shape[0]
+    for k in range(0, count - 1, 2):
+        _add_nine_dots_by_two(totals[k, c], totals[k + 1, c], t0, t1, t2, t3, t4, t5, t6, t7,
+                              t8, wide[k], wide[k + 1], span, zero)
+    if count % 2:
+        add_nine_dots(totals[count - 1, c], t0, t1, t2, t3, t4, t5, t6, t7, t8,
+                      wide[count - 1], span, zero)
+
+
+@native.kernel(inline=True)
+def _widen_block(g, i, first, wide, width):
+    """Image `i`'s gradient planes from output channel `first` into the rows of `wide`."""
+    for k in range(wide.shape[0]):
+        _widen_rows(g[i, first + k], wide[k], width)
+
+
+@native.kernel(inline=True)
+def _store_totals(totals, gw, first):
+    """The sums (count, C, 9) into the filters' gradient gw from output channel `first`."""
+    for k in range(totals.shape[0]):
+        for c in range(totals.shape[1]):
+            for t in range(9):
+                gw[first + k, c, t // 3, t % 3] = totals[k, c, t]
+
+
 @native.kernel(fastmath=REORDER)
 def _weight3x3(x, g, gw, zero, first, stop):
     """gw[first:stop] (O, C, 3, 3), float64: for each tap, the sum over images and
@@ -257,22 +311,13 @@ def _weight3x3(x, g, gw, zero, first, stop):
     wide = np.zeros((count, span), g.dtype)
     totals = np.zeros((count, channels_in, 9))
     for i in range(images):
-        for k in range(count):
-            _widen_rows(g[i, first + k], wide[k], width)
+        _widen_block(g, i, first, wide, width)
         for c in range(channels_in):
             r0 = planes[i, c]
             r1, r2 = r0[width:], r0[2 * width:]
-            for k in range(0, count - 1, 2):
-                _add_nine_dots_by_two(totals[k, c], totals[k + 1, c], r0, r0[1:], r0[2:], r1,
-                                      r1[1:], r1[2:], r2, r2[1:], r2[2:], wide[k],
-                                      wide[k + 1], span, zero)
-            if count % 2:
-                add_nine_dots(totals[count - 1, c], r0, r0[1:], r0[2:], r1, r1[1:], r1[2:],
-                              r2, r2[1:], r2[2:], wide[count - 1], span, zero)
-    for k in range(count):
-        for c in range(channels_in):
-            for t in range(9):
-                gw[first + k, c, t // 3, t % 3] = totals[k, c, t]
+            _add_channel_dots(totals, c, r0, r0[1:], r0[2:], r1, r1[1:], r1[2:], r2, r2[1:],
+                              r2[2:], wide, span, zero)
+    _store_totals(totals, gw, first)
 
 
 def weight_grad(padded, g):
@@ -296,12 +341,16 @@ def _over_output_channels(kernel, x, g, *extra):
     grad = np.ascontiguousarray(g, dtype)
     gw = np.empty((grad.shape[1], a.shape[1], 3, 3))
     zero = dtype.type(0)
-    if native.cuts(grad.size * a.shape[1] * 9) and grad.shape[1] > 1:
+    count = grad.shape[1]
+    if native.cuts(grad.size * a.shape[1] * 9) and count > 2:
+        # halves of whole pairs: each channel is then summed in the same pair (the same
+        # bits) as on one thread
+        halves = [slice(2 * pairs.start, min(2 * pairs.stop, count))
+                  for pairs in _parallel.split((count + 1) // 2, 2)]
         _parallel.run_parts(lambda outs: kernel(a, grad, gw, zero, outs.start, outs.stop,
-                                                *extra),
-                            _parallel.split(grad.shape[1], 2))
+                                                *extra), halves)
     else:
-        kernel(a, grad, gw, zero, 0, grad.shape[1], *extra)
+        kernel(a, grad, gw, zero, 0, count, *extra)
     if not np.isfinite(gw).all():
         return None
     return gw.astype(dtype, copy=False)
@@ -314,16 +363,17 @@ def _over_output_channels(kernel, x, g, *extra):
 def supports_strided(dtype, images: int, in_channels: int, out_channels: int, kernel,
                      geo) -> bool:
     """Whether a convolution takes the stride-2 direct path: `supports`' rule for the
-    channels, with the geometry of a 3x3 filter at stride 2 (undilated, one group, zero
-    padding, an output)."""
-    if not (ENABLED and dtype in (np.float32, np.float64) and in_channels < MAX_IN_CHANNELS
-            and tuple(kernel) == (3, 3) and len(geo.size) == 2 and geo.stride == (2, 2)
+    channels with the limit of MAX_STRIDED_CHANNEL_PRODUCT, and the geometry of a 3x3
+    filter at stride 2 (undilated, one group, zero padding, an output)."""
+    if not (ENABLED and dtype in (np.float32, np.float64) and tuple(kernel) == (3, 3)
+            and len(geo.size) == 2 and geo.stride == (2, 2)
             and geo.dilation == (1, 1) and geo.groups == 1 and min(geo.lo + geo.hi) >= 0
             and min(geo.out(kernel)) >= 1 and native.enabled()):
         return False
     out_h, out_w = geo.out(kernel)
     return (in_channels * out_channels <= MAX_STRIDED_CHANNEL_PRODUCT
-            or images * out_channels * out_h * out_w < SMALL_OUTPUT)
+            or (in_channels < MAX_IN_CHANNELS
+                and images * out_channels * out_h * out_w < SMALL_OUTPUT))
 
 
 @native.kernel(inline=True)
@@ -339,7 +389,8 @@ def _conv3x3_stride2(x, w, bias, out, lo_h, lo_w, index):
     padded by (lo_h, lo_w) before, with w (O, C, 3, 3), plus bias (O,).  Per image each
     input channel is split once into its four phase planes (even and odd rows and
     columns, `_fill_phases`), where every tap of every output is a fixed offset away:
-    then per output channel one pass sums the nine taps of each input channel."""
+    then per block of four output channels one pass sums the nine taps of each input
+    channel."""
     images, channels_out, out_h, out_w = out.shape
     channels_in = x.shape[1]
     height, width = out_h + 1, out_w + 1
@@ -348,29 +399,24 @@ def _conv3x3_stride2(x, w, bias, out, lo_h, lo_w, index):
     for i in native.prange(images):
         phases = np.empty((channels_in, 4 * size), x.dtype)   # (each thread its own)
         line = np.empty(2 * width, x.dtype)
-        acc = np.empty(span, x.dtype)
+        acc = np.empty((4, span), x.dtype)
         _fill_image_phases(x, i, phases, line, height, width, lo_h, lo_w, index)
-        for o in range(channels_out):
-            b = bias[o]
-            for p in range(span):
-                acc[p] = b
+        for first in range(0, channels_out, 4):
+            count = min(4, channels_out - first)
+            _start_block(acc, bias, first, count, span)
             for c in range(channels_in):
                 ee, eo = phases[c], phases[c, size:]
                 oe, oo = phases[c, 2 * size:], phases[c, 3 * size:]
-                _add_nine_taps(acc, w[o, c], ee, eo, ee[1:], oe, oo, oe[1:], ee[width:],
-                               eo[width:], ee[width + 1:], span)
-            plane = out[i, o]
-            for y in range(out_h):
-                row, wide = plane[y], acc[y * width:]
-                for j in range(out_w):
-                    row[j] = wide[j]
+                _add_block_taps(acc, w, first, count, c, ee, eo, ee[1:], oe, oo, oe[1:],
+                                ee[width:], eo[width:], ee[width + 1:], span)
+            _block_out(acc, out, i, first, count, width)
 
 
 @native.kernel(fastmath=REORDER)
 def _weight3x3_stride2(x, g, gw, zero, first, stop, lo_h, lo_w, index):
     """gw[first:stop] (O, C, 3, 3), float64: `_weight3x3` at stride 2, the taps read from
     each input channel's phase planes (split once per image for all the output channels
-    of the range), the gradient laid out in their rows."""
+    of the range), the gradient laid out in their rows, two output channels a pass."""
     images, channels_in = x.shape[0], x.shape[1]
     out_h, out_w = g.shape[2], g.shape[3]
     height, width = out_h + 1, out_w + 1
@@ -378,21 +424,17 @@ def _weight3x3_stride2(x, g, gw, zero, first, stop, lo_h, lo_w, index):
     span = (out_h - 1) * width + out_w
     phases = np.empty((channels_in, 4 * size), x.dtype)
     line = np.empty(2 * width, x.dtype)
-    wide = np.zeros(span, g.dtype)
+    wide = np.zeros((stop - first, span), g.dtype)
     totals = np.zeros((stop - first, channels_in, 9))
     for i in range(images):
         _fill_image_phases(x, i, phases, line, height, width, lo_h, lo_w, index)
-        for o in range(first, stop):
-            _widen_rows(g[i, o], wide, width)
-            for c in range(channels_in):
-                ee, eo = phases[c], phases[c, size:]
-                oe, oo = phases[c, 2 * size:], phases[c, 3 * size:]
-                add_nine_dots(totals[o - first, c], ee, eo, ee[1:], oe, oo, oe[1:], ee[width:],
-                              eo[width:], ee[width + 1:], wide, span, zero)
-    for o in range(first, stop):
+        _widen_block(g, i, first, wide, width)
         for c in range(channels_in):
-            for t in range(9):
-                gw[o, c, t // 3, t % 3] = totals[o - first, c, t]
+            ee, eo = phases[c], phases[c, size:]
+            oe, oo = phases[c, 2 * size:], phases[c, 3 * size:]
+            _add_channel_dots(totals, c, ee, eo, ee[1:], oe, oo, oe[1:], ee[width:],
+                              eo[width:], ee[width + 1:], wide, span, zero)
+    _store_totals(totals, gw, first)
 
 
 def conv_forward_strided(x, w, geo, bias=None):

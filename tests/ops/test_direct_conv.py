@@ -216,6 +216,7 @@ def test_a_non_finite_input_leaves_the_weight_gradient_to_im2col(bad):
     (3, 2, 5, 8, 8, 0),         # no padding
     (2, 3, 4, 7, 6, 2),         # more padding than the filter's reach on one side
     (20, 3, 32, 14, 14, 1),     # small planes: split by the phase map
+    (3, 16, 30, 12, 10, 1),     # blocks of four output channels and pairs, two left
 ])
 def test_stride_2_forward_and_weight_gradient_match_float64_im2col(
         on_two_threads, n, c, o, h, w, pad, dtype, tol, monkeypatch):
@@ -259,8 +260,10 @@ def test_what_the_stride_2_path_takes():
     assert not direct.supports_strided(np.float32, 32, 3, 32, (3, 3),
                                        geo._replace(dilation=(2, 2)))
     assert not direct.supports_strided(np.float32, 32, 3, 32, (5, 5), geo)
-    assert not direct.supports_strided(np.float32, 32, 8, 32, (3, 3), geo)     # channels
-    assert not direct.supports_strided(np.float32, 32, 4, 64, (3, 3), geo)     # large output
+    assert direct.supports_strided(np.float32, 32, 16, 32, (3, 3), geo)       # blocks
+    assert not direct.supports_strided(np.float32, 32, 32, 32, (3, 3), geo)    # channels
+    assert not direct.supports_strided(np.float32, 32, 6, 128, (3, 3), geo)    # large output
+    assert direct.supports_strided(np.float32, 1, 6, 128, (3, 3), _strided(8, 8, 1))
     assert not direct.supports_strided(np.float16, 32, 3, 32, (3, 3), geo)
     with native.use_numba(False):
         assert not direct.supports_strided(np.float32, 32, 3, 32, (3, 3), geo)

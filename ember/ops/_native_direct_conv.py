@@ -36,7 +36,7 @@ import numpy as np
 from . import _native as native
 from . import _parallel
 from ._native_activation import FUSED_MULTIPLY_ADD
-from ._native_depthwise import REORDER, _widen_rows, add_nine_dots, phase_index, to_phases
+from ._native_depthwise import REORDER, _widen_rows, phase_index, to_phases
 from ._native_winograd import plain_3x3
 
 ENABLED = os.environ.get("EMBER_NO_DIRECT_CONV", "") in ("", "0")
@@ -101,23 +101,12 @@ def weight_supports(dtype, images: int, in_channels: int, out_channels: int, ker
 
 
 @native.kernel(inline=True)
-def _add_nine_taps(acc, f, t0, t1, t2, t3, t4, t5, t6, t7, t8, span):
-    """``acc[p] +=`` the 3x3 filter `f` times the nine taps `tk` at p, for p < span: the
-    taps in row order (f[0, 0] with t0 ... f[2, 2] with t8), the weights in registers."""
-    w0, w1, w2 = f[0, 0], f[0, 1], f[0, 2]
-    w3, w4, w5 = f[1, 0], f[1, 1], f[1, 2]
-    w6, w7, w8 = f[2, 0], f[2, 1], f[2, 2]
-    for p in range(span):
-        acc[p] += (w0 * t0[p] + w1 * t1[p] + w2 * t2[p] + w3 * t3[p] + w4 * t4[p]
-                   + w5 * t5[p] + w6 * t6[p] + w7 * t7[p] + w8 * t8[p])
-
-
-@native.kernel(inline=True)
 def _add_nine_taps_by_four(a0, a1, a2, a3, f0, f1, f2, f3, t0, t1, t2, t3, t4, t5, t6, t7,
                            t8, span):
-    """`_add_nine_taps` for four output channels at once: ``ak[p] +=`` the filter `fk`
-    times the nine taps at p.  Each tap is loaded once for the four (36 multiply-adds to
-    13 loads where one channel at a time does 9 to 10), the weights in registers."""
+    """``ak[p] +=`` the 3x3 filter `fk` times the nine taps `tj` at p, for p < span and
+    four output channels k at once: the taps in row order (fk[0, 0] with t0 ... fk[2, 2]
+    with t8), the weights in registers.  Each tap is loaded once for the four (36
+    multiply-adds to 13 loads, where one channel at a time did 9 to 10)."""
     u0, u1, u2, u3, u4, u5, u6, u7, u8 = f0[0, 0], f0[0, 1], f0[0, 2], f0[1, 0], f0[1, 1], \
         f0[1, 2], f0[2, 0], f0[2, 1], f0[2, 2]
     v0, v1, v2, v3, v4, v5, v6, v7, v8 = f1[0, 0], f1[0, 1], f1[0, 2], f1[1, 0], f1[1, 1], \
@@ -140,34 +129,30 @@ def _add_nine_taps_by_four(a0, a1, a2, a3, f0, f1, f2, f3, t0, t1, t2, t3, t4, t
 
 
 @native.kernel(inline=True)
-def _start_block(acc, bias, first, count, span):
-    """The first `count` rows of `acc` (a block of output channels from `first`) set to
-    their channels' bias over `span`."""
-    for k in range(count):
+def _start_block(acc, bias, first, span):
+    """The four rows of `acc` (output channels `first` to ``first + 3``) set to their
+    channels' bias over `span`."""
+    for k in range(4):
         b = bias[first + k]
         for p in range(span):
             acc[k, p] = b
 
 
 @native.kernel(inline=True)
-def _add_block_taps(acc, w, first, count, c, t0, t1, t2, t3, t4, t5, t6, t7, t8, span):
-    """Input channel `c`'s nine taps into a block of `count` output channels from
-    `first` (rows of `acc`): four at once, or the last block's one to three one at a
-    time."""
-    if count == 4:
-        _add_nine_taps_by_four(acc[0], acc[1], acc[2], acc[3], w[first, c], w[first + 1, c],
-                               w[first + 2, c], w[first + 3, c], t0, t1, t2, t3, t4, t5, t6,
-                               t7, t8, span)
-    else:
-        for k in range(count):
-            _add_nine_taps(acc[k], w[first + k, c], t0, t1, t2, t3, t4, t5, t6, t7, t8, span)
+def _add_block_taps(acc, w, first, c, t0, t1, t2, t3, t4, t5, t6, t7, t8, span):
+    """Input channel `c`'s nine taps into the four output channels from `first` (the
+    rows of `acc`)."""
+    _add_nine_taps_by_four(acc[0], acc[1], acc[2], acc[3], w[first, c], w[first + 1, c],
+                           w[first + 2, c], w[first + 3, c], t0, t1, t2, t3, t4, t5, t6, t7,
+                           t8, span)
 
 
 @native.kernel(inline=True)
-def _block_out(acc, out, i, first, count, width):
-    """A block's wide planes (rows of `acc`, lines `width` apart) into image `i` of out."""
+def _block_out(acc, out, i, first, width):
+    """A block's wide planes (rows of `acc`, lines `width` apart) into image `i` of out,
+    those of its channels that `out` has (the last block may have padding ones)."""
     out_h, out_w = out.shape[2], out.shape[3]
-    for k in range(count):
+    for k in range(min(4, out.shape[1] - first)):
         plane = out[i, first + k]
         for y in range(out_h):
             row, wide = plane[y], acc[k, y * width:]
@@ -178,27 +163,26 @@ def _block_out(acc, out, i, first, count, width):
 @native.kernel(parallel=True, fastmath=FUSED_MULTIPLY_ADD)
 def _conv3x3(x, w, bias, out):
     """out (N, O, H-2, W-2) = the 3x3 correlation of the padded images x (N, C, H, W)
-    with w (O, C, 3, 3), plus bias (O,); one task per image and block of four output
-    channels (the last block's one to three channels one at a time)."""
-    images, channels_out, out_h, out_w = out.shape
+    with w (4B, C, 3, 3), plus bias (4B,): the filters in blocks of four output channels,
+    the last block padded (`_in_blocks_of_four`); one task per image and block."""
+    images, out_h, out_w = out.shape[0], out.shape[2], out.shape[3]
     channels_in, width = x.shape[1], x.shape[3]
     span = (out_h - 1) * width + out_w   # the wide plane, up to its last output element
     planes = x.reshape(images, channels_in, -1)
-    blocks = (channels_out + 3) // 4
+    blocks = w.shape[0] // 4
     tasks = images * blocks
     runs = min(tasks, RUNS)
     for run in native.prange(runs):
         acc = np.empty((4, span), x.dtype)
         for task in range(run * tasks // runs, (run + 1) * tasks // runs):
             i, first = task // blocks, task % blocks * 4
-            count = min(4, channels_out - first)
-            _start_block(acc, bias, first, count, span)
+            _start_block(acc, bias, first, span)
             for c in range(channels_in):
                 r0 = planes[i, c]
                 r1, r2 = r0[width:], r0[2 * width:]
-                _add_block_taps(acc, w, first, count, c, r0, r0[1:], r0[2:], r1, r1[1:],
-                                r1[2:], r2, r2[1:], r2[2:], span)
-            _block_out(acc, out, i, first, count, width)
+                _add_block_taps(acc, w, first, c, r0, r0[1:], r0[2:], r1, r1[1:], r1[2:], r2,
+                                r2[1:], r2[2:], span)
+            _block_out(acc, out, i, first, width)
 
 
 def conv_forward(padded, w, bias=None):
@@ -207,19 +191,33 @@ def conv_forward(padded, w, bias=None):
     cut over ember's threads by images."""
     dtype = np.result_type(padded, w)
     x = np.ascontiguousarray(padded, dtype)
-    k = np.ascontiguousarray(w, dtype)
-    b = np.zeros(k.shape[0], dtype) if bias is None else np.ascontiguousarray(bias, dtype)
+    k, b = _in_blocks_of_four(w, bias, dtype)
     n, _, h, width = x.shape
-    out = np.empty((n, k.shape[0], h - 2, width - 2), dtype)
+    out = np.empty((n, w.shape[0], h - 2, width - 2), dtype)
     native.run(_conv3x3, out.size, x, k, b, out, cut=(0, 3))
     return out
+
+
+def _in_blocks_of_four(w, bias, dtype) -> tuple:
+    """The filters `w` (O, C, 3, 3) and `bias` (None: zeros) in `dtype`, padded with
+    zero filters to a multiple of four output channels (what the kernels take: one
+    kernel loop for every block, no other for the last one's few channels)."""
+    blocks = -(-w.shape[0] // 4)
+    k = np.zeros((4 * blocks,) + w.shape[1:], dtype)
+    k[:w.shape[0]] = w
+    b = np.zeros(4 * blocks, dtype)
+    if bias is not None:
+        b[:w.shape[0]] = bias
+    return k, b
 
 
 @native.kernel(inline=True)
 def _add_nine_dots_by_two(totals0, totals1, t0, t1, t2, t3, t4, t5, t6, t7, t8, wide0,
                           wide1, span, zero):
-    """`add_nine_dots` for two gradient planes at once (two output channels): each tap
-    is loaded once for both, 18 sums from `zero`."""
+    """``totals0[j] +=`` the dot product of tap `tj` with `wide0` over `span`
+    elements, and ``totals1[j] +=`` that with `wide1`, for j = 0..8 (two output
+    channels' 3x3 weight gradient), in one pass that loads each tap once for both: 18
+    sums from `zero` (its type: the sums' dtype)."""
     s0 = s1 = s2 = s3 = s4 = s5 = s6 = s7 = s8 = zero
     r0 = r1 = r2 = r3 = r4 = r5 = r6 = r7 = r8 = zero
     for p in range(span):
@@ -266,28 +264,26 @@ def _add_nine_dots_by_two(totals0, totals1, t0, t1, t2, t3, t4, t5, t6, t7, t8, 
 
 @native.kernel(inline=True)
 def _add_channel_dots(totals, c, t0, t1, t2, t3, t4, t5, t6, t7, t8, wide, span, zero):
-    """Input channel `c`'s nine taps dotted with each gradient plane (rows of `wide`)
-    into ``totals[k, c]``: two planes a pass, the last one alone when they are odd."""
-    count = wide.shape[0]
-    for k in range(0, count - 1, 2):
+    """Input channel `c`'s nine taps dotted with each gradient plane (rows of `wide`, an
+    even number of them) into ``totals[k, c]``, two planes a pass."""
+    for k in range(0, wide.shape[0], 2):
         _add_nine_dots_by_two(totals[k, c], totals[k + 1, c], t0, t1, t2, t3, t4, t5, t6, t7,
                               t8, wide[k], wide[k + 1], span, zero)
-    if count % 2:
-        add_nine_dots(totals[count - 1, c], t0, t1, t2, t3, t4, t5, t6, t7, t8,
-                      wide[count - 1], span, zero)
 
 
 @native.kernel(inline=True)
-def _widen_block(g, i, first, wide, width):
-    """Image `i`'s gradient planes from output channel `first` into the rows of `wide`."""
-    for k in range(wide.shape[0]):
+def _widen_block(g, i, first, stop, wide, width):
+    """Image `i`'s gradient planes `first` to `stop` into the rows of `wide` (one more
+    row, left zero, where they are odd)."""
+    for k in range(stop - first):
         _widen_rows(g[i, first + k], wide[k], width)
 
 
 @native.kernel(inline=True)
-def _store_totals(totals, gw, first):
-    """The sums (count, C, 9) into the filters' gradient gw from output channel `first`."""
-    for k in range(totals.shape[0]):
+def _store_totals(totals, gw, first, stop):
+    """The sums (rows from output channel `first`, C, 9) into the filters' gradient gw,
+    up to output channel `stop`."""
+    for k in range(stop - first):
         for c in range(totals.shape[1]):
             for t in range(9):
                 gw[first + k, c, t // 3, t % 3] = totals[k, c, t]
@@ -307,17 +303,17 @@ def _weight3x3(x, g, gw, zero, first, stop):
     out_h, out_w = g.shape[2], g.shape[3]
     span = (out_h - 1) * width + out_w
     planes = x.reshape(images, channels_in, -1)
-    count = stop - first
-    wide = np.zeros((count, span), g.dtype)
-    totals = np.zeros((count, channels_in, 9))
+    rows = stop - first + (stop - first) % 2   # (even: pairs)
+    wide = np.zeros((rows, span), g.dtype)
+    totals = np.zeros((rows, channels_in, 9))
     for i in range(images):
-        _widen_block(g, i, first, wide, width)
+        _widen_block(g, i, first, stop, wide, width)
         for c in range(channels_in):
             r0 = planes[i, c]
             r1, r2 = r0[width:], r0[2 * width:]
             _add_channel_dots(totals, c, r0, r0[1:], r0[2:], r1, r1[1:], r1[2:], r2, r2[1:],
                               r2[2:], wide, span, zero)
-    _store_totals(totals, gw, first)
+    _store_totals(totals, gw, first, stop)
 
 
 def weight_grad(padded, g):
@@ -386,12 +382,12 @@ def _fill_image_phases(x, i, phases, line, height, width, lo_h, lo_w, index):
 @native.kernel(parallel=True, fastmath=FUSED_MULTIPLY_ADD)
 def _conv3x3_stride2(x, w, bias, out, lo_h, lo_w, index):
     """out (N, O, OH, OW) = the 3x3 correlation at stride 2 of x (N, C, H, W), zero
-    padded by (lo_h, lo_w) before, with w (O, C, 3, 3), plus bias (O,).  Per image each
-    input channel is split once into its four phase planes (even and odd rows and
-    columns, `_fill_phases`), where every tap of every output is a fixed offset away:
-    then per block of four output channels one pass sums the nine taps of each input
-    channel."""
-    images, channels_out, out_h, out_w = out.shape
+    padded by (lo_h, lo_w) before, with w (4B, C, 3, 3), plus bias (4B,) (in blocks of
+    four output channels, as `_conv3x3`'s).  Per image each input channel is split once
+    into its four phase planes (even and odd rows and columns, `_fill_phases`), where
+    every tap of every output is a fixed offset away: then per block one pass sums the
+    nine taps of each input channel."""
+    images, out_h, out_w = out.shape[0], out.shape[2], out.shape[3]
     channels_in = x.shape[1]
     height, width = out_h + 1, out_w + 1
     size = height * width
@@ -401,15 +397,14 @@ def _conv3x3_stride2(x, w, bias, out, lo_h, lo_w, index):
         line = np.empty(2 * width, x.dtype)
         acc = np.empty((4, span), x.dtype)
         _fill_image_phases(x, i, phases, line, height, width, lo_h, lo_w, index)
-        for first in range(0, channels_out, 4):
-            count = min(4, channels_out - first)
-            _start_block(acc, bias, first, count, span)
+        for first in range(0, w.shape[0], 4):
+            _start_block(acc, bias, first, span)
             for c in range(channels_in):
                 ee, eo = phases[c], phases[c, size:]
                 oe, oo = phases[c, 2 * size:], phases[c, 3 * size:]
-                _add_block_taps(acc, w, first, count, c, ee, eo, ee[1:], oe, oo, oe[1:],
-                                ee[width:], eo[width:], ee[width + 1:], span)
-            _block_out(acc, out, i, first, count, width)
+                _add_block_taps(acc, w, first, c, ee, eo, ee[1:], oe, oo, oe[1:], ee[width:],
+                                eo[width:], ee[width + 1:], span)
+            _block_out(acc, out, i, first, width)
 
 
 @native.kernel(fastmath=REORDER)
@@ -424,17 +419,18 @@ def _weight3x3_stride2(x, g, gw, zero, first, stop, lo_h, lo_w, index):
     span = (out_h - 1) * width + out_w
     phases = np.empty((channels_in, 4 * size), x.dtype)
     line = np.empty(2 * width, x.dtype)
-    wide = np.zeros((stop - first, span), g.dtype)
-    totals = np.zeros((stop - first, channels_in, 9))
+    rows = stop - first + (stop - first) % 2   # (even: pairs)
+    wide = np.zeros((rows, span), g.dtype)
+    totals = np.zeros((rows, channels_in, 9))
     for i in range(images):
         _fill_image_phases(x, i, phases, line, height, width, lo_h, lo_w, index)
-        _widen_block(g, i, first, wide, width)
+        _widen_block(g, i, first, stop, wide, width)
         for c in range(channels_in):
             ee, eo = phases[c], phases[c, size:]
             oe, oo = phases[c, 2 * size:], phases[c, 3 * size:]
             _add_channel_dots(totals, c, ee, eo, ee[1:], oe, oo, oe[1:], ee[width:],
                               eo[width:], ee[width + 1:], wide, span, zero)
-    _store_totals(totals, gw, first)
+    _store_totals(totals, gw, first, stop)
 
 
 def conv_forward_strided(x, w, geo, bias=None):
@@ -442,10 +438,9 @@ def conv_forward_strided(x, w, geo, bias=None):
     with `w` (O, C, 3, 3), plus `bias`; batches cut over ember's threads by images."""
     dtype = np.result_type(x, w)
     a = np.ascontiguousarray(x, dtype)
-    k = np.ascontiguousarray(w, dtype)
-    b = np.zeros(k.shape[0], dtype) if bias is None else np.ascontiguousarray(bias, dtype)
+    k, b = _in_blocks_of_four(w, bias, dtype)
     out_h, out_w = geo.out((3, 3))
-    out = np.empty((a.shape[0], k.shape[0], out_h, out_w), dtype)
+    out = np.empty((a.shape[0], w.shape[0], out_h, out_w), dtype)
     lo_h, lo_w = geo.lo
     index = phase_index(a.shape[2:], (out_h, out_w), (3, 3), (2, 2, 1, 1, lo_h, lo_w))
     native.run(_conv3x3_stride2, out.size * a.shape[1] * 9, a, k, b, out, lo_h, lo_w, index,

@@ -1,6 +1,6 @@
 """numba kernel of the col2im of 2-D transposed convolutions (and of every convolution's
 input gradient) on the general path: each column of the product added into the strided
-input positions its kernel offset covers, one task per channel.
+input positions its kernel offset covers, the channels cut over ember's threads.
 
 NOTE: why.  NumPy adds one kernel offset at a time into a strided view of the padded
 input (`conv_arrays._transpose_col2im`): 16 strided adds for a 4x4 kernel, each reading a
@@ -25,15 +25,35 @@ def supports(cols, out) -> bool:
             and cols.flags.c_contiguous and out.flags.c_contiguous)
 
 
+@native.kernel(inline=True)
+def _interleave_add(row, phases, sw):
+    """``row[k * sw + p] += phases[p, k]`` for every element of `row`; stride 2 (the
+    common one) by a loop of its own, two stores a step (twice as fast as the general
+    loop there)."""
+    width = row.shape[0]
+    if sw == 2:
+        even, odd = phases[0], phases[1]
+        for k in range(width // 2):
+            row[2 * k] += even[k]
+            row[2 * k + 1] += odd[k]
+        if width % 2:
+            row[width - 1] += even[width // 2]
+        return
+    for phase in range(sw):
+        part = phases[phase]
+        for k in range((width - phase + sw - 1) // sw):
+            row[k * sw + phase] += part[k]
+
+
 @native.kernel(parallel=True)
 def _col2im(cols, out, sh, sw, dh, dw):
-    """The adds of `add_columns`, one task per channel.  Across a row the adds go first
-    into the row's `sw` phase rows (the columns x with x % sw == p, side by side), where
-    each column block's run is contiguous and the adds vectorize; the phases are then
-    interleaved into the row once.  (Added straight into the strided row, one element
-    at a time, a stride-2 col2im took 2.4 of a 4.0 ms input gradient: 64 images 16 -> 32
-    channels at 32x32.)"""
-    channels, kh, kw, images, out_h, out_w = cols.shape
+    """The adds of `add_columns` into `out` (C, m, H, W), channel by channel.  Across a
+    row the adds go first into the row's `sw` phase rows (the columns x with x % sw == p,
+    side by side), where each column block's run is contiguous and the adds vectorize;
+    the phases are then interleaved into the row once.  (Added straight into the strided
+    row, one element at a time, a stride-2 col2im took 2.4 of a 4.0 ms input gradient:
+    64 images 16 -> 32 channels at 32x32.)"""
+    channels, kh, kw, images, out_h, out_w = cols.shape   # out: (C, m, H, W)
     height, width = out.shape[2], out.shape[3]
     phase_width = (width + sw - 1) // sw
     for c in native.prange(channels):
@@ -48,17 +68,15 @@ def _col2im(cols, out, sh, sw, dh, dw):
                         line, into = src[r], phases[r * sh + a * dh, phase, shift:]
                         for q in range(out_w):
                             into[q] += line[q]
-            dst = out[i, c]
+            dst = out[c, i]
             for y in range(height):
-                row = dst[y]
-                for phase in range(sw):
-                    part = phases[y, phase]
-                    for k in range((width - phase + sw - 1) // sw):
-                        row[k * sw + phase] += part[k]
+                _interleave_add(dst[y], phases[y], sw)
 
 
 def add_columns(cols, out, stride, dilation) -> None:
     """Add each column block of `cols` (C, kh, kw, m, oh, ow) into `out` (m, C, H, W) at
     the positions its window reads: ``out[i, c, r*s + a*d, q*s + b*d] += cols[c, a, b, i,
     r, q]``; every such position lies inside `out`."""
-    native.run(_col2im, cols.size, cols, out, stride[0], stride[1], dilation[0], dilation[1])
+    by_channel = out.transpose(1, 0, 2, 3)    # (cut over the threads by channels)
+    native.run(_col2im, cols.size, cols, by_channel, stride[0], stride[1], dilation[0],
+               dilation[1], cut=(0, 1))

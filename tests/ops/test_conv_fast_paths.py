@@ -301,6 +301,39 @@ def test_col2im_kernel_matches_numpys_strided_adds(geometry, dtype, monkeypatch)
 
 
 @needs_numba
+@pytest.mark.parametrize("stride, dilation, kernel", [((2, 2), (1, 1), (3, 3)),
+                                                      ((3, 2), (2, 1), (4, 3)),
+                                                      ((1, 1), (1, 1), (3, 3))])
+def test_col2im_kernel_cut_over_two_threads_gives_numpys_bits(stride, dilation, kernel,
+                                                              on_two_threads):
+    """A col2im large enough to be cut over the threads by channels (each thread its
+    channels' phase rows): the bits of NumPy's strided adds, tap after tap, and of one
+    thread."""
+    from ember.ops import _native, _native_col2im
+
+    rng = np.random.default_rng(11)
+    channels, images, out_h, out_w = 12, 11, 15, 17
+    cols = rng.standard_normal((channels,) + kernel + (images, out_h, out_w))
+    cols = cols.astype(np.float32)
+    assert _native.cuts(cols.size)
+    height = (out_h - 1) * stride[0] + (kernel[0] - 1) * dilation[0] + 1
+    width = (out_w - 1) * stride[1] + (kernel[1] - 1) * dilation[1] + 1
+    expected = np.zeros((images, channels, height, width), np.float32)
+    for a in range(kernel[0]):
+        for b in range(kernel[1]):
+            rows = slice(a * dilation[0], a * dilation[0] + stride[0] * out_h, stride[0])
+            lines = slice(b * dilation[1], b * dilation[1] + stride[1] * out_w, stride[1])
+            expected[:, :, rows, lines] += cols[:, a, b].swapaxes(0, 1)
+    got = np.zeros_like(expected)
+    _native_col2im.add_columns(cols, got, stride, dilation)
+    np.testing.assert_array_equal(got, expected)
+    ember.set_num_threads(1)
+    alone = np.zeros_like(expected)
+    _native_col2im.add_columns(cols, alone, stride, dilation)
+    np.testing.assert_array_equal(alone, expected)
+
+
+@needs_numba
 @pytest.mark.parametrize("geometry", [g for g in GEOMETRIES if g.get("stride", 1) != 1])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_strided_small_planes_split_by_a_map_give_the_rows_bits(geometry, dtype, monkeypatch):

@@ -188,7 +188,7 @@ def conv_array(a, w, geo, bias=None):
         dtype = np.result_type(a, w)
         if _native_direct_conv.supports(dtype, a.shape[0], w.shape[1], w.shape[0],
                                         w.shape[2:], geo):
-            return _native_direct_conv.conv_forward(pad_array(a, geo.lo, geo.hi), w, bias)
+            return _native_direct_conv.conv_forward(a, w, geo, bias)
         if _native_direct_conv.supports_strided(dtype, a.shape[0], w.shape[1], w.shape[0],
                                                 w.shape[2:], geo):
             return _native_direct_conv.conv_forward_strided(a, w, geo, bias)
@@ -424,7 +424,7 @@ def _direct_weight(a, c, kernel, geo):
     it is not finite."""
     args = (np.result_type(a, c), a.shape[0], a.shape[1], c.shape[1], kernel, geo)
     if _native_direct_conv.weight_supports(*args):
-        return _native_direct_conv.weight_grad(pad_array(a, geo.lo, geo.hi), c)
+        return _native_direct_conv.weight_grad(a, c, geo)
     if _native_direct_conv.supports_strided(*args):
         return _native_direct_conv.weight_grad_strided(a, c, geo)
     return None

@@ -70,7 +70,7 @@ def test_the_path_is_taken(monkeypatch):
                         lambda *args: calls.append(args[0].shape) or real(*args))
     x, k, b = _case(np.random.default_rng(1), 2, 1, 8, 6, 6)
     conv_array(x, k, _geometry(6, 6, 1), b)
-    assert calls == [(2, 1, 8, 8)]   # (the zero-padded images)
+    assert calls == [(2, 1, 6, 6)]   # (the images as they are: the kernel pads them)
 
 
 def test_batches_cut_over_the_threads_give_the_serial_result(monkeypatch):
@@ -88,7 +88,7 @@ def test_batches_cut_over_the_threads_give_the_serial_result(monkeypatch):
         _parallel.set_threads(before)
     assert cut == [2]
     out = np.empty_like(threaded)
-    direct._conv3x3.serial(x, k, b, out)
+    direct._conv3x3.serial(x, k, b, out, 0, 0)
     np.testing.assert_array_equal(threaded, out)   # each image is summed the same way
 
 
@@ -117,7 +117,7 @@ def test_non_finite_inputs_land_where_im2col_puts_them(bad, stride):
     # the weight gradient's dot products would turn the inf into NaN: the general path's
     g = rng.standard_normal(exact.shape).astype(np.float32)
     if stride == 1:
-        assert direct.weight_grad(np.ascontiguousarray(x), g) is None
+        assert direct.weight_grad(x, g, geo) is None
     else:
         assert direct.weight_grad_strided(x, g, geo) is None
     weight = conv_arrays.conv_weight_array(x, g, (3, 3), geo)
@@ -201,7 +201,7 @@ def test_a_non_finite_input_leaves_the_weight_gradient_to_im2col(bad):
     x[0, 0, 3, 7] = bad    # (a row's last column: the wide plane's zeros multiply it)
     geo = _geometry(8, 8, 0)
     g = rng.standard_normal((2, 4, 6, 6)).astype(np.float32)
-    assert direct.weight_grad(np.ascontiguousarray(x), g) is None
+    assert direct.weight_grad(x, g, geo) is None
     got = conv_arrays.conv_weight_array(x, g, (3, 3), geo)
     exact = _im2col_weight(x, g, geo)
     np.testing.assert_array_equal(np.isnan(got), np.isnan(exact))

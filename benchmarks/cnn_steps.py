@@ -1,15 +1,16 @@
-"""Training steps of two small image networks that run.py does not cover, ember against
-PyTorch in one process: a CIFAR ResNet-like network (a 3 -> 16 stem and three basic
-blocks, 16 -> 16, 16 -> 32 and 32 -> 64, the last two halving the image) at batch 64
-on 32x32 images, and a MobileNet-like one (a stride-2 stem and four inverted residual
-blocks: 1x1 expansion, 3x3 depthwise, 1x1 projection, batch norm and ReLU6) at batch
-32 on 64x64 images; SGD with momentum, cross-entropy.
+"""Training steps of image networks that run.py does not cover, ember against PyTorch in
+one process: a CIFAR ResNet-like network (a 3 -> 16 stem and three basic blocks, 16 ->
+16, 16 -> 32 and 32 -> 64, the last two halving the image) at batch 64 on 32x32
+images, and a MobileNet-like one (a stride-2 stem and four inverted residual blocks:
+1x1 expansion, 3x3 depthwise, 1x1 projection, batch norm and ReLU6) at batch 32 on
+64x64 images, both SGD with momentum and cross-entropy; and the DCGAN of
+pytorch/examples at 32x32 (transposed convolutions, Adam, binary cross-entropy).
 
 They measure the layers of such networks that the MNIST CNN of run.py does not have:
 3x3 convolutions of 16-64 channels, strided depthwise convolutions, stride-2 stems
 (docs/performance.md, thirty-first session).  The two libraries take turns (run.py's
 `alternate`); the ratio is that of the medians.  Usage:
-    python benchmarks/cnn_steps.py [--threads 2] [--repeats 12] [--rounds 3] [--only resnet]
+    python benchmarks/cnn_steps.py [--threads 2] [--repeats 12] [--rounds 3] [--only dcgan]
 """
 
 from __future__ import annotations
@@ -73,8 +74,52 @@ def mobilenet_like(lib):
                          nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(64, 10))
 
 
-NETWORKS = {"resnet": ("CIFAR ResNet-like step, batch 64, 32x32", resnet_like, 64, 32),
-            "mobilenet": ("MobileNet-like step, batch 32, 64x64", mobilenet_like, 32, 64)}
+def dcgan_step(lib):
+    """One step of the DCGAN of pytorch/examples at 32x32 (a generator of transposed
+    convolutions from 100 noise channels, a discriminator of stride-2 4x4 convolutions,
+    64 base channels, batch norm, Adam): the discriminator on a real and a generated
+    batch of 32, then the generator, as a closure."""
+    nn = lib.nn
+    lib.manual_seed(0)
+
+    def up(cin: int, cout: int, stride: int, padding: int):
+        return [nn.ConvTranspose2d(cin, cout, 4, stride, padding, bias=False),
+                nn.BatchNorm2d(cout), nn.ReLU(True)]
+
+    generator = nn.Sequential(*up(100, 256, 1, 0), *up(256, 128, 2, 1), *up(128, 64, 2, 1),
+                              nn.ConvTranspose2d(64, 3, 4, 2, 1, bias=False), nn.Tanh())
+    discriminator = nn.Sequential(
+        nn.Conv2d(3, 64, 4, 2, 1, bias=False), nn.LeakyReLU(0.2, True),
+        nn.Conv2d(64, 128, 4, 2, 1, bias=False), nn.BatchNorm2d(128), nn.LeakyReLU(0.2, True),
+        nn.Conv2d(128, 256, 4, 2, 1, bias=False), nn.BatchNorm2d(256),
+        nn.LeakyReLU(0.2, True), nn.Conv2d(256, 1, 4, 1, 0, bias=False), nn.Sigmoid())
+    rng = np.random.default_rng(0)
+    real = lib.tensor(rng.uniform(-1, 1, (32, 3, 32, 32)).astype(np.float32))
+    noise = lib.tensor(rng.standard_normal((32, 100, 1, 1)).astype(np.float32))
+    ones, zeros = lib.ones(32), lib.zeros(32)
+    opt_d = lib.optim.Adam(discriminator.parameters(), lr=2e-4, betas=(0.5, 0.999))
+    opt_g = lib.optim.Adam(generator.parameters(), lr=2e-4, betas=(0.5, 0.999))
+    bce = nn.BCELoss()
+
+    def step():
+        discriminator.zero_grad()
+        bce(discriminator(real).view(-1), ones).backward()
+        fake = generator(noise)
+        bce(discriminator(fake.detach()).view(-1), zeros).backward()
+        opt_d.step()
+        generator.zero_grad()
+        bce(discriminator(fake).view(-1), ones).backward()
+        opt_g.step()
+    return step
+
+
+NETWORKS = {
+    "resnet": ("CIFAR ResNet-like step, batch 64, 32x32",
+               lambda lib: training_step(lib, resnet_like, 64, 32)),
+    "mobilenet": ("MobileNet-like step, batch 32, 64x64",
+                  lambda lib: training_step(lib, mobilenet_like, 32, 64)),
+    "dcgan": ("DCGAN step (both nets), batch 32, 32x32", dcgan_step),
+}
 
 
 def training_step(lib, build, batch: int, size: int):
@@ -98,7 +143,8 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--repeats", type=int, default=12)
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--only", default=None, help="comma-separated: resnet, mobilenet")
+    parser.add_argument("--only", default=None,
+                        help="comma-separated: resnet, mobilenet, dcgan")
     args = parser.parse_args()
     torch = try_import_torch()
     ember.set_num_threads(args.threads)
@@ -106,12 +152,12 @@ def main() -> None:
         torch.set_num_threads(args.threads)
     print(f"{args.threads} threads, median of {args.repeats} steps in {args.rounds} turns, ms")
     print(f"{'network':<42} {'ember':>8} {'PyTorch':>8} {'ratio':>6}  rounds")
-    for key, (name, build, batch, size) in NETWORKS.items():
+    for key, (name, make_step) in NETWORKS.items():
         if args.only and key not in args.only.split(","):
             continue
-        theirs = training_step(torch, build, batch, size) if torch is not None else None
-        e, t, spread = run.alternate(training_step(ember, build, batch, size), theirs,
-                                     args.repeats, rounds=args.rounds)
+        theirs = make_step(torch) if torch is not None else None
+        e, t, spread = run.alternate(make_step(ember), theirs, args.repeats,
+                                     rounds=args.rounds)
         ratio = f"{e / t:6.2f}" if t else f"{'-':>6}"
         torch_ms = f"{t * 1e3:8.2f}" if t else f"{'-':>8}"
         rounds = f"{min(spread):.2f}-{max(spread):.2f}" if spread else ""

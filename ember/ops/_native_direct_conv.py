@@ -71,6 +71,10 @@ LARGE_PLANE = 32 * 32
 # (at 16x16 0.83 1.05), 32 -> 64 at 16x16 1.32 1.37.
 MAX_STRIDED_CHANNEL_PRODUCT = 512
 SMALL_OUTPUT = 1 << 16  # elements
+# A weight gradient lays out the gradient planes of the output channels it sums in one
+# buffer: at most this many bytes of them a pass over the images (in cache, and bounded
+# for large planes of many channels), the channels beyond in further passes.
+WIDE_BYTES = 1 << 20
 # The (image, output channel) tasks are dealt out in at most this many runs, each with
 # its own buffer (see _native_depthwise.RUNS: allocations per task contend across threads).
 RUNS = 64
@@ -351,8 +355,9 @@ def weight_grad(x, g, geo):
 
 def _over_output_channels(kernel, x, g, *extra):
     """``kernel(x, g, gw, zero, first, stop, *extra)`` (a weight gradient's kernel) over
-    all the output channels of `g`, halved over ember's threads when large; the filters'
-    gradient (O, C, 3, 3) in the data's dtype, or None where it is not finite.
+    all the output channels of `g`, halved over ember's threads when large, each half in
+    runs of channels whose gradient planes fit WIDE_BYTES; the filters' gradient (O, C,
+    3, 3) in the data's dtype, or None where it is not finite.
 
     NOTE: the halves are Python parts (each half's milliseconds dwarf the wait for the
     GIL); numba's own threads, with ember's worker polling beside them, did not scale
@@ -363,15 +368,22 @@ def _over_output_channels(kernel, x, g, *extra):
     gw = np.empty((grad.shape[1], a.shape[1], 3, 3))
     zero = dtype.type(0)
     count = grad.shape[1]
+    # (a wide plane is at most the output's rows of its width plus two)
+    plane_bytes = grad.shape[2] * (grad.shape[3] + 2) * dtype.itemsize
+    run = max(2, WIDE_BYTES // plane_bytes // 2 * 2)
+
+    def channels(outs: slice) -> None:
+        for first in range(outs.start, outs.stop, run):
+            kernel(a, grad, gw, zero, first, min(first + run, outs.stop), *extra)
+
     if native.cuts(grad.size * a.shape[1] * 9) and count > 2:
-        # halves of whole pairs: each channel is then summed in the same pair (the same
-        # bits) as on one thread
+        # halves of whole pairs (and runs of them): each channel is then summed in the
+        # same pair (the same bits) as on one thread
         halves = [slice(2 * pairs.start, min(2 * pairs.stop, count))
                   for pairs in _parallel.split((count + 1) // 2, 2)]
-        _parallel.run_parts(lambda outs: kernel(a, grad, gw, zero, outs.start, outs.stop,
-                                                *extra), halves)
+        _parallel.run_parts(channels, halves)
     else:
-        kernel(a, grad, gw, zero, 0, count, *extra)
+        channels(slice(0, count))
     if not np.isfinite(gw).all():
         return None
     return gw.astype(dtype, copy=False)

@@ -191,6 +191,9 @@ def test_weight_gradient_matches_float64_im2col(on_two_threads, n, c, o, h, w, p
     # the output channels cut over the threads: each summed as on one thread
     ember.set_num_threads(1)
     np.testing.assert_array_equal(conv_arrays.conv_weight_array(x, g, (3, 3), geo), got)
+    # and two channels a pass over the images (a bounded buffer): the same sums
+    monkeypatch.setattr(direct, "WIDE_BYTES", 1)
+    np.testing.assert_array_equal(conv_arrays.conv_weight_array(x, g, (3, 3), geo), got)
 
 
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")
@@ -242,6 +245,8 @@ def test_stride_2_forward_and_weight_gradient_match_float64_im2col(
     # one thread: each image and each output channel summed as on two
     ember.set_num_threads(1)
     np.testing.assert_array_equal(conv_array(x, k, geo, b), got)
+    np.testing.assert_array_equal(conv_arrays.conv_weight_array(x, g, (3, 3), geo), weight)
+    monkeypatch.setattr(direct, "WIDE_BYTES", 1)   # two channels a pass over the images
     np.testing.assert_array_equal(conv_arrays.conv_weight_array(x, g, (3, 3), geo), weight)
 
 

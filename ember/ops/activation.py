@@ -538,7 +538,9 @@ class LeakyRelu(Function):
     @staticmethod
     def forward(ctx, x, negative_slope):
         ctx.slope = negative_slope
-        if _native_act.supports(x):
+        if ctx._inplace and _native_act.writes_into(x):
+            y = _native_act.leaky_relu(x, negative_slope, out=x)
+        elif _native_act.supports(x):
             y = _native_act.leaky_relu(x, negative_slope)
         else:
             y = xp_of(x).where(x > 0, x, x * negative_slope).astype(x.dtype, copy=False)
@@ -566,7 +568,9 @@ class Hardtanh(Function):
     @staticmethod
     def forward(ctx, x, min_val, max_val):
         ctx.bounds = (min_val, max_val)
-        if _native_act.supports(x):
+        if ctx._inplace and _native_act.writes_into(x):
+            y = _native_act.hardtanh(x, min_val, max_val, out=x)
+        elif _native_act.supports(x):
             y = _native_act.hardtanh(x, min_val, max_val)
         else:
             y = xp_of(x).clip(x, min_val, max_val).astype(x.dtype, copy=False)

@@ -427,3 +427,40 @@ def test_hardtanh_kernels_give_the_numpy_paths_bits(dtype, bounds):
     np.testing.assert_array_equal(y[4:], np.clip(x0[4:], *bounds))
     assert np.isnan(y[0]) and g[0] == 0    # nan gets 0, as in PyTorch's vectorized loop
     np.testing.assert_array_equal(g[1:], np.where(inside[1:], g0[1:], 0))
+
+
+# ---------------------------------------------------------------------------
+# in-place activations: the kernel writes straight into the tensor's array
+
+
+@pytest.mark.parametrize("name, call, reference, slope", [
+    ("relu_", lambda t: ember.relu_(t), lambda a: np.maximum(a, 0), (0.0, 1.0)),
+    ("leaky_relu_", lambda t: ember.nn.functional.leaky_relu_(t, 0.2),
+     lambda a: np.where(a > 0, a, a * np.float32(0.2)), (0.2, 1.0)),
+    ("hardtanh_", lambda t: ember.nn.functional.hardtanh_(t, -0.5, 0.5),
+     lambda a: np.clip(a, -0.5, 0.5), (0.0, 1.0)),
+])
+@pytest.mark.parametrize("layout", ["contiguous", "transposed"])
+def test_inplace_activations_write_into_the_array(name, call, reference, slope, layout,
+                                                   monkeypatch):
+    """A large C-contiguous tensor is written by the kernel itself (`writes_into`: no new
+    array copied back); a transposed view as ember's in-place ops on views do.  Both give
+    the values and the gradient of the out-of-place op, and bump the version counter."""
+    x0 = np.random.default_rng(3).standard_normal((96, 512)).astype(np.float32)
+    w = ember.tensor(x0, requires_grad=True)
+    asked = []
+    real = nact.writes_into
+    monkeypatch.setattr(nact, "writes_into", lambda *a, **k: asked.append(real(*a, **k))
+                        or asked[-1])
+    y = w * 1.0 if layout == "contiguous" else (w.t() * 1.0).t()
+    before, version = y._data, y._version.value
+    out = call(y)
+    assert out is y and y._data is before and y._version.value == version + 1
+    if layout == "contiguous":
+        assert asked == [True]
+    expected = reference(x0)
+    np.testing.assert_array_equal(y.detach().numpy(), expected)
+    y.backward(ember.ones(y.shape))
+    inside = (x0 > -0.5) & (x0 < 0.5) if name == "hardtanh_" else x0 > 0
+    expected_grad = np.where(inside, np.float32(slope[1]), np.float32(slope[0]))
+    np.testing.assert_array_equal(w.grad.numpy(), expected_grad)

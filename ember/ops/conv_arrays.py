@@ -115,6 +115,7 @@ class Geometry(NamedTuple):
 # (a descheduled thread) per-image products made the MNIST CNN step up to 2x slower.
 _CHUNK_BYTES = 4 << 20
 _WEIGHT_CHUNK_BYTES = 1 << 20  # (conv_weight_array's: see there)
+_TRANSPOSED_MAX = 1 << 17      # (conv_weight_array's: weights per group summed transposed)
 
 
 def _chunks(xp, n: int, item_bytes: int, budget: int = _CHUNK_BYTES) -> list:
@@ -470,16 +471,22 @@ def conv_weight_array(a, c, kernel, geo):
     p = math.prod(c.shape[2:])
     ck = ch * math.prod(kernel)
     dtype = xp.result_type(a, c)
-    # NOTE: smaller chunks than the forward's, and the transposed product (columns @
-    # rows^T, accumulated as (Cg*k, Og)): MNIST conv2's weight gradient at batch 64 took
-    # 10.7 ms so, against 13.8-14.5 with 4 MB chunks and rows @ columns^T.
+    # NOTE: smaller chunks than the forward's, and for small filters the transposed
+    # product (columns @ rows^T, accumulated as (Cg*k, Og), transposed at the end): MNIST
+    # conv2's weight gradient at batch 64 took 10.7 ms so, against 13.8-14.5 with 4 MB
+    # chunks and rows @ columns^T.  For large filters that final transposed copy cost
+    # more than the whole product (NumPy copies a transpose at ~6 ns an element: 512 ->
+    # 512 channels, 3x3, 15.6 ms against the product's 3.3), so from TRANSPOSED_MAX
+    # weights on they accumulate as (Og, Cg*k), rows @ columns^T (0-5% slower products).
+    by_rows = ck // g * (co // g) > _TRANSPOSED_MAX
     parts = _chunks(xp, n, ck * p * a.itemsize, budget=_WEIGHT_CHUNK_BYTES)
     step = parts[0].stop if parts else 0
     lead = (ch,) + kernel                                            # (C, *k)
 
     def run(chunks):
         cols = xp.empty(ck * step * p, dtype=a.dtype)               # flat: chunks contiguous
-        gw_t = xp.zeros((g, ck // g, co // g), dtype=dtype)
+        sums = xp.zeros((g, co // g, ck // g) if by_rows else (g, ck // g, co // g),
+                        dtype=dtype)
         for part in chunks:
             m = part.stop - part.start
             chunk = cols[:ck * m * p].reshape(lead + (m,) + tuple(c.shape[2:]))
@@ -487,8 +494,17 @@ def conv_weight_array(a, c, kernel, geo):
             # not cover: only the first of them)
             xp.copyto(chunk, _chunk_columns(a, part, kernel, geo, c.shape[2:]))
             rows = _images_last(c[part], g, m)                       # (G, Og, m*P)
-            gw_t += _product(xp, chunk.reshape(g, ck // g, m * p), rows.transpose(0, 2, 1))
-        return gw_t
+            columns = chunk.reshape(g, ck // g, m * p)
+            if by_rows:
+                sums += _product(xp, rows, columns.transpose(0, 2, 1))
+            else:
+                sums += _product(xp, columns, rows.transpose(0, 2, 1))
+        return sums
 
-    gw_t = sum(_parallel.run_parts(run, _per_thread(xp, parts)))
-    return xp.ascontiguousarray(gw_t.transpose(0, 2, 1)).reshape((co, ch // g) + kernel)
+    threads = _parallel.run_parts(run, _per_thread(xp, parts))
+    total = threads[0]
+    for more in threads[1:]:   # (added in place: a new array per sum was one more pass)
+        total += more
+    if not by_rows:
+        total = xp.ascontiguousarray(total.transpose(0, 2, 1))
+    return total.reshape((co, ch // g) + kernel)

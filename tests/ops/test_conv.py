@@ -206,3 +206,39 @@ def test_gradcheck_conv_transpose_output_padding_past_the_windows(kw):
 
     assert gradcheck(fn, (x, w))
     assert gradgradcheck(fn, (x, w))
+
+
+@pytest.mark.parametrize("name", ["2d k3 p1", "2d same, even kernel", "3d k(3,2,1) p1"])
+@pytest.mark.parametrize("groups, short", [(1, 0), (2, 0), (1, 1)])
+def test_weight_gradient_sums_either_way_round(monkeypatch, name, groups, short):
+    """The general weight gradient accumulated as (Cg*k, Og) and transposed at the end
+    (small filters), or as (Og, Cg*k) (from _TRANSPOSED_MAX weights on, where the
+    transposed copy cost more than the product): both equal a float64 reference made
+    from the definition, over several chunks of images, with a transposed convolution's
+    uncovered outputs (`short`) included."""
+    monkeypatch.setattr(conv, "_WEIGHT_CHUNK_BYTES", 3000)
+    for kind in ("_native_direct_conv", "_native_winograd"):
+        monkeypatch.setattr(getattr(conv, kind), "ENABLED", False)
+    monkeypatch.setattr(conv._native_depthwise, "supports", lambda *a: False)
+    c, w, _, geo = _case(name, np.float32, groups=groups, cin=3, cout=4, batch=5,
+                         short=short, seed=2)
+    kernel = w.shape[2:]
+    x = np.random.default_rng(3).standard_normal(
+        (c.shape[0], w.shape[1] * groups) + tuple(geo.size)).astype(np.float32)
+    # the definition: each weight times each window's element, summed over windows
+    padded = conv.pad_array(x.astype(np.float64), geo.lo, geo.hi)
+    cg, og = w.shape[1], w.shape[0] // groups
+    expected = np.zeros(w.shape)
+    for index, slices in conv.kernel_offsets(kernel, geo.stride, geo.dilation, c.shape[2:]):
+        window = padded[(Ellipsis,) + slices]           # (N, C, *out) for this offset
+        for group in range(groups):
+            xs = window[:, group * cg:(group + 1) * cg].reshape(len(c), cg, -1)
+            cs = c[:, group * og:(group + 1) * og].astype(np.float64).reshape(len(c), og, -1)
+            expected[(slice(group * og, (group + 1) * og), slice(None)) + index] = \
+                np.einsum("ncp,nop->oc", xs, cs)
+    for limit in (0, 1 << 30):   # (Og, Cg*k) always; (Cg*k, Og) always
+        monkeypatch.setattr(conv, "_TRANSPOSED_MAX", limit)
+        got = conv.conv_weight_array(x, c, kernel, geo)
+        assert got.shape == w.shape and got.dtype == np.float32
+        np.testing.assert_allclose(got, expected, rtol=0,
+                                   atol=2e-6 * max(np.abs(expected).max(), 1))

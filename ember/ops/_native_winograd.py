@@ -112,6 +112,17 @@ MIN_CHANNELS = 16
 MIN_CHANNEL_PRODUCT = 256
 SMALL_OUTPUT = 16 * 16
 MIN_CHANNELS_SMALL_OUTPUT = 64
+# NOTE: the transformed filters (36 x C x O floats: 38 MB for 512 -> 512 channels) are
+# made per call and read by products of as many rows as the batch has tiles: with few
+# tiles for many channels they cost more than the products save.  Forward + input
+# gradient, Winograd / im2col ms (2-core AMD EPYC, 2026-12-07): 512 -> 512 at 4x4, 8
+# images (8 tiles) 29.8 / 15.0, at 2x2, 32 images (32 tiles) 34.5 / 16.6, 256 -> 256 at
+# 4x4, 16 images 11.9 / 9.0, 128 -> 128 at 8x8, 2 images 1.32 / 1.14; where it still
+# gains: 4 images 1.35 / 2.05, 256 -> 256 at 4x4, 32 images 8.7 / 12.6, 512 -> 512 at 4x4,
+# 64 images 41 / 66, at 7x7, 16 images 40.9 / 45.7.  So at least MIN_TILES tiles in the
+# batch, and at most FILTER_PER_TILE input times output channels for each.
+MIN_TILES = 16
+FILTER_PER_TILE = 4096
 
 
 def plain_3x3(kernel, geo) -> bool:
@@ -123,13 +134,18 @@ def plain_3x3(kernel, geo) -> bool:
             and min(geo.padded()) >= 3 and native.enabled())
 
 
-def supports(dtype, in_channels: int, out_channels: int, kernel, geo) -> bool:
-    """Whether a convolution takes this path: float32, `plain_3x3`, and channels
-    enough for its output's size (see MIN_CHANNELS)."""
+def supports(images: int, dtype, in_channels: int, out_channels: int, kernel, geo) -> bool:
+    """Whether a convolution of `images` images takes this path: float32, `plain_3x3`,
+    channels enough for its output's size (see MIN_CHANNELS), and tiles enough for its
+    filters (see MIN_TILES)."""
     if not (ENABLED and dtype == np.float32 and plain_3x3(kernel, geo)):
         return False
+    out, th, tw = _tiles(geo)
+    tiles = images * th * tw
+    if tiles < MIN_TILES or in_channels * out_channels > FILTER_PER_TILE * tiles:
+        return False
     fewer = min(in_channels, out_channels)
-    if math.prod(_tiles(geo)[0]) < SMALL_OUTPUT:
+    if math.prod(out) < SMALL_OUTPUT:
         return fewer >= MIN_CHANNELS_SMALL_OUTPUT
     return fewer >= MIN_CHANNELS and in_channels * out_channels >= MIN_CHANNEL_PRODUCT
 
@@ -175,7 +191,7 @@ def weight_supports(images: int, dtype, in_channels: int, out_channels: int, ker
     enough in all, few enough an image (see GRADIENT_MAX_TILES), and channels few enough
     for its sums' memory (GRADIENT_MAX_CHANNEL_PRODUCT)."""
     if (in_channels * out_channels > GRADIENT_MAX_CHANNEL_PRODUCT
-            or not supports(dtype, in_channels, out_channels, kernel, geo)):
+            or not supports(images, dtype, in_channels, out_channels, kernel, geo)):
         return False
     _, th, tw = _tiles(geo)
     return (images * th * tw >= GRADIENT_MIN_TILES

@@ -203,7 +203,8 @@ def conv_array(a, w, geo, bias=None):
         if _native_direct_conv.supports_strided(dtype, a.shape[0], w.shape[1], w.shape[0],
                                                 w.shape[2:], geo):
             return _native_direct_conv.conv_forward_strided(a, w, geo, bias)
-        if _native_winograd.supports(dtype, w.shape[1], w.shape[0], w.shape[2:], geo):
+        if _native_winograd.supports(a.shape[0], dtype, w.shape[1], w.shape[0], w.shape[2:],
+                                     geo):
             out = _native_winograd.conv_forward(a, w, geo, bias)
             if out is not None:
                 return out
@@ -271,8 +272,8 @@ def conv_transpose_array(c, w, geo, bias=None):
         # than `c`'s channels (then copying `c` costs the most: general path)
         co, ci, nk = w.shape[0], w.shape[1] * geo.groups, math.prod(w.shape[2:])
         if co * math.prod(geo.size) < ci * math.prod(geo.padded()) \
-                or _native_winograd.supports(np.result_type(c, w), co, ci, w.shape[2:],
-                                             _as_conv_geometry(c, w, geo)):
+                or _native_winograd.supports(c.shape[0], np.result_type(c, w), co, ci,
+                                             w.shape[2:], _as_conv_geometry(c, w, geo)):
             return _transpose_as_conv(c, w, geo, bias)
         if ci * nk >= co:
             return _transpose_by_shifts(c, w, geo, bias)

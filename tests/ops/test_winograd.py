@@ -44,7 +44,7 @@ def _wide(*arrays):
 def test_forward_matches_float64(n, c, o, h, w, pad, few_channels):
     x, k, b = _case(np.random.default_rng(n + c), n, c, o, h, w)
     geo = Geometry((h, w), (1, 1), (pad, pad), (pad, pad), (1, 1), 1)
-    assert winograd.supports(np.float32, c, o, (3, 3), geo)
+    assert winograd.supports(n, np.float32, c, o, (3, 3), geo)
     got = conv_array(x, k, geo, b)
     exact = conv_array(*_wide(x, k), geo, b.astype(np.float64))
     assert got.dtype == np.float32 and got.shape == exact.shape
@@ -193,22 +193,27 @@ def test_what_stays_on_im2col(monkeypatch):
     big = Geometry((16, 16), (1, 1), (1, 1), (1, 1), (1, 1), 1)     # 16x16 outputs
     small = Geometry((15, 16), (1, 1), (1, 1), (1, 1), (1, 1), 1)   # 15x16: a few tiles
     for ci, co in ((16, 16), (16, 32), (32, 16), (16, 64), (32, 32)):
-        assert winograd.supports(np.float32, ci, co, (3, 3), big)
+        assert winograd.supports(8, np.float32, ci, co, (3, 3), big)
     for ci, co in ((8, 64), (64, 8), (15, 64), (15, 17)):             # few channels
-        assert not winograd.supports(np.float32, ci, co, (3, 3), big)
-    assert winograd.supports(np.float32, 64, 64, (3, 3), small)
+        assert not winograd.supports(8, np.float32, ci, co, (3, 3), big)
+    assert winograd.supports(8, np.float32, 64, 64, (3, 3), small)
     for ci, co in ((16, 32), (32, 16), (16, 64), (32, 32), (32, 64), (63, 128)):  # too few
-        assert not winograd.supports(np.float32, ci, co, (3, 3), small)         # for it
+        assert not winograd.supports(8, np.float32, ci, co, (3, 3), small)         # for it
     geo = big
-    assert not winograd.supports(np.float64, 16, 32, (3, 3), geo)         # float64
-    assert not winograd.supports(np.float32, 16, 32, (5, 5), geo)         # other kernels
-    assert not winograd.supports(np.float32, 16, 32, (3, 3), geo._replace(stride=(2, 2)))
-    assert not winograd.supports(np.float32, 16, 32, (3, 3), geo._replace(dilation=(2, 1)))
-    assert not winograd.supports(np.float32, 16, 32, (3, 3), geo._replace(groups=2))
+    # many channels over few tiles: the filters' transform costs more than it saves
+    four, two = Geometry((4, 4), (1, 1), (1, 1), (1, 1), (1, 1), 1), small._replace(size=(2, 2))
+    assert not winograd.supports(8, np.float32, 512, 512, (3, 3), four)      # 8 tiles
+    assert not winograd.supports(32, np.float32, 512, 512, (3, 3), two)      # 32 tiles
+    assert winograd.supports(64, np.float32, 512, 512, (3, 3), four)         # 64 tiles
+    assert not winograd.supports(8, np.float64, 16, 32, (3, 3), geo)         # float64
+    assert not winograd.supports(8, np.float32, 16, 32, (5, 5), geo)         # other kernels
+    assert not winograd.supports(8, np.float32, 16, 32, (3, 3), geo._replace(stride=(2, 2)))
+    assert not winograd.supports(8, np.float32, 16, 32, (3, 3), geo._replace(dilation=(2, 1)))
+    assert not winograd.supports(8, np.float32, 16, 32, (3, 3), geo._replace(groups=2))
     with native.use_numba(False):
-        assert not winograd.supports(np.float32, 16, 32, (3, 3), geo)
+        assert not winograd.supports(8, np.float32, 16, 32, (3, 3), geo)
     monkeypatch.setattr(winograd, "ENABLED", False)
-    assert not winograd.supports(np.float32, 16, 32, (3, 3), geo)
+    assert not winograd.supports(8, np.float32, 16, 32, (3, 3), geo)
     # with the path off, conv_array never calls it
     monkeypatch.setattr(winograd, "conv_forward", lambda *a: pytest.fail("called"))
     x, k, _ = _case(np.random.default_rng(5), 2, 16, 32, 16, 16)

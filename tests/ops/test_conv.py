@@ -211,12 +211,12 @@ def test_gradcheck_conv_transpose_output_padding_past_the_windows(kw):
 @pytest.mark.parametrize("name", ["2d k3 p1", "2d same, even kernel", "3d k(3,2,1) p1"])
 @pytest.mark.parametrize("groups, short", [(1, 0), (2, 0), (1, 1)])
 def test_weight_gradient_sums_either_way_round(monkeypatch, name, groups, short):
-    """The general weight gradient accumulated as (Cg*k, Og) and transposed at the end
-    (small filters), or as (Og, Cg*k) (from _TRANSPOSED_MAX weights on, where the
-    transposed copy cost more than the product): both equal a float64 reference made
-    from the definition, over several chunks of images, with a transposed convolution's
-    uncovered outputs (`short`) included."""
-    monkeypatch.setattr(conv, "_WEIGHT_CHUNK_BYTES", 3000)
+    """The general weight gradient over the whole batch at once (one product split over
+    the threads), or in chunks of images accumulated as (Cg*k, Og) and transposed at the
+    end (small filters) or as (Og, Cg*k) (from _TRANSPOSED_MAX weights on, where the
+    transposed copy cost more than the product): each equals a float64 reference made
+    from the definition, with a transposed convolution's uncovered outputs (`short`)
+    included."""
     for kind in ("_native_direct_conv", "_native_winograd"):
         monkeypatch.setattr(getattr(conv, kind), "ENABLED", False)
     monkeypatch.setattr(conv._native_depthwise, "supports", lambda *a: False)
@@ -236,9 +236,36 @@ def test_weight_gradient_sums_either_way_round(monkeypatch, name, groups, short)
             cs = c[:, group * og:(group + 1) * og].astype(np.float64).reshape(len(c), og, -1)
             expected[(slice(group * og, (group + 1) * og), slice(None)) + index] = \
                 np.einsum("ncp,nop->oc", xs, cs)
-    for limit in (0, 1 << 30):   # (Og, Cg*k) always; (Cg*k, Og) always
+    taken = []
+    real = conv._whole_batch
+    monkeypatch.setattr(conv, "_whole_batch", lambda *a: taken.append(real(*a)) or taken[-1])
+    for chunk_bytes, limit in ((4 << 20, 0), (3000, 0), (3000, 1 << 30)):
+        # the whole batch; chunks as (Og, Cg*k); chunks as (Cg*k, Og)
+        monkeypatch.setattr(conv, "_CHUNK_BYTES", chunk_bytes)
+        monkeypatch.setattr(conv, "_WEIGHT_CHUNK_BYTES", chunk_bytes)
         monkeypatch.setattr(conv, "_TRANSPOSED_MAX", limit)
         got = conv.conv_weight_array(x, c, kernel, geo)
         assert got.shape == w.shape and got.dtype == np.float32
         np.testing.assert_allclose(got, expected, rtol=0,
                                    atol=2e-6 * max(np.abs(expected).max(), 1))
+    assert taken == [groups == 1, False, False]
+
+
+def test_whole_batch_forward_matches_chunks(monkeypatch):
+    """The general forward over the whole batch (one product split over the threads)
+    and in chunks of images, bias folded in: the same values as float64."""
+    for kind in ("_native_direct_conv", "_native_winograd"):
+        monkeypatch.setattr(getattr(conv, kind), "ENABLED", False)
+    c, w, bias, geo = _case("2d k3 p1", np.float32, cin=6, cout=5, batch=7, seed=4)
+    x = np.random.default_rng(5).standard_normal((7, 5) + tuple(geo.size)).astype(np.float32)
+    wt = np.ascontiguousarray(w.swapaxes(0, 1))                      # (6, 5, 3, 3)
+    expected = conv.conv_array(x.astype(np.float64), wt.astype(np.float64), geo,
+                               bias.astype(np.float64)[:6])
+    taken = []
+    real = conv._whole_batch
+    monkeypatch.setattr(conv, "_whole_batch", lambda *a: taken.append(real(*a)) or taken[-1])
+    for chunk_bytes in (4 << 20, 2000):
+        monkeypatch.setattr(conv, "_CHUNK_BYTES", chunk_bytes)
+        _assert_same(conv.conv_array(x, wt, geo, bias[:6]), expected.astype(np.float32),
+                     np.float32)
+    assert taken[-2:] == [True, False]

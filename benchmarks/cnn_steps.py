@@ -1,10 +1,11 @@
 """Training steps of image networks that run.py does not cover, ember against PyTorch in
 one process: a CIFAR ResNet-like network (a 3 -> 16 stem and three basic blocks, 16 ->
 16, 16 -> 32 and 32 -> 64, the last two halving the image) at batch 64 on 32x32
-images, and a MobileNet-like one (a stride-2 stem and four inverted residual blocks:
-1x1 expansion, 3x3 depthwise, 1x1 projection, batch norm and ReLU6) at batch 32 on
-64x64 images, both SGD with momentum and cross-entropy; and the DCGAN of
-pytorch/examples at 32x32 (transposed convolutions, Adam, binary cross-entropy).
+images; torchvision's ResNet-18 at batch 8 on 112x112 images; a MobileNet-like one (a
+stride-2 stem and four inverted residual blocks: 1x1 expansion, 3x3 depthwise, 1x1
+projection, batch norm and ReLU6) at batch 32 on 64x64 images, these three with SGD
+(momentum) and cross-entropy; and the DCGAN of pytorch/examples at 32x32 (transposed
+convolutions, Adam, binary cross-entropy).
 
 They measure the layers of such networks that the MNIST CNN of run.py does not have:
 3x3 convolutions of 16-64 channels, strided depthwise convolutions, stride-2 stems
@@ -55,6 +56,38 @@ def resnet_like(lib):
     return nn.Sequential(nn.Conv2d(3, 16, 3, 1, 1, bias=False), nn.BatchNorm2d(16), nn.ReLU(),
                          Block(16, 16, 1), Block(16, 32, 2), Block(32, 64, 2),
                          nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(64, 10))
+
+
+def resnet18(lib):
+    """torchvision's ResNet-18 layout (7x7 stride-2 stem, max pooling, four stages of two
+    basic blocks from 64 to 512 channels, in-place ReLUs), for 10 classes."""
+    nn = lib.nn
+
+    class Block(nn.Module):
+        def __init__(self, cin: int, cout: int, stride: int):
+            super().__init__()
+            self.conv1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
+            self.bn1 = nn.BatchNorm2d(cout)
+            self.relu = nn.ReLU(inplace=True)
+            self.conv2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False)
+            self.bn2 = nn.BatchNorm2d(cout)
+            self.downsample = None
+            if stride != 1 or cin != cout:
+                self.downsample = nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False),
+                                                nn.BatchNorm2d(cout))
+
+        def forward(self, x):
+            identity = x if self.downsample is None else self.downsample(x)
+            out = self.relu(self.bn1(self.conv1(x)))
+            return self.relu(self.bn2(self.conv2(out)) + identity)
+
+    layers = [nn.Conv2d(3, 64, 7, 2, 3, bias=False), nn.BatchNorm2d(64), nn.ReLU(inplace=True),
+              nn.MaxPool2d(3, 2, 1)]
+    cin = 64
+    for cout, stride in ((64, 1), (128, 2), (256, 2), (512, 2)):
+        layers += [Block(cin, cout, stride), Block(cout, cout, 1)]
+        cin = cout
+    return nn.Sequential(*layers, nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(512, 10))
 
 
 def mobilenet_like(lib):
@@ -116,6 +149,8 @@ def dcgan_step(lib):
 NETWORKS = {
     "resnet": ("CIFAR ResNet-like step, batch 64, 32x32",
                lambda lib: training_step(lib, resnet_like, 64, 32)),
+    "resnet18": ("ResNet-18 step, batch 8, 112x112",
+                 lambda lib: training_step(lib, resnet18, 8, 112)),
     "mobilenet": ("MobileNet-like step, batch 32, 64x64",
                   lambda lib: training_step(lib, mobilenet_like, 32, 64)),
     "dcgan": ("DCGAN step (both nets), batch 32, 32x32", dcgan_step),
@@ -144,7 +179,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=12)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--only", default=None,
-                        help="comma-separated: resnet, mobilenet, dcgan")
+                        help="comma-separated: resnet, resnet18, mobilenet, dcgan")
     args = parser.parse_args()
     torch = try_import_torch()
     ember.set_num_threads(args.threads)

@@ -272,3 +272,22 @@ def test_what_the_stride_2_path_takes():
     assert not direct.supports_strided(np.float16, 32, 3, 32, (3, 3), geo)
     with native.use_numba(False):
         assert not direct.supports_strided(np.float32, 32, 3, 32, (3, 3), geo)
+
+
+@pytest.mark.parametrize("lo, hi", [((1, 0), (2, 1)), ((0, 2), (1, 0)), ((2, 2), (0, 0))])
+def test_uneven_padding_is_padded_in_the_kernel(lo, hi):
+    """Each image is padded inside the kernels (a buffer per run, zeros kept around the
+    interior): uneven padding, as a transposed convolution's output padding makes,
+    lands where im2col's padded copy puts it, forward and weight gradient."""
+    rng = np.random.default_rng(12)
+    x, k, b = _case(rng, 5, 6, 10, 7, 9)
+    geo = Geometry((7, 9), (1, 1), lo, hi, (1, 1), 1)
+    assert direct.supports(np.float32, 5, 6, 10, (3, 3), geo)
+    got = conv_array(x, k, geo, b)
+    exact = _im2col(x, k, geo, b)
+    np.testing.assert_allclose(got, exact, rtol=0, atol=2e-6 * np.abs(exact).max())
+    g = rng.standard_normal(exact.shape).astype(np.float32)
+    weight = direct.weight_grad(x, g, geo)
+    weight_exact = _im2col_weight(x, g, geo)
+    np.testing.assert_allclose(weight, weight_exact, rtol=0,
+                               atol=1e-5 * np.abs(weight_exact).max())

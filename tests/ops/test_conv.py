@@ -210,7 +210,8 @@ def test_gradcheck_conv_transpose_output_padding_past_the_windows(kw):
 
 @pytest.mark.parametrize("name", ["2d k3 p1", "2d same, even kernel", "3d k(3,2,1) p1"])
 @pytest.mark.parametrize("groups, short", [(1, 0), (2, 0), (1, 1)])
-def test_weight_gradient_sums_either_way_round(monkeypatch, name, groups, short):
+def test_weight_gradient_sums_either_way_round(monkeypatch, on_two_threads, name, groups,
+                                                short):
     """The general weight gradient over the whole batch at once (one product split over
     the threads), or in chunks of images accumulated as (Cg*k, Og) and transposed at the
     end (small filters) or as (Og, Cg*k) (from _TRANSPOSED_MAX weights on, where the
@@ -239,6 +240,7 @@ def test_weight_gradient_sums_either_way_round(monkeypatch, name, groups, short)
     taken = []
     real = conv._whole_batch
     monkeypatch.setattr(conv, "_whole_batch", lambda *a: taken.append(real(*a)) or taken[-1])
+    monkeypatch.setattr(conv, "_SPLIT_COLUMNS", 1)   # (the whole batch's columns: two threads)
     for chunk_bytes, limit in ((4 << 20, 0), (3000, 0), (3000, 1 << 30)):
         # the whole batch; chunks as (Og, Cg*k); chunks as (Cg*k, Og)
         monkeypatch.setattr(conv, "_CHUNK_BYTES", chunk_bytes)
@@ -251,9 +253,10 @@ def test_weight_gradient_sums_either_way_round(monkeypatch, name, groups, short)
     assert taken == [groups == 1, False, False]
 
 
-def test_whole_batch_forward_matches_chunks(monkeypatch):
-    """The general forward over the whole batch (one product split over the threads)
-    and in chunks of images, bias folded in: the same values as float64."""
+def test_whole_batch_forward_matches_chunks(monkeypatch, on_two_threads):
+    """The general forward over the whole batch (one product split over the threads,
+    its columns copied by one thread or by both) and in chunks of images, bias folded
+    in: the same values as float64."""
     for kind in ("_native_direct_conv", "_native_winograd"):
         monkeypatch.setattr(getattr(conv, kind), "ENABLED", False)
     c, w, bias, geo = _case("2d k3 p1", np.float32, cin=6, cout=5, batch=7, seed=4)
@@ -264,8 +267,9 @@ def test_whole_batch_forward_matches_chunks(monkeypatch):
     taken = []
     real = conv._whole_batch
     monkeypatch.setattr(conv, "_whole_batch", lambda *a: taken.append(real(*a)) or taken[-1])
-    for chunk_bytes in (4 << 20, 2000):
+    for chunk_bytes, split in ((4 << 20, 1 << 30), (4 << 20, 1), (2000, 1)):
         monkeypatch.setattr(conv, "_CHUNK_BYTES", chunk_bytes)
+        monkeypatch.setattr(conv, "_SPLIT_COLUMNS", split)
         _assert_same(conv.conv_array(x, wt, geo, bias[:6]), expected.astype(np.float32),
                      np.float32)
-    assert taken[-2:] == [True, False]
+    assert taken[-3:] == [True, True, False]

@@ -110,3 +110,25 @@ def test_matches_pytorch():
               rm.numpy(), rv.numpy()]
     for a, t in zip(ours, theirs):
         np.testing.assert_allclose(a, t, rtol=1e-4, atol=1e-4)
+
+
+@needs_numba
+def test_channels_cut_over_two_threads_give_one_threads_bits(on_two_threads, monkeypatch):
+    """From SPLIT_MIN elements the channels are cut in two ranges over the threads (each
+    a serial build): every channel is computed as on one thread, bit for bit, and the
+    float64 reference holds."""
+    x, w, b, g = _data((24, 7, 40, 41), np.float32, seed=3)
+    assert native.cuts(x.size)
+    ranges = []
+    real = _native_batchnorm._parallel.run_parts
+    monkeypatch.setattr(_native_batchnorm._parallel, "run_parts",
+                        lambda fn, parts: ranges.append(parts) or real(fn, parts))
+    two = _run(x, w, b, g, True)
+    assert ranges == [[slice(0, 3), slice(3, 7)]] * 2   # forward, backward
+    ember.set_num_threads(1)
+    one = _run(x, w, b, g, True)
+    for a, b_ in zip(two, one):
+        np.testing.assert_array_equal(a, b_)
+    out, gx, gw, gb, _, _ = _reference(*(a.astype(np.float64) for a in (x, w, b, g)))
+    for got, want in zip(two, (out, gx, gw, gb)):
+        np.testing.assert_allclose(got, want, rtol=2e-4, atol=2e-4)

@@ -212,18 +212,20 @@ def max_pool2d(x, geo, with_index: bool):
 
 
 @native.kernel(parallel=True)
-def _scatter_planes(g, idx, out):
+def _scatter_planes(g, idx, out, outside):
+    """Each plane p of g added into out[p] at the flat indices idx[p]; outside[p] counts
+    the indices of plane p that lie off the plane (left out)."""
     size = out.shape[1]
-    outside = 0
     for p in native.prange(g.shape[0]):
         target = out[p]
+        missed = 0
         for k in range(g.shape[1]):
             at = idx[p, k]
             if 0 <= at < size:
                 target[at] += g[p, k]
             else:
-                outside += 1
-    return outside
+                missed += 1
+        outside[p] = missed
 
 
 def scatter_supported(g, idx) -> bool:
@@ -239,7 +241,10 @@ def scatter(g, idx, size: tuple):
     None when an index lies outside the plane (the caller's NumPy path says which)."""
     n, c = g.shape[:2]
     out = np.zeros((n * c, int(np.prod(size))), dtype=g.dtype)
-    if run(_scatter_planes, out.size, np.ascontiguousarray(g).reshape(n * c, -1),
-           np.ascontiguousarray(idx).reshape(n * c, -1), out):
+    outside = np.empty(n * c, np.int64)
+    # (the planes cut over the threads: below PARALLEL_MIN the scatter ran on one)
+    run(_scatter_planes, out.size, np.ascontiguousarray(g).reshape(n * c, -1),
+        np.ascontiguousarray(idx).reshape(n * c, -1), out, outside, cut=(0, 1, 2, 3))
+    if outside.any():
         return None
     return out.reshape((n, c) + tuple(size))

@@ -179,3 +179,21 @@ def test_no_zeros_made_for_the_indices_gradient(op, monkeypatch):
     (pick(x) * 2).sum().backward()
     assert made == []
     assert x.grad.sum().item() == pytest.approx(2 * pick(x).numel())
+
+
+@needs_numba
+def test_scatter_cut_over_two_threads(on_two_threads):
+    """A scatter large enough to be cut over the threads by planes: the sums of NumPy's
+    unbuffered adds, and an index off a plane in the second thread's share still sends
+    the caller to the NumPy path."""
+    rng = np.random.default_rng(8)
+    g = rng.standard_normal((4, 24, 40, 40)).astype(np.float32)
+    idx = rng.integers(0, 64 * 64, g.shape)
+    assert native.cuts(4 * 24 * 64 * 64)
+    expected = np.zeros((4 * 24, 64 * 64), np.float32)
+    for p, (gp, ip) in enumerate(zip(g.reshape(96, -1), idx.reshape(96, -1))):
+        np.add.at(expected[p], ip, gp)
+    got = _native_pool.scatter(g, idx, (64, 64))
+    np.testing.assert_allclose(got.reshape(96, -1), expected, rtol=1e-5, atol=1e-5)
+    idx[3, 23, 0, 0] = 64 * 64   # the last plane's
+    assert _native_pool.scatter(g, idx, (64, 64)) is None

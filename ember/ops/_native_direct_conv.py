@@ -22,9 +22,9 @@ convolutions with few channels here (see `supports`), and their weight gradients
 dot products a pass over an input plane, `weight_grad`); at stride 2 (a network's stem:
 `supports_strided`) each input channel is first split into its four phase planes (even
 and odd rows and columns, as the depthwise kernels do), where every tap is again a fixed
-offset away.
-They are summed in a different order than im2col's product, so results differ from it
-by rounding.  EMBER_NO_DIRECT_CONV=1 (or ``ENABLED = False``) turns the path off.
+offset away.  They are summed in a different order than im2col's product, so results
+differ from it by rounding.  EMBER_NO_DIRECT_CONV=1 (or ``ENABLED = False``) turns the
+path off.
 """
 
 from __future__ import annotations
@@ -55,8 +55,8 @@ ENABLED = os.environ.get("EMBER_NO_DIRECT_CONV", "") in ("", "0")
 # and at batch 128, 32x32: 3 -> 64 0.96 / - / 0.52, 4 -> 64 0.89 0.90 0.87, 6 -> 64 0.99
 # 1.13 0.95, 64 -> 4 0.48 / - / 0.41 (- : the input gradient not by this path).  Before
 # the blocks (one output channel at a time) the limit was 128, and 128 padded 32x32
-# images 3 -> 64 took 5.93 ms direct against 5.11 by im2col.  A small output keeps
-# few input channels here at any width (the calls then cost more than the sums).
+# images 3 -> 64 took 5.93 ms direct against 5.11 by im2col.  Few input channels on a
+# small output stay here at any channel product (the calls then cost more than the sums).
 MAX_IN_CHANNELS = 8
 MAX_CHANNEL_PRODUCT = 256
 # The weight gradient's pairs hold on further on large planes (those ratios at 32x32:
@@ -75,8 +75,9 @@ SMALL_OUTPUT = 1 << 16  # elements
 # buffer: at most this many bytes of them a pass over the images (in cache, and bounded
 # for large planes of many channels), the channels beyond in further passes.
 WIDE_BYTES = 1 << 20
-# The (image, output channel) tasks are dealt out in at most this many runs, each with
-# its own buffer (see _native_depthwise.RUNS: allocations per task contend across threads).
+# The (image, block of output channels) tasks are dealt out in at most this many runs,
+# each with its own buffers (see _native_depthwise.RUNS: allocations per task contend
+# across threads).
 RUNS = 64
 
 

@@ -33,42 +33,17 @@ from benchmarks import run  # noqa: E402
 from benchmarks._harness import try_import_torch  # noqa: E402
 
 
-def resnet_like(lib):
-    """A CIFAR ResNet-like network: stem, three basic blocks, pooling, a linear head."""
-    nn = lib.nn
+def basic_block(nn, inplace: bool):
+    """The basic residual block class of a ResNet built from `nn` (two 3x3 convolutions
+    with batch norm, a 1x1 projection where the shape changes), its ReLUs in place or
+    not."""
 
     class Block(nn.Module):
         def __init__(self, cin: int, cout: int, stride: int):
             super().__init__()
             self.conv1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
             self.bn1 = nn.BatchNorm2d(cout)
-            self.conv2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False)
-            self.bn2 = nn.BatchNorm2d(cout)
-            self.shortcut = nn.Sequential()
-            if stride != 1 or cin != cout:
-                self.shortcut = nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False),
-                                              nn.BatchNorm2d(cout))
-
-        def forward(self, x):
-            y = nn.functional.relu(self.bn1(self.conv1(x)))
-            return nn.functional.relu(self.bn2(self.conv2(y)) + self.shortcut(x))
-
-    return nn.Sequential(nn.Conv2d(3, 16, 3, 1, 1, bias=False), nn.BatchNorm2d(16), nn.ReLU(),
-                         Block(16, 16, 1), Block(16, 32, 2), Block(32, 64, 2),
-                         nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(64, 10))
-
-
-def resnet18(lib):
-    """torchvision's ResNet-18 layout (7x7 stride-2 stem, max pooling, four stages of two
-    basic blocks from 64 to 512 channels, in-place ReLUs), for 10 classes."""
-    nn = lib.nn
-
-    class Block(nn.Module):
-        def __init__(self, cin: int, cout: int, stride: int):
-            super().__init__()
-            self.conv1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
-            self.bn1 = nn.BatchNorm2d(cout)
-            self.relu = nn.ReLU(inplace=True)
+            self.relu = nn.ReLU(inplace=inplace)
             self.conv2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False)
             self.bn2 = nn.BatchNorm2d(cout)
             self.downsample = None
@@ -81,11 +56,28 @@ def resnet18(lib):
             out = self.relu(self.bn1(self.conv1(x)))
             return self.relu(self.bn2(self.conv2(out)) + identity)
 
+    return Block
+
+
+def resnet_like(lib):
+    """A CIFAR ResNet-like network: stem, three basic blocks, pooling, a linear head."""
+    nn = lib.nn
+    block = basic_block(nn, inplace=False)
+    return nn.Sequential(nn.Conv2d(3, 16, 3, 1, 1, bias=False), nn.BatchNorm2d(16), nn.ReLU(),
+                         block(16, 16, 1), block(16, 32, 2), block(32, 64, 2),
+                         nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(64, 10))
+
+
+def resnet18(lib):
+    """torchvision's ResNet-18 layout (7x7 stride-2 stem, max pooling, four stages of two
+    basic blocks from 64 to 512 channels, in-place ReLUs), for 10 classes."""
+    nn = lib.nn
+    block = basic_block(nn, inplace=True)
     layers = [nn.Conv2d(3, 64, 7, 2, 3, bias=False), nn.BatchNorm2d(64), nn.ReLU(inplace=True),
               nn.MaxPool2d(3, 2, 1)]
     cin = 64
     for cout, stride in ((64, 1), (128, 2), (256, 2), (512, 2)):
-        layers += [Block(cin, cout, stride), Block(cout, cout, 1)]
+        layers += [block(cin, cout, stride), block(cout, cout, 1)]
         cin = cout
     return nn.Sequential(*layers, nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(512, 10))
 

@@ -735,6 +735,12 @@ def writes_into(x, min_size: int = MIN_SIZE) -> bool:
             and x.flags.writeable)
 
 
+def inplace_out(ctx, x, min_size: int = MIN_SIZE):
+    """`x` itself when the op of `ctx` is an in-place one whose kernel may write into it
+    (`writes_into`), else None: the `out` argument of the forward kernels."""
+    return x if ctx._inplace and writes_into(x, min_size) else None
+
+
 def _flat_out(flat: np.ndarray, out: np.ndarray | None) -> np.ndarray:
     """The flat array a kernel writes: `out` seen flat, or a new one like `flat`."""
     return np.empty_like(flat) if out is None else out.reshape(-1)

@@ -538,10 +538,8 @@ class LeakyRelu(Function):
     @staticmethod
     def forward(ctx, x, negative_slope):
         ctx.slope = negative_slope
-        if ctx._inplace and _native_act.writes_into(x):
-            y = _native_act.leaky_relu(x, negative_slope, out=x)
-        elif _native_act.supports(x):
-            y = _native_act.leaky_relu(x, negative_slope)
+        if _native_act.supports(x):
+            y = _native_act.leaky_relu(x, negative_slope, out=_native_act.inplace_out(ctx, x))
         else:
             y = xp_of(x).where(x > 0, x, x * negative_slope).astype(x.dtype, copy=False)
         ctx.save_for_backward(y if ctx._inplace else x)
@@ -568,10 +566,8 @@ class Hardtanh(Function):
     @staticmethod
     def forward(ctx, x, min_val, max_val):
         ctx.bounds = (min_val, max_val)
-        if ctx._inplace and _native_act.writes_into(x):
-            y = _native_act.hardtanh(x, min_val, max_val, out=x)
-        elif _native_act.supports(x):
-            y = _native_act.hardtanh(x, min_val, max_val)
+        if _native_act.supports(x):
+            y = _native_act.hardtanh(x, min_val, max_val, out=_native_act.inplace_out(ctx, x))
         else:
             y = xp_of(x).clip(x, min_val, max_val).astype(x.dtype, copy=False)
         # NOTE: min < y < max exactly where min < x < max, so the output serves both forms.

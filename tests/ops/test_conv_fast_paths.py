@@ -269,6 +269,75 @@ def test_pointwise_convolution_gradients_of_every_order():
 
 
 # ---------------------------------------------------------------------------
+# whole-window convolutions (the kernel as large as the input): one product each,
+# conv_arrays._whole_window
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("kernel", [(5,), (4, 4), (2, 3, 2)])
+@pytest.mark.parametrize("stride", [1, 2])
+@pytest.mark.parametrize("transposed", [False, True])
+def test_whole_window_convolutions_match_the_general_path(transposed, stride, kernel, dtype,
+                                                          monkeypatch):
+    from ember.ops import conv_arrays
+
+    nd = len(kernel)
+    conv = getattr(F, f"conv_transpose{nd}d" if transposed else f"conv{nd}d")
+    rng = np.random.default_rng(8)
+    x0 = rng.standard_normal((3, 4) + ((1,) * nd if transposed else kernel)).astype(dtype)
+    w0 = rng.standard_normal((4, 6) + kernel if transposed else (6, 4) + kernel)
+    b0 = rng.standard_normal(6)
+    g0 = rng.standard_normal((3, 6) + (kernel if transposed else (1,) * nd)).astype(dtype)
+    results = []
+    real_products = conv_arrays._flat_images
+    for take in (True, False):
+        calls = _gate(monkeypatch, conv_arrays, "_whole_window", conv_arrays._whole_window,
+                      take)
+        products = _gate(monkeypatch, conv_arrays, "_flat_images", real_products, True)
+        x = ember.tensor(x0, requires_grad=True)
+        w = ember.tensor(w0.astype(dtype), requires_grad=True)
+        b = ember.tensor(b0.astype(dtype), requires_grad=True)
+        y = conv(x, w, b, stride=stride)
+        y.backward(ember.tensor(g0))
+        results.append((y.detach().numpy(), x.grad.numpy(), w.grad.numpy(), b.grad.numpy()))
+        monkeypatch.undo()
+        # forward, input gradient and weight gradient each asked, and each a product
+        assert len(calls) >= 3 and (len(products) >= 4) == take
+    assert results[0][0].shape == g0.shape
+    tol = dict(rtol=1e-4, atol=1e-4) if dtype == np.float32 else dict(rtol=1e-11, atol=1e-11)
+    for a, b in zip(*results):
+        np.testing.assert_allclose(a, b, **tol)
+
+
+def test_whole_window_convolution_by_hand_and_gradients_of_every_order():
+    from ember.ops import conv_arrays
+
+    rng = np.random.default_rng(9)
+    x0, w0 = rng.standard_normal((2, 3, 4, 4)), rng.standard_normal((5, 3, 4, 4))
+    y = F.conv2d(ember.tensor(x0), ember.tensor(w0))
+    expected = np.einsum("nchw,ochw->no", x0, w0)[:, :, None, None]
+    np.testing.assert_allclose(y.numpy(), expected, rtol=1e-12, atol=1e-12)
+    x = ember.tensor(x0, requires_grad=True)
+    w = ember.tensor(w0, requires_grad=True)
+    assert gradcheck(lambda a, b: F.conv2d(a, b), (x, w))
+    assert gradgradcheck(lambda a, b: F.conv2d(a, b), (x, w))
+    c = ember.tensor(rng.standard_normal((2, 3, 1, 1)), requires_grad=True)
+    assert gradcheck(lambda a, b: F.conv_transpose2d(a, b, stride=2), (c, w.detach()
+                                                                       .transpose(0, 1)
+                                                                       .requires_grad_()))
+    # not whole windows: padding, groups, dilation, a smaller kernel
+    geo = conv_arrays.Geometry
+    assert conv_arrays._whole_window((4, 4), geo((4, 4), (1, 1), (0, 0), (0, 0), (1, 1), 1))
+    assert not conv_arrays._whole_window((4, 4), geo((4, 4), (1, 1), (1, 1), (1, 1),
+                                                     (1, 1), 1))
+    assert not conv_arrays._whole_window((4, 4), geo((4, 4), (1, 1), (0, 0), (0, 0),
+                                                     (1, 1), 2))
+    assert not conv_arrays._whole_window((2, 2), geo((3, 3), (1, 1), (0, 0), (0, 0),
+                                                     (2, 2), 1))
+    assert not conv_arrays._whole_window((3, 3), geo((4, 4), (1, 1), (0, 0), (0, 0),
+                                                     (1, 1), 1))
+
+
+# ---------------------------------------------------------------------------
 # the general path's col2im through the numba kernel (ember/ops/_native_col2im.py)
 
 @needs_numba

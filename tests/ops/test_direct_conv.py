@@ -183,6 +183,9 @@ def test_weight_gradient_matches_float64_im2col(on_two_threads, n, c, o, h, w, p
     taken = []
     real = direct.weight_grad
     monkeypatch.setattr(direct, "weight_grad", lambda *a: taken.append(1) or real(*a))
+    # (a 3x3 input with no padding is one whole window, a product of its own: kept off
+    # so that the kernel's one-output case is tested)
+    monkeypatch.setattr(conv_arrays, "_whole_window", lambda *a: False)
     got = conv_arrays.conv_weight_array(x, g, (3, 3), geo)
     exact = _im2col_weight(x, g, geo)
     assert taken == [1]

@@ -73,10 +73,15 @@ def _col2im(cols, out, sh, sw, dh, dw):
                 _interleave_add(dst[y], phases[y], sw)
 
 
-def add_columns(cols, out, stride, dilation) -> None:
+def add_columns(cols, out, stride, dilation, split: bool = True) -> None:
     """Add each column block of `cols` (C, kh, kw, m, oh, ow) into `out` (m, C, H, W) at
     the positions its window reads: ``out[i, c, r*s + a*d, q*s + b*d] += cols[c, a, b, i,
-    r, q]``; every such position lies inside `out`."""
+    r, q]``; every such position lies inside `out`.  With `split` the channels are cut
+    over ember's threads; without, it runs on the calling thread (one of a
+    convolution's own thread runs)."""
     by_channel = out.transpose(1, 0, 2, 3)    # (cut over the threads by channels)
-    native.run(_col2im, cols.size, cols, by_channel, stride[0], stride[1], dilation[0],
-               dilation[1], cut=(0, 1))
+    args = (cols, by_channel, stride[0], stride[1], dilation[0], dilation[1])
+    if split:
+        native.run(_col2im, cols.size, *args, cut=(0, 1))
+    else:
+        _col2im.serial(*args)

@@ -126,10 +126,32 @@ def _chunks(xp, n: int, item_bytes: int, budget: int = _CHUNK_BYTES) -> list:
     """Slices of the batch holding about `budget` bytes of columns each (all of it on GPU).
     On CPU each of ember's threads fills buffers of its own: a chunk takes its share of
     the budget, and the threads together hold what one did (the peak memory of MNIST
-    training at batch 256 grew 25-35 MiB with whole-budget chunks per thread)."""
-    budget //= _parallel.threads()
-    step = n if xp is not np else max(1, budget // max(item_bytes, 1))
-    return [slice(s, min(s + step, n)) for s in range(0, n, step)]
+    training at batch 256 grew 25-35 MiB with whole-budget chunks per thread).  The
+    chunks are of near-equal sizes, the larger first (`step`, a buffer's size, is the
+    first's), and as many as a multiple of the threads where the images allow, so that
+    each thread's run of them (`_per_thread`) is as long as the others'.  NOTE: cut at a
+    fixed size, 64 images in chunks of 13 made five, three for one thread and two for the
+    other."""
+    if n == 0:
+        return []
+    if xp is not np:
+        return [slice(0, n)]
+    threads = _parallel.threads()
+    step = max(1, budget // threads // max(item_bytes, 1))
+    count = -(-n // step)
+    count = min(n, -(-count // threads) * threads)
+    size, extra = divmod(n, count)
+    bounds = [0]
+    for i in range(count):
+        bounds.append(bounds[-1] + size + (i < extra))
+    return [slice(a, b) for a, b in zip(bounds, bounds[1:])]
+
+
+def _dealt_evenly(xp, parts: list) -> bool:
+    """Whether the chunks `parts` go to ember's threads as runs of equal counts (NumPy
+    arrays, more than one thread, a multiple of the threads in chunks)."""
+    threads = _parallel.threads()
+    return xp is np and threads > 1 and len(parts) % threads == 0
 
 
 def _per_thread(xp, parts: list) -> list:
@@ -346,7 +368,16 @@ def conv_transpose_array(c, w, geo, bias=None):
 
 
 def _transpose_col2im(c, w, geo, bias):
-    """`conv_transpose_array` for any geometry: columns, then one strided add per offset."""
+    """`conv_transpose_array` for any geometry: columns, then one strided add per offset.
+
+    The images' chunks are dealt out to ember's threads when they divide evenly, each
+    thread making its chunks' columns with a product of its own and adding them into
+    its own images; otherwise each chunk's product and col2im are split over the
+    threads in turn.  NOTE: why.  Split in turn, each chunk's product, col2im and the
+    copy of its rows waited for both threads three times, and the products (a weight of
+    C*k rows by the few channels of `c`) ran at ~140 GFLOP/s on the two threads against
+    ~88 for each thread's own (DCGAN's 128 -> 64 transposed convolution, 32 images from
+    8x8 to 16x16: see docs/performance.md, thirty-third session)."""
     xp = xp_of(c)
     kernel = tuple(w.shape[2:])
     out_shape = tuple(c.shape[2:])
@@ -358,25 +389,36 @@ def _transpose_col2im(c, w, geo, bias):
     parts = _chunks(xp, n, g * cg * math.prod(kernel) * p * c.itemsize)
     step = parts[0].stop if parts else 0
     ck = g * cg * math.prod(kernel)
-    cols = xp.empty(ck * step * p, dtype=buf.dtype)                 # flat: chunks contiguous
     offsets = list(kernel_offsets(kernel, geo.stride, geo.dilation, out_shape))
     every = (slice(None), slice(None))
-    for part in parts:
-        m = part.stop - part.start
-        rows = _images_last(c[part], g, m)                           # (G, Og, m*P)
-        block = cols[:ck * m * p].reshape(g, ck // g, m * p)
-        if g == 1 and xp is np:  # (one product: split over ember's threads)
-            chunk = _parallel.matmul(wt[0], rows[0], out=block[0])[None]
-        else:
-            chunk = xp.matmul(wt, rows, out=block)
-        chunk = chunk.reshape((g * cg,) + kernel + (m,) + out_shape)    # (C, *k, m, *out)
-        target = buf[part]
-        if nd == 2 and _native_col2im.supports(chunk, target):
-            _native_col2im.add_columns(chunk, target, geo.stride, geo.dilation)
-            continue
-        for index, slices in offsets:                                # col2im
-            piece = chunk[(slice(None),) + index]                    # (C, m, *out)
-            target[every + slices] += piece.swapaxes(0, 1)
+    per_thread = _dealt_evenly(xp, parts)
+
+    def run(chunks):
+        cols = xp.empty(ck * step * p, dtype=buf.dtype)             # flat: chunks contiguous
+        for part in chunks:
+            m = part.stop - part.start
+            rows = _images_last(c[part], g, m)                       # (G, Og, m*P)
+            block = cols[:ck * m * p].reshape(g, ck // g, m * p)
+            if per_thread:
+                chunk = _product(xp, wt, rows, out=block)
+            elif g == 1 and xp is np:  # (one product: split over ember's threads)
+                chunk = _parallel.matmul(wt[0], rows[0], out=block[0])[None]
+            else:
+                chunk = xp.matmul(wt, rows, out=block)
+            chunk = chunk.reshape((g * cg,) + kernel + (m,) + out_shape)    # (C, *k, m, *out)
+            target = buf[part]
+            if nd == 2 and _native_col2im.supports(chunk, target):
+                _native_col2im.add_columns(chunk, target, geo.stride, geo.dilation,
+                                           split=not per_thread)
+                continue
+            for index, slices in offsets:                            # col2im
+                piece = chunk[(slice(None),) + index]                # (C, m, *out)
+                target[every + slices] += piece.swapaxes(0, 1)
+
+    if per_thread:
+        _parallel.run_parts(run, _per_thread(xp, parts))
+    else:
+        run(parts)
     if any(geo.lo) or any(geo.hi):
         inner = tuple(slice(a, a + s) for a, s in zip(geo.lo, geo.size))
         buf = xp.ascontiguousarray(buf[(Ellipsis,) + inner])

@@ -2,6 +2,8 @@
 (`_transpose_by_shifts`, `_transpose_as_conv`) against the general col2im path and
 against PyTorch, the choice between them, and gradchecks through each."""
 
+import math
+
 import numpy as np
 import pytest
 
@@ -273,3 +275,58 @@ def test_whole_batch_forward_matches_chunks(monkeypatch, on_two_threads):
         _assert_same(conv.conv_array(x, wt, geo, bias[:6]), expected.astype(np.float32),
                      np.float32)
     assert taken[-3:] == [True, True, False]
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_chunks_are_near_equal_and_dealt_evenly(threads, monkeypatch):
+    """The batch's chunks cover it in order, hold at most the per-thread budget, differ
+    by at most one image (the larger first: the first's size is the buffers'), and come
+    in a multiple of the threads wherever there are images enough."""
+    monkeypatch.setattr(conv._parallel, "threads", lambda: threads)
+    for n in (1, 2, 3, 5, 7, 8, 31, 64, 65):
+        for item_bytes in (1, 100, 900, 3000, 10 ** 6):
+            budget = 4000
+            parts = conv._chunks(np, n, item_bytes, budget)
+            sizes = [s.stop - s.start for s in parts]
+            assert parts[0].start == 0 and parts[-1].stop == n
+            assert all(a.stop == b.start for a, b in zip(parts, parts[1:]))
+            assert max(sizes) - min(sizes) <= 1 and sizes == sorted(sizes, reverse=True)
+            assert max(sizes) <= max(1, budget // threads // item_bytes)
+            assert len(parts) % threads == 0 or len(parts) == n
+            fewest = -(-n // max(1, budget // threads // item_bytes))
+            assert len(parts) < fewest + threads
+    assert conv._chunks(np, 0, 10) == []
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("kernel, stride, pad, size", [
+    ((4, 4), (2, 2), (1, 1), (16, 16)),      # DCGAN's (the native col2im)
+    ((3, 3), (2, 2), (1, 1), (9, 7)),
+    ((3,), (2,), (1,), (15,)),               # (NumPy's strided adds)
+    ((2, 3, 3), (2, 1, 2), (0, 1, 1), (5, 4, 7)),
+])
+def test_strided_col2im_on_each_threads_own_images_matches_split_products(
+        kernel, stride, pad, size, dtype, monkeypatch, on_two_threads):
+    """A strided transposed convolution (the general col2im path) with its chunks of
+    images dealt to the threads, each making its own products and adds, gives what the
+    chunks' products split over the threads in turn give."""
+    monkeypatch.setattr(conv, "_CHUNK_BYTES", 6000)   # several chunks
+    nd = len(kernel)
+    geo = conv.Geometry(size, stride, pad, pad, (1,) * nd, 1)
+    out = geo.out(kernel)
+    rng = np.random.default_rng(7)
+    for batch in (6, 5, 1):
+        c = rng.standard_normal((batch, 4) + out).astype(dtype)
+        w = rng.standard_normal((4, 3) + kernel).astype(dtype)
+        results, chosen = [], []
+        for evenly in (True, False):
+            monkeypatch.setattr(conv, "_dealt_evenly",
+                                lambda xp, parts, on=evenly, seen=chosen: seen.append(on) or on)
+            results.append(conv._transpose_col2im(c, w, geo, None))
+        assert chosen == [True, False]
+        _assert_same(results[0], results[1], dtype)
+        monkeypatch.undo()
+        monkeypatch.setattr(conv, "_CHUNK_BYTES", 6000)
+        parts = conv._chunks(np, batch, 3 * math.prod(kernel) * math.prod(out)
+                             * c.itemsize)
+        assert conv._dealt_evenly(np, parts) == (batch > 1)

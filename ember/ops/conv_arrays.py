@@ -371,13 +371,15 @@ def _transpose_col2im(c, w, geo, bias):
     """`conv_transpose_array` for any geometry: columns, then one strided add per offset.
 
     The images' chunks are dealt out to ember's threads when they divide evenly, each
-    thread making its chunks' columns with a product of its own and adding them into
-    its own images; otherwise each chunk's product and col2im are split over the
-    threads in turn.  NOTE: why.  Split in turn, each chunk's product, col2im and the
-    copy of its rows waited for both threads three times, and the products (a weight of
-    C*k rows by the few channels of `c`) ran at ~140 GFLOP/s on the two threads against
-    ~88 for each thread's own (DCGAN's 128 -> 64 transposed convolution, 32 images from
-    8x8 to 16x16: see docs/performance.md, thirty-third session)."""
+    thread making its chunks' columns with a product of its own, adding them into a
+    zeroed padded buffer of its own and copying the inside of that into its images of
+    the result; otherwise each chunk's product and col2im are split over the threads in
+    turn, into one padded buffer for the batch.  NOTE: why.  Split in turn, each chunk's
+    product, col2im and the copy of its rows waited for both threads three times, and
+    the products (a weight of C*k rows by the few channels of `c`) ran at ~140 GFLOP/s
+    on the two threads against ~88 for each thread's own; the batch's buffer was zeroed
+    and cropped by the calling thread alone (DCGAN's 128 -> 64 transposed convolution,
+    32 images from 8x8 to 16x16: see docs/performance.md, thirty-third session)."""
     xp = xp_of(c)
     kernel = tuple(w.shape[2:])
     out_shape = tuple(c.shape[2:])
@@ -385,16 +387,24 @@ def _transpose_col2im(c, w, geo, bias):
     g, co, cg, n = geo.groups, w.shape[0], w.shape[1], c.shape[0]
     p = math.prod(out_shape)
     wt = w.reshape(g, co // g, -1).transpose(0, 2, 1)               # (G, Cg*k, Og)
-    buf = xp.zeros((n, g * cg) + geo.padded(), dtype=xp.result_type(c, w))
+    dtype = xp.result_type(c, w)
     parts = _chunks(xp, n, g * cg * math.prod(kernel) * p * c.itemsize)
     step = parts[0].stop if parts else 0
     ck = g * cg * math.prod(kernel)
     offsets = list(kernel_offsets(kernel, geo.stride, geo.dilation, out_shape))
     every = (slice(None), slice(None))
+    cropped = any(geo.lo) or any(geo.hi)
+    inner = (Ellipsis,) + tuple(slice(a, a + s) for a, s in zip(geo.lo, geo.size))
     per_thread = _dealt_evenly(xp, parts)
+    if per_thread:
+        result = xp.empty((n, g * cg) + tuple(geo.size), dtype=dtype)
+    else:
+        buf = xp.zeros((n, g * cg) + geo.padded(), dtype=dtype)
 
     def run(chunks):
-        cols = xp.empty(ck * step * p, dtype=buf.dtype)             # flat: chunks contiguous
+        cols = xp.empty(ck * step * p, dtype=dtype)                 # flat: chunks contiguous
+        scratch = (xp.empty((step, g * cg) + geo.padded(), dtype=dtype)
+                   if per_thread and cropped else None)
         for part in chunks:
             m = part.stop - part.start
             rows = _images_last(c[part], g, m)                       # (G, Og, m*P)
@@ -406,25 +416,29 @@ def _transpose_col2im(c, w, geo, bias):
             else:
                 chunk = xp.matmul(wt, rows, out=block)
             chunk = chunk.reshape((g * cg,) + kernel + (m,) + out_shape)    # (C, *k, m, *out)
-            target = buf[part]
+            if per_thread:
+                target = scratch[:m] if cropped else result[part]
+                target[...] = 0
+            else:
+                target = buf[part]
             if nd == 2 and _native_col2im.supports(chunk, target):
                 _native_col2im.add_columns(chunk, target, geo.stride, geo.dilation,
                                            split=not per_thread)
-                continue
-            for index, slices in offsets:                            # col2im
-                piece = chunk[(slice(None),) + index]                # (C, m, *out)
-                target[every + slices] += piece.swapaxes(0, 1)
+            else:
+                for index, slices in offsets:                        # col2im
+                    piece = chunk[(slice(None),) + index]            # (C, m, *out)
+                    target[every + slices] += piece.swapaxes(0, 1)
+            if per_thread and cropped:
+                result[part] = target[inner]
 
     if per_thread:
         _parallel.run_parts(run, _per_thread(xp, parts))
     else:
         run(parts)
-    if any(geo.lo) or any(geo.hi):
-        inner = tuple(slice(a, a + s) for a, s in zip(geo.lo, geo.size))
-        buf = xp.ascontiguousarray(buf[(Ellipsis,) + inner])
+        result = xp.ascontiguousarray(buf[inner]) if cropped else buf
     if bias is not None:
-        buf += bias.reshape((-1,) + (1,) * nd)
-    return buf
+        result += bias.reshape((-1,) + (1,) * nd)
+    return result
 
 
 def _transpose_by_shifts(c, w, geo, bias):

@@ -302,14 +302,16 @@ def test_chunks_are_near_equal_and_dealt_evenly(threads, monkeypatch):
 @pytest.mark.parametrize("kernel, stride, pad, size", [
     ((4, 4), (2, 2), (1, 1), (16, 16)),      # DCGAN's (the native col2im)
     ((3, 3), (2, 2), (1, 1), (9, 7)),
+    ((3, 3), (2, 2), (0, 0), (9, 9)),        # (no padding: no buffer to crop)
     ((3,), (2,), (1,), (15,)),               # (NumPy's strided adds)
     ((2, 3, 3), (2, 1, 2), (0, 1, 1), (5, 4, 7)),
 ])
 def test_strided_col2im_on_each_threads_own_images_matches_split_products(
         kernel, stride, pad, size, dtype, monkeypatch, on_two_threads):
     """A strided transposed convolution (the general col2im path) with its chunks of
-    images dealt to the threads, each making its own products and adds, gives what the
-    chunks' products split over the threads in turn give."""
+    images dealt to the threads, each making its own products and adds into a padded
+    buffer of its own (cropped into its images), gives what the chunks' products split
+    over the threads in turn give."""
     monkeypatch.setattr(conv, "_CHUNK_BYTES", 6000)   # several chunks
     nd = len(kernel)
     geo = conv.Geometry(size, stride, pad, pad, (1,) * nd, 1)

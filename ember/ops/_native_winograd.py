@@ -440,41 +440,65 @@ G32 = G_FILTER.astype(np.float32)
 
 
 @native.kernel(fastmath=_FAST)
-def _filter_kernel(g, taps, half, out):
-    """out[i * 6 + j] = sum over k, l of g[i, k] g[j, l] taps[k * 3 + l]: G w G^T of
-    every filter at once, rows of (C*O) values; `half` (18, C*O) is scratch for G w.
+def _filter_kernel(g, taps, half, out, start):
+    """out[i * 6 + j, start:start + n] = sum over k, l of g[i, k] g[j, l] taps[k * 3 +
+    l]: G w G^T of n filters at once, rows of n = taps.shape[1] values; `half` (18, n)
+    is scratch for G w.
 
     NOTE: the loops over G's rows and columns run to its shape, not to the constants 6
     and 3: with constant trip counts LLVM unrolled them whole, each copy holding a
     vectorized row loop, and the kernel took 0.71-0.92 s to compile from a cold cache
     instead of 0.44-0.49 s, for the same speed (15-18 us for 2048 filter pairs)."""
     rows, cols = g.shape
+    n = taps.shape[1]
     for i in range(rows):
         for col in range(cols):
             a, b, c = g[i, 0], g[i, 1], g[i, 2]
             r0, r1, r2, dst = taps[col], taps[3 + col], taps[6 + col], half[i * 3 + col]
-            for f in range(dst.shape[0]):
+            for f in range(n):
                 dst[f] = a * r0[f] + b * r1[f] + c * r2[f]
     for i in range(rows):
         for j in range(rows):
             a, b, c = g[j, 0], g[j, 1], g[j, 2]
-            r0, r1, r2, dst = half[i * 3], half[i * 3 + 1], half[i * 3 + 2], out[i * rows + j]
-            for f in range(dst.shape[0]):
+            r0, r1, r2 = half[i * 3], half[i * 3 + 1], half[i * 3 + 2]
+            dst = out[i * rows + j, start:start + n]
+            for f in range(n):
                 dst[f] = a * r0[f] + b * r1[f] + c * r2[f]
+
+
+# From this many filters (input x output channels) the filter transform is cut over
+# ember's threads by input channels.  NOTE: it is made afresh for every call (the input
+# gradient's filters are another transform), and for 256 -> 256 channels it took
+# 1.50-1.65 ms on one thread, against ~2.5 for the products of 8 images at 7x7.  Cut
+# over two threads (min of 5 x 20 calls, AMD EPYC, 2026-12-07): 256 x 256 filters 0.83
+# ms, 128 x 256 0.54 -> 0.32, 128 x 128 0.26 -> 0.19; 64 x 64 takes 0.055 on one.
+FILTERS_SPLIT_MIN = 1 << 14
 
 
 def _filter_transform(w):
     """(36, C, O) float32: G w[o, c] G^T of every 3x3 filter, in two passes of 3-term
-    sums over the taps (a (9, C*O) copy of `w`) laid out as the result.  (Two
-    products with a transposing copy after them took 230 us on MNIST's conv2; one BLAS
-    product by kron(G, G): 25 us in all with OpenBLAS's AVX-512 kernels and 39 with its
-    Haswell ones (_blas.preferred_core); this 25-26.  The float32 sums round a float64
-    transform by at most about an ulp.)"""
+    sums over the taps (a (9, C*O) copy of `w`) laid out as the result; from
+    FILTERS_SPLIT_MIN filters each of ember's threads takes a run of input channels,
+    its part of the copy and of the passes.  (Two products with a transposing copy
+    after them took 230 us on MNIST's conv2; one BLAS product by kron(G, G): 25 us in
+    all with OpenBLAS's AVX-512 kernels and 39 with its Haswell ones
+    (_blas.preferred_core); this 25-26.  The float32 sums round a float64 transform by
+    at most about an ulp.)"""
     o, c = w.shape[:2]
-    taps = np.ascontiguousarray(w.reshape(o, c, 9).transpose(2, 1, 0).reshape(9, c * o),
-                                dtype=np.float32)                     # [k * 3 + l, (c, o)]
     out = np.empty((POSITIONS, c * o), np.float32)
-    _filter_kernel(G32, taps, np.empty((18, c * o), np.float32), out)
+
+    def channels(part: slice) -> None:
+        run = w[:, part].reshape(o, -1, 9)
+        taps = np.ascontiguousarray(run.transpose(2, 1, 0).reshape(9, -1),
+                                    dtype=np.float32)                 # [k * 3 + l, (c, o)]
+        _filter_kernel(G32, taps, np.empty((18, taps.shape[1]), np.float32), out,
+                       part.start * o)
+
+    threads = _parallel.threads()
+    if c * o >= FILTERS_SPLIT_MIN and threads > 1 and c > 1:
+        _parallel.run_parts(channels, _parallel.split(c, threads))
+    else:
+        channels(slice(0, c))
     return out.reshape(POSITIONS, c, o)
 
 

@@ -293,6 +293,26 @@ def test_filter_transform_is_g_w_gt():
                                atol=1e-6 * np.abs(expected).max())
 
 
+def test_filter_transform_cut_over_two_threads(on_two_threads, monkeypatch):
+    """From FILTERS_SPLIT_MIN filters each thread transforms a run of input channels:
+    the same G w G^T as on one thread, for every filter."""
+    w = np.random.default_rng(11).standard_normal((24, 7, 3, 3)).astype(np.float32)
+    g = winograd.G_FILTER
+    expected = np.einsum("ik,ockl,jl->ijco", g, w.astype(np.float64), g).reshape(36, 7, 24)
+    runs = []
+    real = winograd._filter_kernel
+    monkeypatch.setattr(winograd, "_filter_kernel",
+                        lambda *a: runs.append(a[1].shape[1]) or real(*a))
+    monkeypatch.setattr(winograd, "FILTERS_SPLIT_MIN", 1)
+    got = winograd._filter_transform(w)
+    assert sorted(runs) == [3 * 24, 4 * 24]          # 7 input channels: runs of 3 and 4
+    np.testing.assert_allclose(got, expected, rtol=1e-6, atol=1e-6 * np.abs(expected).max())
+    monkeypatch.setattr(winograd, "FILTERS_SPLIT_MIN", 1 << 30)
+    np.testing.assert_allclose(winograd._filter_transform(w), got, rtol=1e-6,
+                               atol=1e-6 * np.abs(expected).max())
+    assert len(runs) == 3
+
+
 def _fresh_module(name: str):
     """A new instance of ember.ops.`name`, its top level run again (it reads its switch
     from the environment there), without replacing the imported one."""

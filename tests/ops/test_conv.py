@@ -314,21 +314,24 @@ def test_strided_col2im_on_each_threads_own_images_matches_split_products(
     over the threads in turn give."""
     monkeypatch.setattr(conv, "_CHUNK_BYTES", 6000)   # several chunks
     nd = len(kernel)
-    geo = conv.Geometry(size, stride, pad, pad, (1,) * nd, 1)
-    out = geo.out(kernel)
     rng = np.random.default_rng(7)
-    for batch in (6, 5, 1):
+    # (batch, groups, outputs short of the last window: a transposed convolution's
+    # output_padding leaves them uncovered)
+    for batch, groups, short in ((6, 1, 0), (5, 1, 0), (1, 1, 0), (4, 2, 0), (6, 1, 1)):
+        geo = conv.Geometry(size, stride, pad, pad, (1,) * nd, groups)
+        out = tuple(max(o - short, 1) for o in geo.out(kernel))
         c = rng.standard_normal((batch, 4) + out).astype(dtype)
         w = rng.standard_normal((4, 3) + kernel).astype(dtype)
+        bias = rng.standard_normal(3 * groups).astype(dtype)
         results, chosen = [], []
         for evenly in (True, False):
             monkeypatch.setattr(conv, "_dealt_evenly",
                                 lambda xp, parts, on=evenly, seen=chosen: seen.append(on) or on)
-            results.append(conv._transpose_col2im(c, w, geo, None))
+            results.append(conv._transpose_col2im(c, w, geo, bias))
         assert chosen == [True, False]
         _assert_same(results[0], results[1], dtype)
         monkeypatch.undo()
         monkeypatch.setattr(conv, "_CHUNK_BYTES", 6000)
-        parts = conv._chunks(np, batch, 3 * math.prod(kernel) * math.prod(out)
+        parts = conv._chunks(np, batch, 3 * groups * math.prod(kernel) * math.prod(out)
                              * c.itemsize)
         assert conv._dealt_evenly(np, parts) == (batch > 1)

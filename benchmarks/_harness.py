@@ -34,6 +34,32 @@ def try_import_torch():
     return torch
 
 
+def turn_arguments(doc: str, repeats: int, only_help: str):
+    """The parsed arguments of a benchmark whose libraries take turns (run.py's
+    `alternate`): --threads (2), --repeats, --rounds (3) and --only."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--repeats", type=int, default=repeats)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--only", default=None, help=only_help)
+    return parser.parse_args()
+
+
+def libraries_on_threads(threads: int):
+    """ember and PyTorch (where installed) each set to `threads` threads; PyTorch's module,
+    or None.  (ember is imported here, not at the top: `pin_threads_from_argv` must run
+    before NumPy loads.)"""
+    import ember
+
+    ember.set_num_threads(threads)
+    torch = try_import_torch()
+    if torch is not None:
+        torch.set_num_threads(threads)
+    return torch
+
+
 def median_time(fn, repeats: int = 7, inner: int = 1, warmup: int = 2) -> float:
     """Median seconds of one call of `fn`, over `repeats` timings of `inner` calls."""
     for _ in range(warmup):

@@ -16,7 +16,6 @@ They measure the layers of such networks that the MNIST CNN of run.py does not h
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 
@@ -30,7 +29,7 @@ import numpy as np  # noqa: E402
 
 import ember  # noqa: E402
 from benchmarks import run  # noqa: E402
-from benchmarks._harness import try_import_torch  # noqa: E402
+from benchmarks._harness import libraries_on_threads, turn_arguments  # noqa: E402
 
 
 def basic_block(nn, inplace: bool):
@@ -166,17 +165,8 @@ def training_step(lib, build, batch: int, size: int):
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--repeats", type=int, default=12)
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--only", default=None,
-                        help="comma-separated: resnet, resnet18, mobilenet, dcgan")
-    args = parser.parse_args()
-    torch = try_import_torch()
-    ember.set_num_threads(args.threads)
-    if torch is not None:
-        torch.set_num_threads(args.threads)
+    args = turn_arguments(__doc__, 12, "comma-separated: resnet, resnet18, mobilenet, dcgan")
+    torch = libraries_on_threads(args.threads)
     print(f"{args.threads} threads, median of {args.repeats} steps in {args.rounds} turns, ms")
     print(f"{'network':<42} {'ember':>8} {'PyTorch':>8} {'ratio':>6}  rounds")
     for key, (name, make_step) in NETWORKS.items():

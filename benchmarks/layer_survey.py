@@ -17,7 +17,6 @@ Usage:
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 
@@ -31,7 +30,7 @@ import numpy as np  # noqa: E402
 
 import ember  # noqa: E402
 from benchmarks import run  # noqa: E402
-from benchmarks._harness import try_import_torch  # noqa: E402
+from benchmarks._harness import libraries_on_threads, turn_arguments  # noqa: E402
 
 # seconds each library runs a case untimed when its turn comes (run.py's WARM is 0.25:
 # long enough for the other library's spinning threads to stop; 0.15 keeps the survey's
@@ -128,16 +127,8 @@ def case_step(lib, array, op):
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--repeats", type=int, default=30)
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--only", default=None, help="comma-separated parts of names")
-    args = parser.parse_args()
-    torch = try_import_torch()
-    ember.set_num_threads(args.threads)
-    if torch is not None:
-        torch.set_num_threads(args.threads)
+    args = turn_arguments(__doc__, 30, "comma-separated parts of names")
+    torch = libraries_on_threads(args.threads)
     run.WARM = WARM
     ours = cases(ember)
     theirs = cases(torch) if torch is not None else {}

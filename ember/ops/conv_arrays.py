@@ -340,7 +340,7 @@ def _whole_batch(xp, groups: int, images: int, item_bytes: int, budget: int) -> 
 def conv_transpose_array(c, w, geo, bias=None):
     """The adjoint of `conv_array` in its input: (N, Cout, *out) -> (N, C, *size)."""
     xp = xp_of(c)
-    if _whole_window(w.shape[2:], geo) and math.prod(c.shape[2:]) == 1:
+    if _whole_window(w.shape[2:], geo):   # (then `c` holds one output position)
         out = _parallel.matmul(_flat_images(c), w.reshape(w.shape[0], -1))
         return _with_bias(out.reshape((c.shape[0], w.shape[1] * geo.groups)
                                       + tuple(geo.size)), bias)
@@ -566,7 +566,7 @@ def conv_weight_array(a, c, kernel, geo):
     """The adjoint of `conv_array` in its weight: <conv(a, w), c> = <w, conv_weight(a, c)>."""
     xp = xp_of(a)
     kernel = tuple(kernel)
-    if _whole_window(kernel, geo) and math.prod(c.shape[2:]) == 1:
+    if _whole_window(kernel, geo):   # (then `c` holds one output position)
         weight = _parallel.matmul(_flat_images(c).T, _flat_images(a))
         return weight.reshape((c.shape[1], a.shape[1]) + kernel)
     if (xp is np and type(c) is np.ndarray and c.shape[2:] == a.shape[2:]

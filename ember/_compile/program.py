@@ -37,7 +37,7 @@ from ..ops import _native as native
 from ..random import default_generator
 from .fusion import FusedElementwise, find_chains
 from .graph_node import WholeGraph, why_not_whole
-from .patterns import find_masked_softmax
+from .patterns import find_linear, find_masked_softmax
 from .replay import Replay
 
 EAGER = "eager"  # a cache entry: this signature runs the Python code
@@ -84,11 +84,13 @@ class CompiledGraph:
                 raise UnsupportedGraphError(f"{node.fn.__name__} writes in place into a "
                                             f"tensor made inside the call ({node.where})")
         meta = _metas(trace, named)
-        found = find_masked_softmax(graph.nodes, meta, _uses(graph)) if fuse else {}
-        if found:
-            graph, index = _rewritten(graph, {i: node for i, (_, node) in found.items()},
-                                      {j for absorbed, _ in found.values() for j in absorbed})
-            meta = _renumbered(meta, index)
+        for find in (find_masked_softmax, find_linear) if fuse else ():
+            found = find(graph.nodes, meta, _uses(graph))
+            if found:
+                graph, index = _rewritten(
+                    graph, {i: node for i, (_, node) in found.items()},
+                    {j for absorbed, _ in found.values() for j in absorbed})
+                meta = _renumbered(meta, index)
         fuse = fuse and native.enabled()
         self.chains = find_chains(graph.nodes, meta, _uses(graph)) if fuse else []
         self.graph, index = _with_chains(graph, self.chains)

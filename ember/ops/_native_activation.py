@@ -465,6 +465,28 @@ def _relu_backward(grad, y, out):
         out[i] = g if _relu_keeps(y[i]) else _ZERO
 
 
+@native.kernel
+def _relu_grad_rows(grad, y, out, sums):
+    # (sums[j] adds the rows in order, in the arrays' precision, as NumPy's sum over the
+    # first axis does; out may be grad itself: each element is read before it is written)
+    for j in range(y.shape[1]):
+        sums[j] = _ZERO
+    for i in range(y.shape[0]):
+        for j in range(y.shape[1]):
+            g = grad[i, j]
+            v = g if _relu_keeps(y[i, j]) else _ZERO
+            out[i, j] = v
+            sums[j] += v
+
+
+def relu_grad_and_sums(grad: np.ndarray, y: np.ndarray, out: np.ndarray,
+                       sums: np.ndarray) -> None:
+    """relu's gradient of 2-D C-contiguous `supports` arrays (`y` the output) into `out`
+    (`grad` itself is allowed), and its column sums into `sums` (a linear layer's bias
+    gradient), in one pass on the calling thread (ops/fused_linear.py)."""
+    _relu_grad_rows(grad, y, out, sums)
+
+
 @native.kernel(parallel=True)
 def _abs(x, out):
     for i in native.prange(x.size):

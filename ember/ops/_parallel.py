@@ -144,19 +144,27 @@ def _product_dtype(a, b):
     return a.dtype if a.dtype is b.dtype else np.result_type(a, b)
 
 
-def matmul(a, b, out=None, *, bias=None):
+def matmul(a, b, out=None, *, bias=None, relu: bool = False):
     """``np.matmul(a, b, out=out)``, cut over the threads when it is large: a batch of
     products by the batch, one product by the rows of `a` or the columns of `b`
     (`_split_by_rows` chooses).  `bias`, an array broadcasting to the product, is added
     to it; a row of a split 2-D product's dtype by each thread to the part it computed.
+    With `relu` the result is then clamped at 0 (NaN kept), by the same threads.
     Arrays of another library (CuPy) go to its own matmul."""
     if (type(a) is np.ndarray and type(b) is np.ndarray and a.ndim == b.ndim == 2
             and threads() > 1 and a.size * b.shape[1] >= SPLIT_MIN):  # (multiply-adds)
         out = np.empty((a.shape[0], b.shape[1]), _product_dtype(a, b)) if out is None else out
-        return _split_product(a, b, out, bias)
+        return _split_product(a, b, out, bias, relu)
     result = _matmul_unsplit_or_batched(a, b, out)
     if bias is not None:
         result += bias
+    return _clamped(result, relu)
+
+
+def _clamped(result, relu: bool):
+    """`result`, clamped at 0 in place where `relu` (NaN stays NaN: ``maximum``'s rule)."""
+    if relu:
+        xp_of(result).maximum(result, 0, out=result)
     return result
 
 
@@ -309,9 +317,9 @@ def _split_by_rows(a, b) -> bool:
     return a.shape[0] >= ROWS_SPLIT_MIN or a.size >= b.size
 
 
-def _split_product(a, b, out, bias=None):
-    """`out` = a @ b (+ `bias`, broadcast) for 2-D arrays, the parts posted to the workers
-    as CBLAS calls.
+def _split_product(a, b, out, bias=None, relu: bool = False):
+    """`out` = a @ b (+ `bias`, broadcast; clamped at 0 where `relu`) for 2-D arrays, the
+    parts posted to the workers as CBLAS calls.
 
     NOTE: a bias row is added by each thread to its part, right after computing it: added
     after the whole product, on the calling thread, it took 19 us of a 128x784 @ 784x512
@@ -322,12 +330,12 @@ def _split_product(a, b, out, bias=None):
         np.matmul(a, b, out=out)
         if bias is not None:
             out += bias
-        return out
+        return _clamped(out, relu)
     try:
         m, n = out.shape
         by_rows = _split_by_rows(a, b)
         if len(workers) == 1 and m > 1 and _workers.split_product(workers[0], a, b, out,
-                                                                   by_rows, bias):
+                                                                   by_rows, bias, relu):
             return out
         parts = split(m if by_rows else n, len(workers) + 1)
         # the parts take a row of bias, except matrix-vector ones (a single row of `a`);
@@ -354,7 +362,7 @@ def _split_product(a, b, out, bias=None):
             out += bias
         elif bias is not None and not by_rows and row.shape[0] == 1:
             out += row
-        return out
+        return _clamped(out, relu)
     finally:
         _release()
 

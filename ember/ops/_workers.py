@@ -49,10 +49,11 @@ _ROW_MAJOR, _NO_TRANS, _TRANS = 101, 111, 112  # CBLAS's enums
 # arrays by address); then, for stacks of products, the counts of items along two batch
 # dims and the byte strides of A, B and C along the first dim, then along the second.
 # Last, for one product (not a stack), the address of a row of N values added to each row
-# of C once it is computed (a linear layer's bias), or 0.
+# of C once it is computed (a linear layer's bias), or 0; then 1 where C is then clamped
+# at 0 (a ReLU after the linear layer: ops/fused_linear.py), else 0.
 # A matrix-vector part: kind, M, N, -, A, lda, x, incx, y, incy, trans.
 # A native part (ops/_native_parts.py): kind, the C function's address, its block's.
-_DESC, _BIAS = 21, 20
+_DESC, _BIAS, _RELU = 22, 20, 21
 
 # The C functions the compiled loops call, by address (an int64 array, `_Loops.functions`):
 # the CBLAS products and libc's sched_yield.  NOTE: passed as numbers, not ctypes
@@ -71,7 +72,7 @@ call_address = call_gemm = call_gemv = call_plain = array_at = release_fence = t
 as_type_of = None
 
 
-# NOTE: `_gemm`, `_gemv`, `_add_bias`, `_describe_row` and `_run_part` are inlined into
+# NOTE: `_gemm`, `_gemv`, `_finish_rows`, `_describe_row` and `_run_part` are inlined into
 # their callers (their machine code's speed does not matter: a BLAS call or a part is
 # behind each).  As calls, each was a numba build of its own, the first three twice
 # (float32 and float64 constants).  The products' first calls in a process (`_Loops`, one
@@ -117,24 +118,33 @@ def _run(desc, functions, ints):
                 _gemm(functions[_SGEMM_AT], ints, desc, a, b, c, np.float32(1), np.float32(0))
             else:
                 _gemm(functions[_DGEMM_AT], ints, desc, a, b, c, 1.0, 0.0)
-    if desc[_BIAS] != 0 and kind == _SGEMM:
-        _add_bias(desc, np.float32)
-    elif desc[_BIAS] != 0 and kind == _DGEMM:
-        _add_bias(desc, np.float64)
+    if (desc[_BIAS] != 0 or desc[_RELU] != 0) and kind == _SGEMM:
+        _finish_rows(desc, np.float32)
+    elif (desc[_BIAS] != 0 or desc[_RELU] != 0) and kind == _DGEMM:
+        _finish_rows(desc, np.float64)
     return 0
 
 
 @native.kernel(inline=True)
-def _add_bias(desc, dtype):
-    """Add the row of N values at desc[_BIAS] to each row of the product's C (its M rows at
-    ldc apart; see _DESC)."""
+def _finish_rows(desc, dtype):
+    """Add the row of N values at desc[_BIAS] (unless 0) to each row of the product's C
+    (its M rows at ldc apart; see _DESC), then where desc[_RELU] is 1 clamp C at 0 (NaN
+    stays NaN, as relu's kernels keep it), while the rows are in this core's cache."""
     m, n, ldc = desc[1], desc[2], desc[9]
-    bias = array_at(desc[_BIAS], n, dtype)
     c = array_at(desc[8], (m - 1) * ldc + n, dtype)
-    for i in range(m):
-        row = c[i * ldc:i * ldc + n]
-        for j in range(n):
-            row[j] += bias[j]
+    zero = dtype(0)
+    if desc[_BIAS] != 0:
+        bias = array_at(desc[_BIAS], n, dtype)
+        for i in range(m):
+            row = c[i * ldc:i * ldc + n]
+            for j in range(n):
+                row[j] += bias[j]
+    if desc[_RELU] != 0:
+        for i in range(m):
+            row = c[i * ldc:i * ldc + n]
+            for j in range(n):
+                v = row[j]
+                row[j] = v if v > zero or v != v else zero
 
 
 @native.kernel
@@ -196,6 +206,7 @@ def _describe_matrices(a, b, out, bias_at, desc, row_as_vector):
     desc[12] = desc[13] = 1
     desc[14:_BIAS] = 0   # (no batch strides)
     desc[_BIAS] = bias_at
+    desc[_RELU] = 0
     return True
 
 
@@ -235,11 +246,13 @@ def _describe_and_run(a, b, out, bias_at, desc, functions, ints):
 
 
 @native.kernel(signatures=lambda numba: _matrices(
-    numba, lambda t: (t.int64, t.boolean, t.int64[::1], t.int64[::1], t.int64[::1],
-                      t.int64[::1], t.int64, _ints_type(t)), result="int64"))
-def _split_and_run(a, b, out, bias_at, by_rows, mine, theirs, flag, functions, spin, ints):
-    """``out = a @ b`` (plus the bias row at `bias_at`, 0: none) for 2-D arrays in two
-    halves, of the rows of `a` (`by_rows`) or of the columns of `b`: the second posted to
+    numba, lambda t: (t.int64, t.boolean, t.boolean, t.int64[::1], t.int64[::1],
+                      t.int64[::1], t.int64[::1], t.int64, _ints_type(t)), result="int64"))
+def _split_and_run(a, b, out, bias_at, by_rows, relu, mine, theirs, flag, functions, spin,
+                   ints):
+    """``out = a @ b`` (plus the bias row at `bias_at`, 0: none; clamped at 0 where
+    `relu`) for 2-D arrays in two halves, of the rows of `a` (`by_rows`) or of the
+    columns of `b`: the second posted to
     the worker whose desc and flag are `theirs` and `flag`, the first run here (in
     `mine`); then up to `spin` ticks of polling for the worker to finish.
     1: all done; 0: posted, not seen done (the caller joins the worker); -1: nothing
@@ -256,6 +269,7 @@ def _split_and_run(a, b, out, bias_at, by_rows, mine, theirs, flag, functions, s
         ok = posted and _describe_matrices(a, b[:, :h], out[:, :h], bias_at, mine, True)
     if not ok:
         return -1
+    theirs[_RELU] = mine[_RELU] = 1 if relu else 0
     return _hand_over_and_run(mine, flag, functions, spin, ints)
 
 
@@ -383,9 +397,9 @@ class _Loops:
     def describe_and_run(self, a, b, out, bias_at, desc) -> bool:
         return _describe_and_run(a, b, out, bias_at, desc, self.functions, self.ints)
 
-    def split_and_run(self, a, b, out, bias_at, by_rows, mine, worker) -> int:
-        return _split_and_run(a, b, out, bias_at, by_rows, mine, worker.desc, worker.flag,
-                              self.functions, self.hand_over_spin, self.ints)
+    def split_and_run(self, a, b, out, bias_at, by_rows, relu, mine, worker) -> int:
+        return _split_and_run(a, b, out, bias_at, by_rows, relu, mine, worker.desc,
+                              worker.flag, self.functions, self.hand_over_spin, self.ints)
 
     def hand_over_native(self, entry, theirs, mine, own, worker) -> int:
         return _hand_over_native(entry, theirs, mine, worker.desc, own, worker.flag,
@@ -498,12 +512,13 @@ def run_product(a: np.ndarray, b: np.ndarray, out: np.ndarray, bias=None) -> boo
 
 
 def split_product(worker, a: np.ndarray, b: np.ndarray, out: np.ndarray, by_rows: bool,
-                  bias=None) -> bool:
-    """``out = a @ b`` (``+ bias``, a row added to each of out's rows) for 2-D arrays of
-    one float dtype, in two halves (`_split_and_run`): the second on `worker` (an idle
-    worker this thread has claimed), the first on the calling thread, in one compiled
-    call.  False, and nothing computed, where that cannot run (no poll loops, a sleeping
-    worker, operands CBLAS cannot take): the caller then splits the product itself.
+                  bias=None, relu: bool = False) -> bool:
+    """``out = a @ b`` (``+ bias``, a row added to each of out's rows; then clamped at 0
+    where `relu`) for 2-D arrays of one float dtype, in two halves (`_split_and_run`):
+    the second on `worker` (an idle worker this thread has claimed), the first on the
+    calling thread, in one compiled call.  False, and nothing computed, where that cannot
+    run (no poll loops, a sleeping worker, operands CBLAS cannot take): the caller then
+    splits the product itself.
 
     NOTE: the same parts as posting the worker's half and running the caller's from
     Python, ~7 us sooner: a 2-D split product took 10.4 us of Python around its parts
@@ -515,7 +530,7 @@ def split_product(worker, a: np.ndarray, b: np.ndarray, out: np.ndarray, by_rows
     if bias_at is None:
         return False
     worker._arrays = (a, b, out, bias)
-    return _finish(worker, worker._loops.split_and_run(a, b, out, bias_at, by_rows,
+    return _finish(worker, worker._loops.split_and_run(a, b, out, bias_at, by_rows, relu,
                                                        _own_desc(), worker))
 
 

@@ -116,3 +116,162 @@ def test_compile_rewrites_attention_scores_only_where_safe(variant, fused, produ
     source = list(compiled._compiled.graphs.values())[0].describe()
     assert ("ScaledMaskedSoftmax" in source) == fused
     assert ("# Mul " in source) == product_left
+
+
+# ---------------------------------------------------------------------------
+# a linear layer and the relu after it as one op (ops/fused_linear.py)
+
+from ember.ops import _native_activation  # noqa: E402
+from ember.ops import fused_linear  # noqa: E402
+from ember.ops.fused_linear import FusedLinear  # noqa: E402
+
+
+@pytest.fixture(params=["one pass", "threaded", "numpy"])
+def linear_paths(request, monkeypatch):
+    """The relu gradient and bias sums in one pass, through relu's threaded kernel and a
+    sum, and on NumPy."""
+    if request.param != "numpy" and not native.available():
+        pytest.skip("numba is not installed")
+    if request.param == "threaded":
+        monkeypatch.setattr(fused_linear, "ONE_PASS_MAX", 0)
+    if request.param == "numpy":
+        monkeypatch.setattr(_native_activation, "supports", lambda *a, **k: False)
+    return request.param
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("relu", [True, False])
+@pytest.mark.parametrize("input_grad", [True, False])
+def test_fused_linear_equals_the_separate_ops(linear_paths, dtype, relu, input_grad):
+    rng = np.random.default_rng(4)
+    x0 = rng.standard_normal((70, 33)).astype(dtype)
+    w0 = rng.standard_normal((21, 33)).astype(dtype)
+    b0 = rng.standard_normal(21).astype(dtype)
+    g = rng.standard_normal((70, 21)).astype(dtype)
+    got, expected = [], []
+    for fused, results in ((True, got), (False, expected)):
+        x = ember.tensor(x0, requires_grad=input_grad)
+        w, b = ember.tensor(w0, requires_grad=True), ember.tensor(b0, requires_grad=True)
+        if fused:
+            y = FusedLinear.apply(x, w, b, relu=relu)
+        else:
+            y = F.linear(x, w, b)
+            y = F.relu(y) if relu else y
+        y.backward(ember.tensor(g))
+        results += [y.detach().numpy(), w.grad.numpy(), b.grad.numpy()]
+        results += [x.grad.numpy()] if input_grad else [x.grad]
+    tight = {"rtol": 1e-6 if dtype == np.float32 else 1e-14, "atol": 1e-6}
+    for a, e in zip(got, expected):
+        if e is None:
+            assert a is None
+        else:
+            assert a.dtype == dtype
+            np.testing.assert_allclose(a, e, **tight)
+    # and against float64 NumPy
+    pre = x0.astype(np.float64) @ w0.T.astype(np.float64) + b0
+    d = g * (pre > 0) if relu else g
+    loose = {"rtol": 1e-4 if dtype == np.float32 else 1e-12, "atol": 1e-4}
+    np.testing.assert_allclose(got[0], np.maximum(pre, 0) if relu else pre, **loose)
+    np.testing.assert_allclose(got[1], d.T @ x0, **loose)
+    np.testing.assert_allclose(got[2], d.sum(0), **loose)
+    if input_grad:
+        np.testing.assert_allclose(got[3], d @ w0, **loose)
+
+
+def test_fused_linear_passes_the_gradient_of_nan_outputs(linear_paths):
+    # as relu does: a NaN output is kept, and so is its gradient
+    x = ember.tensor([[1.0, 2.0], [-2.0, 1.0]], requires_grad=True)
+    w = ember.tensor([[1.0, 0.0], [-1.0, 0.0]], requires_grad=True)
+    b = ember.tensor([float("nan"), 0.0], requires_grad=True)
+    y = FusedLinear.apply(x, w, b, relu=True)   # before relu: [[nan, -1], [nan, 2]]
+    y.backward(ember.ones(2, 2))
+    np.testing.assert_array_equal(y.detach().numpy(), [[np.nan, 0.0], [np.nan, 2.0]])
+    np.testing.assert_array_equal(b.grad.numpy(), [2.0, 1.0])
+    np.testing.assert_array_equal(x.grad.numpy(), [[1.0, 0.0], [0.0, 0.0]])
+    np.testing.assert_array_equal(w.grad.numpy(), [[-1.0, 3.0], [-2.0, 1.0]])
+
+
+@pytest.mark.parametrize("relu", [True, False])
+def test_fused_linear_gradients_of_first_and_second_order(linear_paths, relu):
+    rng = np.random.default_rng(5)
+    x, w, b = (ember.tensor(rng.standard_normal(s), requires_grad=True)
+               for s in ((4, 3), (5, 3), (5,)))
+    assert gradcheck(lambda *t: FusedLinear.apply(*t, relu=relu), (x, w, b))
+    assert gradgradcheck(lambda *t: FusedLinear.apply(*t, relu=relu), (x, w, b))
+
+
+class Layers(nn.Module):
+    def __init__(self, variant="plain"):
+        super().__init__()
+        self.variant = variant
+        self.fc1, self.fc2 = nn.Linear(6, 8), nn.Linear(8, 3)
+        self.relu = nn.ReLU(inplace=variant == "inplace")
+
+    def forward(self, x):
+        if self.variant == "sequence":
+            x = x.reshape(2, -1, 6)                # (a 3-D input, seen as rows: the
+                                                   # relu reads a view of the product)
+        h = self.fc1(x) if self.variant != "no_bias" else F.linear(x, self.fc1.weight)
+        a = self.relu(h)
+        if self.variant == "reused":               # the product read twice: the relu
+            a = a + h                              # stays an op of its own
+        return self.fc2(a)
+
+
+@pytest.mark.parametrize("variant, fused, relu_fused", [
+    ("plain", 2, True), ("reused", 2, False), ("inplace", 2, False), ("sequence", 2, False),
+    ("no_bias", 1, False)])
+def test_compile_fuses_linear_layers_only_where_safe(variant, fused, relu_fused):
+    rng = np.random.default_rng(6)
+    ember.manual_seed(0)
+    model = Layers(variant)
+    compiled = ember.compile(model)
+    x0 = rng.standard_normal((4, 6)).astype(np.float32)
+    g = ember.tensor(rng.standard_normal((2, 2, 3) if variant == "sequence" else (4, 3))
+                     .astype(np.float32))
+    for _ in range(2):   # capture, then replay
+        results = []
+        for m in (model, compiled):
+            model.zero_grad()
+            x = ember.tensor(x0, requires_grad=True)
+            out = m(x)
+            out.backward(g)
+            results.append([out.detach().numpy(), x.grad.numpy()]
+                           + [p.grad if p.grad is None else p.grad.numpy()
+                              for p in model.parameters()])
+        for a, e in zip(*results):
+            assert (a is None) == (e is None)
+            if e is not None:
+                np.testing.assert_allclose(a, e, rtol=1e-6, atol=1e-6)
+    source = list(compiled._compiled.graphs.values())[0].describe()
+    assert source.count("FusedLinear") == fused
+    assert ("relu=True" in source) == relu_fused
+    assert ("# T " in source) == (fused < 2)
+
+
+def test_a_compiled_mlp_trains_as_the_eager_one(linear_paths):
+    # the training replay: the incoming gradients of the fused relus are the replay's
+    # own arrays, masked in place
+    rng = np.random.default_rng(7)
+    ember.manual_seed(1)
+    eager = nn.Sequential(nn.Linear(12, 16), nn.ReLU(), nn.Linear(16, 16), nn.ReLU(),
+                          nn.Linear(16, 4))
+    twin = nn.Sequential(nn.Linear(12, 16), nn.ReLU(), nn.Linear(16, 16), nn.ReLU(),
+                         nn.Linear(16, 4))
+    twin.load_state_dict(eager.state_dict())
+    compiled = ember.compile(twin)
+    x = ember.tensor(rng.standard_normal((9, 12)).astype(np.float32))
+    y = ember.tensor(rng.integers(0, 4, 9))
+    optimizers = [ember.optim.SGD(m.parameters(), lr=0.1, momentum=0.9)
+                  for m in (eager, twin)]
+    for _ in range(4):
+        for m, opt in zip((eager, compiled), optimizers):
+            opt.zero_grad()
+            F.cross_entropy(m(x), y).backward()
+            opt.step()
+        for p, q in zip(eager.parameters(), twin.parameters()):
+            np.testing.assert_allclose(q.grad.numpy(), p.grad.numpy(), rtol=1e-5, atol=1e-6)
+            np.testing.assert_allclose(q.detach().numpy(), p.detach().numpy(), rtol=1e-5,
+                                       atol=1e-6)
+    graph = list(compiled._compiled.graphs.values())[0]
+    assert graph.whole is not None and graph.describe().count("FusedLinear") == 3

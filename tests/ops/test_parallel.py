@@ -508,6 +508,41 @@ def test_a_bias_is_added_by_the_threads_that_computed_each_part(two_threads, mon
                                rtol=1e-5 if dtype == np.float32 else 1e-12, atol=1e-4)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("by_rows", [True, False])
+@pytest.mark.parametrize("split", ["threads", "python parts", "one thread"])
+def test_relu_after_the_product_wherever_it_is_computed(two_threads, monkeypatch, dtype,
+                                                        by_rows, split):
+    # `matmul(a, b, bias=row, relu=True)` is max(a @ b + row, 0) with NaN kept: applied by
+    # each thread to its part (the compiled loops), after Python parts, or after an
+    # unsplit product
+    monkeypatch.setattr(_parallel, "_split_by_rows", lambda a, b: by_rows)
+    if split == "python parts":
+        monkeypatch.setattr(_workers, "split_product", lambda *args: False)
+        monkeypatch.setattr(_workers.Worker, "post_product", lambda self, *args: False)
+    elif split == "one thread":
+        monkeypatch.setattr(_parallel, "SPLIT_MIN", 1 << 40)
+    compiled = []
+    real_split = _workers.split_product
+    monkeypatch.setattr(_workers, "split_product", lambda *args: compiled.append(
+        real_split(*args)) or compiled[-1])
+    rng = np.random.default_rng(11)
+    a = rng.standard_normal((37, 23)).astype(dtype)
+    a[3, :] = np.nan                                   # a NaN row stays NaN
+    w = rng.standard_normal((19, 23)).astype(dtype)
+    bias = rng.standard_normal(19).astype(dtype)
+    _parallel.matmul(a, w.T)   # (wakes the worker: a sleeping one takes a Python part)
+    compiled.clear()
+    for row in (bias, None):
+        plain = _parallel.matmul(a, w.T, bias=row)
+        got = _parallel.matmul(a, w.T, bias=row, relu=True)
+        np.testing.assert_array_equal(got, np.maximum(plain, 0))
+        assert np.isnan(got[3]).all() and (got[~np.isnan(got)] >= 0).all()
+        assert not np.signbit(got[got == 0]).any()     # (+0.0, as relu gives)
+    if split == "threads" and _native.available() and _workers._compiled_loops() is not None:
+        assert compiled and all(compiled)
+
+
 @needs_worker_loops
 def test_the_compiled_loops_refuse_a_bias_they_cannot_add():
     # a matrix-vector product (one row) or a stack takes no bias: nothing computed
@@ -682,7 +717,7 @@ def test_a_split_posted_from_compiled_code_to_a_sleeping_worker(two_threads, wor
     assert np.isnan(out).all()
     mine = np.zeros(_workers._DESC, np.int64)
     loops = _workers._compiled_loops()
-    assert loops.split_and_run(a, b, out, bias.ctypes.data, False, mine, worker) == 0
+    assert loops.split_and_run(a, b, out, bias.ctypes.data, False, False, mine, worker) == 0
     np.testing.assert_allclose(out[:, :24], a @ b[:, :24] + bias[:24], rtol=1e-12)
     assert np.isnan(out[:, 24:]).all()           # the worker's half waits, posted
     with worker._lock:

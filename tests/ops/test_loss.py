@@ -280,3 +280,90 @@ def test_usual_class_target_batch_matches_the_full_checks():
                        / np.exp(logits.detach().numpy()).sum(1, keepdims=True))
     expected = expected[np.arange(6), [0, 3, 1, 2, 3, 0]].mean()
     np.testing.assert_allclose(F.cross_entropy(logits, target).item(), expected, rtol=1e-12)
+
+
+# ---------------------------------------------------------------------------
+# the usual small batch's cross-entropy in one kernel call (loss._usual_cross_entropy)
+
+from ember.autograd import gradcheck, gradgradcheck  # noqa: E402
+from ember.ops import _native  # noqa: E402
+from ember.ops import loss as loss_ops  # noqa: E402
+
+needs_numba = pytest.mark.skipif(not _native.available(), reason="numba is not installed")
+
+
+def _general(monkeypatch):
+    """Switch the one-call path off: what the general path gives."""
+    monkeypatch.setattr(loss_ops, "_usual_cross_entropy", lambda *args: None)
+
+
+@needs_numba
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("reduction", ["mean", "sum"])
+def test_usual_cross_entropy_equals_the_general_path(monkeypatch, dtype, reduction):
+    rng = np.random.default_rng(12)
+    x0 = (rng.standard_normal((37, 11)) * 3).astype(dtype)
+    x0[4, 2] = 1e4                                  # (an extreme logit)
+    t0 = rng.integers(0, 11, 37)
+    results = []
+    for usual in (True, False):
+        if not usual:
+            _general(monkeypatch)
+        x, t = ember.tensor(x0, requires_grad=True), ember.tensor(t0)
+        loss = F.cross_entropy(x, t, reduction=reduction)
+        assert type(loss.grad_fn).__name__ == ("UsualCrossEntropy" if usual
+                                               else "CrossEntropy")
+        assert loss.grad_fn.name() == "NllLossBackward0" and loss.dtype == x.dtype
+        t._data[:] = 0                              # (the backward kept its own targets)
+        (loss * 1.5).backward()
+        results.append((loss.item(), x.grad.numpy()))
+    (got, got_grad), (expected, expected_grad) = results
+    tight = 1e-6 if dtype == np.float32 else 1e-13
+    assert got == pytest.approx(expected, rel=tight)
+    np.testing.assert_allclose(got_grad, expected_grad, rtol=tight, atol=tight)
+    # and against float64 NumPy
+    z = x0.astype(np.float64)
+    logp = z - z.max(1, keepdims=True)
+    logp -= np.log(np.exp(logp).sum(1, keepdims=True))
+    scale = 1 / 37 if reduction == "mean" else 1.0
+    assert got == pytest.approx(-logp[np.arange(37), t0].sum() * scale, rel=tight)
+    onehot = np.eye(11)[t0]
+    np.testing.assert_allclose(got_grad, 1.5 * scale * (np.exp(logp) - onehot), rtol=1e-5,
+                               atol=tight)
+
+
+@needs_numba
+def test_usual_cross_entropy_gradients_of_first_and_second_order():
+    rng = np.random.default_rng(13)
+    x = ember.tensor(rng.standard_normal((5, 4)), requires_grad=True)
+    t = ember.tensor(rng.integers(0, 4, 5))
+    assert type(F.cross_entropy(x, t).grad_fn).__name__ == "UsualCrossEntropy"
+    for reduction in ("mean", "sum"):
+        assert gradcheck(lambda v, r=reduction: F.cross_entropy(v, t, reduction=r), (x,))
+        assert gradgradcheck(lambda v, r=reduction: F.cross_entropy(v, t, reduction=r), (x,))
+
+
+@pytest.mark.parametrize("case", ["weight", "smoothing", "ignored class", "none", "float target",
+                                  "large", "uint8 target", "out of range", "no numba"])
+def test_other_cross_entropies_take_the_general_path(monkeypatch, case):
+    rng = np.random.default_rng(14)
+    rows = 8 if case != "large" else loss_ops.USUAL_MAX // 10 + 1
+    x = ember.tensor(rng.standard_normal((rows, 10)).astype(np.float32), requires_grad=True)
+    t = ember.tensor(rng.integers(0, 10, rows))
+    kwargs = {"weight": {"weight": ember.ones(10)}, "smoothing": {"label_smoothing": 0.1},
+              "ignored class": {"ignore_index": 3}, "none": {"reduction": "none"}}.get(case, {})
+    if case == "float target":
+        t = ember.softmax(ember.randn(rows, 10), 1)
+    if case == "uint8 target":
+        t = t.byte()
+    if case == "out of range":
+        t._data[2] = 10
+        with pytest.raises(IndexError, match="Target 10 is out of bounds."):
+            F.cross_entropy(x, t)
+        return
+    if case == "no numba":
+        with _native.use_numba(False):
+            assert type(F.cross_entropy(x, t).grad_fn).__name__ != "UsualCrossEntropy"
+        return
+    loss = F.cross_entropy(x, t, **kwargs)
+    assert type(loss.grad_fn).__name__ not in ("UsualCrossEntropy", "NoneType")

@@ -466,24 +466,11 @@ def _relu_backward(grad, y, out):
 
 
 @native.kernel
-def _relu_grad_rows(grad, y, out, sums):
+def _relu_grad_rows(grad, y, sums):
     # (sums[j] adds the rows in order, in the arrays' precision, as NumPy's sum over the
-    # first axis does)
-    for j in range(y.shape[1]):
-        sums[j] = _ZERO
-    for i in range(y.shape[0]):
-        for j in range(y.shape[1]):
-            g = grad[i, j]
-            v = g if _relu_keeps(y[i, j]) else _ZERO
-            out[i, j] = v
-            sums[j] += v
-
-
-@native.kernel
-def _relu_grad_rows_into(grad, y, sums):
-    # `_relu_grad_rows` written over grad.  NOTE: a kernel of its own: passed as both
-    # grad and out, one array fails LLVM's run-time check that the arrays do not overlap,
-    # and the loop runs unvectorized (128 x 512 float32: 40 against 10 us)
+    # first axis does.  NOTE: written over grad, one array: passed as both a source and a
+    # separate destination, one array fails LLVM's run-time check that the two do not
+    # overlap, and the loop runs unvectorized: 128 x 512 float32, 40 against 10 us)
     for j in range(y.shape[1]):
         sums[j] = _ZERO
     for i in range(y.shape[0]):
@@ -494,15 +481,11 @@ def _relu_grad_rows_into(grad, y, sums):
             sums[j] += v
 
 
-def relu_grad_and_sums(grad: np.ndarray, y: np.ndarray, out: np.ndarray,
-                       sums: np.ndarray) -> None:
-    """relu's gradient of 2-D C-contiguous `supports` arrays (`y` the output) into `out`
-    (`grad` itself is allowed), and its column sums into `sums` (a linear layer's bias
-    gradient), in one pass on the calling thread (ops/fused_linear.py)."""
-    if out is grad:
-        _relu_grad_rows_into(grad, y, sums)
-    else:
-        _relu_grad_rows(grad, y, out, sums)
+def relu_grad_and_sums(grad: np.ndarray, y: np.ndarray, sums: np.ndarray) -> None:
+    """relu's gradient of 2-D C-contiguous `supports` arrays (`y` the output), written
+    over `grad`, and its column sums into `sums` (a linear layer's bias gradient), in one
+    pass on the calling thread (ops/fused_linear.py)."""
+    _relu_grad_rows(grad, y, sums)
 
 
 @native.kernel(parallel=True)

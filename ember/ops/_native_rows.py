@@ -464,7 +464,9 @@ def cross_entropy_backward(g, x, norm, target, coef_t, coef_u, weight) -> np.nda
     return out
 
 
-# the usual batch's mean cross-entropy: one serial call, no per-sample coefficients
+# ---------------------------------------------------------------------------
+# the usual small batch's cross-entropy: one serial call, no per-sample coefficients
+
 
 @native.kernel(fastmath=_REORDER)
 def _class_loss_sum(x, target, shift, lse):
@@ -486,16 +488,6 @@ def _class_loss_sum(x, target, shift, lse):
     return total, -1
 
 
-@native.kernel(fastmath=_REORDER)
-def _class_loss_backward(x, target, shift, lse, g, out):
-    for i in range(x.shape[0]):
-        row, dst = x[i], out[i]
-        m, z = shift[i], lse[i]
-        for j in range(row.size):
-            dst[j] = g * _exp_as((row[j] - m) - z)
-        dst[target[i]] -= g
-
-
 def class_loss_sum(x: np.ndarray, target: np.ndarray) -> tuple:
     """(the summed ``-log_softmax(x)[i, target[i]]`` over the rows of `x`, a `supports`
     (N, C) array, as a float; the per-row (max, log of the shifted normalizer) its
@@ -505,14 +497,6 @@ def class_loss_sum(x: np.ndarray, target: np.ndarray) -> tuple:
     lse = np.empty(x.shape[0], x.dtype)
     total, bad = _class_loss_sum(x, target, shift, lse)
     return total, (shift, lse), bad
-
-
-def class_loss_backward(x: np.ndarray, target: np.ndarray, norm: tuple, g) -> np.ndarray:
-    """``g * (softmax(x) - onehot(target))``: the gradient of `class_loss_sum`'s sum
-    scaled by `g` (a number of x's dtype)."""
-    out = np.empty_like(x)
-    _class_loss_backward(x, target, *norm, g, out)
-    return out
 
 
 # ---------------------------------------------------------------------------

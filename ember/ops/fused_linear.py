@@ -76,9 +76,9 @@ def _masked(ctx, g, y, need_b: bool) -> tuple:
     owned = ctx._owns_grad and g.flags.c_contiguous and g.flags.writeable
     if (_native_act.supports(y, g) and y.size <= ONE_PASS_MAX and y.flags.c_contiguous
             and g.flags.c_contiguous):
-        d = g if owned else np.empty_like(y)
+        d = g if owned else g.copy()
         summed = np.empty(y.shape[1], y.dtype)  # (cheap enough to sum when unneeded)
-        _native_act.relu_grad_and_sums(g, y, d, summed)
+        _native_act.relu_grad_and_sums(d, y, summed)
         return d, (summed if need_b else None)
     if _native_act.supports(y, g):
         d = _native_act.backward("relu", g, y, overwrite=owned)

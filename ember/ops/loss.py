@@ -262,8 +262,13 @@ class UsualCrossEntropy(CrossEntropy):
             ctx.picked_weight, ctx.valid = np.ones(n, xd.dtype), np.ones(n, bool)
             ctx.smoothing, ctx.bshape, ctx.logp, ctx.native = 0.0, (1, c), None, None
             return CrossEntropy._backward(ctx, grad)
-        g = xd.dtype.type(grad._data * ctx.factor)  # (rounded as CrossEntropy's)
-        return _make(_native_rows.class_loss_backward(xd, ctx.target, ctx.norm, g)), None
+        n, c = xd.shape
+        # (each sample's gradient rounded as CrossEntropy's; its coefficients as for a
+        # batch without weights or smoothing)
+        g = np.full(n, grad._data * ctx.factor, xd.dtype)
+        return _make(_native_rows.cross_entropy_backward(
+            g, xd, ctx.norm, ctx.target, np.ones(n, xd.dtype), np.zeros(n, xd.dtype),
+            np.ones(c, xd.dtype))), None
 
 
 # A batch of up to this many logits may take `_usual_cross_entropy` (larger ones take

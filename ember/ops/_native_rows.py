@@ -469,34 +469,38 @@ def cross_entropy_backward(g, x, norm, target, coef_t, coef_u, weight) -> np.nda
 
 
 @native.kernel(fastmath=_REORDER)
-def _class_loss_sum(x, target, shift, lse):
+def _class_loss_sum(x, target, grad):
     # (the sum of -logp[t] over the rows, in float64, and -1, or the first row whose
-    # target is not a class index, with nothing summed past it)
+    # target is not a class index, with nothing summed past it; each row's gradient
+    # softmax - onehot(t) into grad, from the exps the sum takes anyway)
     total = 0.0
     for i in range(x.shape[0]):
         k = target[i]
         if k < 0 or k >= x.shape[1]:
             return total, i
-        row = x[i]
+        row, dst = x[i], grad[i]
         m = _row_max(row)
         norm = _ZERO
         for j in range(row.size):
-            norm += _exp_as(row[j] - m)
-        z = math.log(norm)
-        shift[i], lse[i] = m, z
-        total += z - (row[k] - m)
+            e = _exp_as(row[j] - m)
+            dst[j] = e
+            norm += e
+        total += math.log(norm) - (row[k] - m)
+        scale = _ONE / norm
+        for j in range(row.size):
+            dst[j] *= scale
+        dst[k] -= _ONE
     return total, -1
 
 
 def class_loss_sum(x: np.ndarray, target: np.ndarray) -> tuple:
     """(the summed ``-log_softmax(x)[i, target[i]]`` over the rows of `x`, a `supports`
-    (N, C) array, as a float; the per-row (max, log of the shifted normalizer) its
-    gradient needs; -1, or the first row whose int64 target is not a class index), on
-    the calling thread: the usual small batch's loss (ops/loss.py)."""
-    shift = np.empty(x.shape[0], x.dtype)
-    lse = np.empty(x.shape[0], x.dtype)
-    total, bad = _class_loss_sum(x, target, shift, lse)
-    return total, (shift, lse), bad
+    (N, C) array, as a float; its gradient ``softmax(x) - onehot(target)``; -1, or the
+    first row whose int64 target is not a class index), on the calling thread: the
+    usual small batch's loss (ops/loss.py), whose backward then only scales."""
+    grad = np.empty_like(x)
+    total, bad = _class_loss_sum(x, target, grad)
+    return total, grad, bad
 
 
 # ---------------------------------------------------------------------------

@@ -250,25 +250,20 @@ class CrossEntropy(_ClassIndexLoss):
 
 class UsualCrossEntropy(CrossEntropy):
     """CrossEntropy of the usual batch as `_usual_cross_entropy` records it: its
-    first-order backward is one kernel call; a recorded backward (``create_graph``) gets
-    what CrossEntropy's formulas read filled in first."""
+    first-order backward scales the gradient its forward kernel computed; a recorded
+    backward (``create_graph``) gets what CrossEntropy's formulas read filled in first."""
 
     @staticmethod
     def _backward(ctx, grad):
-        x, _ = ctx.saved_tensors
-        xd = x._data
         if is_grad_enabled():
-            n, c = xd.shape
-            ctx.picked_weight, ctx.valid = np.ones(n, xd.dtype), np.ones(n, bool)
+            x, _ = ctx.saved_tensors
+            n, c = x.shape
+            ctx.picked_weight, ctx.valid = np.ones(n, x._data.dtype), np.ones(n, bool)
             ctx.smoothing, ctx.bshape, ctx.logp, ctx.native = 0.0, (1, c), None, None
             return CrossEntropy._backward(ctx, grad)
-        n, c = xd.shape
-        # (each sample's gradient rounded as CrossEntropy's; its coefficients as for a
-        # batch without weights or smoothing)
-        g = np.full(n, grad._data * ctx.factor, xd.dtype)
-        return _make(_native_rows.cross_entropy_backward(
-            g, xd, ctx.norm, ctx.target, np.ones(n, xd.dtype), np.zeros(n, xd.dtype),
-            np.ones(c, xd.dtype))), None
+        gradient = ctx.gradient
+        # (each sample's factor rounded as CrossEntropy's)
+        return _make(gradient * gradient.dtype.type(grad._data * ctx.factor)), None
 
 
 # A batch of up to this many logits may take `_usual_cross_entropy` (larger ones take
@@ -295,16 +290,17 @@ def _usual_cross_entropy(input: Tensor, target: Tensor, ignore_index: int,
             or reduction == "none" or 0 <= ignore_index < x.shape[1]
             or PROCESS.observer is not None or not _native_rows.supports(x)):
         return None
-    total, norm, bad = _native_rows.class_loss_sum(x, t)
+    total, gradient, bad = _native_rows.class_loss_sum(x, t)
     if bad >= 0:
         return None
     result = _make(np.asarray(total / x.shape[0] if reduction == "mean" else total, x.dtype))
     if input._requires_grad and STATE.enabled:
         ctx = _new_object(UsualCrossEntropy)
         ctx._to_save = (x, None)
-        # (the targets copied: later in-place writes to them do not reach the backward)
-        ctx.factor, ctx.norm, ctx.target = 1.0 / x.shape[0] if reduction == "mean" else 1.0, \
-            norm, t.copy()
+        # (the targets copied: later in-place writes to them do not reach a recorded
+        # backward)
+        ctx.factor = 1.0 / x.shape[0] if reduction == "mean" else 1.0
+        ctx.gradient, ctx.target = gradient, t.copy()
         record_node(ctx, (input, None), (x, None), (result,))
     return result
 

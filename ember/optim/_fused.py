@@ -224,8 +224,25 @@ def sgd_step(param, grad, buf, *, lr: float, momentum: float, dampening: float,
 
     On the `first` step the buffer is overwritten with the gradient (PyTorch's start).
     """
-    real = param.dtype.type
-    arrays = [flat(a) for a in (param, grad, unused(param.dtype) if buf is None else buf)]
-    scalars = (real(-1.0 if maximize else 1.0), real(weight_decay), real(-lr), real(momentum),
-               real(1 - dampening), first, nesterov)
-    _update("sgd", _sgd_range, _sgd_blocks, arrays, 2 if buf is None else 3, scalars)
+    scalars = sgd_scalars(param.dtype, lr=lr, momentum=momentum, dampening=dampening,
+                          weight_decay=weight_decay, nesterov=nesterov, maximize=maximize,
+                          first=first)
+    sgd_run(param, grad, buf, scalars)
+
+
+def sgd_scalars(dtype, *, lr: float, momentum: float, dampening: float, weight_decay: float,
+                nesterov: bool, maximize: bool, first: bool) -> tuple:
+    """The SGD kernels' numbers for parameters of `dtype` (see `sgd_step`): made once for
+    a group's parameters of one dtype (`SGD._step_group`)."""
+    real = dtype.type
+    return (real(-1.0 if maximize else 1.0), real(weight_decay), real(-lr), real(momentum),
+            real(1 - dampening), first, nesterov)
+
+
+def sgd_run(param, grad, buf, scalars: tuple) -> None:
+    """`sgd_step` with its numbers made (`sgd_scalars`): contiguous arrays of one dtype."""
+    if buf is None:
+        arrays, state = [param.reshape(-1), grad.reshape(-1), unused(param.dtype)], 2
+    else:
+        arrays, state = [param.reshape(-1), grad.reshape(-1), buf.reshape(-1)], 3
+    _update("sgd", _sgd_range, _sgd_blocks, arrays, state, scalars)

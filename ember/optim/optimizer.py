@@ -257,6 +257,8 @@ class Optimizer:
         with no_grad():
             for group in self.param_groups:
                 self._check_group(group)
+                if self._step_group(group, states):
+                    continue
                 for p in group["params"]:
                     grad = p._grad
                     if grad is None:
@@ -286,6 +288,12 @@ class Optimizer:
                 f"{type(self).__name__}: differentiable=True is not supported by ember (the "
                 "update is computed on arrays, outside the autograd graph)"
             )
+
+    def _step_group(self, group: dict, states: dict) -> bool:
+        """A subclass's step of a whole group at once, where it has one for the group's
+        parameters as they are; False, with nothing changed, to take the loop over
+        parameters (`_init_state`, `_update`) instead."""
+        return False
 
     def _init_state(self, param: Tensor, state: dict, group: dict) -> None:
         """Fill the empty state of `param` (subclasses)."""

@@ -170,3 +170,61 @@ def test_fused_flag_errors_as_pytorch(cls):
     with pytest.raises(RuntimeError, match="does not support `differentiable`"):
         opt(p, lr=0.1, fused=True, differentiable=True)
     opt(p, lr=0.1, fused=True).step()  # accepted on the CPU, as in PyTorch
+
+
+SGD_OPTIONS = [{"momentum": 0.9}, {"momentum": 0.9, "nesterov": True, "weight_decay": 0.01},
+               {"momentum": 0.5, "dampening": 0.3, "maximize": True}, {}]
+
+
+@needs_numba
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("options", SGD_OPTIONS, ids=["momentum", "nesterov", "dampening",
+                                                      "plain"])
+def test_sgd_group_step_equals_the_loop_over_parameters(monkeypatch, dtype, options):
+    # SGD._step_group (one loop over the kernel's calls) gives the bits of the base
+    # class's loop, from the second step on (the first makes the momentum buffers), and
+    # moves each parameter's version as the loop does
+    taken = []
+    real = ember.optim.SGD._step_group
+
+    def spy(self, group, states):
+        taken.append(real(self, group, states))
+        return taken[-1]
+
+    results = []
+    for group_step in (True, False):
+        if group_step:
+            monkeypatch.setattr(ember.optim.SGD, "_step_group", spy)
+        else:
+            monkeypatch.setattr(ember.optim.SGD, "_step_group", lambda self, *a: False)
+        params, opt = _large_run("SGD", options, steps=3, size=(70, 9), dtype=dtype)
+        tensors = opt.param_groups[0]["params"]
+        buffers = [opt.state[p]["momentum_buffer"].numpy() for p in tensors] if options \
+            else []
+        results.append((params, buffers, [p._version.value for p in tensors]))
+    assert taken == ([False, True, True] if options.get("momentum") else [True] * 3)
+    for got, expected in zip(*[r[0] + r[1] for r in results]):
+        np.testing.assert_array_equal(got, expected)
+    assert results[0][2] == results[1][2]
+
+
+@needs_numba
+def test_sgd_group_step_leaves_unusual_groups_to_the_loop():
+    rng = np.random.default_rng(8)
+    a = ember.tensor(rng.standard_normal(5).astype(np.float32), requires_grad=True)
+    b = ember.tensor(rng.standard_normal(5), requires_grad=True)        # float64
+    opt = ember.optim.SGD([a, b], lr=0.1, momentum=0.9)
+    for p in (a, b):
+        p.grad = ember.ones_like(p)
+    opt.step()                                   # (makes the buffers)
+    group, states = opt.param_groups[0], opt.state
+    assert not opt._step_group(group, states)    # two dtypes
+    c = ember.tensor(rng.standard_normal((4, 6)).astype(np.float32), requires_grad=True)
+    c.grad = ember.ones(6, 4).t()                # a gradient that is not C-contiguous
+    opt = ember.optim.SGD([c], lr=0.1)
+    assert not opt._step_group(opt.param_groups[0], opt.state)
+    before = c.detach().numpy().copy()
+    opt.step()                                   # (the loop's NumPy rule takes it)
+    np.testing.assert_allclose(c.detach().numpy(), before - 0.1, rtol=1e-6)
+    with native.use_numba(False):
+        assert not opt._step_group(opt.param_groups[0], opt.state)

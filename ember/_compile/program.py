@@ -347,7 +347,3 @@ def _on_cpu(trace, named: dict) -> bool:
     """Whether every input, parameter and buffer of a trace is a NumPy array."""
     return all(type(t._data) is np.ndarray for t in list(trace.inputs) + list(named.values()))
 
-
-def flat_inputs(args: tuple) -> list:
-    """The tensors among the call's arguments, in order (the graph's inputs)."""
-    return flatten_tensors(list(args))

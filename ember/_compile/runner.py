@@ -43,7 +43,9 @@ class CompiledFunction:
         if tensors is None:
             return self._eager("a module has hooks", args, kwargs)
         key = program.signature(args, state, tensors)
-        if key is None or not any(isinstance(a, Tensor) for a in args):
+        # (the graph's inputs: `signature` lets through tensors and plain values only)
+        inputs = [a for a in args if isinstance(a, Tensor)]
+        if key is None or not inputs:
             return self._eager("no tensor argument, or one that is neither a tensor nor a "
                                "number", args, kwargs)
         graph = self.graphs.get(key)
@@ -70,7 +72,7 @@ class CompiledFunction:
             return returned
         if graph is program.EAGER:
             return self.fn(*args)
-        return graph.run(program.flat_inputs(args), tensors)
+        return graph.run(inputs, tensors)
 
     def _names(self) -> tuple:
         """(name -> parameter or buffer, id(module) -> name): what the tracer names."""

@@ -255,8 +255,10 @@ class UsualCrossEntropy(CrossEntropy):
 
     @staticmethod
     def _backward(ctx, grad):
+        # (read first: it raises on a second backward through a freed graph, and where
+        # the logits were written in place since, as CrossEntropy's does)
+        x, _ = ctx.saved_tensors
         if is_grad_enabled():
-            x, _ = ctx.saved_tensors
             n, c = x.shape
             ctx.picked_weight, ctx.valid = np.ones(n, x._data.dtype), np.ones(n, bool)
             ctx.smoothing, ctx.bshape, ctx.logp, ctx.native = 0.0, (1, c), None, None

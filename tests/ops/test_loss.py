@@ -333,6 +333,22 @@ def test_usual_cross_entropy_equals_the_general_path(monkeypatch, dtype, reducti
 
 
 @needs_numba
+def test_usual_cross_entropy_raises_as_cross_entropy_does():
+    x = ember.randn(6, 5, requires_grad=True)
+    t = ember.tensor([0, 1, 2, 3, 4, 0])
+    loss = F.cross_entropy(x, t)
+    assert type(loss.grad_fn).__name__ == "UsualCrossEntropy"
+    loss.backward()
+    with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+        loss.backward()
+    loss = F.cross_entropy(x, t)
+    with ember.no_grad():
+        x.add_(1.0)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        loss.backward()
+
+
+@needs_numba
 def test_usual_cross_entropy_gradients_of_first_and_second_order():
     rng = np.random.default_rng(13)
     x = ember.tensor(rng.standard_normal((5, 4)), requires_grad=True)

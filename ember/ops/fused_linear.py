@@ -44,7 +44,9 @@ class FusedLinear(Function):
     @staticmethod
     def backward(ctx, grad):
         x, w, y = ctx.saved_tensors
-        need_x, need_w, need_b = (edge[0] is not None for edge in ctx._edges)
+        edges = ctx._edges
+        need_x, need_w, need_b = (edges[0][0] is not None, edges[1][0] is not None,
+                                  edges[2][0] is not None)
         if STATE.enabled:  # create_graph: the same gradients as differentiable ops
             d = ReluBackward.apply(grad, y) if ctx.relu else grad
             return (d @ w if need_x else None, d.t() @ x if need_w else None,

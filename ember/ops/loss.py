@@ -167,16 +167,22 @@ def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: fl
 
 
 class _ClassIndexLoss(Function):
-    """Base of CrossEntropy and NllLoss: their reduced forms share `_reduced` and
-    `_per_sample`; `backward` runs the subclass's `_backward` without NumPy's warnings for
-    a mean over zero total weight (see `_quiet_nan`)."""
+    """Base of CrossEntropy and NllLoss, ops of (x, weight, target): their reduced forms
+    share `_reduced` and `_per_sample`; `backward` runs the subclass's `_backward` (x's
+    gradient) without NumPy's warnings for a mean over zero total weight (see
+    `_quiet_nan`).
+
+    The target goes in as an argument and its values are read in `forward`
+    (`_target_arrays`), not before the call: ``ember.compile`` then replays the op on
+    each call's target, where arrays computed from it outside the op would be frozen
+    into the graph."""
 
     _name = "NllLossBackward0"
 
     @classmethod
     def backward(cls, ctx, grad):
         with _quiet_nan(ctx):
-            return cls._backward(ctx, grad)
+            return cls._backward(ctx, grad), None, None
 
 
 class CrossEntropy(_ClassIndexLoss):
@@ -189,10 +195,12 @@ class CrossEntropy(_ClassIndexLoss):
     'mean' divides by `total`, the summed weight of the non-ignored targets)."""
 
     @staticmethod
-    def forward(ctx, x, weight, *, target, picked_weight, valid, smoothing,
-                reduction="none", total=1.0):
+    def forward(ctx, x, weight, target, *, ignore_index, smoothing, reduction="none"):
         xp = xp_of(x)
         c = x.shape[1]
+        target, picked_weight, valid = _target_arrays(target, weight, c, ignore_index,
+                                                      x.dtype)
+        total = float(picked_weight.sum()) if reduction == "mean" else 1.0
         ctx.native = None
         if _native_rows.supports(x) and (weight is None or weight.dtype == x.dtype):
             loss = _native_cross_entropy(ctx, x, weight, target, picked_weight, valid,
@@ -231,10 +239,10 @@ class CrossEntropy(_ClassIndexLoss):
                 g = grad._data if ctx.factor is None else grad._data * ctx.factor
             # (a writable copy: a read-only view of g would give the kernel a second build)
             g = np.array(np.broadcast_to(g, x.shape[:1]), dtype)
-            return _make(_native_rows.cross_entropy_backward(g, x._data, *ctx.native)), None
+            return _make(_native_rows.cross_entropy_backward(g, x._data, *ctx.native))
         grad = _per_sample(ctx, grad, x.dim())
         if not is_grad_enabled() and s == 0:
-            return _cross_entropy_grad(ctx, grad._data, dtype), None
+            return _cross_entropy_grad(ctx, grad._data, dtype)
         onehot = (xp.arange(c).reshape(ctx.bshape) == ctx.target[:, None]).astype(dtype)
         q = onehot * ((1 - s) * ctx.picked_weight[:, None]).astype(dtype)
         a = (1 - s) * ctx.picked_weight
@@ -245,7 +253,7 @@ class CrossEntropy(_ClassIndexLoss):
             a = a + (s / c) * w.sum() * ctx.valid
         p = Softmax.apply(x, 1)
         g = grad.unsqueeze(1)
-        return g * (p * _make(a[:, None].astype(dtype)) - _make(q.astype(dtype))), None
+        return g * (p * _make(a[:, None].astype(dtype)) - _make(q.astype(dtype)))
 
 
 class UsualCrossEntropy(CrossEntropy):
@@ -265,7 +273,7 @@ class UsualCrossEntropy(CrossEntropy):
             return CrossEntropy._backward(ctx, grad)
         gradient = ctx.gradient
         # (each sample's factor rounded as CrossEntropy's)
-        return _make(gradient * gradient.dtype.type(grad._data * ctx.factor)), None
+        return _make(gradient * gradient.dtype.type(grad._data * ctx.factor))
 
 
 # A batch of up to this many logits may take `_usual_cross_entropy` (larger ones take
@@ -298,12 +306,12 @@ def _usual_cross_entropy(input: Tensor, target: Tensor, ignore_index: int,
     result = _make(np.asarray(total / x.shape[0] if reduction == "mean" else total, x.dtype))
     if input._requires_grad and STATE.enabled:
         ctx = _new_object(UsualCrossEntropy)
-        ctx._to_save = (x, None)
+        ctx._to_save = (x, None)  # (as CrossEntropy saves: x and the weight)
         # (the targets copied: later in-place writes to them do not reach a recorded
         # backward)
         ctx.factor = 1.0 / x.shape[0] if reduction == "mean" else 1.0
         ctx.gradient, ctx.target = gradient, t.copy()
-        record_node(ctx, (input, None), (x, None), (result,))
+        record_node(ctx, (input, None, target), (x, None, t), (result,))
     return result
 
 
@@ -348,8 +356,11 @@ class NllLoss(_ClassIndexLoss):
     Its gradient ``-w[t] grad`` at the target class, 0 elsewhere, is linear in grad."""
 
     @staticmethod
-    def forward(ctx, x, *, target, picked_weight, valid, reduction, total):
+    def forward(ctx, x, weight, target, *, ignore_index, reduction):
         xp = xp_of(x)
+        target, picked_weight, valid = _target_arrays(target, weight, x.shape[1],
+                                                      ignore_index, x.dtype)
+        total = float(picked_weight.sum()) if reduction == "mean" else 1.0
         picked = xp.take_along_axis(x, target[:, None], axis=1)[:, 0]
         loss = -(picked_weight * picked)
         ctx.target, ctx.picked_weight, ctx.valid = target, picked_weight, valid
@@ -395,12 +406,12 @@ def _per_sample(ctx, grad: Tensor, ndim: int) -> Tensor:
     return grad.reshape((1,) * (ndim - 1))
 
 
-def _class_target(op: str, input: Tensor, target: Tensor, weight, ignore_index: int):
-    """Checks for class-index targets; returns (x as (N, C, ...), target, picked weights,
-    valid mask, shape of the unreduced loss)."""
-    usual = _usual_batch(input, target, weight, ignore_index)
-    if usual is not None:
-        return usual
+def _class_target(op: str, input: Tensor, target: Tensor, weight) -> tuple:
+    """Checks of class-index targets that read no values (dtype, shapes, device, the
+    weight's size); returns (x as (N, C, ...), the target as (N, ...), the shape of the
+    unreduced loss).  The values are checked by the op (`_target_arrays`)."""
+    if _usual_shapes(input, target, weight):
+        return input, target, tuple(target.shape)
     if target.dtype.name not in ("int64", "uint8"):
         raise RuntimeError("expected target dtype to be Long or Byte, but got "
                            f"{_dtype_word(target)}")
@@ -430,36 +441,39 @@ def _class_target(op: str, input: Tensor, target: Tensor, weight, ignore_index: 
             raise RuntimeError(f"weight tensor should be defined either for all {c} classes or "
                                f"no classes but got weight tensor of shape: {list(weight.shape)}")
         raise RuntimeError("weight tensor should be defined either for all or no classes")
-    xp = xp_of(t._data)
-    tgt = t._data.astype(np.int64)  # a copy: later in-place writes to target do not reach it
-    dtype = x._data.dtype
-    if weight is None and _all_classes(tgt, c, ignore_index):
+    return x, t, tuple(target.shape)
+
+
+def _usual_shapes(input: Tensor, target: Tensor, weight) -> bool:
+    """Whether `_class_target`'s checks pass at a glance: (N, C) logits of a NumPy float
+    array, N int64 targets, no weight.  (A 128x10 batch: ~7 us of checks otherwise,
+    three times that inside a training step.)"""
+    x, t = input._data, target._data
+    return (weight is None and type(x) is np.ndarray and type(t) is np.ndarray
+            and x.ndim == 2 and t.ndim == 1 and t.dtype == np.int64 and x.dtype.kind == "f"
+            and t.shape[0] == x.shape[0])
+
+
+def _target_arrays(target, weight, classes: int, ignore_index: int, dtype) -> tuple:
+    """(the targets as int64 indices, 0 where ignored; each sample's weight, 0 where
+    ignored; the mask of samples not ignored) from the target array, in the op's
+    forward; an IndexError names a target that is no class index.  (A copy of the
+    targets: later in-place writes to the target do not reach the backward.)"""
+    xp = xp_of(target)
+    tgt = target.astype(np.int64)
+    if weight is None and _all_classes(tgt, classes, ignore_index):
         # the usual batch: every target a class, none ignored (2 passes instead of 8)
-        return x, tgt, xp.ones(tgt.shape, dtype), xp.ones(tgt.shape, bool), tuple(target.shape)
+        return tgt, xp.ones(tgt.shape, dtype), xp.ones(tgt.shape, bool)
     valid = tgt != ignore_index
-    bad = valid & ((tgt < 0) | (tgt >= c))
+    bad = valid & ((tgt < 0) | (tgt >= classes))
     if bad.any():
         raise IndexError(f"Target {int(tgt[bad].reshape(-1)[0])} is out of bounds.")
     safe = xp.where(valid, tgt, 0)
     if weight is None:
         picked = valid.astype(dtype)
     else:
-        picked = (weight._data.reshape(-1)[safe] * valid).astype(dtype)
-    return x, safe, picked, valid, tuple(target.shape)
-
-
-def _usual_batch(input: Tensor, target: Tensor, weight, ignore_index: int):
-    """`_class_target`'s result for the usual batch, checked on the arrays: (N, C) logits
-    of a NumPy float array, N int64 class indices all in range, no weight, no index
-    ignored; None for anything else (which `_class_target` checks in full).  (A 128x10
-    batch: ~7 us of checks otherwise, three times that inside a training step.)"""
-    x, t = input._data, target._data
-    if (weight is not None or type(x) is not np.ndarray or type(t) is not np.ndarray
-            or x.ndim != 2 or t.ndim != 1 or t.dtype != np.int64 or x.dtype.kind != "f"
-            or t.shape[0] != x.shape[0] or not _all_classes(t, x.shape[1], ignore_index)):
-        return None
-    # (a copy: later in-place writes to target do not reach it)
-    return input, t.copy(), np.ones(t.shape, x.dtype), np.ones(t.shape, bool), t.shape
+        picked = (weight.reshape(-1)[safe] * valid).astype(dtype)
+    return safe, picked, valid
 
 
 def _all_classes(targets, classes: int, ignore_index: int) -> bool:
@@ -502,11 +516,9 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
     if not input.dtype.is_floating_point:
         raise unsupported("log_softmax_lastdim_kernel_impl", input.dtype)
     constant_arg("nll_loss_forward", "weight", weight)
-    x, safe, picked, valid, shape = _class_target("cross_entropy", input, target, weight,
-                                                  ignore_index)
-    total = float(picked.sum()) if reduction == "mean" else 1.0
-    loss = CrossEntropy.apply(x, weight, target=safe, picked_weight=picked, valid=valid,
-                              smoothing=label_smoothing, reduction=reduction, total=total)
+    x, t, shape = _class_target("cross_entropy", input, target, weight)
+    loss = CrossEntropy.apply(x, weight, t, ignore_index=ignore_index,
+                              smoothing=label_smoothing, reduction=reduction)
     if reduction == "none" and tuple(loss.shape) != shape:
         return loss.reshape(shape)
     return loss
@@ -539,12 +551,9 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_a
     check_tensor("nll_loss", "input", input)
     check_tensor("nll_loss", "target", target)
     reduction = resolve_reduction(size_average, reduce, reduction)
-    x, safe, picked, valid, shape = _class_target("nll_loss", input, target, weight,
-                                                  ignore_index)
+    x, t, shape = _class_target("nll_loss", input, target, weight)
     constant_arg("nll_loss_forward", "weight", weight)
-    total = float(picked.sum()) if reduction == "mean" else 1.0
-    loss = NllLoss.apply(x, target=safe, picked_weight=picked, valid=valid, reduction=reduction,
-                         total=total)
+    loss = NllLoss.apply(x, weight, t, ignore_index=ignore_index, reduction=reduction)
     if reduction == "none" and tuple(loss.shape) != shape:
         return loss.reshape(shape)
     return loss

@@ -289,3 +289,36 @@ def test_standard_layers_train_through_the_training_replay_like_eager(name):
     assert isinstance(out.grad_fn, GraphNode)
     for p, q in zip(model.parameters(), twin.parameters()):
         np.testing.assert_allclose(q.detach().numpy(), p.detach().numpy(), rtol=1e-4, atol=1e-5)
+
+
+class _LossInside(nn.Module):
+    """A module whose forward computes its class-index losses from its targets."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(6, 4)
+
+    def forward(self, x, y):
+        logits = self.fc(x)
+        return (F.cross_entropy(logits, y) + F.cross_entropy(logits, y, ignore_index=1)
+                + F.nll_loss(F.log_softmax(logits, 1), y, weight=ember.tensor([1., 2., 3., 4.])))
+
+
+def test_losses_inside_a_compiled_module_read_each_calls_targets():
+    # class-index losses read their targets' values in the op, so the replay takes each
+    # call's targets (they were once arrays computed before the op: frozen into the graph)
+    ember.manual_seed(3)
+    model = _LossInside()
+    compiled = ember.compile(model)
+    x = ember.randn(5, 6)
+    for targets in ([0, 1, 2, 3, 0], [3, 3, 3, 3, 3], [1, 0, 1, 1, 2], [2, 2, 0, 1, 3]):
+        y = ember.tensor(targets)
+        results = []
+        for m in (model, compiled):
+            model.zero_grad()
+            loss = m(x, y)
+            loss.backward()
+            results.append((loss.item(), model.fc.weight.grad.numpy().copy()))
+        assert results[1][0] == pytest.approx(results[0][0], rel=1e-6)
+        np.testing.assert_allclose(results[1][1], results[0][1], rtol=1e-6, atol=1e-7)
+    assert compiled._compiled.captures == 1

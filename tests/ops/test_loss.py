@@ -256,22 +256,25 @@ def test_ctc_empty_target_is_all_blank_probability():
 
 
 def test_usual_class_target_batch_matches_the_full_checks():
-    # the usual batch is checked on the arrays (loss._usual_batch); anything else, and
-    # every error, still goes through _class_target's full checks
+    # the usual batch's shapes are checked at a glance (loss._usual_shapes) and its
+    # values in the op (loss._target_arrays); anything else, and every error, still goes
+    # through _class_target's full checks
     from ember.ops import loss
 
     rng = np.random.default_rng(3)
     logits = ember.tensor(rng.standard_normal((6, 4)), requires_grad=True)
     target = ember.tensor([0, 3, 1, 2, 3, 0])
-    usual = loss._usual_batch(logits, target, None, -100)
-    assert usual is not None
-    x, t, picked, valid, shape = usual
-    assert x is logits and shape == (6,)
-    np.testing.assert_array_equal(t, [0, 3, 1, 2, 3, 0])
-    assert t is not target._data and picked.dtype == np.float64 and valid.all()
-    assert loss._usual_batch(logits, target, None, 2) is None          # an index ignored
-    assert loss._usual_batch(logits, target, ember.ones(4), -100) is None
-    assert loss._usual_batch(logits, ember.tensor([0, 4, 1, 2, 3, 0]), None, -100) is None
+    assert loss._usual_shapes(logits, target, None)
+    x, t, shape = loss._class_target("cross_entropy", logits, target, None)
+    assert x is logits and t is target and shape == (6,)
+    safe, picked, valid = loss._target_arrays(target._data, None, 4, -100, np.float64)
+    np.testing.assert_array_equal(safe, [0, 3, 1, 2, 3, 0])
+    assert safe is not target._data and picked.dtype == np.float64 and valid.all()
+    safe, picked, valid = loss._target_arrays(target._data, None, 4, 2, np.float64)
+    np.testing.assert_array_equal(valid, [True, True, True, False, True, True])
+    np.testing.assert_array_equal(safe, [0, 3, 1, 0, 3, 0])     # (an ignored index: 0)
+    assert not loss._usual_shapes(logits, target, ember.ones(4))
+    assert not loss._usual_shapes(logits, target.int(), None)
     with pytest.raises(IndexError, match="Target 4 is out of bounds"):
         F.cross_entropy(logits, ember.tensor([0, 4, 1, 2, 3, 0]))
     with pytest.raises(IndexError, match="Target -1 is out of bounds"):

@@ -15,6 +15,7 @@ from .._core.tensor import Tensor, _make, size_str
 from ._autocast import float32_inputs
 from ._util import xp_of
 from .activation import LogSigmoid
+from .creation import arange
 from .elementwise_special import where
 from .joining import cat, stack
 from .loss import REDUCTIONS, check_tensor, constant_arg, reduce_loss, resolve_reduction
@@ -102,19 +103,21 @@ def multi_margin_loss(input: Tensor, target: Tensor, p: int = 1, margin: float =
         raise RuntimeError(f"inconsistent weight size, expected {c} but got "
                            f"{list(weight.shape)}")
     constant_arg("multi_margin_loss", "weight", weight)
-    tgt = t._data.astype(np.int64)
+    tgt = t._data
     if bool(((tgt < 0) | (tgt >= c)).any()):
         raise RuntimeError("target out of range")
-    idx = _make(tgt[:, None])
+    # (what the targets select, as ops on the target tensor: ember.compile replays them on
+    # each call's targets, where arrays computed from them here would be frozen)
+    idx = t.long().unsqueeze(1)
     picked = x.gather(1, idx)
     # (relu, not clamp_min: no gradient where a term is exactly 0, as PyTorch's kernel)
     terms = (margin - picked + x).relu()
     if p == 2:
         terms = terms * terms
     if weight is not None:
-        terms = terms * weight.reshape(-1)[_make(tgt)].unsqueeze(1)
-    xp = xp_of(tgt)
-    not_target = _make((xp.arange(c)[None, :] != tgt[:, None]).astype(x._data.dtype))
+        terms = terms * weight.reshape(-1)[idx[:, 0]].unsqueeze(1)
+    classes = arange(c, device=x.device).unsqueeze(0)
+    not_target = (classes != idx).to(x.dtype)
     loss = (terms * not_target).sum(1) / c
     if input.dim() <= 1:
         loss = loss.reshape(())
@@ -133,19 +136,22 @@ def multilabel_margin_loss(input: Tensor, target: Tensor, size_average=None, red
         raise RuntimeError(f"inconsistent target size: {list(target.shape)} for input of size: "
                            f"{list(input.shape)}")
     n, c = x.shape
-    tgt = tg._data.astype(np.int64)
+    tgt = tg._data
     xp = xp_of(tgt)
-    # a target list ends at its first -1; each listed class counts once per listing
-    listed = xp.cumsum(tgt < 0, axis=1) == 0
-    if bool((listed & (tgt >= c)).any()):
+    if bool(((xp.cumsum(tgt < 0, axis=1) == 0) & (tgt >= c)).any()):
         raise RuntimeError("argument #2 'target' is out of range")
-    hits = (tgt[:, :, None] == xp.arange(c)[None, None, :]) & listed[:, :, None]
-    counts = hits.sum(axis=1).astype(x._data.dtype)
+    # (as ops on the target tensor, as in multi_margin_loss)
+    # a target list ends at its first -1; each listed class counts once per listing
+    tl = tg.long()
+    listed = (tl < 0).long().cumsum(1) == 0
+    classes = arange(c, device=x.device).reshape(1, 1, c)
+    hits = (tl.unsqueeze(2) == classes) & listed.unsqueeze(2)
+    counts = hits.sum(1).to(x.dtype)
     is_target = counts > 0
     # hinge[n, j, k] = max(0, 1 - x[n, j] + x[n, k])
     hinge = (1 - x.unsqueeze(2) + x.unsqueeze(1)).relu()   # (as multi_margin_loss)
-    pair = (counts[:, :, None] * (~is_target)[:, None, :]).astype(x._data.dtype)
-    loss = (hinge * _make(pair)).sum((1, 2)) / c
+    pair = counts.unsqueeze(2) * (~is_target).unsqueeze(1).to(x.dtype)
+    loss = (hinge * pair).sum((1, 2)) / c
     if input.dim() <= 1:
         loss = loss.reshape(())
     return reduce_loss(loss, reduction)

@@ -322,3 +322,36 @@ def test_losses_inside_a_compiled_module_read_each_calls_targets():
         assert results[1][0] == pytest.approx(results[0][0], rel=1e-6)
         np.testing.assert_allclose(results[1][1], results[0][1], rtol=1e-6, atol=1e-7)
     assert compiled._compiled.captures == 1
+
+
+class _MarginLossesInside(nn.Module):
+    """A module whose forward computes the margin losses of class-index targets."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(6, 4)
+
+    def forward(self, x, y, z):
+        h = self.fc(x)
+        return (F.multi_margin_loss(h, y, weight=ember.tensor([1., 2., 3., 4.]))
+                + F.multilabel_margin_loss(h, z))
+
+
+def test_margin_losses_inside_a_compiled_module_read_each_calls_targets():
+    # as the class-index losses above: the targets' selections are ops on the targets
+    ember.manual_seed(4)
+    model = _MarginLossesInside()
+    compiled = ember.compile(model)
+    x = ember.randn(5, 6)
+    for single, lists in (([0, 1, 2, 3, 0], [0, 1, -1, 0]), ([3, 3, 3, 3, 3], [2, -1, 0, 0]),
+                          ([1, 0, 1, 0, 2], [3, 2, 1, -1])):
+        y, z = ember.tensor(single), ember.tensor([lists] * 5)
+        results = []
+        for m in (model, compiled):
+            model.zero_grad()
+            loss = m(x, y, z)
+            loss.backward()
+            results.append((loss.item(), model.fc.weight.grad.numpy().copy()))
+        assert results[1][0] == pytest.approx(results[0][0], rel=1e-6)
+        np.testing.assert_allclose(results[1][1], results[0][1], rtol=1e-6, atol=1e-7)
+    assert compiled._compiled.captures == 1

@@ -34,6 +34,8 @@ from ..jit._script_module import _JitTracer, _record
 from ..nn.modules._hooks import any_hooks
 from ..onnx._trace import Source, flatten_tensors
 from ..ops import _native as native
+from ..ops.activation import _rrelu_noise
+from ..ops.loss_margin import ctc_loss
 from ..random import default_generator
 from .fusion import FusedElementwise, find_chains
 from .graph_node import WholeGraph, why_not_whole
@@ -46,6 +48,9 @@ EAGER = "eager"  # a cache entry: this signature runs the Python code
 # the code may branch on data, which a recorded graph cannot follow.
 _VALUE_READS = frozenset(getattr(Tensor, name).__code__ for name in (
     "item", "tolist", "numpy", "__array__", "__bool__", "__float__", "__int__"))
+# ember functions that compute from tensor values outside any op, which a graph would
+# freeze: ctc_loss's lengths and alignments, rrelu's random slopes in training
+_VALUE_READS |= frozenset(fn.__code__ for fn in (ctc_loss, _rrelu_noise))
 
 
 class _CompileTracer(_JitTracer):

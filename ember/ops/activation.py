@@ -892,14 +892,21 @@ def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, trainin
     if not training:
         return leaky_relu(input, (lower + upper) / 2, inplace)
 
+    noise = _rrelu_noise(input, lower, upper)
+    if inplace:
+        return input.mul_(noise)
+    return input * noise
+
+
+def _rrelu_noise(input: Tensor, lower: float, upper: float) -> Tensor:
+    """rrelu's factors in training: 1 where `input` is non-negative, else a slope drawn
+    from U(lower, upper).  Made from the input's values and the generator outside any op:
+    ``ember.compile`` runs a call that reaches it eagerly (_compile/program.py)."""
     xp, src = _generator_for(input.device, None)._source()
     work = np.float64 if input.dtype is dtypes.float64 else np.float32
     u = src.uniform(tuple(input.shape), work)
     slopes = (lower + (upper - lower) * u).astype(input._data.dtype, copy=False)
-    noise = _make(xp.where(input._data >= 0, 1, slopes).astype(input._data.dtype, copy=False))
-    if inplace:
-        return input.mul_(noise)
-    return input * noise
+    return _make(xp.where(input._data >= 0, 1, slopes).astype(input._data.dtype, copy=False))
 
 
 def rrelu_(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3,

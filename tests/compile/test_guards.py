@@ -426,3 +426,28 @@ def test_an_argument_computed_from_another_under_create_graph():
     (eager,) = ember.autograd.grad(model(x, x * 2), x, create_graph=True)
     (got,) = ember.autograd.grad(compiled(x, x * 2), x, create_graph=True)
     np.testing.assert_allclose(got.detach().numpy(), eager.detach().numpy(), rtol=1e-5)
+
+
+def test_ember_functions_that_compute_from_values_outside_ops_run_eagerly():
+    # ctc_loss (lengths, alignments) and rrelu in training (random slopes by the input's
+    # sign) compute from tensor values outside any op: a graph would freeze them
+    def ctc(lp, targets, input_lengths, target_lengths):
+        return F.ctc_loss(lp, targets, input_lengths, target_lengths)
+
+    compiled = ember.compile(ctc)
+    lp = ember.randn(6, 2, 4).log_softmax(2)
+    for targets, lengths in (([[1, 2], [3, 1]], [2, 2]), ([[1, 1], [2, 3]], [2, 1])):
+        args = (lp, ember.tensor(targets), ember.tensor([6, 5]), ember.tensor(lengths))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            assert compiled(*args).item() == pytest.approx(ctc(*args).item(), rel=1e-6)
+    assert list(_graphs(compiled).values()) == [program.EAGER]
+
+    def noisy(x):
+        return F.rrelu(x, training=True)
+
+    compiled = ember.compile(noisy)
+    with pytest.warns(RuntimeWarning, match="reads tensor values"):
+        compiled(ember.randn(5))
+    assert list(_graphs(compiled).values()) == [program.EAGER]
+    assert ember.equal(ember.compile(lambda x: F.rrelu(x))(ember.ones(3)), ember.ones(3))

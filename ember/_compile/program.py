@@ -23,6 +23,7 @@ write into a tensor made inside the call, or no tensor returned.
 
 from __future__ import annotations
 
+import inspect
 import warnings
 
 import numpy as np
@@ -50,7 +51,8 @@ _VALUE_READS = frozenset(getattr(Tensor, name).__code__ for name in (
     "item", "tolist", "numpy", "__array__", "__bool__", "__float__", "__int__"))
 # ember functions that compute from tensor values outside any op, which a graph would
 # freeze: ctc_loss's lengths and alignments, rrelu's random slopes in training
-_VALUE_READS |= frozenset(fn.__code__ for fn in (ctc_loss, _rrelu_noise))
+# (their own code: ctc_loss's decorator, which every loss shares, is not a value read)
+_VALUE_READS |= frozenset(inspect.unwrap(fn).__code__ for fn in (ctc_loss, _rrelu_noise))
 
 
 class _CompileTracer(_JitTracer):

@@ -451,3 +451,9 @@ def test_ember_functions_that_compute_from_values_outside_ops_run_eagerly():
         compiled(ember.randn(5))
     assert list(_graphs(compiled).values()) == [program.EAGER]
     assert ember.equal(ember.compile(lambda x: F.rrelu(x))(ember.ones(3)), ember.ones(3))
+    # (the other losses, which share ctc_loss's autocast decorator, still compile)
+    compiled = ember.compile(lambda x, y: F.cross_entropy(x, y))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        compiled(ember.randn(4, 3), ember.tensor([0, 1, 2, 0]))
+    assert all(g is not program.EAGER for g in _graphs(compiled).values())

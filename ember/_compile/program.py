@@ -24,6 +24,7 @@ write into a tensor made inside the call, or no tensor returned.
 from __future__ import annotations
 
 import inspect
+import os
 import warnings
 
 import numpy as np
@@ -35,6 +36,7 @@ from ..jit._script_module import _JitTracer, _record
 from ..nn.modules._hooks import any_hooks
 from ..onnx._trace import Source, flatten_tensors
 from ..ops import _native as native
+from ..ops import creation
 from ..ops.activation import _rrelu_noise
 from ..ops.loss_margin import ctc_loss
 from ..random import default_generator
@@ -53,20 +55,75 @@ _VALUE_READS = frozenset(getattr(Tensor, name).__code__ for name in (
 # freeze: ctc_loss's lengths and alignments, rrelu's random slopes in training
 # (their own code: ctc_loss's decorator, which every loss shares, is not a value read)
 _VALUE_READS |= frozenset(inspect.unwrap(fn).__code__ for fn in (ctc_loss, _rrelu_noise))
+# Where the functions whose results `_CompileTracer` checks live (ember's ops), and those of
+# them whose new tensors depend on their arguments' shapes, dtypes and devices only.
+_OPS_DIR = os.path.dirname(inspect.getfile(_rrelu_noise))
+_SHAPE_ONLY = frozenset(inspect.unwrap(fn).__code__ for fn in (
+    creation._filled_like, creation.zeros_like, creation.ones_like, creation.empty_like,
+    creation.full_like, creation.new_zeros))
+_RESULTS = (Tensor, tuple, list)
 
 
 class _CompileTracer(_JitTracer):
     """The jit tracer, also noting what a graph could not replay faithfully: reads of
-    tensor values into Python, and tensors from outside the call that require grad
-    (a closure's weights: a graph would hold them as constants)."""
+    tensor values into Python (and tensors made from them outside any op), and tensors
+    from outside the call that require grad (a closure's weights: a graph would hold them
+    as constants)."""
 
     value_reads = 0
     outside_grad = 0
 
+    def __init__(self, *args, **kwargs):
+        self._bound: list = []  # (array, Source) of every traced tensor, for `source`
+        super().__init__(*args, **kwargs)
+
     def profile(self, frame, event, arg) -> None:
         if event == "call" and frame.f_code in _VALUE_READS and not self._paused:
             self.value_reads += 1
+        elif (event == "return" and not self._paused and type(arg) in _RESULTS
+              and frame.f_code.co_filename.startswith(_OPS_DIR)
+              and frame.f_code not in _SHAPE_ONLY and self._untracked_from_tracked(frame, arg)):
+            # an ember function made a tensor from the values of a traced one outside any
+            # op (argsort, unique, bincount: integer results that need no gradient): a
+            # graph would hold it as a constant computed from the first call's values
+            self.value_reads += 1
         super().profile(frame, event, arg)
+
+    def _bind(self, t: Tensor, src: Source) -> None:
+        super()._bind(t, src)
+        self._bound.append((t._data, src))
+
+    def source(self, obj):
+        """As the jit tracer's, except for an array made outside the ops that is a traced
+        one seen anew, the same elements in the same memory (``index.reshape(-1)`` of a
+        vector, as index ops pass their indices): it stands for the traced array, so that
+        a replay reads each call's.  (Other views are left as they were: an op's result
+        may be a view of a buffer the op made, as the LSTM's final states are.)"""
+        src = super().source(obj)
+        if type(src) is Source and src.kind == "const":
+            array = obj._data if isinstance(obj, Tensor) else obj
+            if type(array) is np.ndarray and array.base is not None:
+                for traced, traced_src in self._bound:
+                    if (type(traced) is np.ndarray and np.may_share_memory(array, traced)
+                            and array.__array_interface__ == traced.__array_interface__):
+                        return traced_src
+        return src
+
+    def _untracked_from_tracked(self, frame, result) -> bool:
+        """Whether `result` (a tensor, or a tuple or list of them) holds a new tensor that
+        is not traced while an argument of `frame`'s function is traced (an input, a
+        parameter, an op's result).  (An argument handed back as it is is no new one.)"""
+        code = frame.f_code
+        arguments = [frame.f_locals.get(name) for name in
+                     code.co_varnames[:code.co_argcount + code.co_kwonlyargcount]]
+        if not any(type(a) is Tensor and self._traced(a) for a in arguments):
+            return False
+        results = result if type(result) in (tuple, list) else (result,)
+        return any(type(r) is Tensor and not self._traced(r)
+                   and not any(r is a for a in arguments) for r in results)
+
+    def _traced(self, t: Tensor) -> bool:
+        return id(t) in self._ids or id(t._data) in self._arrays
 
     def _snapshot(self, t: Tensor):
         if t._requires_grad:

@@ -457,3 +457,34 @@ def test_ember_functions_that_compute_from_values_outside_ops_run_eagerly():
         warnings.simplefilter("error", RuntimeWarning)
         compiled(ember.randn(4, 3), ember.tensor([0, 1, 2, 0]))
     assert all(g is not program.EAGER for g in _graphs(compiled).values())
+
+
+_VALUE_FUNCTIONS = {
+    # integer results computed on the arrays (no op): the call runs eagerly
+    "argsort": lambda x: x.argsort().float() + x,
+    "unique": lambda i: ember.unique(i).float().sum(),
+    "bincount": lambda i: ember.bincount(i, minlength=5).float(),
+    "where(condition)": lambda x: ember.where(x > 0)[0].float().sum(),
+    "searchsorted": lambda x: ember.searchsorted(ember.tensor([-1., 0., 1.]), x).float(),
+    # indices handed to an op as a view of the index tensor's array: the graph reads
+    # each call's
+    "index_select": lambda i: ember.arange(10.).index_select(0, i),
+    "embedding": lambda i: F.embedding(i, ember.arange(30.).reshape(10, 3)).sum(0),
+}
+
+
+@pytest.mark.parametrize("name", list(_VALUE_FUNCTIONS))
+def test_results_computed_from_values_outside_ops_are_not_frozen(name):
+    fn = _VALUE_FUNCTIONS[name]
+    compiled = ember.compile(fn)
+    rng = np.random.default_rng(5)
+    integers = name in ("unique", "bincount", "index_select", "embedding")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        for _ in range(3):
+            x = ember.tensor(rng.integers(0, 5, 6) if integers else rng.standard_normal(6))
+            expected, got = fn(x), compiled(x)
+            assert got.shape == expected.shape
+            np.testing.assert_allclose(got.numpy(), expected.numpy(), rtol=1e-6)
+    graphs = list(_graphs(compiled).values())
+    assert (graphs == [program.EAGER]) == (name not in ("index_select", "embedding"))

@@ -632,7 +632,9 @@ def take(input: Tensor, index: Tensor) -> Tensor:
         bad = int(data.max()) if int(data.max()) >= n else int(data.min())
         raise IndexError(f"out of range: tried to access index {bad} on a tensor of {n} "
                          "elements.")
-    return Index.apply(input.reshape(-1), (data.astype(np.int64),))
+    # (not a copy: an index array that is the index tensor's own stands for it in a compiled
+    # graph, which then reads each call's indices)
+    return Index.apply(input.reshape(-1), (data.astype(np.int64, copy=False),))
 
 
 def _put_key(input: Tensor, index, op: str) -> tuple:

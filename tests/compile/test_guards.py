@@ -470,6 +470,7 @@ _VALUE_FUNCTIONS = {
     # each call's
     "index_select": lambda i: ember.arange(10.).index_select(0, i),
     "embedding": lambda i: F.embedding(i, ember.arange(30.).reshape(10, 3)).sum(0),
+    "take": lambda i: ember.take(ember.arange(10.), i),
 }
 
 
@@ -478,7 +479,7 @@ def test_results_computed_from_values_outside_ops_are_not_frozen(name):
     fn = _VALUE_FUNCTIONS[name]
     compiled = ember.compile(fn)
     rng = np.random.default_rng(5)
-    integers = name in ("unique", "bincount", "index_select", "embedding")
+    integers = name in ("unique", "bincount", "index_select", "embedding", "take")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         for _ in range(3):
@@ -487,4 +488,4 @@ def test_results_computed_from_values_outside_ops_are_not_frozen(name):
             assert got.shape == expected.shape
             np.testing.assert_allclose(got.numpy(), expected.numpy(), rtol=1e-6)
     graphs = list(_graphs(compiled).values())
-    assert (graphs == [program.EAGER]) == (name not in ("index_select", "embedding"))
+    assert (graphs == [program.EAGER]) == (name not in ("index_select", "embedding", "take"))

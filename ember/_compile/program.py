@@ -38,6 +38,7 @@ from ..onnx._trace import Source, flatten_tensors
 from ..ops import _native as native
 from ..ops import creation
 from ..ops.activation import _rrelu_noise
+from ..ops.indexing import mask_positions
 from ..ops.loss_margin import ctc_loss
 from ..random import default_generator
 from .fusion import FusedElementwise, find_chains
@@ -52,9 +53,11 @@ EAGER = "eager"  # a cache entry: this signature runs the Python code
 _VALUE_READS = frozenset(getattr(Tensor, name).__code__ for name in (
     "item", "tolist", "numpy", "__array__", "__bool__", "__float__", "__int__"))
 # ember functions that compute from tensor values outside any op, which a graph would
-# freeze: ctc_loss's lengths and alignments, rrelu's random slopes in training
-# (their own code: ctc_loss's decorator, which every loss shares, is not a value read)
-_VALUE_READS |= frozenset(inspect.unwrap(fn).__code__ for fn in (ctc_loss, _rrelu_noise))
+# freeze: ctc_loss's lengths and alignments, rrelu's random slopes in training, a boolean
+# mask's positions in an index (their own code: ctc_loss's decorator, which every loss
+# shares, is not a value read)
+_VALUE_READS |= frozenset(inspect.unwrap(fn).__code__
+                          for fn in (ctc_loss, _rrelu_noise, mask_positions))
 # Where the functions whose results `_CompileTracer` checks live (ember's ops), and those of
 # them whose new tensors depend on their arguments' shapes, dtypes and devices only.
 _OPS_DIR = os.path.dirname(inspect.getfile(_rrelu_noise))
@@ -72,6 +75,7 @@ class _CompileTracer(_JitTracer):
 
     value_reads = 0
     outside_grad = 0
+    single_tuples = 0  # ops that returned a tuple of one tensor (see `op`)
 
     def __init__(self, *args, **kwargs):
         self._bound: list = []  # (array, Source) of every traced tensor, for `source`
@@ -80,7 +84,7 @@ class _CompileTracer(_JitTracer):
     def profile(self, frame, event, arg) -> None:
         if event == "call" and frame.f_code in _VALUE_READS and not self._paused:
             self.value_reads += 1
-        elif (event == "return" and not self._paused and type(arg) in _RESULTS
+        elif (event == "return" and not self._paused and isinstance(arg, _RESULTS)
               and frame.f_code.co_filename.startswith(_OPS_DIR)
               and frame.f_code not in _SHAPE_ONLY and self._untracked_from_tracked(frame, arg)):
             # an ember function made a tensor from the values of a traced one outside any
@@ -88,6 +92,13 @@ class _CompileTracer(_JitTracer):
             # graph would hold it as a constant computed from the first call's values
             self.value_reads += 1
         super().profile(frame, event, arg)
+
+    def op(self, cls, args, params):
+        out = super().op(cls, args, params)
+        if type(out) is tuple and len(out) == 1:
+            # (the graph records one output, and the replay would hand on the tuple)
+            self.single_tuples += 1
+        return out
 
     def _bind(self, t: Tensor, src: Source) -> None:
         super()._bind(t, src)
@@ -118,7 +129,7 @@ class _CompileTracer(_JitTracer):
                      code.co_varnames[:code.co_argcount + code.co_kwonlyargcount]]
         if not any(type(a) is Tensor and self._traced(a) for a in arguments):
             return False
-        results = result if type(result) in (tuple, list) else (result,)
+        results = result if isinstance(result, (tuple, list)) else (result,)
         return any(type(r) is Tensor and not self._traced(r)
                    and not any(r is a for a in arguments) for r in results)
 
@@ -225,6 +236,9 @@ def capture(fn, args: tuple, named: dict, module_names: dict, tensors: list,
     if tracer.outside_grad:
         return returned, ("it uses a tensor that requires grad but is neither an argument "
                           "nor a parameter or buffer of the module")
+    if tracer.single_tuples:
+        return returned, ("an op returns a tuple of one tensor (unbind or split into one "
+                          "piece), which the replay does not hand on")
     if any(_hooked(t) for rec in trace.records for t in rec.outputs):
         return returned, ("it registers hooks on tensors it computes (register_hook, "
                           "retain_grad), which a replay would not")

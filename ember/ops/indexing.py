@@ -231,7 +231,7 @@ def parse_key(x: Tensor, key):
                         f"The shape of the mask {list(v.shape)} at index {j} does not match "
                         f"the shape of the indexed tensor {list(shape)} at index {dim + j}")
             basic.extend([slice(None)] * v.ndim)
-            advanced.extend(xp_of(v).nonzero(v) if v.ndim else ())
+            advanced.extend(mask_positions(v))
             has_advanced = True
             dim += v.ndim
     if has_advanced:
@@ -241,6 +241,13 @@ def parse_key(x: Tensor, key):
         while advanced and isinstance(advanced[-1], slice):
             advanced.pop()
     return tuple(basic), (tuple(advanced) if has_advanced else None)
+
+
+def mask_positions(mask) -> tuple:
+    """The index arrays of a boolean mask's true positions (none for a 0-dim mask):
+    computed from its values outside any op, so ``ember.compile`` runs a call that
+    indexes with a mask eagerly (_compile/program.py)."""
+    return xp_of(mask).nonzero(mask) if mask.ndim else ()
 
 
 def _is_trivial(basic: tuple) -> bool:

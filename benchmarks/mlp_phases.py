@@ -2,12 +2,14 @@
 by phase, against the same step fused by hand from ember's own pieces, and the ratio of
 each to PyTorch's eager step.
 
-The hand-fused step has no framework at all: the products through ember's thread split
-with the bias and relu added by the threads (`_parallel.matmul`), the cross-entropy and
-its gradient in one serial numba loop, relu's gradient and the bias gradient in one
-pass, the gradient products side by side (`_parallel.matmul_pair`) and the fused SGD
-kernel called per parameter.  It is what ember.compile could reach with no per-op work
-left; the gap per phase says where ember's step spends the rest.
+The hand-fused step has no framework at all: ember's kernels called on arrays, the
+products through ember's thread split with the bias and relu added by the threads
+(`_parallel.matmul`), the cross-entropy and its gradient in one serial kernel
+(`_native_rows.class_loss_sum`), relu's gradient and the bias gradient in one pass
+(`_native_activation.relu_grad_and_sums`), the gradient products side by side
+(`_parallel.matmul_pair`) and the fused SGD kernel called per parameter.  It is what
+ember.compile could reach with no per-op work left; the gap per phase says where ember's
+step spends the rest.
 
 Each library's step runs in short blocks (25 untimed steps, then `--steps` timed ones)
 taken in turns `--rounds` times; the ratios are the medians of each round's ratio, with
@@ -40,48 +42,13 @@ PHASES = ("forward", "loss", "backward", "step")
 def _hand_fused_step():
     """The MLP step from ember's pieces (see the module docstring): a closure returning its
     four phases' seconds."""
-    import numba
-
-    from ember.ops import _parallel
+    from ember.ops import _native_activation, _native_rows, _parallel
     from ember.optim import _fused
 
-    @numba.njit
-    def loss_and_gradient(z, y, dz):
-        n, c = z.shape
-        total = 0.0
-        for i in range(n):
-            m = z[i].max()
-            s = np.float32(0)
-            for j in range(c):
-                dz[i, j] = np.exp(z[i, j] - m)
-                s += dz[i, j]
-            total += np.log(s) + m - z[i, y[i]]
-            for j in range(c):
-                dz[i, j] /= s * n
-            dz[i, y[i]] -= np.float32(1.0 / n)
-        return total / n
-
-    @numba.njit
-    def relu_gradient_and_sums(d, a, sums):
-        for j in range(d.shape[1]):
-            sums[j] = 0
-        for i in range(d.shape[0]):
-            for j in range(d.shape[1]):
-                v = d[i, j] if a[i, j] > 0 else np.float32(0)
-                d[i, j] = v
-                sums[j] += v
-
-    rng = np.random.default_rng(0)
-    sizes = [784, 512, 256, 10]
-    weights = [rng.uniform(-1 / np.sqrt(i), 1 / np.sqrt(i), (o, i)).astype(np.float32)
-               for i, o in zip(sizes, sizes[1:])]
-    biases = [np.full(o, 0.01, np.float32) for o in sizes[1:]]
+    weights, biases, x, y = run.mlp_arrays()
     velocity = [np.zeros_like(p) for p in weights + biases]
-    data = np.random.default_rng(1)
-    x = data.standard_normal((128, 784)).astype(np.float32)
-    y = data.integers(0, 10, 128)
-    dz = np.empty((128, 10), np.float32)
-    bias_grads = [np.empty(o, np.float32) for o in sizes[1:]]
+    bias_grads = [np.empty(b.shape, np.float32) for b in biases]
+    scale = np.float32(1 / x.shape[0])
     clock = time.perf_counter
 
     def step():
@@ -91,13 +58,14 @@ def _hand_fused_step():
         a2 = _parallel.matmul(a1, w2.T, bias=b2, relu=True)
         z = _parallel.matmul(a2, w3.T, bias=b3)
         t1 = clock()
-        loss_and_gradient(z, y, dz)
+        _, gradient, _ = _native_rows.class_loss_sum(z, y)  # (the mean's gradient: scaled)
+        dz = gradient * scale
         t2 = clock()
         da2, dw3 = _parallel.matmul_pair(dz, w3, dz.T, a2)
         np.sum(dz, axis=0, out=bias_grads[2])
-        relu_gradient_and_sums(da2, a2, bias_grads[1])
+        _native_activation.relu_grad_and_sums(da2, a2, bias_grads[1])
         da1, dw2 = _parallel.matmul_pair(da2, w2, da2.T, a1)
-        relu_gradient_and_sums(da1, a1, bias_grads[0])
+        _native_activation.relu_grad_and_sums(da1, a1, bias_grads[0])
         dw1 = _parallel.matmul(da1.T, x)
         t3 = clock()
         for p, g, v in zip(weights + biases, [dw1, dw2, dw3] + bias_grads, velocity):
@@ -111,16 +79,10 @@ def _hand_fused_step():
 def _phased(lib, compiled: bool):
     """`run.mlp_step`'s step for `lib` (through ember.compile when `compiled`), returning
     its four phases' seconds."""
-    nn, F = lib.nn, lib.nn.functional  # noqa: N806
-    model = nn.Sequential(nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 256), nn.ReLU(),
-                          nn.Linear(256, 10))
-    run._init_like(lib, model)
+    F = lib.nn.functional  # noqa: N806
+    model, x, y, opt = run.mlp_parts(lib)
     if compiled:
         model = lib.compile(model)
-    rng = np.random.default_rng(1)
-    x = lib.tensor(rng.standard_normal((128, 784)).astype(np.float32))
-    y = lib.tensor(rng.integers(0, 10, 128))
-    opt = lib.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     clock = time.perf_counter
 
     def step():

@@ -68,16 +68,23 @@ def _compiled(lib, model):
     return lib.compile(model) if COMPILE["ember"] and lib.__name__ == "ember" else model
 
 
-def mlp_step(lib):
-    nn, F = lib.nn, lib.nn.functional  # noqa: N806
+def mlp_parts(lib) -> tuple:
+    """The MLP workload for `lib`: (model, inputs, targets, optimizer); `mlp_step` and
+    benchmarks/mlp_phases.py build their steps from it."""
+    nn = lib.nn
     model = nn.Sequential(nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 256), nn.ReLU(),
                           nn.Linear(256, 10))
     _init_like(lib, model)
-    model = _compiled(lib, model)
     rng = np.random.default_rng(1)
     x = lib.tensor(rng.standard_normal((128, 784)).astype(np.float32))
     y = lib.tensor(rng.integers(0, 10, 128))
-    opt = lib.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    return model, x, y, lib.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+
+
+def mlp_step(lib):
+    F = lib.nn.functional  # noqa: N806
+    model, x, y, opt = mlp_parts(lib)
+    model = _compiled(lib, model)
 
     def step():
         opt.zero_grad()
@@ -87,6 +94,19 @@ def mlp_step(lib):
     return step
 
 
+def mlp_arrays() -> tuple:
+    """The MLP's (weights, biases, inputs, targets) as NumPy arrays, for the steps written
+    without a framework (`mlp_numpy_step`, benchmarks/mlp_phases.py)."""
+    rng = np.random.default_rng(0)
+    sizes = [784, 512, 256, 10]
+    weights = [rng.uniform(-1 / np.sqrt(i), 1 / np.sqrt(i), (o, i)).astype(np.float32)
+               for i, o in zip(sizes, sizes[1:])]
+    biases = [np.full(o, 0.01, np.float32) for o in sizes[1:]]
+    data = np.random.default_rng(1)
+    return weights, biases, data.standard_normal((128, 784)).astype(np.float32), \
+        data.integers(0, 10, 128)
+
+
 def mlp_numpy_step():
     """The MLP step written by hand in NumPy: what ember's MLP step would take with no
     framework at all (the same shapes, math and update as `mlp_step`).  Its products go
@@ -94,15 +114,9 @@ def mlp_numpy_step():
     thread (ops/_parallel.py), so a plain ``@`` would run on one."""
     from ember.ops._parallel import matmul as mm
 
-    rng = np.random.default_rng(0)
-    sizes = [784, 512, 256, 10]
-    weights = [rng.uniform(-1 / np.sqrt(i), 1 / np.sqrt(i), (o, i)).astype(np.float32)
-               for i, o in zip(sizes, sizes[1:])]
-    params = weights + [np.full(o, 0.01, np.float32) for o in sizes[1:]]
+    weights, biases, x, y = mlp_arrays()
+    params = weights + biases
     velocity = [np.zeros_like(p) for p in params]
-    data = np.random.default_rng(1)
-    x = data.standard_normal((128, 784)).astype(np.float32)
-    y = data.integers(0, 10, 128)
     rows = np.arange(128)
 
     def step():

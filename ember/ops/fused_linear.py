@@ -34,11 +34,10 @@ class FusedLinear(Function):
 
     @staticmethod
     def forward(ctx, input, weight, bias, relu=False):
-        ctx.relu = relu
         # (the bias added and the relu applied by the threads computing the product's
         # parts, each to its own part while it is in that core's cache)
         y = _parallel.matmul(input, weight.T, bias=bias, relu=relu)
-        ctx.save_for_backward(input, weight, y if relu else None)
+        ctx.save_for_backward(input, weight, y if relu else None)  # (no y: no relu)
         return y
 
     @staticmethod
@@ -48,7 +47,7 @@ class FusedLinear(Function):
         need_x, need_w, need_b = (edges[0][0] is not None, edges[1][0] is not None,
                                   edges[2][0] is not None)
         if STATE.enabled:  # create_graph: the same gradients as differentiable ops
-            d = ReluBackward.apply(grad, y) if ctx.relu else grad
+            d = grad if y is None else ReluBackward.apply(grad, y)
             return (d @ w if need_x else None, d.t() @ x if need_w else None,
                     d.sum(0) if need_b else None)
         d, summed = _masked(ctx, grad._data, None if y is None else y._data, need_b)
@@ -76,16 +75,15 @@ def _masked(ctx, g, y, need_b: bool) -> tuple:
     if y is None:
         return g, (_column_sums(g) if need_b else None)
     owned = ctx._owns_grad and g.flags.c_contiguous and g.flags.writeable
-    if (_native_act.supports(y, g) and y.size <= ONE_PASS_MAX and y.flags.c_contiguous
-            and g.flags.c_contiguous):
+    if not _native_act.supports(y, g):
+        d = np.asarray(ReluBackward.forward(None, g, y))
+    elif y.size <= ONE_PASS_MAX and y.flags.c_contiguous and g.flags.c_contiguous:
         d = g if owned else g.copy()
         summed = np.empty(y.shape[1], y.dtype)  # (cheap enough to sum when unneeded)
         _native_act.relu_grad_and_sums(d, y, summed)
         return d, (summed if need_b else None)
-    if _native_act.supports(y, g):
-        d = _native_act.backward("relu", g, y, overwrite=owned)
     else:
-        d = np.asarray(ReluBackward.forward(None, g, y))
+        d = _native_act.backward("relu", g, y, overwrite=owned)
     return d, (_column_sums(d) if need_b else None)
 
 

@@ -267,8 +267,9 @@ class UsualCrossEntropy(CrossEntropy):
         # the logits were written in place since, as CrossEntropy's does)
         x, _ = ctx.saved_tensors
         if is_grad_enabled():
-            n, c = x.shape
-            ctx.picked_weight, ctx.valid = np.ones(n, x._data.dtype), np.ones(n, bool)
+            c = x.shape[1]
+            ctx.target, ctx.picked_weight, ctx.valid = _target_arrays(
+                ctx.target, None, c, -100, x._data.dtype)   # (no index ignored)
             ctx.smoothing, ctx.bshape, ctx.logp, ctx.native = 0.0, (1, c), None, None
             return CrossEntropy._backward(ctx, grad)
         gradient = ctx.gradient

@@ -249,9 +249,18 @@ def test_compile_fuses_linear_layers_only_where_safe(variant, fused, relu_fused)
     assert ("# T " in source) == (fused < 2)
 
 
-def test_a_compiled_mlp_trains_as_the_eager_one(linear_paths):
+def test_a_compiled_mlp_trains_as_the_eager_one(linear_paths, monkeypatch):
     # the training replay: the incoming gradients of the fused relus are the replay's
     # own arrays, masked in place
+    owned = []
+    real = fused_linear._masked
+
+    def spy(ctx, g, y, need_b):
+        if y is not None:
+            owned.append(ctx._owns_grad)
+        return real(ctx, g, y, need_b)
+
+    monkeypatch.setattr(fused_linear, "_masked", spy)
     rng = np.random.default_rng(7)
     ember.manual_seed(1)
     eager = nn.Sequential(nn.Linear(12, 16), nn.ReLU(), nn.Linear(16, 16), nn.ReLU(),
@@ -275,3 +284,4 @@ def test_a_compiled_mlp_trains_as_the_eager_one(linear_paths):
                                        atol=1e-6)
     graph = list(compiled._compiled.graphs.values())[0]
     assert graph.whole is not None and graph.describe().count("FusedLinear") == 3
+    assert len(owned) == 2 * 3 and all(owned)   # (two relu layers, three replayed steps)

@@ -399,11 +399,13 @@ def _code_text(fn) -> str:
     return f"{code.co_code.hex()}:{consts}"
 
 
-def kernel_digest(kernel: Kernel) -> str:
-    """A short digest of `kernel`'s own code and of the kernels it calls, for the name of
-    a build that inlines it but is cached under another file's name (a cut's C entry
-    point, ops/_native_cuts.py): an edited kernel then gets a new cache entry."""
-    text = _code_text(kernel.py_func) + _helpers_digest(kernel.py_func)
+def kernel_digest(kernel) -> str:
+    """A short digest of `kernel`'s own code (a Kernel, or a plain function compiled
+    another way) and of the kernels it calls, for the name of a build that inlines them
+    but is cached under another file's name (a cut's C entry point, ops/_native_cuts.py;
+    ops/_native_winograd_lone.py's): an edited kernel then gets a new cache entry."""
+    fn = kernel.py_func if isinstance(kernel, Kernel) else kernel
+    text = _code_text(fn) + _helpers_digest(fn)
     return hashlib.sha1(text.encode()).hexdigest()[:10]
 
 

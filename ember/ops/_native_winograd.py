@@ -534,11 +534,18 @@ def conv_forward(x, w, geo, bias=None):
     of at least an image's worth, which each thread takes a few images' worth at a time
     (TILES_PER_PRODUCT): tiles, products and output stay near its core (the whole
     batch's transformed tiles and products are 2.25x its input and output, and made the
-    kernels wait on memory: 2x slower).  A lone image runs on one thread: on MNIST's conv2 that
-    took 197-202 us, its bands split over two threads 209-226 us (handing a part to a
-    worker costs tens of microseconds), and im2col's product split over two 249-318 us."""
-    (out_h, out_w), th, tw = _tiles(geo)
+    kernels wait on memory: 2x slower).  A lone image takes half its bands to each of two
+    threads in one native call each (ops/_native_winograd_lone.py); where that cannot
+    run, the whole image runs on this thread."""
+    tiles = _tiles(geo)
+    (out_h, out_w), th, tw = tiles
     n, o, c = x.shape[0], w.shape[0], w.shape[1]
+    if n == 1 and _parallel.threads() == 2:
+        from . import _native_winograd_lone
+
+        done = _native_winograd_lone.conv_forward(x, w, geo, bias, tiles)
+        if done is not None:
+            return None if np.isnan(done[1]).any() else done[0]
     u = _filter_transform(w)
     b = np.zeros(o, np.float32) if bias is None else bias.astype(np.float32)
     x = np.ascontiguousarray(x)

@@ -334,8 +334,8 @@ def _split_product(a, b, out, bias=None, relu: bool = False):
     try:
         m, n = out.shape
         by_rows = _split_by_rows(a, b)
-        if len(workers) == 1 and m > 1 and _workers.split_product(workers[0], a, b, out,
-                                                                   by_rows, bias, relu):
+        if len(workers) == 1 and _workers.split_product(workers[0], a, b, out, by_rows,
+                                                        bias, relu):
             return out
         parts = split(m if by_rows else n, len(workers) + 1)
         # the parts take a row of bias, except matrix-vector ones (a single row of `a`);

@@ -288,15 +288,28 @@ def test_openblas_stays_on_one_thread_and_can_be_left_alone():
     assert runs["taken"].stdout.split() == ["1", "2"]
 
 
+def _record_splits(monkeypatch, into: list | None = None) -> list:
+    """Make `_workers.split_product` append whether it ran to `into` (a new list if
+    None), which is returned."""
+    into = [] if into is None else into
+    real = _workers.split_product
+    monkeypatch.setattr(_workers, "split_product",
+                        lambda *args: into.append(real(*args)) or into[-1])
+    return into
+
+
 @needs_worker_loops
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_single_rows_go_to_the_worker_as_matrix_vector_products(two_threads, dtype,
                                                                  monkeypatch):
-    # a (1, k) row times a (k, n) matrix, stored either way round, into a strided output
+    # a (1, k) row times a (k, n) matrix, stored either way round, into a strided output;
+    # the worker's half goes as a matrix-vector part, posted from compiled code or Python
     posted = []
     real = _workers.Worker.post_product
     monkeypatch.setattr(_workers.Worker, "post_product",
                         lambda self, *args: posted.append(real(self, *args)) or posted[-1])
+    _record_splits(monkeypatch, posted)
+    worker = _workers.workers()[0]
     rng = np.random.default_rng(8)
     row = rng.standard_normal((1, 40)).astype(dtype)
     weight = rng.standard_normal((30, 40)).astype(dtype)            # (n, k): b = weight.T
@@ -311,7 +324,39 @@ def test_single_rows_go_to_the_worker_as_matrix_vector_products(two_threads, dty
         np.testing.assert_allclose(wide[:, ::2], exact, rtol=tol,
                                    atol=tol * np.abs(exact).max())
         assert np.isnan(wide[:, 1::2]).all()
-    assert posted and all(posted)
+        assert worker.desc[0] in (_workers._SGEMV, _workers._DGEMV)
+    # (each of the six calls posted once: compiled, or from Python after the compiled
+    # hand-over declined a sleeping worker)
+    assert posted.count(True) == 6
+
+
+@needs_worker_loops
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("stored", ["transposed", "row-major"])
+def test_single_rows_take_the_bias_and_relu_in_their_parts(two_threads, dtype, stored,
+                                                            monkeypatch):
+    # batch-1 inference's linear layer, x @ W.T + b then relu: each thread adds the bias
+    # to its half of the row and clamps it (NaN kept), both halves from one compiled call
+    compiled = _record_splits(monkeypatch)
+    rng = np.random.default_rng(12)
+    row = rng.standard_normal((1, 300)).astype(dtype)
+    weight = rng.standard_normal((70, 300)).astype(dtype)
+    b = weight.T if stored == "transposed" else np.ascontiguousarray(weight.T)
+    bias = rng.standard_normal(70).astype(dtype)
+    bias[5] = np.nan
+    monkeypatch.setattr(_parallel, "SPLIT_MIN", 1)
+    _parallel.matmul(row, b)   # (wakes the worker)
+    compiled.clear()
+    exact = row.astype(np.float64) @ b.astype(np.float64) + bias
+    tol = 1e-5 if dtype == np.float32 else 1e-12
+    for relu in (False, True):
+        got = _parallel.matmul(row, b, bias=bias, relu=relu)
+        want = np.where(exact > 0, exact, 0) if relu else exact
+        want[0, 5] = np.nan
+        np.testing.assert_allclose(got, want, rtol=tol, atol=tol * np.abs(exact[0, 6:]).max())
+        assert got.dtype == dtype and got.shape == (1, 70)
+        assert _workers.workers()[0].desc[0] in (_workers._SGEMV, _workers._DGEMV)
+    assert compiled == [True, True]
 
 
 def test_openblas_kernel_family_choice():
@@ -522,10 +567,7 @@ def test_relu_after_the_product_wherever_it_is_computed(two_threads, monkeypatch
         monkeypatch.setattr(_workers.Worker, "post_product", lambda self, *args: False)
     elif split == "one thread":
         monkeypatch.setattr(_parallel, "SPLIT_MIN", 1 << 40)
-    compiled = []
-    real_split = _workers.split_product
-    monkeypatch.setattr(_workers, "split_product", lambda *args: compiled.append(
-        real_split(*args)) or compiled[-1])
+    compiled = _record_splits(monkeypatch)
     rng = np.random.default_rng(11)
     a = rng.standard_normal((37, 23)).astype(dtype)
     a[3, :] = np.nan                                   # a NaN row stays NaN
@@ -545,20 +587,22 @@ def test_relu_after_the_product_wherever_it_is_computed(two_threads, monkeypatch
 
 @needs_worker_loops
 def test_the_compiled_loops_refuse_a_bias_they_cannot_add():
-    # a matrix-vector product (one row) or a stack takes no bias: nothing computed
+    # a stack takes no bias, nor does any product a bias of another dtype: nothing
+    # computed; a matrix-vector product (one row) adds its row
     if _workers._compiled_loops() is None:
         pytest.skip("no CBLAS interface known for NumPy's BLAS")
     rng = np.random.default_rng(10)
     row, b = rng.standard_normal((1, 6)), rng.standard_normal((6, 4))
     out = np.zeros((1, 4))
-    assert not _workers.run_product(row, b, out, np.ones(4))
-    assert (out == 0).all()
+    bias = rng.standard_normal(4)
+    assert _workers.run_product(row, b, out, bias)
+    np.testing.assert_allclose(out, row @ b + bias, rtol=1e-12)
     assert _workers.run_product(row, b, out)
     np.testing.assert_allclose(out, row @ b, rtol=1e-12)
     stack, items = rng.standard_normal((2, 3, 6)), rng.standard_normal((2, 6, 4))
     assert not _workers.run_product(stack, items, np.zeros((2, 3, 4)), np.ones(4))
     worker = _workers.Worker()
-    assert not worker.post_product(row, b, out, np.ones(4))
+    assert not worker.post_product(row, b, out, np.ones(4, np.float32))
     assert not worker.post_product(rng.standard_normal((3, 6)), b, np.zeros((3, 4)),
                                    np.ones(4, np.float32))   # (not the product's dtype)
 

@@ -177,15 +177,20 @@ def test_layer_gradients_match_float64(n, c, o, h, w, few_channels):
 def test_non_finite_inputs_land_where_im2col_puts_them(bad, few_channels):
     x, k, b = _case(np.random.default_rng(4), 2, 8, 16, 10, 10)
     x[1, 3, 4, 5] = bad
-    geo = Geometry((10, 10), (1, 1), (0, 0), (0, 0), (1, 1), 1)
+    assert_like_im2col(x, k, Geometry((10, 10), (1, 1), (0, 0), (0, 0), (1, 1), 1), b)
+
+
+def assert_like_im2col(x, k, geo, b):
+    """`conv_array` on inputs with a non-finite value gives im2col's non-finite places,
+    and its values elsewhere."""
     got = conv_array(x, k, geo, b)
     winograd.ENABLED = False
     try:
-        direct = conv_array(x, k, geo, b)
+        im2col = conv_array(x, k, geo, b)
     finally:
         winograd.ENABLED = True
-    np.testing.assert_array_equal(np.isfinite(got), np.isfinite(direct))
-    np.testing.assert_allclose(got[np.isfinite(got)], direct[np.isfinite(direct)],
+    np.testing.assert_array_equal(np.isfinite(got), np.isfinite(im2col))
+    np.testing.assert_allclose(got[np.isfinite(got)], im2col[np.isfinite(im2col)],
                                rtol=1e-4, atol=1e-4)
 
 

@@ -63,12 +63,13 @@ def find_masked_softmax(nodes: list, meta, uses: dict) -> dict:
                     and isinstance(other, Source) and meta(other) == (shape, dtype)
                     and not nodes[product].params):
                 absorbed, x, scale = [product, fill], other, factor.value
-        if any(nodes[k].fn._inplace for k in range(min(absorbed), i)) or not all(
-                nodes[k].grad for k in absorbed + [i]):
+        if any(nodes[k].fn._inplace for k in range(min(absorbed), i)) or not _one_mode(
+                nodes, absorbed + [i]):
             continue
         found[i] = (absorbed, Node(ScaledMaskedSoftmax,
                                    (x, Literal(scale), Literal(value.value)),
-                                   {"mask": mask, "dim": Literal(dim.value)}, 1, node.where))
+                                   {"mask": mask, "dim": Literal(dim.value)}, 1, node.where,
+                                   node.grad))
     return found
 
 
@@ -100,13 +101,20 @@ def find_linear(nodes: list, meta, uses: dict) -> dict:
             continue
         relu = _sole_reader(Source("op", (i, 0)), nodes, uses, Relu, after=i)
         absorbed, last = ([transpose], i) if relu is None else ([transpose, i], relu)
-        if any(nodes[k].fn._inplace for k in range(min(absorbed), last)) or not all(
-                nodes[k].grad for k in absorbed + [last]):
+        if any(nodes[k].fn._inplace for k in range(min(absorbed), last)) or not _one_mode(
+                nodes, absorbed + [last]):
             continue
         found[last] = (absorbed, Node(FusedLinear, (x, weight, bias),
                                       {"relu": Literal(relu is not None)}, 1,
-                                      nodes[last].where))
+                                      nodes[last].where, nodes[last].grad))
     return found
+
+
+def _one_mode(nodes: list, indices: list) -> bool:
+    """Whether the ops at `indices` all ran in one grad mode (a call under no_grad fuses
+    its ops as a training call does; a model's own no_grad block around some of them
+    keeps them apart)."""
+    return len({nodes[k].grad for k in indices}) == 1
 
 
 def _sole_reader(spec: Source, nodes: list, uses: dict, fn, after: int) -> int | None:

@@ -285,3 +285,47 @@ def test_a_compiled_mlp_trains_as_the_eager_one(linear_paths, monkeypatch):
     graph = list(compiled._compiled.graphs.values())[0]
     assert graph.whole is not None and graph.describe().count("FusedLinear") == 3
     assert len(owned) == 2 * 3 and all(owned)   # (two relu layers, three replayed steps)
+
+
+class FrozenFirst(nn.Module):
+    """A linear layer under the model's own no_grad block, then a trained one."""
+
+    def __init__(self):
+        super().__init__()
+        self.frozen, self.head = nn.Linear(6, 8), nn.Linear(8, 3)
+
+    def forward(self, x):
+        with ember.no_grad():
+            h = F.relu(self.frozen(x))
+        return self.head(h)
+
+
+def test_linear_layers_fuse_in_one_grad_mode_and_keep_it():
+    # a call under no_grad fuses its layers too, and its outputs stay without a graph; a
+    # layer under the model's own no_grad block is fused as a no_grad op, the layer after
+    # it as a training one (its weight gets a gradient, the frozen one's does not)
+    rng = np.random.default_rng(8)
+    ember.manual_seed(2)
+    model = FrozenFirst()
+    compiled = ember.compile(model)
+    x = ember.tensor(rng.standard_normal((5, 6)).astype(np.float32))
+    with ember.no_grad():
+        expected = model(x)
+        for _ in range(2):   # capture, then replay
+            out = compiled(x)
+            assert out.grad_fn is None and not out.requires_grad
+            np.testing.assert_allclose(out.numpy(), expected.numpy(), rtol=1e-6, atol=1e-6)
+    for _ in range(2):
+        model.zero_grad()
+        out = compiled(x)
+        out.sum().backward()
+        assert model.frozen.weight.grad is None and model.head.weight.grad is not None
+        grads = [model.head.weight.grad.numpy().copy(), model.head.bias.grad.numpy().copy()]
+        model.zero_grad()
+        model(x).sum().backward()
+        np.testing.assert_allclose(grads[0], model.head.weight.grad.numpy(), rtol=1e-6)
+        np.testing.assert_allclose(grads[1], model.head.bias.grad.numpy(), rtol=1e-6)
+    sources = {key[0]: graph.describe() for key, graph in compiled._compiled.graphs.items()}
+    assert sources[False].count("FusedLinear") == 2 and "no_grad" not in sources[False]
+    assert sources[True].count("FusedLinear") == 2
+    assert "with no_grad():\n        o0 = f0(x0, p0, p1, relu=True)" in sources[True]

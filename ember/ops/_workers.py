@@ -107,12 +107,8 @@ def _run(desc, functions, ints):
     kind = desc[0]
     if kind == _SGEMV:
         _gemv(functions[_SGEMV_AT], ints, desc, np.float32(1), np.float32(0))
-        if desc[_BIAS] != 0 or desc[_RELU] != 0:
-            _finish_vector(desc, np.float32)
     elif kind == _DGEMV:
         _gemv(functions[_DGEMV_AT], ints, desc, 1.0, 0.0)
-        if desc[_BIAS] != 0 or desc[_RELU] != 0:
-            _finish_vector(desc, np.float64)
     for i in range(desc[12] if kind < _SGEMV else 0):
         for j in range(desc[13]):
             a = desc[4] + i * desc[14] + j * desc[17]
@@ -127,25 +123,6 @@ def _run(desc, functions, ints):
     elif (desc[_BIAS] != 0 or desc[_RELU] != 0) and kind == _DGEMM:
         _finish_rows(desc, np.float64)
     return 0
-
-
-@native.kernel(inline=True)
-def _finish_vector(desc, dtype):
-    """`_finish_rows` for a matrix-vector part: its result y (one row of the product, at
-    desc[8], desc[9] elements apart) gets the bias at desc[_BIAS] (unless 0), then is
-    clamped at 0 where desc[_RELU] is 1."""
-    n = desc[1] if desc[10] == _NO_TRANS else desc[2]
-    step = desc[9]
-    y = array_at(desc[8], (n - 1) * step + 1, dtype)
-    zero = dtype(0)
-    if desc[_BIAS] != 0:
-        bias = array_at(desc[_BIAS], n, dtype)
-        for j in range(n):
-            y[j * step] += bias[j]
-    if desc[_RELU] != 0:
-        for j in range(n):
-            v = y[j * step]
-            y[j * step] = v if v > zero or v != v else zero
 
 
 @native.kernel(inline=True)
@@ -212,12 +189,12 @@ def _matrices(numba, *rest, result: str = "boolean", products: int = 1) -> list:
 def _describe_matrices(a, b, out, bias_at, desc, row_as_vector):
     """Write into `desc` the CBLAS call computing ``out = a @ b`` for 2-D float arrays of
     one dtype (checked by the caller), plus the bias row at address `bias_at` (0: none);
-    one row `a` as a matrix-vector product where `row_as_vector`.  False where their
-    strides do not fit CBLAS."""
+    one row `a` as a matrix-vector product where `row_as_vector` (and no bias).  False
+    where their strides do not fit CBLAS."""
     item = a.itemsize
     lb, trans_b = _layout(b.shape[0], b.shape[1], b.strides[0], b.strides[1], item)
     if row_as_vector and a.shape[0] == 1:
-        return _describe_row(a, b, out, desc, lb, trans_b, bias_at)
+        return bias_at == 0 and _describe_row(a, b, out, desc, lb, trans_b)
     la, trans_a = _layout(a.shape[0], a.shape[1], a.strides[0], a.strides[1], item)
     lc, trans_c = _layout(out.shape[0], out.shape[1], out.strides[0], out.strides[1], item)
     if la == 0 or lb == 0 or lc == 0 or trans_c != _NO_TRANS:
@@ -234,9 +211,9 @@ def _describe_matrices(a, b, out, bias_at, desc, row_as_vector):
 
 
 @native.kernel(inline=True)
-def _describe_row(a, b, out, desc, lb, trans_b, bias_at):
-    """``out = a @ b`` (plus the bias row at `bias_at`, 0: none) for one row `a` as a
-    matrix-vector product, as NumPy computes it (`lb`, `trans_b`: b's `_layout`).
+def _describe_row(a, b, out, desc, lb, trans_b):
+    """``out = a @ b`` for one row `a` as a matrix-vector product, as NumPy computes it
+    (`lb`, `trans_b`: b's `_layout`).
     (As a GEMM, OpenBLAS's Haswell kernels (`_blas.preferred_core`) pack `b` first: batch-1
     CNN inference's 1x9216 @ 9216x128 layer waited 114 us for a GEMM half, against 67 us
     for the whole product on one thread; split so, 54 us.)"""
@@ -254,7 +231,6 @@ def _describe_row(a, b, out, desc, lb, trans_b, bias_at):
     desc[3], desc[4], desc[5] = 0, b.ctypes.data, lb
     desc[6], desc[7] = a.ctypes.data, step_a // item
     desc[8], desc[9] = out.ctypes.data, step_out // item
-    desc[_BIAS], desc[_RELU] = bias_at, 0
     return True
 
 
@@ -280,7 +256,7 @@ def _split_and_run(a, b, out, bias_at, by_rows, relu, mine, theirs, flag, functi
     the worker whose desc and flag are `theirs` and `flag`, the first run here (in
     `mine`); then up to `spin` ticks of polling for the worker to finish.
     1: all done; 0: posted, not seen done (the caller joins the worker); -1: nothing
-    done, an operand CBLAS cannot take."""
+    done, an operand CBLAS cannot take (or a one-row half with a bias)."""
     m, n = out.shape
     if by_rows:
         h = m // 2
@@ -550,12 +526,22 @@ def split_product(worker, a: np.ndarray, b: np.ndarray, out: np.ndarray, by_rows
     if (not _compiled_by_hand(worker) or not _fits(a, b, out) or a.ndim != 2
             or out.shape[0 if by_rows else 1] < 2):
         return False
-    bias_at = _bias_at(bias, out)
+    # one row: two matrix-vector halves, which take no bias; the row's bias and relu are
+    # then added here (one row: ~1 us)
+    row = a.shape[0] == 1
+    bias_at = 0 if row else _bias_at(bias, out)
     if bias_at is None:
         return False
     worker._arrays = (a, b, out, bias)
-    return _finish(worker, worker._loops.split_and_run(a, b, out, bias_at, by_rows, relu,
-                                                       _own_desc(), worker))
+    if not _finish(worker, worker._loops.split_and_run(a, b, out, bias_at, by_rows,
+                                                       relu and not row, _own_desc(),
+                                                       worker)):
+        return False
+    if row and bias is not None:
+        out += bias
+    if row and relu:
+        np.maximum(out, 0, out=out)   # (NaN stays NaN)
+    return True
 
 
 def pair_products(worker, a1, b1, out1, a2, b2, out2) -> bool:

@@ -335,8 +335,8 @@ def test_single_rows_go_to_the_worker_as_matrix_vector_products(two_threads, dty
 @pytest.mark.parametrize("stored", ["transposed", "row-major"])
 def test_single_rows_take_the_bias_and_relu_in_their_parts(two_threads, dtype, stored,
                                                             monkeypatch):
-    # batch-1 inference's linear layer, x @ W.T + b then relu: each thread adds the bias
-    # to its half of the row and clamps it (NaN kept), both halves from one compiled call
+    # batch-1 inference's linear layer, x @ W.T + b then relu: the two halves of the row
+    # from one compiled call, then the bias and the clamp (NaN kept)
     compiled = _record_splits(monkeypatch)
     rng = np.random.default_rng(12)
     row = rng.standard_normal((1, 300)).astype(dtype)
@@ -587,22 +587,20 @@ def test_relu_after_the_product_wherever_it_is_computed(two_threads, monkeypatch
 
 @needs_worker_loops
 def test_the_compiled_loops_refuse_a_bias_they_cannot_add():
-    # a stack takes no bias, nor does any product a bias of another dtype: nothing
-    # computed; a matrix-vector product (one row) adds its row
+    # a matrix-vector product (one row) or a stack takes no bias: nothing computed
     if _workers._compiled_loops() is None:
         pytest.skip("no CBLAS interface known for NumPy's BLAS")
     rng = np.random.default_rng(10)
     row, b = rng.standard_normal((1, 6)), rng.standard_normal((6, 4))
     out = np.zeros((1, 4))
-    bias = rng.standard_normal(4)
-    assert _workers.run_product(row, b, out, bias)
-    np.testing.assert_allclose(out, row @ b + bias, rtol=1e-12)
+    assert not _workers.run_product(row, b, out, np.ones(4))
+    assert (out == 0).all()
     assert _workers.run_product(row, b, out)
     np.testing.assert_allclose(out, row @ b, rtol=1e-12)
     stack, items = rng.standard_normal((2, 3, 6)), rng.standard_normal((2, 6, 4))
     assert not _workers.run_product(stack, items, np.zeros((2, 3, 4)), np.ones(4))
     worker = _workers.Worker()
-    assert not worker.post_product(row, b, out, np.ones(4, np.float32))
+    assert not worker.post_product(row, b, out, np.ones(4))
     assert not worker.post_product(rng.standard_normal((3, 6)), b, np.zeros((3, 4)),
                                    np.ones(4, np.float32))   # (not the product's dtype)
 

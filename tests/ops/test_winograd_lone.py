@@ -24,6 +24,7 @@ def lone(monkeypatch, on_two_threads):
     from ember.ops import _native_winograd_lone as module
 
     monkeypatch.setattr(direct, "ENABLED", False)
+    monkeypatch.setattr(winograd, "ENABLED", True)   # (whatever EMBER_NO_WINOGRAD says)
     for name in ("MIN_CHANNELS", "MIN_CHANNELS_SMALL_OUTPUT"):
         monkeypatch.setattr(winograd, name, 8)
     monkeypatch.setattr(winograd, "MIN_CHANNEL_PRODUCT", 64)

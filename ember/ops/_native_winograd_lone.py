@@ -123,6 +123,10 @@ class _Plan:
             block[_SIZES], block[_GEMM] = self.sizes.ctypes.data, gemm
             self.scratch.append(scratch)
 
+    def bytes(self) -> int:
+        """The size of its scratch arrays."""
+        return sum(a.nbytes for scratch in self.scratch for a in scratch)
+
     def fill(self, x, w, bias, out, check) -> None:
         """Point both blocks at this call's arrays."""
         at = _native_cuts._address
@@ -156,9 +160,8 @@ def conv_forward(x, w, geo, bias, tiles: tuple):
         key = (c, x.shape[2], x.shape[3], o, tiles, geo.lo)
         plan = _plans.get(key)
         if plan is None:
-            if len(_plans) >= _PLANS_KEPT:
-                _plans.clear()
-            plan = _plans[key] = _Plan(*key, int(loops.functions[_workers._SGEMM_AT]))
+            plan = _Plan(*key, int(loops.functions[_workers._SGEMM_AT]))
+            _keep(key, plan)
         out = np.empty(plan.shape, np.float32)
         check = np.empty(tiles[1], np.float32)
         plan.fill(x, w, bias, out, check)
@@ -178,8 +181,21 @@ def conv_forward(x, w, geo, bias, tiles: tuple):
     return out, check
 
 
-# Geometries whose scratch arrays are kept (a few hundred KB each).
-_PLANS_KEPT = 8
+# The scratch arrays kept between calls, at most (MNIST's conv2: ~1.1 MB; a 256 -> 256
+# layer at 14x14 needs ~19 MB, made afresh each call: a few microseconds of its ~1 ms).
+_KEPT_BYTES = 8 << 20
+
+
+def _keep(key: tuple, plan: _Plan) -> None:
+    """Keep `plan` for `key`'s later calls when its scratch fits in `_KEPT_BYTES` with
+    the others' (else the others are dropped first; a plan larger than that is not
+    kept)."""
+    size = plan.bytes()
+    if size > _KEPT_BYTES:
+        return
+    if size + sum(p.bytes() for p in _plans.values()) > _KEPT_BYTES:
+        _plans.clear()
+    _plans[key] = plan
 
 
 @functools.cache

@@ -119,3 +119,23 @@ def test_one_thread_or_several_images_take_the_bands_path(lone, monkeypatch):
     exact = _exact(x, k, geo, b)[0]
     for got in (alone[0], pair[0], pair[1]):
         np.testing.assert_allclose(got, exact, rtol=0, atol=2e-5 * np.abs(exact).max())
+
+
+def test_scratch_kept_within_its_budget(lone, monkeypatch):
+    """Plans are kept while their scratch fits the budget together; a plan larger than
+    the budget is used once and dropped, with the same results."""
+    from ember.ops import _native_winograd_lone as module
+
+    monkeypatch.setattr(module, "_plans", {})
+    small, large = _case(8, 8, 16, 12, 12), _case(9, 16, 32, 20, 20)
+    geo_small = Geometry((12, 12), (1, 1), (1, 1), (1, 1), (1, 1), 1)
+    geo_large = Geometry((20, 20), (1, 1), (1, 1), (1, 1), (1, 1), 1)
+    conv_array(*small[:2], geo_small, small[2])
+    (kept,) = module._plans.values()
+    monkeypatch.setattr(module, "_KEPT_BYTES", kept.bytes())   # room for that one only
+    for (x, k, b), geo in [(large, geo_large), (small, geo_small), (large, geo_large)]:
+        got = conv_array(x, k, geo, b)
+        exact = _exact(x, k, geo, b)
+        np.testing.assert_allclose(got, exact, rtol=0, atol=2e-5 * np.abs(exact).max())
+        assert list(module._plans.values()) == [kept]
+    assert lone == [True] * 4

@@ -535,12 +535,19 @@ def conv_forward(x, w, geo, bias=None):
     (TILES_PER_PRODUCT): tiles, products and output stay near its core (the whole
     batch's transformed tiles and products are 2.25x its input and output, and made the
     kernels wait on memory: 2x slower).  A lone image takes half its bands to each of two
-    threads in one native call each (ops/_native_winograd_lone.py); where that cannot
-    run, the whole image runs on this thread."""
+    threads in one native call each (ops/_native_winograd_lone.py), up to
+    FILTERS_SPLIT_MIN filters; where that cannot run, the whole image runs on this
+    thread.
+
+    NOTE: each thread of the lone path transforms all the filters, which from
+    FILTERS_SPLIT_MIN filters costs more than it saves: one image, against the whole
+    image on one thread (2-core Intel Xeon, 2026-12-07), 128 -> 128 at 14x14 620 against
+    720 us, 128 -> 256 at 14x14 1293 against 1255, 256 -> 256 at 14x14 3228 against 2516
+    (MNIST's 32 -> 64: 150 against 225)."""
     tiles = _tiles(geo)
     (out_h, out_w), th, tw = tiles
     n, o, c = x.shape[0], w.shape[0], w.shape[1]
-    if n == 1 and _parallel.threads() == 2:
+    if n == 1 and _parallel.threads() == 2 and c * o <= FILTERS_SPLIT_MIN:
         from . import _native_winograd_lone
 
         done = _native_winograd_lone.conv_forward(x, w, geo, bias, tiles)

@@ -139,3 +139,18 @@ def test_scratch_kept_within_its_budget(lone, monkeypatch):
         np.testing.assert_allclose(got, exact, rtol=0, atol=2e-5 * np.abs(exact).max())
         assert list(module._plans.values()) == [kept]
     assert lone == [True] * 4
+
+
+def test_many_filters_stay_on_one_thread(lone, monkeypatch):
+    """From FILTERS_SPLIT_MIN filters the lone image runs whole on one thread (each thread
+    would transform all the filters again)."""
+    x, k, b = _case(10, 8, 16, 12, 12)
+    geo = Geometry((12, 12), (1, 1), (1, 1), (1, 1), (1, 1), 1)
+    monkeypatch.setattr(winograd, "FILTERS_SPLIT_MIN", 8 * 16 - 1)
+    got = conv_array(x, k, geo, b)
+    assert lone == []
+    exact = _exact(x, k, geo, b)
+    np.testing.assert_allclose(got, exact, rtol=0, atol=2e-5 * np.abs(exact).max())
+    monkeypatch.setattr(winograd, "FILTERS_SPLIT_MIN", 8 * 16)
+    conv_array(x, k, geo, b)
+    assert lone == [True]

@@ -3,9 +3,12 @@
 `_native_winograd.conv_forward` deals whole images to the threads, so a batch of one ran
 on one thread: its filter transform, tile transform, 36 products and back-transform one
 after the other.  Here each thread takes half of the image's tile rows (bands) through
-all four steps in one native call (`_entry_template`): both threads transform the filters (the
-products need all of them, and a wait between the threads would cost more than the ~20
-us transform), then each transforms its bands' tiles, runs their 36 products through
+all four steps in one native call (`_entry_template`).  Both threads transform all the
+filters, which the products need: a wait for the other thread's half inside a native
+call could hang on a worker that fell asleep as its share was posted (it is woken only
+once the caller's share returns), and for up to 16K filters the transform is cheaper
+than the bands it shares out (`_native_winograd.conv_forward` sends more filters to one
+thread).  Then each thread transforms its bands' tiles, runs their 36 products through
 the CBLAS function of ember's threads and writes its bands of the output.  The worker's
 share starts from one compiled hand-over (`_workers.native_halves`), without the GIL.
 

@@ -20,7 +20,8 @@ from .._core.function import Function
 from .._core.grad_mode import is_grad_enabled
 from .._core.tensor import Tensor, _make, size_str
 from . import _kernels
-from . import _native_batchnorm, _native_group_norm, _native_rows
+from . import _native_batchnorm, _native_binary, _native_group_norm, _native_rows
+from ._direct import records
 from ._util import check_same_device, wrap_dim, xp_of
 from .arithmetic import unsupported
 from . import normalization_l2, normalization_rms
@@ -337,6 +338,40 @@ def _affine_running(input: Tensor, mean, var, weight, bias, eps) -> Tensor:
     return input * _channel_view(scale, nd) + _channel_view(shift, nd)
 
 
+def _plain_running(input: Tensor, *tensors) -> bool:
+    """Whether `_affine_running` may run on the arrays: nothing is recorded (`records`:
+    under no_grad, or nothing needs a gradient), and the input and the per-channel
+    tensors (None allowed for weight and bias) hold NumPy float32 or float64 arrays of
+    one dtype, the input with a channel dim."""
+    if records(input, *tensors):
+        return False
+    x = input._data
+    if type(x) is not np.ndarray or x.dtype not in (np.float32, np.float64) or x.ndim < 2:
+        return False
+    return all(t is None or (type(t._data) is np.ndarray and t._data.dtype is x.dtype)
+               for t in tensors)
+
+
+def _affine_running_arrays(x, mean, var, weight, bias, eps):
+    """`_affine_running` on the arrays (`_plain_running`'s case: a batch norm at
+    inference), each step the array operation its op runs, so the two give the same
+    bits; the ~8 small ops' bookkeeping goes (a (1, 32, 16, 16) batch norm: 43 -> ~10
+    us).
+
+    NOTE: not one fused pass ``x * scale + shift``: a fused multiply-add rounds once
+    where the ops round twice."""
+    with np.errstate(all="ignore"):
+        scale = 1 / np.sqrt(var + eps)
+    if weight is not None:
+        scale = scale * weight._data
+    shift = -mean * scale
+    if bias is not None:
+        shift = shift + bias._data
+    shape = (-1,) + (1,) * (x.ndim - 2)
+    return _native_binary.add(_native_binary.multiply(x, scale.reshape(shape)),
+                              shift.reshape(shape))
+
+
 def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor | None,
                weight: Tensor | None = None, bias: Tensor | None = None,
                training: bool = False, momentum: float = 0.1, eps: float = 1e-5) -> Tensor:
@@ -353,6 +388,9 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
             raise RuntimeError("running_mean must be defined in evaluation mode")
         if running_var is None:
             raise RuntimeError("running_var must be defined in evaluation mode")
+        if _plain_running(input, running_mean, running_var, weight, bias):
+            return _make(_affine_running_arrays(input._data, running_mean._data,
+                                                running_var._data, weight, bias, eps))
         return _affine_running(input, running_mean, running_var, weight, bias, eps)
     if input.numel() // channels <= 1:
         raise ValueError("Expected more than 1 value per channel when training, got input "

@@ -236,3 +236,47 @@ def test_two_norm_sums_of_squares_against_float64(dtype, dim, keepdim):
     expected = np.sqrt((xn.astype(np.float64) ** 2).sum(axis=axes, keepdims=keepdim))
     assert got.shape == expected.shape and got.dtype == dtype
     np.testing.assert_allclose(got, expected, rtol=2e-6 if dtype == np.float32 else 1e-14)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape", [(5, 3), (2, 3, 7), (1, 3, 4, 5), (2, 3, 2, 3, 2),
+                                   (2, 3, 300, 300)])
+@pytest.mark.parametrize("affine", [True, False])
+def test_inference_batch_norm_on_the_arrays_gives_the_recorded_bits(dtype, shape, affine):
+    # with nothing recorded (no_grad, or nothing needing a gradient) eval-mode batch norm
+    # runs on the arrays: the same bits as the recorded ops, against float64 too (the
+    # largest shape takes the threads' arithmetic)
+    rng = np.random.default_rng(len(shape))
+    x = ember.tensor(rng.normal(size=shape).astype(dtype))
+    rm = ember.tensor(rng.normal(size=3).astype(dtype))
+    rv = ember.tensor(rng.uniform(0.5, 2, 3).astype(dtype))
+    w = ember.tensor(rng.normal(size=3).astype(dtype)) if affine else None
+    b = ember.tensor(rng.normal(size=3).astype(dtype)) if affine else None
+    with ember.no_grad():
+        fast = F.batch_norm(x, rm, rv, w, b, training=False, eps=1e-3)
+    plain = F.batch_norm(x, rm, rv, w, b, training=False, eps=1e-3)
+    recorded = F.batch_norm(x.clone().requires_grad_(), rm, rv, w, b, training=False,
+                            eps=1e-3)
+    assert recorded.grad_fn is not None and fast.grad_fn is None and plain.grad_fn is None
+    assert fast.dtype == recorded.dtype and fast.shape == recorded.shape
+    np.testing.assert_array_equal(fast.numpy(), recorded.detach().numpy())
+    np.testing.assert_array_equal(plain.numpy(), recorded.detach().numpy())
+    view = (-1,) + (1,) * (len(shape) - 2)
+    scale = (w.numpy().astype(np.float64) if affine else 1) / np.sqrt(
+        rv.numpy().astype(np.float64) + 1e-3)
+    exact = (x.numpy().astype(np.float64) - rm.numpy().reshape(view)) * scale.reshape(view)
+    if affine:
+        exact = exact + b.numpy().reshape(view)
+    tol = 1e-5 if dtype == np.float32 else 1e-12
+    np.testing.assert_allclose(fast.numpy(), exact, rtol=tol, atol=tol)
+
+
+def test_inference_batch_norm_of_mixed_dtypes_takes_the_ops():
+    # a float32 input with float64 statistics promotes as the ops do
+    x = ember.tensor(np.linspace(-1, 1, 12, dtype=np.float32).reshape(2, 3, 2))
+    rm, rv = ember.zeros(3, dtype=ember.float64), ember.ones(3, dtype=ember.float64)
+    with ember.no_grad():
+        out = F.batch_norm(x, rm, rv, training=False)
+    recorded = F.batch_norm(x.clone().requires_grad_(), rm, rv, training=False)
+    assert out.dtype == recorded.dtype
+    np.testing.assert_array_equal(out.numpy(), recorded.detach().numpy())

@@ -260,6 +260,43 @@ def test_pointwise_convolutions_match_the_general_path(spatial, transposed, dtyp
         np.testing.assert_allclose(a, b, **tol)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("spatial, stride", [((9,), 2), ((7, 6), 2), ((7, 6), (2, 1)),
+                                             ((16, 16), 2), ((3, 4, 5), (1, 2, 3))])
+def test_strided_pointwise_convolutions_match_the_general_path(spatial, stride, dtype,
+                                                               monkeypatch):
+    # a strided 1x1 convolution (a ResNet shortcut) reads every s-th pixel, then is a
+    # pointwise product; against the general path's columns, gradients too
+    from ember.ops import conv_arrays
+
+    nd = len(spatial)
+    conv = getattr(F, f"conv{nd}d")
+    rng = np.random.default_rng(7)
+    x0 = rng.standard_normal((2, 4) + spatial).astype(dtype)
+    w0 = rng.standard_normal((6, 4) + (1,) * nd).astype(dtype)
+    b0 = rng.standard_normal(6).astype(dtype)
+    steps = stride if isinstance(stride, tuple) else (stride,) * nd
+    picked = x0[(Ellipsis,) + tuple(slice(None, None, s) for s in steps)]
+    g0 = rng.standard_normal((2, 6) + picked.shape[2:]).astype(dtype)
+    results = []
+    real = conv_arrays._strided_pointwise
+    for take in (True, False):
+        calls = _gate(monkeypatch, conv_arrays, "_strided_pointwise", real, take)
+        x = ember.tensor(x0, requires_grad=True)
+        w = ember.tensor(w0, requires_grad=True)
+        y = conv(x, w, ember.tensor(b0), stride=stride)
+        y.backward(ember.tensor(g0))
+        results.append((y.detach().numpy(), x.grad.numpy(), w.grad.numpy()))
+        assert calls
+    exact = np.einsum("oc,nc...->no...", w0.reshape(6, 4).astype(np.float64),
+                      picked.astype(np.float64)) + b0.reshape((1, 6) + (1,) * nd)
+    tol = dict(rtol=1e-5, atol=1e-5) if dtype == np.float32 else dict(rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(results[0][0], exact, **tol)
+    for a, b in zip(*results):
+        assert a.shape == b.shape
+        np.testing.assert_allclose(a, b, **tol)
+
+
 def test_pointwise_convolution_gradients_of_every_order():
     rng = np.random.default_rng(6)
     x = ember.tensor(rng.standard_normal((2, 3, 4, 5)), requires_grad=True)

@@ -136,9 +136,16 @@ def plain_3x3(kernel, geo) -> bool:
 
 def supports(images: int, dtype, in_channels: int, out_channels: int, kernel, geo) -> bool:
     """Whether a convolution of `images` images takes this path: float32, `plain_3x3`,
-    channels enough for its output's size (see MIN_CHANNELS), and tiles enough for its
-    filters (see MIN_TILES)."""
+    channels enough for its output's size (see MIN_CHANNELS), tiles enough for its
+    filters (see MIN_TILES), and for a lone image at most FILTERS_SPLIT_MIN filters.
+
+    NOTE: a lone image with more filters runs its bands on one thread (see
+    `conv_forward`): ResNet-18's 256 -> 256 layer at 14x14, one image, 2420 us so
+    against 1094 by im2col's product on both threads (PyTorch 809; 2-core Intel Xeon,
+    2026-12-07)."""
     if not (ENABLED and dtype == np.float32 and plain_3x3(kernel, geo)):
+        return False
+    if images == 1 and in_channels * out_channels > FILTERS_SPLIT_MIN:
         return False
     out, th, tw = _tiles(geo)
     tiles = images * th * tw

@@ -141,16 +141,19 @@ def test_scratch_kept_within_its_budget(lone, monkeypatch):
     assert lone == [True] * 4
 
 
-def test_many_filters_stay_on_one_thread(lone, monkeypatch):
-    """From FILTERS_SPLIT_MIN filters the lone image runs whole on one thread (each thread
-    would transform all the filters again)."""
+def test_a_lone_image_with_many_filters_takes_im2col(lone, monkeypatch):
+    """From FILTERS_SPLIT_MIN filters a lone image leaves the Winograd path (its bands
+    would run on one thread), where two images stay on it; up to it, the two threads."""
     x, k, b = _case(10, 8, 16, 12, 12)
     geo = Geometry((12, 12), (1, 1), (1, 1), (1, 1), (1, 1), 1)
     monkeypatch.setattr(winograd, "FILTERS_SPLIT_MIN", 8 * 16 - 1)
+    assert not winograd.supports(1, np.float32, 8, 16, (3, 3), geo)
+    assert winograd.supports(2, np.float32, 8, 16, (3, 3), geo)
     got = conv_array(x, k, geo, b)
     assert lone == []
     exact = _exact(x, k, geo, b)
     np.testing.assert_allclose(got, exact, rtol=0, atol=2e-5 * np.abs(exact).max())
     monkeypatch.setattr(winograd, "FILTERS_SPLIT_MIN", 8 * 16)
+    assert winograd.supports(1, np.float32, 8, 16, (3, 3), geo)
     conv_array(x, k, geo, b)
     assert lone == [True]

@@ -20,6 +20,8 @@ rebuilds them and calls the kernel's serial build on a share:
   middle dim and its gradient: rows of (C, inner) blocks, the integer inner);
 - ``halves2`` / ``halves3``: rows of 2n-wide arrays and of an n-wide one (the gated
   linear unit's halves and its output or gradient: ops/_native_glu.py);
+- ``rows_affine``: rows of an array, a scale and a shift per row, rows of the result
+  (batch norm at inference, ops/_native_batchnorm.py);
 - ``rows_sums``: a 2-D array cut by rows and its rows' float64 sums (_native_sums.py);
 - ``pick_rows``: rows of a table, of int64 indices into them and of the values picked or
   added, the indices' row length, an integer mode, and a count per row
@@ -173,6 +175,13 @@ def rows2_flag(address):
     r, c = ints[0], ints[1]
     KERNEL(_rows_at(ints[ARGS], r, c, DTYPE), _rows_at(ints[ARGS + 1], r, c, DTYPE),
            ints[ARGS + 2] != 0)
+
+
+def rows_affine(address):   # (x, scale, shift, out): rows of x and out, a number a row each
+    ints, _ = block_at(address)
+    r, c = ints[0], ints[1]
+    KERNEL(_rows_at(ints[ARGS], r, c, DTYPE), array_at(ints[ARGS + 1], r, DTYPE),
+           array_at(ints[ARGS + 2], r, DTYPE), _rows_at(ints[ARGS + 3], r, c, DTYPE))
 
 
 def halves2(address):   # (x, out): rows of x, 2n wide, and of out, n wide (glu)
@@ -397,7 +406,7 @@ def depthwise(address):   # (x, w, out, numbers, index): images of x and out cut
 FAMILIES = {f.__name__: f for f in (
     flat2, flat3, flat1_1, flat2_1, flat2_2, flat2_3, flat3_1, flat3_2, flat3_3, flat3_4, select,
     select_number_a, select_number_b, rows2_flag, rows3_flag, rows2_flag_int, rows3_flag_int,
-    halves2, halves3,
+    halves2, halves3, rows_affine,
     rows_sums, pick_rows, dropout, dropout_grad,
     dropout_grad_into, layer_norm, sgd, adam, adadelta, cross_entropy, cross_entropy_grad,
     masked_softmax, masked_softmax_grad, layer_norm_grad, group_norm, group_norm_grad,

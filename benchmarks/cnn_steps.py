@@ -5,7 +5,8 @@ images; torchvision's ResNet-18 at batch 8 on 112x112 images; a MobileNet-like o
 stride-2 stem and four inverted residual blocks: 1x1 expansion, 3x3 depthwise, 1x1
 projection, batch norm and ReLU6) at batch 32 on 64x64 images, these three with SGD
 (momentum) and cross-entropy; and the DCGAN of pytorch/examples at 32x32 (transposed
-convolutions, Adam, binary cross-entropy).
+convolutions, Adam, binary cross-entropy).  And the batch-1 inference of the three
+image networks (eval mode, no_grad; ResNet-18 on one 224x224 image).
 
 They measure the layers of such networks that the MNIST CNN of run.py does not have:
 3x3 convolutions of 16-64 channels, strided depthwise convolutions, stride-2 stems
@@ -145,7 +146,27 @@ NETWORKS = {
     "mobilenet": ("MobileNet-like step, batch 32, 64x64",
                   lambda lib: training_step(lib, mobilenet_like, 32, 64)),
     "dcgan": ("DCGAN step (both nets), batch 32, 32x32", dcgan_step),
+    "resnet-infer": ("CIFAR ResNet-like, batch-1 inference, 32x32",
+                     lambda lib: inference(lib, resnet_like, 32)),
+    "resnet18-infer": ("ResNet-18, batch-1 inference, 224x224",
+                       lambda lib: inference(lib, resnet18, 224)),
+    "mobilenet-infer": ("MobileNet-like, batch-1 inference, 64x64",
+                        lambda lib: inference(lib, mobilenet_like, 64)),
 }
+
+
+def inference(lib, build, size: int):
+    """`build`'s network in eval mode on one random image under no_grad, as a closure."""
+    lib.manual_seed(0)
+    model = build(lib)
+    model.eval()
+    image = lib.tensor(np.random.default_rng(0).standard_normal((1, 3, size, size))
+                       .astype(np.float32))
+
+    def infer():
+        with lib.no_grad():
+            return model(image)
+    return infer
 
 
 def training_step(lib, build, batch: int, size: int):
@@ -165,7 +186,8 @@ def training_step(lib, build, batch: int, size: int):
 
 
 def main() -> None:
-    args = turn_arguments(__doc__, 12, "comma-separated: resnet, resnet18, mobilenet, dcgan")
+    args = turn_arguments(__doc__, 12, "comma-separated: resnet, resnet18, mobilenet, dcgan, "
+                          "resnet-infer, resnet18-infer, mobilenet-infer")
     torch = libraries_on_threads(args.threads)
     print(f"{args.threads} threads, median of {args.repeats} steps in {args.rounds} turns, ms")
     print(f"{'network':<42} {'ember':>8} {'PyTorch':>8} {'ratio':>6}  rounds")

@@ -139,10 +139,12 @@ def supports(images: int, dtype, in_channels: int, out_channels: int, kernel, ge
     channels enough for its output's size (see MIN_CHANNELS), tiles enough for its
     filters (see MIN_TILES), and for a lone image at most FILTERS_SPLIT_MIN filters.
 
-    NOTE: a lone image with more filters runs its bands on one thread (see
-    `conv_forward`): ResNet-18's 256 -> 256 layer at 14x14, one image, 2420 us so
-    against 1094 by im2col's product on both threads (PyTorch 809; 2-core Intel Xeon,
-    2026-12-07)."""
+    NOTE: a lone image goes to both threads by `conv_forward`'s lone path, whose threads
+    each transform all the filters; with more than FILTERS_SPLIT_MIN that costs more
+    than it saves (one image, 2-core Intel Xeon, 2026-12-07: 128 -> 128 at 14x14 620
+    us so against 720 on one thread, 128 -> 256 1293 against 1255, 256 -> 256 3228
+    against 2516), and the bands on one thread lose to im2col's product on both
+    (ResNet-18's 256 -> 256 layer at 14x14: 2420 against 1094 us, PyTorch 809)."""
     if not (ENABLED and dtype == np.float32 and plain_3x3(kernel, geo)):
         return False
     if images == 1 and in_channels * out_channels > FILTERS_SPLIT_MIN:
@@ -541,20 +543,14 @@ def conv_forward(x, w, geo, bias=None):
     of at least an image's worth, which each thread takes a few images' worth at a time
     (TILES_PER_PRODUCT): tiles, products and output stay near its core (the whole
     batch's transformed tiles and products are 2.25x its input and output, and made the
-    kernels wait on memory: 2x slower).  A lone image takes half its bands to each of two
-    threads in one native call each (ops/_native_winograd_lone.py), up to
-    FILTERS_SPLIT_MIN filters; where that cannot run, the whole image runs on this
-    thread.
-
-    NOTE: each thread of the lone path transforms all the filters, which from
-    FILTERS_SPLIT_MIN filters costs more than it saves: one image, against the whole
-    image on one thread (2-core Intel Xeon, 2026-12-07), 128 -> 128 at 14x14 620 against
-    720 us, 128 -> 256 at 14x14 1293 against 1255, 256 -> 256 at 14x14 3228 against 2516
-    (MNIST's 32 -> 64: 150 against 225)."""
+    kernels wait on memory: 2x slower).  A lone image (with at most FILTERS_SPLIT_MIN
+    filters: `supports`) takes half its bands to each of two threads in one native call
+    each (ops/_native_winograd_lone.py; MNIST's conv2 150 against 225 us on one thread);
+    where that cannot run, the whole image runs on this thread."""
     tiles = _tiles(geo)
     (out_h, out_w), th, tw = tiles
     n, o, c = x.shape[0], w.shape[0], w.shape[1]
-    if n == 1 and _parallel.threads() == 2 and c * o <= FILTERS_SPLIT_MIN:
+    if n == 1 and _parallel.threads() == 2:
         from . import _native_winograd_lone
 
         done = _native_winograd_lone.conv_forward(x, w, geo, bias, tiles)

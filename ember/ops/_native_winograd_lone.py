@@ -7,8 +7,8 @@ all four steps in one native call (`_entry_template`).  Both threads transform a
 filters, which the products need: a wait for the other thread's half inside a native
 call could hang on a worker that fell asleep as its share was posted (it is woken only
 once the caller's share returns), and for up to 16K filters the transform is cheaper
-than the bands it shares out (`_native_winograd.conv_forward` sends more filters to one
-thread).  Then each thread transforms its bands' tiles, runs their 36 products through
+than the bands it shares out (`_native_winograd.supports` sends a lone image with more
+to im2col).  Then each thread transforms its bands' tiles, runs their 36 products through
 the CBLAS function of ember's threads and writes its bands of the output.  The worker's
 share starts from one compiled hand-over (`_workers.native_halves`), without the GIL.
 

@@ -362,11 +362,11 @@ def _affine_running_arrays(x, mean, var, weight, bias, eps):
     with np.errstate(all="ignore"):
         scale = 1 / np.sqrt(var + eps)
     if weight is not None:
-        scale = scale * weight._data
+        scale = scale * weight
     shift = -mean * scale
     if bias is not None:
-        shift = shift + bias._data
-    if x.size >= _native_batchnorm.MIN_SIZE and _native_batchnorm.affine_supports(x, scale):
+        shift = shift + bias
+    if x.size >= _native_batchnorm.MIN_SIZE and _native_batchnorm.affine_supports(x):
         return _native_batchnorm.channel_affine(x, scale, shift)
     shape = (-1,) + (1,) * (x.ndim - 2)
     return _native_binary.add(_native_binary.multiply(x, scale.reshape(shape)),
@@ -390,8 +390,10 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
         if running_var is None:
             raise RuntimeError("running_var must be defined in evaluation mode")
         if _plain_running(input, running_mean, running_var, weight, bias):
-            return _make(_affine_running_arrays(input._data, running_mean._data,
-                                                running_var._data, weight, bias, eps))
+            return _make(_affine_running_arrays(
+                input._data, running_mean._data, running_var._data,
+                None if weight is None else weight._data, None if bias is None else bias._data,
+                eps))
         return _affine_running(input, running_mean, running_var, weight, bias, eps)
     if input.numel() // channels <= 1:
         raise ValueError("Expected more than 1 value per channel when training, got input "

@@ -25,6 +25,18 @@ def _gate(monkeypatch, module, name: str, real, take: bool) -> list:
     return calls
 
 
+def _both_ways(monkeypatch, module, name: str, run) -> list:
+    """``[run() with the test module.name answering as itself, run() with it answering
+    False]`` (the fast path, then the general one), each run asking the test."""
+    real = getattr(module, name)
+    results = []
+    for take in (True, False):
+        calls = _gate(monkeypatch, module, name, real, take)
+        results.append(run())
+        assert calls
+    return results
+
+
 GEOMETRIES = [dict(stride=1, padding=1), dict(stride=2, padding=1), dict(stride=1, padding=0),
               dict(stride=(2, 1), padding=(2, 0), dilation=(1, 2)),
               dict(stride=1, padding="same", dilation=2), dict(stride=3, padding=2),
@@ -244,17 +256,16 @@ def test_pointwise_convolutions_match_the_general_path(spatial, transposed, dtyp
     w0 = rng.standard_normal((4, 6) + (1,) * nd if transposed else (6, 4) + (1,) * nd)
     b0 = rng.standard_normal(6)
     g0 = rng.standard_normal((3, 6) + spatial).astype(dtype)
-    results = []
-    real = conv_arrays._pointwise
-    for take in (True, False):
-        calls = _gate(monkeypatch, conv_arrays, "_pointwise", real, take)
+
+    def run():
         x = ember.tensor(x0, requires_grad=True)
         w = ember.tensor(w0.astype(dtype), requires_grad=True)
         b = ember.tensor(b0.astype(dtype), requires_grad=True)
         y = conv(x, w, b)
         y.backward(ember.tensor(g0))
-        results.append((y.detach().numpy(), x.grad.numpy(), w.grad.numpy(), b.grad.numpy()))
-        assert calls
+        return y.detach().numpy(), x.grad.numpy(), w.grad.numpy(), b.grad.numpy()
+
+    results = _both_ways(monkeypatch, conv_arrays, "_pointwise", run)
     tol = dict(rtol=1e-4, atol=1e-4) if dtype == np.float32 else dict(rtol=1e-11, atol=1e-11)
     for a, b in zip(*results):
         np.testing.assert_allclose(a, b, **tol)
@@ -278,16 +289,15 @@ def test_strided_pointwise_convolutions_match_the_general_path(spatial, stride, 
     steps = stride if isinstance(stride, tuple) else (stride,) * nd
     picked = x0[(Ellipsis,) + tuple(slice(None, None, s) for s in steps)]
     g0 = rng.standard_normal((2, 6) + picked.shape[2:]).astype(dtype)
-    results = []
-    real = conv_arrays._strided_pointwise
-    for take in (True, False):
-        calls = _gate(monkeypatch, conv_arrays, "_strided_pointwise", real, take)
+
+    def run():
         x = ember.tensor(x0, requires_grad=True)
         w = ember.tensor(w0, requires_grad=True)
         y = conv(x, w, ember.tensor(b0), stride=stride)
         y.backward(ember.tensor(g0))
-        results.append((y.detach().numpy(), x.grad.numpy(), w.grad.numpy()))
-        assert calls
+        return y.detach().numpy(), x.grad.numpy(), w.grad.numpy()
+
+    results = _both_ways(monkeypatch, conv_arrays, "_strided_pointwise", run)
     exact = np.einsum("oc,nc...->no...", w0.reshape(6, 4).astype(np.float64),
                       picked.astype(np.float64)) + b0.reshape((1, 6) + (1,) * nd)
     tol = dict(rtol=1e-5, atol=1e-5) if dtype == np.float32 else dict(rtol=1e-12, atol=1e-12)
@@ -390,17 +400,16 @@ def test_col2im_kernel_matches_numpys_strided_adds(geometry, dtype, monkeypatch)
     groups = geometry.get("groups", 1)
     x0 = rng.standard_normal((3, 4, 6, 5)).astype(dtype)
     w0 = rng.standard_normal((4, 6 // groups, 4, 3)).astype(dtype)
-    results = []
-    real = _native_col2im.supports
-    for take in (True, False):
-        calls = _gate(monkeypatch, _native_col2im, "supports", real, take)
+
+    def run():
         x = ember.tensor(x0, requires_grad=True)
         w = ember.tensor(w0, requires_grad=True)
         y = F.conv_transpose2d(x, w, **geometry)      # col2im in the forward
         z = F.conv2d(y, w, stride=geometry["stride"], groups=groups)  # and in a backward
         z.backward(ember.ones_like(z))
-        results.append((y.detach().numpy(), x.grad.numpy(), w.grad.numpy()))
-        assert calls
+        return y.detach().numpy(), x.grad.numpy(), w.grad.numpy()
+
+    results = _both_ways(monkeypatch, _native_col2im, "supports", run)
     tol = dict(rtol=1e-4, atol=1e-4) if dtype == np.float32 else dict(rtol=1e-11, atol=1e-11)
     for a, b in zip(*results):
         np.testing.assert_allclose(a, b, **tol)

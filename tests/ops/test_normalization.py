@@ -271,6 +271,19 @@ def test_inference_batch_norm_on_the_arrays_gives_the_recorded_bits(dtype, shape
     np.testing.assert_allclose(fast.numpy(), exact, rtol=tol, atol=tol)
 
 
+def test_inference_batch_norm_of_a_strided_input_gives_the_recorded_bits():
+    # a view with gaps (every other column of a larger image) takes NumPy's operations
+    rng = np.random.default_rng(9)
+    x = ember.tensor(rng.normal(size=(1, 4, 64, 128)).astype(np.float32))[..., ::2]
+    rm, rv = ember.tensor(rng.normal(size=4)), ember.tensor(rng.uniform(0.5, 2, 4))
+    rm, rv = rm.float(), rv.float()
+    assert not x.is_contiguous() and x.numel() >= 8192
+    with ember.no_grad():
+        fast = F.batch_norm(x, rm, rv, training=False)
+    recorded = F.batch_norm(x.clone().requires_grad_(), rm, rv, training=False)
+    np.testing.assert_array_equal(fast.numpy(), recorded.detach().numpy())
+
+
 def test_inference_batch_norm_of_mixed_dtypes_takes_the_ops():
     # a float32 input with float64 statistics promotes as the ops do
     x = ember.tensor(np.linspace(-1, 1, 12, dtype=np.float32).reshape(2, 3, 2))

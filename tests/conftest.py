@@ -71,3 +71,15 @@ def workers_asleep():
             time.sleep(0.005)
         return _workers.workers()[0]
     return wait
+
+
+@pytest.fixture
+def no_blocked_conv(monkeypatch):
+    """The register-blocked 3x3 kernels (ops/_native_blocked_conv.py) switched off, for
+    tests of the paths they would otherwise take first (where numba runs at all)."""
+    from ember.ops import _native as native
+
+    if native.available():
+        from ember.ops import _native_blocked_conv
+
+        monkeypatch.setattr(_native_blocked_conv, "ENABLED", False)

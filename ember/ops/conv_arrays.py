@@ -273,6 +273,9 @@ def conv_array(a, w, geo, bias=None):
         if _native_depthwise.supports(a, w.shape, w.dtype, geo):
             return _native_depthwise.forward(a, w, geo, bias)
         dtype = np.result_type(a, w)
+        blocked = _blocked_conv(dtype, a.shape[0], w.shape[1], w.shape[0], w.shape[2:], geo)
+        if blocked is not None:
+            return blocked.conv_forward(a, w, geo, bias)
         if _native_direct_conv.supports(dtype, a.shape[0], w.shape[1], w.shape[0],
                                         w.shape[2:], geo):
             return _native_direct_conv.conv_forward(a, w, geo, bias)
@@ -339,6 +342,22 @@ def conv_array(a, w, geo, bias=None):
     return out.reshape((n, co) + out_shape)
 
 
+def _blocked_conv(dtype, images: int, in_channels: int, out_channels: int, kernel, geo,
+                  weight: bool = False):
+    """ops/_native_blocked_conv.py where it takes this convolution, or its weight
+    gradient with `weight` (see its `supports` and `weight_supports`), else None.
+    (Imported here, once the geometry fits: it imports numba.)"""
+    if dtype != np.float32 or not _native_winograd.plain_3x3(kernel, geo):
+        return None
+    from . import _native_blocked_conv as blocked
+
+    if weight:
+        takes = blocked.weight_supports(dtype, in_channels, out_channels, kernel, geo)
+    else:
+        takes = blocked.supports(dtype, images, in_channels, out_channels, kernel, geo)
+    return blocked if takes else None
+
+
 def _whole_batch(xp, groups: int, images: int, item_bytes: int, budget: int) -> bool:
     """Whether a convolution's columns are made for the whole batch at once and go
     through one product split over the threads, rather than in chunks of images, a run
@@ -372,9 +391,10 @@ def conv_transpose_array(c, w, geo, bias=None):
         # no strided col2im: the helper that writes fewer columns, unless they are fewer
         # than `c`'s channels (then copying `c` costs the most: general path)
         co, ci, nk = w.shape[0], w.shape[1] * geo.groups, math.prod(w.shape[2:])
+        dtype, inner = np.result_type(c, w), _as_conv_geometry(c, w, geo)
         if co * math.prod(geo.size) < ci * math.prod(geo.padded()) \
-                or _native_winograd.supports(c.shape[0], np.result_type(c, w), co, ci,
-                                             w.shape[2:], _as_conv_geometry(c, w, geo)):
+                or _native_winograd.supports(c.shape[0], dtype, co, ci, w.shape[2:], inner) \
+                or _blocked_conv(dtype, c.shape[0], co, ci, w.shape[2:], inner) is not None:
             return _transpose_as_conv(c, w, geo, bias)
         if ci * nk >= co:
             return _transpose_by_shifts(c, w, geo, bias)
@@ -569,6 +589,9 @@ def _direct_weight(a, c, kernel, geo):
     or 2: nine dot products per plane and channel pair, no columns); else None, as where
     it is not finite."""
     args = (np.result_type(a, c), a.shape[0], a.shape[1], c.shape[1], kernel, geo)
+    blocked = _blocked_conv(*args, weight=True)
+    if blocked is not None:
+        return blocked.weight_grad(a, c, geo)
     if _native_direct_conv.weight_supports(*args):
         return _native_direct_conv.weight_grad(a, c, geo)
     if _native_direct_conv.supports_strided(*args):

@@ -212,8 +212,8 @@ def test_gradcheck_conv_transpose_output_padding_past_the_windows(kw):
 
 @pytest.mark.parametrize("name", ["2d k3 p1", "2d same, even kernel", "3d k(3,2,1) p1"])
 @pytest.mark.parametrize("groups, short", [(1, 0), (2, 0), (1, 1)])
-def test_weight_gradient_sums_either_way_round(monkeypatch, on_two_threads, name, groups,
-                                                short):
+def test_weight_gradient_sums_either_way_round(monkeypatch, on_two_threads, no_blocked_conv,
+                                                name, groups, short):
     """The general weight gradient over the whole batch at once (one product split over
     the threads), or in chunks of images accumulated as (Cg*k, Og) and transposed at the
     end (small filters) or as (Og, Cg*k) (from _TRANSPOSED_MAX weights on, where the
@@ -255,7 +255,7 @@ def test_weight_gradient_sums_either_way_round(monkeypatch, on_two_threads, name
     assert taken == [groups == 1, False, False]
 
 
-def test_whole_batch_forward_matches_chunks(monkeypatch, on_two_threads):
+def test_whole_batch_forward_matches_chunks(monkeypatch, on_two_threads, no_blocked_conv):
     """The general forward over the whole batch (one product split over the threads,
     its columns copied by one thread or by both) and in chunks of images, bias folded
     in: the same values as float64."""

@@ -16,6 +16,12 @@ from ember.ops.conv_arrays import Geometry, conv_array
 pytestmark = pytest.mark.skipif(not native.available(), reason="numba is not installed")
 
 
+@pytest.fixture(autouse=True)
+def _blocked_kernels_off(no_blocked_conv):
+    """These tests are of the paths that ops/_native_blocked_conv.py's kernels take over
+    where they run (tests/ops/test_blocked_conv.py has theirs)."""
+
+
 def _case(rng, n, c, o, h, w, dtype=np.float32):
     x = rng.standard_normal((n, c, h, w)).astype(dtype)
     k = (rng.standard_normal((o, c, 3, 3)) / np.sqrt(9 * c)).astype(dtype)

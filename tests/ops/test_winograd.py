@@ -16,6 +16,12 @@ from ember.ops.conv_arrays import Geometry, conv_array, conv_transpose_array
 pytestmark = pytest.mark.skipif(not native.available(), reason="numba is not installed")
 
 
+@pytest.fixture(autouse=True)
+def _blocked_kernels_off(no_blocked_conv):
+    """These tests are of the paths that ops/_native_blocked_conv.py's kernels take over
+    where they run (tests/ops/test_blocked_conv.py has theirs)."""
+
+
 @pytest.fixture
 def few_channels(monkeypatch):
     """The path taken down to 8 channels on any output, so that the kernels' tests run

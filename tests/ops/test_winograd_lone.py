@@ -16,6 +16,12 @@ from .test_winograd import assert_like_im2col
 pytestmark = pytest.mark.skipif(not native.available(), reason="numba is not installed")
 
 
+@pytest.fixture(autouse=True)
+def _blocked_kernels_off(no_blocked_conv):
+    """These tests are of the paths that ops/_native_blocked_conv.py's kernels take over
+    where they run (tests/ops/test_blocked_conv.py has theirs)."""
+
+
 @pytest.fixture
 def lone(monkeypatch, on_two_threads):
     """The path taken from 8 channels and 4 tiles (so that small shapes reach it), the

@@ -1,0 +1,144 @@
+"""Explicit float32 vectors for numba kernels: a value of `LANES` float32s that lives in one
+SIMD register, with the four operations a register-blocked kernel needs (`load`,
+`store`, `splat`, `multiply_add`).
+
+numba vectorizes a kernel's innermost loop by itself, but keeps whatever that loop adds
+into in memory: a 3x3 convolution written so loaded and stored its running sums for
+every multiply-add.  With these vectors a kernel holds a block of sums in registers
+across all its input channels and taps, as a hand-written SIMD kernel does
+(`_native_blocked_conv.py`).  Each operation is an LLVM instruction on a ``<LANES x
+float>`` value, so numba's optimizer sees plain vector code and keeps the values in
+registers.
+
+`LANES` is 16 (one AVX-512 register) where the processor has AVX-512, else 8 (one AVX
+register).  This module imports numba's extension API: kernels that use it are imported
+only where `_native.enabled()`.
+"""
+
+from __future__ import annotations
+
+from llvmlite import binding as llvm
+from llvmlite import ir
+from numba import types
+from numba.core import cgutils
+from numba.extending import intrinsic, models, register_model
+
+
+def _host_has_avx512() -> bool:
+    """Whether LLVM sees AVX-512F on this processor (what numba compiles for)."""
+    return "+avx512f" in llvm.get_host_cpu_features().flatten().split(",")
+
+
+AVX512 = _host_has_avx512()
+LANES = 16 if AVX512 else 8
+
+
+class Float32Vector(types.Type):
+    """numba's type of a vector of LANES float32s."""
+
+    def __init__(self):
+        super().__init__(name=f"float32x{LANES}")
+
+
+float32_vector = Float32Vector()
+
+
+def _vector_type() -> ir.VectorType:
+    return ir.VectorType(ir.FloatType(), LANES)
+
+
+@register_model(Float32Vector)
+class _Float32VectorModel(models.PrimitiveModel):
+    def __init__(self, dmm, fe_type):
+        super().__init__(dmm, fe_type, _vector_type())
+
+
+def _address(context, builder, array_type, array, index):
+    """The address of element `index` of a 1-D array, as a pointer to a vector."""
+    data = context.make_array(array_type)(context, builder, array).data
+    return builder.bitcast(builder.gep(data, [index]), _vector_type().as_pointer())
+
+
+def _check_array(array) -> None:
+    if not (isinstance(array, types.Array) and array.ndim == 1
+            and array.dtype == types.float32):
+        raise TypeError(f"vectors read and write 1-D float32 arrays, not {array}")
+
+
+@intrinsic
+def load(typingctx, array, index):
+    """The LANES float32s of `array` (1-D, contiguous) from element `index` on (unchecked:
+    the caller keeps them inside the array; any alignment)."""
+    _check_array(array)
+
+    def codegen(context, builder, signature, args):
+        return builder.load(_address(context, builder, signature.args[0], *args), align=4)
+
+    return float32_vector(array, index), codegen
+
+
+@intrinsic
+def store(typingctx, array, index, vector):
+    """Write `vector` into `array` (1-D, contiguous) from element `index` on (unchecked)."""
+    _check_array(array)
+
+    def codegen(context, builder, signature, args):
+        pointer = _address(context, builder, signature.args[0], args[0], args[1])
+        builder.store(args[2], pointer, align=4)
+        return context.get_dummy_value()
+
+    return types.void(array, index, vector), codegen
+
+
+@intrinsic
+def splat(typingctx, value):
+    """A vector of LANES copies of `value` (a float32)."""
+    if value != types.float32:
+        raise TypeError(f"splat takes a float32, not {value}")
+
+    def codegen(context, builder, signature, args):
+        undefined = ir.Constant(_vector_type(), ir.Undefined)
+        first = builder.insert_element(undefined, args[0], ir.Constant(ir.IntType(32), 0))
+        zeros = ir.Constant(ir.VectorType(ir.IntType(32), LANES), [0] * LANES)
+        return builder.shuffle_vector(first, undefined, zeros)
+
+    return float32_vector(value), codegen
+
+
+@intrinsic
+def multiply_add(typingctx, a, b, c):
+    """``a * b + c`` lane by lane: one fused multiply-add where the processor has them
+    (LLVM's fmuladd: else a multiply and an add)."""
+    def codegen(context, builder, signature, args):
+        vector = _vector_type()
+        function = cgutils.get_or_insert_function(
+            builder.module, ir.FunctionType(vector, [vector] * 3), f"llvm.fmuladd.v{LANES}f32")
+        return builder.call(function, args)
+
+    return float32_vector(a, b, c), codegen
+
+
+@intrinsic
+def total(typingctx, vector):
+    """The sum of `vector`'s lanes, as a float64 (halves added pairwise: LANES / 2 + ...
+    + 1 lanes, then the last in float64)."""
+    def codegen(context, builder, signature, args):
+        value, lanes = args[0], LANES
+        while lanes > 1:
+            half = lanes // 2
+            kind = ir.VectorType(ir.FloatType(), half)
+            low = builder.shuffle_vector(value, value, ir.Constant(
+                ir.VectorType(ir.IntType(32), half), list(range(half))))
+            high = builder.shuffle_vector(value, value, ir.Constant(
+                ir.VectorType(ir.IntType(32), half), list(range(half, lanes))))
+            if half == 1:
+                zero = ir.Constant(ir.IntType(32), 0)
+                first = builder.fpext(builder.extract_element(low, zero), ir.DoubleType())
+                second = builder.fpext(builder.extract_element(high, zero), ir.DoubleType())
+                return builder.fadd(first, second)
+            value = builder.fadd(low, high)
+            lanes = half
+            assert value.type == kind
+        raise AssertionError("LANES is at least 2")
+
+    return types.float64(vector), codegen

@@ -1,0 +1,194 @@
+"""Register-blocked 3x3 convolutions (ops/_native_blocked_conv.py, explicit SIMD vectors
+from ops/_native_vectors.py): the forward, the input gradient and the weight gradient
+against float64 references from the definition, the cut over the threads, a layer's
+gradients through autograd, non-finite inputs, which convolutions take the path, and its
+environment switch.  The kernels run wherever numba does (with AVX's 8 lanes where the
+processor lacks AVX-512); the path is chosen only on AVX-512 processors."""
+
+import numpy as np
+import pytest
+
+import ember
+import ember.nn.functional as F
+from ember.ops import _native as native
+from ember.ops import conv_arrays
+from ember.ops.conv_arrays import Geometry
+
+pytestmark = pytest.mark.skipif(not native.available(), reason="numba is not installed")
+
+
+@pytest.fixture
+def blocked():
+    from ember.ops import _native_blocked_conv
+
+    return _native_blocked_conv
+
+
+def _geometry(h, w, lo=(1, 1), hi=(1, 1)):
+    return Geometry((h, w), (1, 1), lo, hi, (1, 1), 1)
+
+
+def _reference(x, k, geo, bias=None):
+    """The correlation from its definition, in float64: a sum over the nine taps of the
+    zero-padded input's shifted windows."""
+    x = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (geo.lo[0], geo.hi[0]),
+                                      (geo.lo[1], geo.hi[1])))
+    out_h, out_w = x.shape[2] - 2, x.shape[3] - 2
+    out = np.zeros((x.shape[0], k.shape[0], out_h, out_w))
+    for ky in range(3):
+        for kx in range(3):
+            window = x[:, :, ky:ky + out_h, kx:kx + out_w]
+            out += np.einsum("nchw,oc->nohw", window, k[:, :, ky, kx].astype(np.float64))
+    if bias is not None:
+        out += bias.astype(np.float64)[None, :, None, None]
+    return out
+
+
+def _case(seed, n, c, o, h, w):
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((n, c, h, w)).astype(np.float32)
+    k = (rng.standard_normal((o, c, 3, 3)) / np.sqrt(9 * c)).astype(np.float32)
+    b = rng.standard_normal(o).astype(np.float32)
+    return x, k, b
+
+
+SHAPES = [  # n, c, o, h, w, lo, hi, bias
+    (2, 16, 16, 32, 32, (1, 1), (1, 1), True),    # a CIFAR ResNet's first stage
+    (3, 1, 32, 28, 28, (0, 0), (0, 0), True),     # MNIST's first layer, unpadded
+    (1, 3, 5, 9, 13, (1, 1), (1, 1), False),      # one image, a partial block of five
+    (2, 7, 17, 6, 5, (1, 0), (0, 1), True),       # padded on one side, three blocks
+    (2, 4, 8, 3, 3, (0, 0), (0, 0), True),        # a 1x1 output: one pass, mostly past it
+    (2, 12, 9, 4, 40, (2, 1), (1, 2), True),      # a wide plane, padding of two
+]
+
+
+@pytest.mark.parametrize("n, c, o, h, w, lo, hi, bias", SHAPES)
+def test_forward_matches_the_definition(blocked, n, c, o, h, w, lo, hi, bias):
+    x, k, b = _case(n + c + o, n, c, o, h, w)
+    b = b if bias else None
+    geo = _geometry(h, w, lo, hi)
+    got = blocked.conv_forward(x, k, geo, b)
+    exact = _reference(x, k, geo, b)
+    assert got.dtype == np.float32 and got.shape == exact.shape
+    np.testing.assert_allclose(got, exact, rtol=0, atol=2e-6 * np.abs(exact).max())
+
+
+@pytest.mark.parametrize("n, c, o, h, w, lo, hi, bias", SHAPES)
+def test_weight_gradient_matches_the_definition(blocked, n, c, o, h, w, lo, hi, bias):
+    x, k, _ = _case(n * c + o, n, c, o, h, w)
+    geo = _geometry(h, w, lo, hi)
+    out_h, out_w = geo.out((3, 3))
+    g = np.random.default_rng(o).standard_normal((n, o, out_h, out_w)).astype(np.float32)
+    got = blocked.weight_grad(x, g, geo)
+    # <conv(x, w), g> = <w, dw>: each filter tap's sum of g times the window it read
+    padded = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (lo[0], hi[0]), (lo[1], hi[1])))
+    exact = np.stack([np.einsum("nchw,nohw->oc", padded[:, :, ky:ky + out_h, kx:kx + out_w],
+                                g.astype(np.float64))
+                      for ky in range(3) for kx in range(3)], axis=-1).reshape(k.shape)
+    assert got.dtype == np.float32 and got.shape == k.shape
+    np.testing.assert_allclose(got, exact, rtol=0, atol=2e-6 * np.abs(exact).max())
+
+
+def test_non_finite_weight_gradient_is_left_to_the_general_path(blocked):
+    """The weight gradient's wide planes also multiply the input by the zeros between the
+    gradient's rows: an inf there gives NaN where the general path's sums do not, so the
+    kernel answers None and conv_weight_array takes another path."""
+    x, _, _ = _case(3, 2, 8, 8, 32, 32)
+    x[1, 2, 5, 31] = np.inf   # (read by a dropped column of the wide plane)
+    geo = _geometry(32, 32)
+    g = np.ones((2, 8, 32, 32), np.float32)
+    assert blocked.weight_grad(x, g, geo) is None
+    got = conv_arrays.conv_weight_array(x, g, (3, 3), geo)
+    assert np.isinf(got[:, 2]).any() and not np.isnan(got).any()
+
+
+def test_threads_cut_the_batch_without_changing_bits(blocked, on_two_threads, monkeypatch):
+    """Two threads take halves of the batch (each image's sums are made as on one
+    thread): the same bits as the kernel on one thread, forward and weight gradient."""
+    x, k, b = _case(5, 16, 16, 16, 32, 32)
+    geo = _geometry(32, 32)
+    g = np.random.default_rng(6).standard_normal((16, 16, 32, 32)).astype(np.float32)
+    cut_forward, cut_weight = blocked.conv_forward(x, k, geo, b), blocked.weight_grad(x, g, geo)
+    ember.set_num_threads(1)
+    np.testing.assert_array_equal(blocked.conv_forward(x, k, geo, b), cut_forward)
+    np.testing.assert_array_equal(blocked.weight_grad(x, g, geo), cut_weight)
+
+
+def test_a_layer_trains_through_the_path(blocked, monkeypatch):
+    """conv2d's output and its three gradients through the blocked kernels (forward, the
+    input gradient as a forward of the flipped filters, the weight gradient) against the
+    same layer in float64 (on the general paths)."""
+    if not blocked.AVX512:
+        monkeypatch.setattr(blocked, "AVX512", True)   # (the choice: any processor here)
+    taken = []
+    for name in ("conv_forward", "weight_grad"):
+        real = getattr(blocked, name)
+        monkeypatch.setattr(blocked, name, lambda *a, _real=real, _name=name:
+                            taken.append(_name) or _real(*a))
+    x, k, b = _case(7, 4, 16, 16, 32, 32)
+    out = {}
+    for dtype in (np.float32, np.float64):
+        xt = ember.tensor(x.astype(dtype), requires_grad=True)
+        kt = ember.tensor(k.astype(dtype), requires_grad=True)
+        bt = ember.tensor(b.astype(dtype), requires_grad=True)
+        y = F.conv2d(xt, kt, bt, padding=1)
+        (y * y).sum().backward()
+        out[dtype] = [t.detach().numpy().astype(np.float64)
+                      for t in (y, xt.grad, kt.grad, bt.grad)]
+    assert taken == ["conv_forward", "conv_forward", "weight_grad"]
+    for got, exact in zip(out[np.float32], out[np.float64]):
+        np.testing.assert_allclose(got, exact, rtol=0, atol=2e-5 * np.abs(exact).max())
+
+
+def test_which_convolutions_take_the_path(blocked, monkeypatch):
+    monkeypatch.setattr(blocked, "AVX512", True)
+    geo, f32 = _geometry(32, 32), np.dtype(np.float32)
+    assert blocked.supports(f32, 64, 16, 16, (3, 3), geo)
+    assert blocked.supports(f32, 64, 32, 32, (3, 3), geo)
+    assert not blocked.supports(f32, 64, 32, 64, (3, 3), geo)   # Winograd's
+    assert blocked.supports(f32, 1, 16, 16, (3, 3), geo)
+    assert not blocked.supports(f32, 1, 16, 32, (3, 3), geo)    # a lone image: one thread
+    assert not blocked.supports(np.dtype(np.float64), 64, 16, 16, (3, 3), geo)
+    assert not blocked.supports(f32, 64, 16, 16, (5, 5), geo)
+    assert not blocked.supports(f32, 64, 16, 16, (3, 3), geo._replace(stride=(2, 2)))
+    assert blocked.weight_supports(f32, 16, 16, (3, 3), geo)
+    assert not blocked.weight_supports(f32, 3, 16, (3, 3), geo)         # few inputs
+    assert not blocked.weight_supports(f32, 32, 32, (3, 3), geo)        # many channels
+    assert not blocked.weight_supports(f32, 16, 16, (3, 3), _geometry(16, 16))  # small
+    with native.use_numba(False):
+        assert not blocked.supports(f32, 64, 16, 16, (3, 3), geo)
+    monkeypatch.setattr(blocked, "AVX512", False)   # (AVX's 16 registers: sums spill)
+    assert not blocked.supports(f32, 64, 16, 16, (3, 3), geo)
+    assert not blocked.weight_supports(f32, 16, 16, (3, 3), geo)
+    monkeypatch.setattr(blocked, "AVX512", True)
+    monkeypatch.setattr(blocked, "ENABLED", False)
+    assert not blocked.supports(f32, 64, 16, 16, (3, 3), geo)
+    x, k, b = _case(8, 2, 16, 16, 32, 32)
+    monkeypatch.setattr(blocked, "conv_forward", lambda *a: pytest.fail("called"))
+    got = conv_arrays.conv_array(x, k, geo, b)
+    np.testing.assert_allclose(got, _reference(x, k, geo, b), rtol=0, atol=1e-5)
+
+
+def test_environment_switch(monkeypatch):
+    """EMBER_NO_BLOCKED_CONV, read when the module is loaded (run afresh here)."""
+    import importlib.util
+
+    def fresh():
+        spec = importlib.util.find_spec("ember.ops._native_blocked_conv")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+
+    for value, expected in (("1", False), ("0", True), ("", True)):
+        monkeypatch.setenv("EMBER_NO_BLOCKED_CONV", value)
+        assert fresh().ENABLED is expected
+
+
+def test_vector_lanes_follow_the_processor():
+    from llvmlite import binding
+
+    from ember.ops import _native_vectors
+
+    avx512 = "+avx512f" in binding.get_host_cpu_features().flatten().split(",")
+    assert _native_vectors.AVX512 is avx512
+    assert _native_vectors.LANES == (16 if avx512 else 8)

@@ -1,12 +1,16 @@
 """Register-blocked 3x3 convolutions (numba, explicit SIMD vectors): the forward of a
-stride-1 3x3 layer of a CNN, and so its input gradient (a stride-1 forward of the
-output's gradient with the filters flipped: conv_arrays.py's `_transpose_as_conv`).
+3x3 layer of a CNN at stride 1 or 2, so the input gradient of a stride-1 one (a
+forward of the output's gradient with the filters flipped: conv_arrays.py's
+`_transpose_as_conv`), and the weight gradient of a stride-1 one of few channels.
 
 The layout is `_native_direct_conv.py`'s: each image's channels are zero padded into
 planes of the padded width, and the output is computed over that whole width (a "wide"
 plane), so that output position ``p = y * width + x`` reads input position ``p + ky *
 width + kx`` for tap (ky, kx): for every tap one run of the plane at a fixed offset.
-The columns past the output's width are dropped when the wide plane is copied out.
+The columns past the output's width are dropped when the wide plane is copied out.  At
+stride 2 each channel is first split into its four phase planes (even and odd rows by
+even and odd columns, as _native_direct_conv.py's stride-2 kernels do), where every
+tap is again one run at a fixed offset (`layout`).
 
 What is new is where the sums live.  The direct kernels add each input channel's nine
 taps into output planes in memory, a load and a store of a sum for every nine
@@ -18,7 +22,9 @@ makes ROWS x BLOCK multiply-adds.  Only at the end of the pass are the sums stor
 NOTE: why.  Batch 64, 2 threads, 2-core Intel Xeon with AVX-512 (2026-12-07), ms:
 16 -> 16 channels at 32x32 1.51 (the direct kernel 2.62, PyTorch's oneDNN 1.56),
 32 -> 32 at 16x16 1.14 (Winograd 1.66, PyTorch 1.14), 8 -> 8 at 32x32 0.34 (direct
-0.79, PyTorch 0.86), 16 -> 32 at 32x32 2.37 (Winograd 3.80, PyTorch 2.40).
+0.79, PyTorch 0.86), 16 -> 32 at 32x32 2.37 (Winograd 3.80, PyTorch 2.40); at stride 2,
+16 -> 32 from 32x32 1.06 (the direct stride-2 kernel 1.71, PyTorch 0.77), 32 -> 64 from
+16x16 1.28 (im2col 1.49, PyTorch 0.62).
 
 It takes float32 only, and only where the processor has AVX-512: its 24 sums, the runs
 and a weight need 28 of the 32 vector registers; with AVX's 16 they would spill to
@@ -26,7 +32,7 @@ memory.  Sums are in a different order than im2col's product: results differ fro
 rounding.  EMBER_NO_BLOCKED_CONV=1 (or ``ENABLED = False``) turns the path off.
 
 This module imports numba (through ops/_native_vectors.py): conv_arrays.py imports it
-only where the native kernels run (`available`).
+only where the native kernels run (`_native.enabled()`).
 """
 
 from __future__ import annotations
@@ -50,29 +56,41 @@ TAPS = 9
 RUNS = 64
 
 
-# Where it wins (the NOTE's measurements and these): up to a product of 1024 channels (in
-# x out) over two or more images.  Beyond, Winograd's four times fewer multiply-adds win
-# (64 -> 64 at 8x8, 64 images: 1.70 against 1.14 ms; at 28x28, 8 images: 1.78 against
-# 1.31).  A lone image runs on one thread, and wins up to 256 (16 -> 16 at 32x32: 0.05
-# against 0.10 ms; 32 -> 64 at 26x26 0.17 against 0.13 for the lone Winograd on two).
+# Where it wins (the NOTE's measurements and these): at stride 1 up to a product of 1024
+# channels (in x out) over two or more images.  Beyond, Winograd's four times fewer
+# multiply-adds win (64 -> 64 at 8x8, 64 images: 1.70 against 1.14 ms; at 28x28, 8
+# images: 1.78 against 1.31).  A lone image runs on one thread, and wins up to 256
+# (16 -> 16 at 32x32: 0.05 against 0.10 ms; 32 -> 64 at 26x26 0.17 against 0.13 for
+# the lone Winograd on two).  At stride 2 the other paths are im2col's strided columns
+# and, for few channels, the direct kernel: this one wins up to 8192 (64 -> 128 at
+# 28x28, 8 images: 1.31 against 1.75 ms; 128 -> 256 at 14x14 2.00 against 1.56), and
+# for a lone image up to 2048 (64 -> 128 at 56x56: 0.98 against 0.80).
 MAX_CHANNEL_PRODUCT = 1024
 MAX_LONE_CHANNEL_PRODUCT = 256
-
-
+MAX_STRIDED_CHANNEL_PRODUCT = 8192
+MAX_LONE_STRIDED_CHANNEL_PRODUCT = 2048
 # The weight gradient (`weight_grad`) sums each plane's dot products in registers and
 # adds them up per image, which pays on large planes of few channels only (64 images,
 # ms, this kernel against the direct one or Winograd, PyTorch: 16 -> 16 at 32x32 1.97
 # 2.45 1.59, 16 -> 32 3.70 4.70 3.03, 8 -> 8 0.70 0.78 0.70; but 32 -> 32 at 16x16 2.40
 # 1.75, 3 -> 16 at 32x32 0.96 0.60, where laying out the gradient planes costs more
-# than the sums).
+# than the sums).  Stride 1 only.
 WEIGHT_MIN_IN_CHANNELS = 8
 WEIGHT_MAX_CHANNEL_PRODUCT = 512
 WEIGHT_MIN_PLANE = 32 * 32
 
 
+def strided_3x3(kernel, geo) -> bool:
+    """A 2-D 3x3 convolution of stride 2, dilation 1, one group, zero padding (no
+    cropping) and an output, when numba is on."""
+    return (tuple(kernel) == (3, 3) and len(geo.size) == 2 and geo.stride == (2, 2)
+            and geo.dilation == (1, 1) and geo.groups == 1 and min(geo.lo + geo.hi) >= 0
+            and min(geo.out(kernel)) >= 1 and native.enabled())
+
+
 def weight_supports(dtype, in_channels: int, out_channels: int, kernel, geo) -> bool:
-    """Whether a convolution's weight gradient takes this path: `supports`' geometry,
-    and few channels over a large plane (see WEIGHT_MAX_CHANNEL_PRODUCT)."""
+    """Whether a convolution's weight gradient takes this path: `supports`' stride-1
+    geometry, and few channels over a large plane (see WEIGHT_MAX_CHANNEL_PRODUCT)."""
     if not (ENABLED and AVX512 and dtype == np.float32 and plain_3x3(kernel, geo)):
         return False
     out_h, out_w = geo.out((3, 3))
@@ -81,12 +99,18 @@ def weight_supports(dtype, in_channels: int, out_channels: int, kernel, geo) -> 
 
 
 def supports(dtype, images: int, in_channels: int, out_channels: int, kernel, geo) -> bool:
-    """Whether a convolution takes this path: float32, the geometry of
-    `_native_winograd.plain_3x3` (3x3, stride 1, zero padding), an AVX-512 processor,
-    and few channels (see MAX_CHANNEL_PRODUCT)."""
-    if not (ENABLED and AVX512 and dtype == np.float32 and plain_3x3(kernel, geo)):
+    """Whether a convolution takes this path: float32, 3x3 of stride 1 (the geometry of
+    `_native_winograd.plain_3x3`) or 2 (`strided_3x3`), an AVX-512 processor, and few
+    channels (see MAX_CHANNEL_PRODUCT)."""
+    if not (ENABLED and AVX512 and dtype == np.float32):
         return False
-    limit = MAX_CHANNEL_PRODUCT if images > 1 else MAX_LONE_CHANNEL_PRODUCT
+    if plain_3x3(kernel, geo):
+        limit = MAX_CHANNEL_PRODUCT if images > 1 else MAX_LONE_CHANNEL_PRODUCT
+    elif strided_3x3(kernel, geo):
+        limit = (MAX_STRIDED_CHANNEL_PRODUCT if images > 1
+                 else MAX_LONE_STRIDED_CHANNEL_PRODUCT)
+    else:
+        return False
     return in_channels * out_channels <= limit
 
 
@@ -104,11 +128,13 @@ def _pad_image(x, i, planes, stride, width, lo_h, lo_w):
 
 
 @native.kernel(inline=True)
-def _block_pass(planes, filters, bias, first, p, stride, width, wide):
+def _block_pass(planes, filters, bias, first, p, stride, offsets, wide):
     """The sums of output positions p to p + ROWS * LANES - 1 of the wide plane for the
     BLOCK output channels from `first` (their filters: `filters` (C, 9, BLOCK)), over
-    every input channel and tap, into the rows of `wide` from column p.  (Written out:
-    the sums are named values, which LLVM keeps in registers.)"""
+    every input channel and tap, into the rows of `wide` from column p.  Tap t of
+    output position p reads position ``p + offsets[t]`` of its input channel's part of
+    `planes` (`stride` long).  (Written out: the sums are named values, which LLVM keeps
+    in registers.)"""
     lanes = LANES
     s00 = splat(bias[first])
     s01 = splat(bias[first + 1])
@@ -122,21 +148,20 @@ def _block_pass(planes, filters, bias, first, p, stride, width, wide):
     s20, s21, s22, s23, s24, s25, s26, s27 = s00, s01, s02, s03, s04, s05, s06, s07
     for c in range(filters.shape[0]):
         base = c * stride + p
-        for ky in range(3):
-            for kx in range(3):
-                at = base + ky * width + kx
-                f = filters[c, ky * 3 + kx]
-                r0 = load(planes, at)
-                r1 = load(planes, at + lanes)
-                r2 = load(planes, at + 2 * lanes)
-                s00, s10, s20 = _times_weight(r0, r1, r2, f[0], s00, s10, s20)
-                s01, s11, s21 = _times_weight(r0, r1, r2, f[1], s01, s11, s21)
-                s02, s12, s22 = _times_weight(r0, r1, r2, f[2], s02, s12, s22)
-                s03, s13, s23 = _times_weight(r0, r1, r2, f[3], s03, s13, s23)
-                s04, s14, s24 = _times_weight(r0, r1, r2, f[4], s04, s14, s24)
-                s05, s15, s25 = _times_weight(r0, r1, r2, f[5], s05, s15, s25)
-                s06, s16, s26 = _times_weight(r0, r1, r2, f[6], s06, s16, s26)
-                s07, s17, s27 = _times_weight(r0, r1, r2, f[7], s07, s17, s27)
+        for t in range(TAPS):
+            at = base + offsets[t]
+            f = filters[c, t]
+            r0 = load(planes, at)
+            r1 = load(planes, at + lanes)
+            r2 = load(planes, at + 2 * lanes)
+            s00, s10, s20 = _times_weight(r0, r1, r2, f[0], s00, s10, s20)
+            s01, s11, s21 = _times_weight(r0, r1, r2, f[1], s01, s11, s21)
+            s02, s12, s22 = _times_weight(r0, r1, r2, f[2], s02, s12, s22)
+            s03, s13, s23 = _times_weight(r0, r1, r2, f[3], s03, s13, s23)
+            s04, s14, s24 = _times_weight(r0, r1, r2, f[4], s04, s14, s24)
+            s05, s15, s25 = _times_weight(r0, r1, r2, f[5], s05, s15, s25)
+            s06, s16, s26 = _times_weight(r0, r1, r2, f[6], s06, s16, s26)
+            s07, s17, s27 = _times_weight(r0, r1, r2, f[7], s07, s17, s27)
     _store_row(wide, p, s00, s01, s02, s03, s04, s05, s06, s07)
     _store_row(wide, p + lanes, s10, s11, s12, s13, s14, s15, s16, s17)
     _store_row(wide, p + 2 * lanes, s20, s21, s22, s23, s24, s25, s26, s27)
@@ -174,16 +199,47 @@ def _wide_out(wide, out, i, first, width):
                 row[j] = line[j]
 
 
+@native.kernel(inline=True)
+def _fill_phases(x, i, planes, stride, height, width, lo_h, lo_w):
+    """Image `i` of x (N, C, H, W), zero padded by (lo_h, lo_w) before, split into its
+    four phase planes per channel (even and odd rows by even and odd columns, each
+    `height` x `width`, one after the other in the channel's part of `planes`): padded
+    position (2r + a, 2s + b) goes to row r, column s of phase plane 2a + b."""
+    size = height * width
+    h, w = x.shape[2], x.shape[3]
+    for c in range(x.shape[1]):
+        for phase in range(4):
+            a, b = phase // 2, phase % 2
+            plane = planes[c * stride + phase * size:]
+            for r in range(height):
+                y = 2 * r + a - lo_h
+                line = plane[r * width:(r + 1) * width]
+                if y < 0 or y >= h:
+                    line[:] = 0
+                    continue
+                # columns j of the line read x's column 2j + b - lo_w, where it has one
+                start = min(max((lo_w - b + 1) // 2, 0), width)
+                stop = max(min((w - 1 + lo_w - b) // 2 + 1, width), start)
+                line[:start] = 0
+                line[stop:] = 0
+                row = x[i, c, y, 2 * start + b - lo_w:]
+                for j in range(stop - start):
+                    line[start + j] = row[2 * j]
+
+
 @native.kernel(parallel=True)
-def _conv3x3(x, filters, bias, out, lo_h, lo_w, stride):
-    """out (N, O, OH, OW) = the 3x3 correlation of x (N, C, H, W), zero padded by (lo_h,
-    lo_w) before and to OH + 2, OW + 2 in all, with the filters (B, C, 9, BLOCK) (B
+def _conv3x3(x, filters, bias, out, lo_h, lo_w, stride, offsets, strided):
+    """out (N, O, OH, OW) = the 3x3 correlation of x (N, C, H, W) at stride 1, or 2 where
+    `strided`, zero padded by (lo_h, lo_w) before, with the filters (B, C, 9, BLOCK) (B
     blocks of output channels, the last padded with zero filters) plus bias (B * BLOCK,).
-    The images go to runs of numba's threads; each run pads its images one at a time
-    into planes `stride` apart (`plane_stride`) and makes every block's passes."""
+    At stride 1 each channel is padded into a plane OW + 2 wide, at stride 2 split into
+    four phase planes OW + 1 wide (`_fill_phases`), `stride` apart (`layout`); tap t
+    reads `offsets[t]` past the position it serves.  The images go to runs of numba's
+    threads; each run fills its images' planes one at a time and makes every block's
+    passes."""
     images = x.shape[0]
     out_h, out_w = out.shape[2], out.shape[3]
-    width = out_w + 2
+    width = out_w + (1 if strided else 2)
     span = (out_h - 1) * width + out_w   # the wide plane, to its last output
     step = ROWS * LANES
     passes = (span + step - 1) // step
@@ -192,23 +248,36 @@ def _conv3x3(x, filters, bias, out, lo_h, lo_w, stride):
         planes = np.zeros(x.shape[1] * stride, np.float32)
         wide = np.empty((BLOCK, passes * step), np.float32)
         for i in range(run * images // runs, (run + 1) * images // runs):
-            _pad_image(x, i, planes, stride, width, lo_h, lo_w)
+            if strided:
+                _fill_phases(x, i, planes, stride, out_h + 1, width, lo_h, lo_w)
+            else:
+                _pad_image(x, i, planes, stride, width, lo_h, lo_w)
             for b in range(filters.shape[0]):
                 for q in range(passes):
                     _block_pass(planes, filters[b], bias, b * BLOCK, q * step, stride,
-                                width, wide)
+                                offsets, wide)
                 _wide_out(wide, out, i, b * BLOCK, width)
 
 
-def plane_stride(out_h: int, out_w: int) -> int:
-    """The distance between two channels' padded planes: the last pass over a plane reads
-    up to ROWS * LANES positions past the wide plane's end, plus the taps' reach (two
-    rows and two columns); rounded up to whole vectors."""
-    width = out_w + 2
+def layout(out_h: int, out_w: int, strided: bool) -> tuple:
+    """(the distance between two channels' parts of the planes buffer, the nine taps'
+    offsets) for an output of out_h x out_w at stride 1 or 2 (`strided`).  A channel's
+    part holds its padded plane (stride 1) or its four phase planes (stride 2), and what
+    its last pass reads beyond them: up to ROWS * LANES positions past the wide plane's
+    end plus the farthest tap's offset (rounded up to whole vectors)."""
+    width = out_w + (1 if strided else 2)
+    if strided:   # tap (ky, kx): phase plane (ky % 2, kx % 2), ky // 2 rows down
+        size = (out_h + 1) * width
+        offsets = [(ky % 2 * 2 + kx % 2) * size + ky // 2 * width + kx // 2
+                   for ky in range(3) for kx in range(3)]
+    else:
+        offsets = [ky * width + kx for ky in range(3) for kx in range(3)]
     span = (out_h - 1) * width + out_w
     step = ROWS * LANES
-    reach = -(-span // step) * step + 2 * width + 2
-    return -(-reach // LANES) * LANES
+    reach = -(-span // step) * step + max(offsets)
+    if strided:
+        reach = max(reach, 4 * (out_h + 1) * width)
+    return -(-reach // LANES) * LANES, np.array(offsets, np.int64)
 
 
 def filters_in_blocks(w: np.ndarray, bias) -> tuple:
@@ -228,14 +297,16 @@ def filters_in_blocks(w: np.ndarray, bias) -> tuple:
 
 def conv_forward(x, w, geo, bias=None):
     """The 3x3 correlation of `x` (N, C, H, W), zero padded as `geo` says (a `supports`
-    geometry), with `w` (O, C, 3, 3), plus `bias`: (N, O, OH, OW) float32; batches are
-    cut over ember's threads by images."""
+    geometry, stride 1 or 2), with `w` (O, C, 3, 3), plus `bias`: (N, O, OH, OW)
+    float32; batches are cut over ember's threads by images."""
     a = np.ascontiguousarray(x, np.float32)
     filters, b = filters_in_blocks(w, bias)
     out_h, out_w = geo.out((3, 3))
     out = np.empty((a.shape[0], w.shape[0], out_h, out_w), np.float32)
+    strided = geo.stride == (2, 2)
+    stride, offsets = layout(out_h, out_w, strided)
     native.run(_conv3x3, out.size * a.shape[1] * TAPS, a, filters, b, out, geo.lo[0],
-               geo.lo[1], plane_stride(out_h, out_w), cut=(0, 3))
+               geo.lo[1], stride, offsets, strided, cut=(0, 3))
     return out
 
 

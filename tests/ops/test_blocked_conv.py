@@ -24,20 +24,21 @@ def blocked():
     return _native_blocked_conv
 
 
-def _geometry(h, w, lo=(1, 1), hi=(1, 1)):
-    return Geometry((h, w), (1, 1), lo, hi, (1, 1), 1)
+def _geometry(h, w, lo=(1, 1), hi=(1, 1), stride=1):
+    return Geometry((h, w), (stride, stride), lo, hi, (1, 1), 1)
 
 
 def _reference(x, k, geo, bias=None):
     """The correlation from its definition, in float64: a sum over the nine taps of the
-    zero-padded input's shifted windows."""
+    zero-padded input's shifted (and strided) windows."""
     x = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (geo.lo[0], geo.hi[0]),
                                       (geo.lo[1], geo.hi[1])))
-    out_h, out_w = x.shape[2] - 2, x.shape[3] - 2
+    s = geo.stride[0]
+    out_h, out_w = geo.out((3, 3))
     out = np.zeros((x.shape[0], k.shape[0], out_h, out_w))
     for ky in range(3):
         for kx in range(3):
-            window = x[:, :, ky:ky + out_h, kx:kx + out_w]
+            window = x[:, :, ky:ky + s * (out_h - 1) + 1:s, kx:kx + s * (out_w - 1) + 1:s]
             out += np.einsum("nchw,oc->nohw", window, k[:, :, ky, kx].astype(np.float64))
     if bias is not None:
         out += bias.astype(np.float64)[None, :, None, None]
@@ -62,11 +63,22 @@ SHAPES = [  # n, c, o, h, w, lo, hi, bias
 ]
 
 
-@pytest.mark.parametrize("n, c, o, h, w, lo, hi, bias", SHAPES)
-def test_forward_matches_the_definition(blocked, n, c, o, h, w, lo, hi, bias):
+STRIDED = [  # n, c, o, h, w, lo, hi, bias
+    (2, 16, 32, 32, 32, (1, 1), (1, 1), True),    # a ResNet's stage-2 entry
+    (3, 3, 16, 17, 12, (1, 1), (1, 1), False),    # a stem, odd and even sides
+    (2, 5, 9, 7, 9, (0, 0), (0, 0), True),        # unpadded: rows past the input unread
+    (1, 4, 12, 8, 8, (1, 0), (0, 1), True),       # one image, padded on one side each
+    (2, 8, 3, 3, 3, (0, 0), (0, 0), True),        # a 1x1 output
+]
+
+
+@pytest.mark.parametrize("n, c, o, h, w, lo, hi, bias, stride",
+                         [shape + (1,) for shape in SHAPES]
+                         + [shape + (2,) for shape in STRIDED])
+def test_forward_matches_the_definition(blocked, n, c, o, h, w, lo, hi, bias, stride):
     x, k, b = _case(n + c + o, n, c, o, h, w)
     b = b if bias else None
-    geo = _geometry(h, w, lo, hi)
+    geo = _geometry(h, w, lo, hi, stride)
     got = blocked.conv_forward(x, k, geo, b)
     exact = _reference(x, k, geo, b)
     assert got.dtype == np.float32 and got.shape == exact.shape
@@ -114,10 +126,14 @@ def test_threads_cut_the_batch_without_changing_bits(blocked, on_two_threads, mo
     np.testing.assert_array_equal(blocked.weight_grad(x, g, geo), cut_weight)
 
 
-def test_a_layer_trains_through_the_path(blocked, monkeypatch):
-    """conv2d's output and its three gradients through the blocked kernels (forward, the
-    input gradient as a forward of the flipped filters, the weight gradient) against the
-    same layer in float64 (on the general paths)."""
+@pytest.mark.parametrize("stride, kernels", [
+    (1, ["conv_forward", "conv_forward", "weight_grad"]),
+    (2, ["conv_forward"]),   # (its gradients by the other paths)
+])
+def test_a_layer_trains_through_the_path(blocked, monkeypatch, stride, kernels):
+    """conv2d's output and its three gradients through the blocked kernels (at stride 1
+    the forward, the input gradient as a forward of the flipped filters and the weight
+    gradient) against the same layer in float64 (on the general paths)."""
     if not blocked.AVX512:
         monkeypatch.setattr(blocked, "AVX512", True)   # (the choice: any processor here)
     taken = []
@@ -131,11 +147,11 @@ def test_a_layer_trains_through_the_path(blocked, monkeypatch):
         xt = ember.tensor(x.astype(dtype), requires_grad=True)
         kt = ember.tensor(k.astype(dtype), requires_grad=True)
         bt = ember.tensor(b.astype(dtype), requires_grad=True)
-        y = F.conv2d(xt, kt, bt, padding=1)
+        y = F.conv2d(xt, kt, bt, stride=stride, padding=1)
         (y * y).sum().backward()
         out[dtype] = [t.detach().numpy().astype(np.float64)
                       for t in (y, xt.grad, kt.grad, bt.grad)]
-    assert taken == ["conv_forward", "conv_forward", "weight_grad"]
+    assert taken == kernels
     for got, exact in zip(out[np.float32], out[np.float64]):
         np.testing.assert_allclose(got, exact, rtol=0, atol=2e-5 * np.abs(exact).max())
 
@@ -150,7 +166,13 @@ def test_which_convolutions_take_the_path(blocked, monkeypatch):
     assert not blocked.supports(f32, 1, 16, 32, (3, 3), geo)    # a lone image: one thread
     assert not blocked.supports(np.dtype(np.float64), 64, 16, 16, (3, 3), geo)
     assert not blocked.supports(f32, 64, 16, 16, (5, 5), geo)
-    assert not blocked.supports(f32, 64, 16, 16, (3, 3), geo._replace(stride=(2, 2)))
+    strided = geo._replace(stride=(2, 2))
+    assert blocked.supports(f32, 64, 64, 128, (3, 3), strided)          # no Winograd there
+    assert not blocked.supports(f32, 64, 128, 128, (3, 3), strided)
+    assert blocked.supports(f32, 1, 32, 64, (3, 3), strided)
+    assert not blocked.supports(f32, 1, 64, 64, (3, 3), strided)
+    assert not blocked.supports(f32, 64, 16, 16, (3, 3), geo._replace(stride=(3, 3)))
+    assert not blocked.supports(f32, 64, 16, 16, (3, 3), strided._replace(dilation=(2, 2)))
     assert blocked.weight_supports(f32, 16, 16, (3, 3), geo)
     assert not blocked.weight_supports(f32, 3, 16, (3, 3), geo)         # few inputs
     assert not blocked.weight_supports(f32, 32, 32, (3, 3), geo)        # many channels

@@ -378,6 +378,17 @@ def conv_transpose_array(c, w, geo, bias=None):
         out = _parallel.matmul(_flat_images(c), w.reshape(w.shape[0], -1))
         return _with_bias(out.reshape((c.shape[0], w.shape[1] * geo.groups)
                                       + tuple(geo.size)), bias)
+    if xp is np and _strided_pointwise(c, w.shape[2:], w.dtype, geo) \
+            and c.shape[2:] == geo.out(w.shape[2:]):
+        # (a 1x1 strided layer's input gradient: its pixels get the 1x1 layer's adjoint,
+        # the others nothing; col2im took 0.83 ms for a ResNet's 32 -> 64 shortcut at
+        # 16x16 over 64 images, PyTorch 0.46)
+        every = (Ellipsis,) + tuple(slice(None, None, s) for s in geo.stride)
+        read = conv_transpose_array(c, w, geo._replace(size=c.shape[2:],
+                                                        stride=(1,) * len(geo.stride)))
+        out = np.zeros(read.shape[:2] + tuple(geo.size), read.dtype)
+        out[every] = read
+        return _with_bias(out, bias)
     if xp is np and _pointwise(c, w.shape[2:], w.dtype, geo) and c.shape[2:] == tuple(geo.size):
         wt = np.ascontiguousarray(w.reshape(w.shape[0], -1).T)
         out = _parallel.matmul(wt, np.ascontiguousarray(c).reshape(c.shape[0], c.shape[1], -1))
@@ -607,6 +618,14 @@ def conv_weight_array(a, c, kernel, geo):
     if _whole_window(kernel, geo):   # (then `c` holds one output position)
         weight = _parallel.matmul(_flat_images(c).T, _flat_images(a))
         return weight.reshape((c.shape[1], a.shape[1]) + kernel)
+    if (xp is np and type(c) is np.ndarray and c.shape[2:] == geo.out(kernel)
+            and _strided_pointwise(a, kernel, c.dtype, geo)):
+        # (a 1x1 strided layer: the 1x1 weight gradient of the pixels it reads; by
+        # im2col's strided columns 0.73 ms for a ResNet's 16 -> 32 shortcut at 32x32 over
+        # 64 images, PyTorch 0.41)
+        a = np.ascontiguousarray(a[(Ellipsis,) + tuple(slice(None, None, s)
+                                                       for s in geo.stride)])
+        geo = geo._replace(size=a.shape[2:], stride=(1,) * len(geo.stride))
     if (xp is np and type(c) is np.ndarray and c.shape[2:] == a.shape[2:]
             and _pointwise(a, kernel, c.dtype, geo)):
         n, ch, co = a.shape[0], a.shape[1], c.shape[1]

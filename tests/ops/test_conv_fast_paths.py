@@ -277,7 +277,9 @@ def test_pointwise_convolutions_match_the_general_path(spatial, transposed, dtyp
 def test_strided_pointwise_convolutions_match_the_general_path(spatial, stride, dtype,
                                                                monkeypatch):
     # a strided 1x1 convolution (a ResNet shortcut) reads every s-th pixel, then is a
-    # pointwise product; against the general path's columns, gradients too
+    # pointwise product; against the general path's columns, gradients too (its input
+    # gradient spreads a 1x1 adjoint over every s-th pixel, its weight gradient sums
+    # over those), and the same for the transposed layer
     from ember.ops import conv_arrays
 
     nd = len(spatial)
@@ -297,6 +299,22 @@ def test_strided_pointwise_convolutions_match_the_general_path(spatial, stride, 
         y.backward(ember.tensor(g0))
         return y.detach().numpy(), x.grad.numpy(), w.grad.numpy()
 
+    def run_transposed():
+        # (the transposed layer: its forward is the strided layer's input gradient, its
+        # input gradient the strided forward; an output padding of one at the end)
+        x = ember.tensor(g0, requires_grad=True)
+        w = ember.tensor(w0, requires_grad=True)
+        transpose = getattr(F, f"conv_transpose{nd}d")
+        y = transpose(x, w, ember.tensor(b0[:4]), stride=stride,
+                      output_padding=tuple((n - 1) % s for n, s in zip(spatial, steps)))
+        assert y.shape == x0.shape
+        y.backward(ember.tensor(x0))
+        return y.detach().numpy(), x.grad.numpy(), w.grad.numpy()
+
+    for a, b in zip(*_both_ways(monkeypatch, conv_arrays, "_strided_pointwise",
+                                run_transposed)):
+        np.testing.assert_allclose(a, b, rtol=1e-5 if dtype == np.float32 else 1e-12,
+                                   atol=1e-5 if dtype == np.float32 else 1e-12)
     results = _both_ways(monkeypatch, conv_arrays, "_strided_pointwise", run)
     exact = np.einsum("oc,nc...->no...", w0.reshape(6, 4).astype(np.float64),
                       picked.astype(np.float64)) + b0.reshape((1, 6) + (1,) * nd)

@@ -1,7 +1,7 @@
 """Register-blocked 3x3 convolutions (numba, explicit SIMD vectors): the forward of a
 3x3 layer of a CNN at stride 1 or 2, so the input gradient of a stride-1 one (a
 forward of the output's gradient with the filters flipped: conv_arrays.py's
-`_transpose_as_conv`), and the weight gradient of a stride-1 one of few channels.
+`_transpose_as_conv`), and the weight gradient of either for few channels.
 
 The layout is `_native_direct_conv.py`'s: each image's channels are zero padded into
 planes of the padded width, and the output is computed over that whole width (a "wide"
@@ -42,8 +42,8 @@ import os
 import numpy as np
 
 from . import _native as native
-from ._native_direct_conv import _over_output_channels, _store_totals
-from ._native_vectors import AVX512, LANES, load, multiply_add, splat, store, total
+from . import _parallel
+from ._native_vectors import AVX512, LANES, load, multiply_add, splat, splat_at, store
 from ._native_winograd import plain_3x3
 
 ENABLED = os.environ.get("EMBER_NO_BLOCKED_CONV", "") in ("", "0")
@@ -69,15 +69,21 @@ MAX_CHANNEL_PRODUCT = 1024
 MAX_LONE_CHANNEL_PRODUCT = 256
 MAX_STRIDED_CHANNEL_PRODUCT = 8192
 MAX_LONE_STRIDED_CHANNEL_PRODUCT = 2048
-# The weight gradient (`weight_grad`) sums each plane's dot products in registers and
-# adds them up per image, which pays on large planes of few channels only (64 images,
-# ms, this kernel against the direct one or Winograd, PyTorch: 16 -> 16 at 32x32 1.97
-# 2.45 1.59, 16 -> 32 3.70 4.70 3.03, 8 -> 8 0.70 0.78 0.70; but 32 -> 32 at 16x16 2.40
-# 1.75, 3 -> 16 at 32x32 0.96 0.60, where laying out the gradient planes costs more
-# than the sums).  Stride 1 only.
+# The weight gradient (`weight_grad`) holds a vector of output channels per sum, which
+# wastes lanes below 16 of them, and lays out each image's gradient position by
+# position, which costs more than the sums for few input channels at stride 1 (64
+# images, ms, this kernel against the paths before it, PyTorch: 16 -> 16 at 32x32 1.62
+# 2.22 1.51, 16 -> 32 at 32x32 3.20 4.30 2.55, 32 -> 32 at 32x32 5.59 8.53 5.79, 32 -> 32
+# at 16x16 1.49 1.54 1.13; but 8 -> 8 at 32x32 0.87 0.70, 3 -> 16 0.62 0.59, 32 -> 64 at
+# 24x24 6.78 5.46, 64 -> 64 at 8x8 1.95 1.23).  At stride 2, where the other paths are
+# the direct stride-2 kernel and im2col's strided columns: 16 -> 32 from 32x32 2.19 2.96
+# 1.57, 32 -> 64 from 16x16 1.42 1.83 0.67, a stem 3 -> 16 from 64x64 (32 images) 0.46
+# 0.55 0.31; but 64 -> 128 from 28x28 (8 images) 1.52 1.42.
 WEIGHT_MIN_IN_CHANNELS = 8
-WEIGHT_MAX_CHANNEL_PRODUCT = 512
-WEIGHT_MIN_PLANE = 32 * 32
+WEIGHT_MIN_OUT_CHANNELS = 16
+WEIGHT_MAX_CHANNEL_PRODUCT = 1024
+WEIGHT_MIN_PLANE = 16 * 16
+WEIGHT_MAX_STRIDED_CHANNEL_PRODUCT = 2048
 
 
 def strided_3x3(kernel, geo) -> bool:
@@ -89,13 +95,20 @@ def strided_3x3(kernel, geo) -> bool:
 
 
 def weight_supports(dtype, in_channels: int, out_channels: int, kernel, geo) -> bool:
-    """Whether a convolution's weight gradient takes this path: `supports`' stride-1
-    geometry, and few channels over a large plane (see WEIGHT_MAX_CHANNEL_PRODUCT)."""
-    if not (ENABLED and AVX512 and dtype == np.float32 and plain_3x3(kernel, geo)):
+    """Whether a convolution's weight gradient takes this path: `supports`' geometry,
+    16 output channels or more, and at stride 1 few channels over a large plane, at
+    stride 2 few channels (see WEIGHT_MAX_CHANNEL_PRODUCT)."""
+    if not (ENABLED and AVX512 and dtype == np.float32
+            and out_channels >= WEIGHT_MIN_OUT_CHANNELS):
+        return False
+    product = in_channels * out_channels
+    if strided_3x3(kernel, geo):
+        return product <= WEIGHT_MAX_STRIDED_CHANNEL_PRODUCT
+    if not plain_3x3(kernel, geo):
         return False
     out_h, out_w = geo.out((3, 3))
     return (in_channels >= WEIGHT_MIN_IN_CHANNELS and out_h * out_w >= WEIGHT_MIN_PLANE
-            and in_channels * out_channels <= WEIGHT_MAX_CHANNEL_PRODUCT)
+            and product <= WEIGHT_MAX_CHANNEL_PRODUCT)
 
 
 def supports(dtype, images: int, in_channels: int, out_channels: int, kernel, geo) -> bool:
@@ -312,104 +325,165 @@ def conv_forward(x, w, geo, bias=None):
 
 # ---------------------------------------------------------------------------
 # the weight gradient
+#
+# dw[o, c, t] sums g[o, p] times input channel c's tap t at p over the images and
+# positions p.  Here a vector holds LANES output channels: per image the gradient is laid
+# out position by position (`rows`: each wide position's LANES channels side by side),
+# and a group of three input channels keeps 27 vectors of sums, one per channel and tap,
+# in registers over every position, adding for each the gradient's vector times the tap
+# (one value, broadcast).  No sums are added across lanes; each image's are added into
+# float64 totals, as the direct kernels add each plane's.
 
 
 @native.kernel(inline=True)
-def _pair_dots(planes, base, g0, g1, passes, width, totals0, totals1):
-    """``totals0[t] +=`` the dot product of tap t of the input plane at `base` in
-    `planes` with the wide gradient plane `g0`, and ``totals1[t] +=`` that with `g1`,
-    for the nine taps: 18 sums of vectors in registers over `passes` vectors of
-    positions, each added up into the float64 totals at the end."""
+def _nine_taps(planes, at, width, gradient, s0, s1, s2, s3, s4, s5, s6, s7, s8):
+    """The nine sums of one input channel plus, for each tap (ky, kx), the `gradient`
+    vector times the channel's value at ``at + ky * width + kx`` in `planes` (its padded
+    plane).  (Three rows from `at`, each with steps of 0, 1 and 2: LLVM keeps a pointer
+    per row and folds the steps into the loads.)"""
+    r1, r2 = at + width, at + 2 * width
+    return (multiply_add(splat_at(planes, at), gradient, s0),
+            multiply_add(splat_at(planes, at + 1), gradient, s1),
+            multiply_add(splat_at(planes, at + 2), gradient, s2),
+            multiply_add(splat_at(planes, r1), gradient, s3),
+            multiply_add(splat_at(planes, r1 + 1), gradient, s4),
+            multiply_add(splat_at(planes, r1 + 2), gradient, s5),
+            multiply_add(splat_at(planes, r2), gradient, s6),
+            multiply_add(splat_at(planes, r2 + 1), gradient, s7),
+            multiply_add(splat_at(planes, r2 + 2), gradient, s8))
+
+
+@native.kernel(inline=True)
+def _nine_phase_taps(planes, at, size, width, gradient, s0, s1, s2, s3, s4, s5, s6, s7,
+                     s8):
+    """`_nine_taps` at stride 2: tap (ky, kx) read from phase plane (ky % 2, kx % 2) of
+    the channel (four planes of `size` from `at`), ky // 2 rows and kx // 2 columns on."""
+    odd_column, odd_row = at + size, at + 2 * size
+    return (multiply_add(splat_at(planes, at), gradient, s0),
+            multiply_add(splat_at(planes, odd_column), gradient, s1),
+            multiply_add(splat_at(planes, at + 1), gradient, s2),
+            multiply_add(splat_at(planes, odd_row), gradient, s3),
+            multiply_add(splat_at(planes, odd_row + size), gradient, s4),
+            multiply_add(splat_at(planes, odd_row + 1), gradient, s5),
+            multiply_add(splat_at(planes, at + width), gradient, s6),
+            multiply_add(splat_at(planes, odd_column + width), gradient, s7),
+            multiply_add(splat_at(planes, at + width + 1), gradient, s8))
+
+
+@native.kernel(inline=True)
+def _add_sums(totals, scratch, s0, s1, s2, s3, s4, s5, s6, s7, s8):
+    """The nine vectors of sums (one channel's taps) added into `totals` (9, LANES),
+    float64, through `scratch` (9 * LANES float32s)."""
     lanes = LANES
-    z = splat(np.float32(0))
-    s0, s1, s2, s3, s4, s5, s6, s7, s8 = z, z, z, z, z, z, z, z, z
-    r0, r1, r2, r3, r4, r5, r6, r7, r8 = z, z, z, z, z, z, z, z, z
-    for q in range(passes):
-        p = q * lanes
-        u = load(g0, p)
-        v = load(g1, p)
-        at = base + p
-        s0, r0 = _times_both(load(planes, at), u, v, s0, r0)
-        s1, r1 = _times_both(load(planes, at + 1), u, v, s1, r1)
-        s2, r2 = _times_both(load(planes, at + 2), u, v, s2, r2)
-        at += width
-        s3, r3 = _times_both(load(planes, at), u, v, s3, r3)
-        s4, r4 = _times_both(load(planes, at + 1), u, v, s4, r4)
-        s5, r5 = _times_both(load(planes, at + 2), u, v, s5, r5)
-        at += width
-        s6, r6 = _times_both(load(planes, at), u, v, s6, r6)
-        s7, r7 = _times_both(load(planes, at + 1), u, v, s7, r7)
-        s8, r8 = _times_both(load(planes, at + 2), u, v, s8, r8)
-    _add_totals(totals0, s0, s1, s2, s3, s4, s5, s6, s7, s8)
-    _add_totals(totals1, r0, r1, r2, r3, r4, r5, r6, r7, r8)
-
-
-@native.kernel(inline=True)
-def _times_both(tap, u, v, s, r):
-    """Two sums plus a tap's run times each of two gradient runs."""
-    return multiply_add(tap, u, s), multiply_add(tap, v, r)
-
-
-@native.kernel(inline=True)
-def _add_totals(totals, s0, s1, s2, s3, s4, s5, s6, s7, s8):
-    """Each tap's vector of sums added up into its float64 total."""
-    totals[0] += total(s0)
-    totals[1] += total(s1)
-    totals[2] += total(s2)
-    totals[3] += total(s3)
-    totals[4] += total(s4)
-    totals[5] += total(s5)
-    totals[6] += total(s6)
-    totals[7] += total(s7)
-    totals[8] += total(s8)
+    store(scratch, 0, s0)
+    store(scratch, lanes, s1)
+    store(scratch, 2 * lanes, s2)
+    store(scratch, 3 * lanes, s3)
+    store(scratch, 4 * lanes, s4)
+    store(scratch, 5 * lanes, s5)
+    store(scratch, 6 * lanes, s6)
+    store(scratch, 7 * lanes, s7)
+    store(scratch, 8 * lanes, s8)
+    for t in range(TAPS):
+        for lane in range(lanes):
+            totals[t, lane] += scratch[t * lanes + lane]
 
 
 @native.kernel
-def _weight3x3(x, g, gw, zero, first, stop, lo_h, lo_w, stride):
-    """gw[first:stop] (O, C, 3, 3), float64: for each tap, the sum over images and
-    output positions of g (N, O, OH, OW) times the input x (N, C, H, W) zero padded
-    by (lo_h, lo_w) before, that tap read (`_pair_dots`, two output channels a pass).
-    Per image the input is padded into planes `stride` apart and the range's gradient
-    planes laid out in wide rows (zeros between the rows and past the end: what they
-    meet there is not summed).  (`zero` is unused: the signature of
-    `_native_direct_conv._over_output_channels`' kernels.)"""
-    images, channels = x.shape[0], x.shape[1]
+def _weight_sums(x, g, totals, lo_h, lo_w, stride, offsets, strided):
+    """totals (B, C3, 9, LANES), float64 (output channel o in lane o % LANES of block
+    o // LANES; C3: the input channels rounded up to threes) += the weight gradient's
+    sums over the images of x (N, C, H, W) and g (N, O, OH, OW), the 3x3 layer of
+    stride 1, or 2 where `strided`, zero padded by (lo_h, lo_w) before.  Planes as
+    `_conv3x3` fills them, `stride` apart (`layout`), tap t `offsets[t]` past the
+    position it serves; the gradient's wide positions past each row are zero in `rows`,
+    so what the taps meet there is not summed (unless it is not finite)."""
+    images, out_channels = x.shape[0], g.shape[1]
     out_h, out_w = g.shape[2], g.shape[3]
-    width = out_w + 2
+    width = out_w + (1 if strided else 2)
     span = (out_h - 1) * width + out_w
-    passes = (span + LANES - 1) // LANES
-    planes = np.zeros(channels * stride, np.float32)
-    rows = stop - first + (stop - first) % 2   # (even: pairs)
-    wide = np.zeros((rows, passes * LANES), np.float32)
-    totals = np.zeros((rows, channels, TAPS))
+    size = (out_h + 1) * width   # (a phase plane's, at stride 2)
+    blocks, padded_channels = totals.shape[0], totals.shape[1]
+    lanes = LANES
+    planes = np.zeros(padded_channels * stride, np.float32)
+    rows = np.zeros((blocks, span * lanes), np.float32)
+    scratch = np.empty(TAPS * lanes, np.float32)
+    z = splat(np.float32(0))
     for i in range(images):
-        _pad_image(x, i, planes, stride, width, lo_h, lo_w)
-        for k in range(stop - first):
+        if strided:
+            _fill_phases(x, i, planes, stride, out_h + 1, width, lo_h, lo_w)
+        else:
+            _pad_image(x, i, planes, stride, width, lo_h, lo_w)
+        for b in range(blocks):   # (each position's LANES channels gathered in turn)
+            row, first = rows[b], b * lanes
+            count = min(lanes, out_channels - first)
             for y in range(out_h):
-                row, line = g[i, first + k, y], wide[k, y * width:]
                 for j in range(out_w):
-                    line[j] = row[j]
-        for c in range(channels):
-            for k in range(0, rows, 2):
-                _pair_dots(planes, c * stride, wide[k], wide[k + 1], passes, width,
-                           totals[k, c], totals[k + 1, c])
-    _store_totals(totals, gw, first, stop)
+                    at = (y * width + j) * lanes
+                    for lane in range(count):
+                        row[at + lane] = g[i, first + lane, y, j]
+        for b in range(blocks):
+            row = rows[b]
+            for first in range(0, padded_channels, 3):
+                a0, a1, a2, a3, a4, a5, a6, a7, a8 = z, z, z, z, z, z, z, z, z
+                b0, b1, b2, b3, b4, b5, b6, b7, b8 = z, z, z, z, z, z, z, z, z
+                c0, c1, c2, c3, c4, c5, c6, c7, c8 = z, z, z, z, z, z, z, z, z
+                base = first * stride
+                if strided:
+                    for p in range(span):
+                        gradient = load(row, p * lanes)
+                        a0, a1, a2, a3, a4, a5, a6, a7, a8 = _nine_phase_taps(
+                            planes, base + p, size, width, gradient, a0, a1, a2, a3, a4,
+                            a5, a6, a7, a8)
+                        b0, b1, b2, b3, b4, b5, b6, b7, b8 = _nine_phase_taps(
+                            planes, base + stride + p, size, width, gradient, b0, b1, b2,
+                            b3, b4, b5, b6, b7, b8)
+                        c0, c1, c2, c3, c4, c5, c6, c7, c8 = _nine_phase_taps(
+                            planes, base + 2 * stride + p, size, width, gradient, c0, c1,
+                            c2, c3, c4, c5, c6, c7, c8)
+                else:
+                    for p in range(span):
+                        gradient = load(row, p * lanes)
+                        a0, a1, a2, a3, a4, a5, a6, a7, a8 = _nine_taps(
+                            planes, base + p, width, gradient, a0, a1, a2, a3, a4, a5,
+                            a6, a7, a8)
+                        b0, b1, b2, b3, b4, b5, b6, b7, b8 = _nine_taps(
+                            planes, base + stride + p, width, gradient, b0, b1, b2, b3,
+                            b4, b5, b6, b7, b8)
+                        c0, c1, c2, c3, c4, c5, c6, c7, c8 = _nine_taps(
+                            planes, base + 2 * stride + p, width, gradient, c0, c1, c2,
+                            c3, c4, c5, c6, c7, c8)
+                _add_sums(totals[b, first], scratch, a0, a1, a2, a3, a4, a5, a6, a7, a8)
+                _add_sums(totals[b, first + 1], scratch, b0, b1, b2, b3, b4, b5, b6, b7,
+                          b8)
+                _add_sums(totals[b, first + 2], scratch, c0, c1, c2, c3, c4, c5, c6, c7,
+                          c8)
 
 
 def weight_grad(x, g, geo):
     """The gradient of `conv_forward`'s filters (O, C, 3, 3), float32, from its input `x`
-    (N, C, H, W) and the output's gradient `g` (N, O, OH, OW); None where it is not
-    finite (see `_native_direct_conv.weight_grad`)."""
-    out_h, out_w = g.shape[2], g.shape[3]
-    return _over_output_channels(_weight3x3, x.astype(np.float32, copy=False),
-                                 g.astype(np.float32, copy=False), geo.lo[0], geo.lo[1],
-                                 _dots_stride(out_h, out_w))
+    (N, C, H, W) and the output's gradient `g` (N, O, OH, OW), at stride 1 or 2; None
+    where it is not finite (see `_native_direct_conv.weight_grad`).  Two threads take
+    half of the images each, with totals of their own, added at the end."""
+    a = np.ascontiguousarray(x, np.float32)
+    grad = np.ascontiguousarray(g, np.float32)
+    (out_channels, out_h, out_w), channels = grad.shape[1:], a.shape[1]
+    strided = geo.stride == (2, 2)
+    stride, offsets = layout(out_h, out_w, strided)
+    shape = (-(-out_channels // LANES), -(-channels // 3) * 3, TAPS, LANES)
 
+    def sums(images: slice) -> np.ndarray:
+        totals = np.zeros(shape)
+        _weight_sums(a[images], grad[images], totals, geo.lo[0], geo.lo[1], stride,
+                     offsets, strided)
+        return totals
 
-def _dots_stride(out_h: int, out_w: int) -> int:
-    """The distance between two channels' padded planes for the weight gradient: its
-    passes read up to a vector past the wide plane's end, plus the taps' reach."""
-    width = out_w + 2
-    span = (out_h - 1) * width + out_w
-    reach = -(-span // LANES) * LANES + 2 * width + 2
-    return -(-reach // LANES) * LANES
+    if native.cuts(grad.size * channels * TAPS) and a.shape[0] > 1:
+        halves = _parallel.run_parts(sums, _parallel.split(a.shape[0], 2))
+        totals = halves[0] + halves[1]
+    else:
+        totals = sums(slice(0, a.shape[0]))
+    if not np.isfinite(totals).all():
+        return None
+    gw = totals.transpose(0, 3, 1, 2).reshape(-1, shape[1], TAPS)[:out_channels, :channels]
+    return gw.reshape(out_channels, channels, 3, 3).astype(np.float32)

@@ -142,3 +142,21 @@ def total(typingctx, vector):
         raise AssertionError("LANES is at least 2")
 
     return types.float64(vector), codegen
+
+
+@intrinsic
+def splat_at(typingctx, array, index):
+    """A vector of LANES copies of element `index` of `array` (1-D, contiguous float32;
+    unchecked, and no negative index counted from the end: the address is the array's
+    plus `index`, which lets LLVM fold constant steps into the load)."""
+    _check_array(array)
+
+    def codegen(context, builder, signature, args):
+        data = context.make_array(signature.args[0])(context, builder, args[0]).data
+        value = builder.load(builder.gep(data, [args[1]]), align=4)
+        undefined = ir.Constant(_vector_type(), ir.Undefined)
+        first = builder.insert_element(undefined, value, ir.Constant(ir.IntType(32), 0))
+        zeros = ir.Constant(ir.VectorType(ir.IntType(32), LANES), [0] * LANES)
+        return builder.shuffle_vector(first, undefined, zeros)
+
+    return float32_vector(array, index), codegen

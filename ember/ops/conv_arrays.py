@@ -597,9 +597,9 @@ def _product(xp, a, b, out=None):
 
 
 def _direct_weight(a, c, kernel, geo):
-    """The weight gradient by the direct kernels where they serve (few channels, stride 1
-    or 2: nine dot products per plane and channel pair, no columns); else None, as where
-    it is not finite."""
+    """The weight gradient by the blocked or direct kernels where they serve (few
+    channels, stride 1 or 2: sums over each plane's taps, no columns); else None, as
+    where it is not finite."""
     args = (np.result_type(a, c), a.shape[0], a.shape[1], c.shape[1], kernel, geo)
     blocked = _blocked_conv(*args, weight=True)
     if blocked is not None:

@@ -69,6 +69,7 @@ STRIDED = [  # n, c, o, h, w, lo, hi, bias
     (2, 5, 9, 7, 9, (0, 0), (0, 0), True),        # unpadded: rows past the input unread
     (1, 4, 12, 8, 8, (1, 0), (0, 1), True),       # one image, padded on one side each
     (2, 8, 3, 3, 3, (0, 0), (0, 0), True),        # a 1x1 output
+    (2, 3, 20, 12, 10, (1, 1), (1, 1), True),     # two blocks of output channels
 ]
 
 
@@ -85,16 +86,21 @@ def test_forward_matches_the_definition(blocked, n, c, o, h, w, lo, hi, bias, st
     np.testing.assert_allclose(got, exact, rtol=0, atol=2e-6 * np.abs(exact).max())
 
 
-@pytest.mark.parametrize("n, c, o, h, w, lo, hi, bias", SHAPES)
-def test_weight_gradient_matches_the_definition(blocked, n, c, o, h, w, lo, hi, bias):
+@pytest.mark.parametrize("n, c, o, h, w, lo, hi, bias, stride",
+                         [shape + (1,) for shape in SHAPES]
+                         + [shape + (2,) for shape in STRIDED])
+def test_weight_gradient_matches_the_definition(blocked, n, c, o, h, w, lo, hi, bias,
+                                                stride):
     x, k, _ = _case(n * c + o, n, c, o, h, w)
-    geo = _geometry(h, w, lo, hi)
+    geo = _geometry(h, w, lo, hi, stride)
     out_h, out_w = geo.out((3, 3))
     g = np.random.default_rng(o).standard_normal((n, o, out_h, out_w)).astype(np.float32)
     got = blocked.weight_grad(x, g, geo)
     # <conv(x, w), g> = <w, dw>: each filter tap's sum of g times the window it read
     padded = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (lo[0], hi[0]), (lo[1], hi[1])))
-    exact = np.stack([np.einsum("nchw,nohw->oc", padded[:, :, ky:ky + out_h, kx:kx + out_w],
+    exact = np.stack([np.einsum("nchw,nohw->oc",
+                                padded[:, :, ky:ky + stride * (out_h - 1) + 1:stride,
+                                       kx:kx + stride * (out_w - 1) + 1:stride],
                                 g.astype(np.float64))
                       for ky in range(3) for kx in range(3)], axis=-1).reshape(k.shape)
     assert got.dtype == np.float32 and got.shape == k.shape
@@ -128,12 +134,12 @@ def test_threads_cut_the_batch_without_changing_bits(blocked, on_two_threads, mo
 
 @pytest.mark.parametrize("stride, kernels", [
     (1, ["conv_forward", "conv_forward", "weight_grad"]),
-    (2, ["conv_forward"]),   # (its gradients by the other paths)
+    (2, ["conv_forward", "weight_grad"]),   # (its input gradient by col2im)
 ])
 def test_a_layer_trains_through_the_path(blocked, monkeypatch, stride, kernels):
-    """conv2d's output and its three gradients through the blocked kernels (at stride 1
-    the forward, the input gradient as a forward of the flipped filters and the weight
-    gradient) against the same layer in float64 (on the general paths)."""
+    """conv2d's output and its three gradients through the blocked kernels (the forward,
+    the weight gradient, and at stride 1 the input gradient as a forward of the flipped
+    filters) against the same layer in float64 (on the general paths)."""
     if not blocked.AVX512:
         monkeypatch.setattr(blocked, "AVX512", True)   # (the choice: any processor here)
     taken = []
@@ -174,9 +180,14 @@ def test_which_convolutions_take_the_path(blocked, monkeypatch):
     assert not blocked.supports(f32, 64, 16, 16, (3, 3), geo._replace(stride=(3, 3)))
     assert not blocked.supports(f32, 64, 16, 16, (3, 3), strided._replace(dilation=(2, 2)))
     assert blocked.weight_supports(f32, 16, 16, (3, 3), geo)
+    assert blocked.weight_supports(f32, 32, 32, (3, 3), _geometry(16, 16))
     assert not blocked.weight_supports(f32, 3, 16, (3, 3), geo)         # few inputs
-    assert not blocked.weight_supports(f32, 32, 32, (3, 3), geo)        # many channels
-    assert not blocked.weight_supports(f32, 16, 16, (3, 3), _geometry(16, 16))  # small
+    assert not blocked.weight_supports(f32, 16, 8, (3, 3), geo)         # lanes unfilled
+    assert not blocked.weight_supports(f32, 32, 64, (3, 3), geo)        # many channels
+    assert not blocked.weight_supports(f32, 16, 16, (3, 3), _geometry(8, 8))   # small
+    assert blocked.weight_supports(f32, 32, 64, (3, 3), _geometry(16, 16, stride=2))
+    assert blocked.weight_supports(f32, 3, 16, (3, 3), _geometry(64, 64, stride=2))
+    assert not blocked.weight_supports(f32, 64, 64, (3, 3), _geometry(16, 16, stride=2))
     with native.use_numba(False):
         assert not blocked.supports(f32, 64, 16, 16, (3, 3), geo)
     monkeypatch.setattr(blocked, "AVX512", False)   # (AVX's 16 registers: sums spill)

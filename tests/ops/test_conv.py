@@ -82,6 +82,7 @@ def test_many_chunks(monkeypatch):
     (64, 32, 1, 3, np.float64, "_transpose_as_conv"),    # c has fewer channels
     (1, 16, 16, 3, np.float64, "_transpose_as_conv"),    # depthwise
     (1, 32, 1, 3, np.float64, "_transpose_col2im"),      # 9 columns for 32 channels of c
+    (128, 64, 1, 3, np.float64, "_transpose_col2im"),    # filters larger than c
     # float32: Winograd's forward (and without numba, the result has fewer pixels)
     (64, 64, 1, 3, np.float32, "_transpose_as_conv"),
 ])
@@ -93,7 +94,7 @@ def test_choice_of_path(monkeypatch, cin, cout, groups, kernel, dtype, path):
         real = getattr(conv, name)
         monkeypatch.setattr(conv, name, lambda *a, _n=name, _f=real: called.append(_n) or _f(*a))
     geo = conv.Geometry((10, 10), (1, 1), (1, 1), (1, 1), (1, 1), groups)
-    c = np.ones((2, cout, 10, 10), dtype)
+    c = np.ones((8, cout, 10, 10), dtype)   # (more values than the filters, but last case)
     conv.conv_transpose_array(c, np.ones((cout, cin, kernel, kernel), dtype), geo)
     assert called == [path]
 

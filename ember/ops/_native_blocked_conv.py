@@ -1,7 +1,8 @@
-"""Register-blocked 3x3 convolutions (numba, explicit SIMD vectors): the forward of a
-3x3 layer of a CNN at stride 1 or 2, so the input gradient of a stride-1 one (a
-forward of the output's gradient with the filters flipped: conv_arrays.py's
-`_transpose_as_conv`), and the weight gradient of either for few channels.
+"""Register-blocked convolutions (numba, explicit SIMD vectors): the forward of a CNN's
+layer with square filters (3x3 above all, and 2x2 to 7x7) at stride 1 or 2, so the
+input gradient of a stride-1 one (a forward of the output's gradient with the filters
+flipped: conv_arrays.py's `_transpose_as_conv`), and the weight gradient of a 3x3 one
+for few channels.
 
 The layout is `_native_direct_conv.py`'s: each image's channels are zero padded into
 planes of the padded width, and the output is computed over that whole width (a "wide"
@@ -69,6 +70,16 @@ MAX_CHANNEL_PRODUCT = 1024
 MAX_LONE_CHANNEL_PRODUCT = 256
 MAX_STRIDED_CHANNEL_PRODUCT = 8192
 MAX_LONE_STRIDED_CHANNEL_PRODUCT = 2048
+# Filters of other sides (2 to MAX_SIDE) have no Winograd path: im2col's is the other.
+# Against it (ms, 2 threads): a ResNet-18 stem, 3 -> 64 7x7 at stride 2 from 112x112,
+# 8 images, 1.77 against 3.12 (PyTorch 1.51); LeNet's 5x5 layers, 64 images, 1 -> 6 at
+# 32x32 0.16 against 0.59, 6 -> 16 at 14x14 0.22 against 0.72; 32 -> 64 5x5 at 28x28
+# 17.8 against 28.7; DCGAN's 4x4 stride-2 layers, 32 images, 3 -> 64 0.35 against 0.72,
+# but 64 -> 128 2.84 against 2.69 and 128 -> 256 5.69 against 2.97.  A lone image (on
+# one thread): the 7x7 stem from 224x224 1.61 against 1.57.
+MAX_OTHER_CHANNEL_PRODUCT = 4096
+MAX_LONE_OTHER_CHANNEL_PRODUCT = 2048
+MAX_SIDE = 7
 # The weight gradient (`weight_grad`) holds a vector of output channels per sum, which
 # wastes lanes below 16 of them, and lays out each image's gradient position by
 # position, which costs more than the sums for few input channels at stride 1 (64
@@ -89,9 +100,19 @@ WEIGHT_MAX_STRIDED_CHANNEL_PRODUCT = 2048
 def strided_3x3(kernel, geo) -> bool:
     """A 2-D 3x3 convolution of stride 2, dilation 1, one group, zero padding (no
     cropping) and an output, when numba is on."""
-    return (tuple(kernel) == (3, 3) and len(geo.size) == 2 and geo.stride == (2, 2)
+    return tuple(kernel) == (3, 3) and stride_taken(kernel, geo) == 2
+
+
+def stride_taken(kernel, geo) -> int:
+    """The stride (1 or 2) of a convolution whose geometry the forward kernel takes: 2-D,
+    square filters of side 2 to MAX_SIDE, the same stride of 1 or 2 both ways, no
+    dilation, one group, zero padding (no cropping), an output, numba on; else 0."""
+    if not (len(geo.size) == 2 and len(kernel) == 2 and kernel[0] == kernel[1]
+            and 2 <= kernel[0] <= MAX_SIDE and geo.stride in ((1, 1), (2, 2))
             and geo.dilation == (1, 1) and geo.groups == 1 and min(geo.lo + geo.hi) >= 0
-            and min(geo.out(kernel)) >= 1 and native.enabled())
+            and min(geo.out(kernel)) >= 1 and native.enabled()):
+        return 0
+    return geo.stride[0]
 
 
 def weight_supports(dtype, in_channels: int, out_channels: int, kernel, geo) -> bool:
@@ -112,18 +133,21 @@ def weight_supports(dtype, in_channels: int, out_channels: int, kernel, geo) -> 
 
 
 def supports(dtype, images: int, in_channels: int, out_channels: int, kernel, geo) -> bool:
-    """Whether a convolution takes this path: float32, 3x3 of stride 1 (the geometry of
-    `_native_winograd.plain_3x3`) or 2 (`strided_3x3`), an AVX-512 processor, and few
-    channels (see MAX_CHANNEL_PRODUCT)."""
+    """Whether a convolution takes this path: float32, a `stride_taken` geometry, an
+    AVX-512 processor, and few channels for its filters and stride (see
+    MAX_CHANNEL_PRODUCT)."""
     if not (ENABLED and AVX512 and dtype == np.float32):
         return False
-    if plain_3x3(kernel, geo):
-        limit = MAX_CHANNEL_PRODUCT if images > 1 else MAX_LONE_CHANNEL_PRODUCT
-    elif strided_3x3(kernel, geo):
-        limit = (MAX_STRIDED_CHANNEL_PRODUCT if images > 1
-                 else MAX_LONE_STRIDED_CHANNEL_PRODUCT)
-    else:
+    stride = stride_taken(kernel, geo)
+    if stride == 0:
         return False
+    lone = images == 1
+    if tuple(kernel) != (3, 3):
+        limit = MAX_LONE_OTHER_CHANNEL_PRODUCT if lone else MAX_OTHER_CHANNEL_PRODUCT
+    elif stride == 1:
+        limit = MAX_LONE_CHANNEL_PRODUCT if lone else MAX_CHANNEL_PRODUCT
+    else:
+        limit = MAX_LONE_STRIDED_CHANNEL_PRODUCT if lone else MAX_STRIDED_CHANNEL_PRODUCT
     return in_channels * out_channels <= limit
 
 
@@ -161,7 +185,7 @@ def _block_pass(planes, filters, bias, first, p, stride, offsets, wide):
     s20, s21, s22, s23, s24, s25, s26, s27 = s00, s01, s02, s03, s04, s05, s06, s07
     for c in range(filters.shape[0]):
         base = c * stride + p
-        for t in range(TAPS):
+        for t in range(filters.shape[1]):
             at = base + offsets[t]
             f = filters[c, t]
             r0 = load(planes, at)
@@ -241,18 +265,19 @@ def _fill_phases(x, i, planes, stride, height, width, lo_h, lo_w):
 
 
 @native.kernel(parallel=True)
-def _conv3x3(x, filters, bias, out, lo_h, lo_w, stride, offsets, strided):
-    """out (N, O, OH, OW) = the 3x3 correlation of x (N, C, H, W) at stride 1, or 2 where
-    `strided`, zero padded by (lo_h, lo_w) before, with the filters (B, C, 9, BLOCK) (B
-    blocks of output channels, the last padded with zero filters) plus bias (B * BLOCK,).
-    At stride 1 each channel is padded into a plane OW + 2 wide, at stride 2 split into
-    four phase planes OW + 1 wide (`_fill_phases`), `stride` apart (`layout`); tap t
-    reads `offsets[t]` past the position it serves.  The images go to runs of numba's
+def _conv(x, filters, bias, out, lo_h, lo_w, stride, offsets, strided, reach):
+    """out (N, O, OH, OW) = the correlation of x (N, C, H, W) with square filters of
+    side reach + 1, at stride 1, or 2 where `strided`, zero padded by (lo_h, lo_w)
+    before, with the filters (B, C, T, BLOCK) (T taps; B blocks of output channels, the
+    last padded with zero filters) plus bias (B * BLOCK,).  At stride 1 each channel is
+    padded into a plane OW + reach wide, at stride 2 split into four phase planes
+    OW + reach // 2 wide (`_fill_phases`), `stride` apart (`layout`); tap t reads
+    `offsets[t]` past the position it serves.  The images go to runs of numba's
     threads; each run fills its images' planes one at a time and makes every block's
     passes."""
     images = x.shape[0]
     out_h, out_w = out.shape[2], out.shape[3]
-    width = out_w + (1 if strided else 2)
+    width = out_w + (reach // 2 if strided else reach)
     span = (out_h - 1) * width + out_w   # the wide plane, to its last output
     step = ROWS * LANES
     passes = (span + step - 1) // step
@@ -262,7 +287,7 @@ def _conv3x3(x, filters, bias, out, lo_h, lo_w, stride, offsets, strided):
         wide = np.empty((BLOCK, passes * step), np.float32)
         for i in range(run * images // runs, (run + 1) * images // runs):
             if strided:
-                _fill_phases(x, i, planes, stride, out_h + 1, width, lo_h, lo_w)
+                _fill_phases(x, i, planes, stride, out_h + reach // 2, width, lo_h, lo_w)
             else:
                 _pad_image(x, i, planes, stride, width, lo_h, lo_w)
             for b in range(filters.shape[0]):
@@ -272,35 +297,40 @@ def _conv3x3(x, filters, bias, out, lo_h, lo_w, stride, offsets, strided):
                 _wide_out(wide, out, i, b * BLOCK, width)
 
 
-def layout(out_h: int, out_w: int, strided: bool) -> tuple:
-    """(the distance between two channels' parts of the planes buffer, the nine taps'
-    offsets) for an output of out_h x out_w at stride 1 or 2 (`strided`).  A channel's
-    part holds its padded plane (stride 1) or its four phase planes (stride 2), and what
-    its last pass reads beyond them: up to ROWS * LANES positions past the wide plane's
-    end plus the farthest tap's offset (rounded up to whole vectors)."""
-    width = out_w + (1 if strided else 2)
+def layout(out_h: int, out_w: int, strided: bool, side: int = 3) -> tuple:
+    """(the distance between two channels' parts of the planes buffer, the taps'
+    offsets, row by row) for an output of out_h x out_w and filters of `side` x `side`
+    at stride 1 or 2 (`strided`).  A channel's part holds its padded plane (stride 1)
+    or its four phase planes (stride 2), and what its last pass reads beyond them: up
+    to ROWS * LANES positions past the wide plane's end plus the farthest tap's offset
+    (rounded up to whole vectors)."""
+    reach = side - 1
+    width = out_w + (reach // 2 if strided else reach)
+    taps = [(ky, kx) for ky in range(side) for kx in range(side)]
     if strided:   # tap (ky, kx): phase plane (ky % 2, kx % 2), ky // 2 rows down
-        size = (out_h + 1) * width
+        size = (out_h + reach // 2) * width
         offsets = [(ky % 2 * 2 + kx % 2) * size + ky // 2 * width + kx // 2
-                   for ky in range(3) for kx in range(3)]
+                   for ky, kx in taps]
     else:
-        offsets = [ky * width + kx for ky in range(3) for kx in range(3)]
+        offsets = [ky * width + kx for ky, kx in taps]
     span = (out_h - 1) * width + out_w
     step = ROWS * LANES
-    reach = -(-span // step) * step + max(offsets)
+    extent = -(-span // step) * step + max(offsets)
     if strided:
-        reach = max(reach, 4 * (out_h + 1) * width)
-    return -(-reach // LANES) * LANES, np.array(offsets, np.int64)
+        extent = max(extent, 4 * size)
+    return -(-extent // LANES) * LANES, np.array(offsets, np.int64)
 
 
 def filters_in_blocks(w: np.ndarray, bias) -> tuple:
-    """(filters (B, C, 9, BLOCK), bias (B * BLOCK,)) in float32 from `w` (O, C, 3, 3) and
-    `bias` (None: zeros): output channels in blocks of BLOCK, padded with zero filters."""
+    """(filters (B, C, T, BLOCK), bias (B * BLOCK,)) in float32 from `w` (O, C, k, k)
+    (T = k * k taps, row by row) and `bias` (None: zeros): output channels in blocks of
+    BLOCK, padded with zero filters."""
     out_channels, channels = w.shape[:2]
+    taps = w.shape[2] * w.shape[3]
     blocks = -(-out_channels // BLOCK)
-    padded = np.zeros((blocks * BLOCK, channels, TAPS), np.float32)
-    padded[:out_channels] = w.reshape(out_channels, channels, TAPS)
-    filters = np.ascontiguousarray(padded.reshape(blocks, BLOCK, channels, TAPS)
+    padded = np.zeros((blocks * BLOCK, channels, taps), np.float32)
+    padded[:out_channels] = w.reshape(out_channels, channels, taps)
+    filters = np.ascontiguousarray(padded.reshape(blocks, BLOCK, channels, taps)
                                    .transpose(0, 2, 3, 1))
     b = np.zeros(blocks * BLOCK, np.float32)
     if bias is not None:
@@ -309,17 +339,18 @@ def filters_in_blocks(w: np.ndarray, bias) -> tuple:
 
 
 def conv_forward(x, w, geo, bias=None):
-    """The 3x3 correlation of `x` (N, C, H, W), zero padded as `geo` says (a `supports`
-    geometry, stride 1 or 2), with `w` (O, C, 3, 3), plus `bias`: (N, O, OH, OW)
-    float32; batches are cut over ember's threads by images."""
+    """The correlation of `x` (N, C, H, W), zero padded as `geo` says (a `supports`
+    geometry), with `w` (O, C, k, k), plus `bias`: (N, O, OH, OW) float32; batches are
+    cut over ember's threads by images."""
     a = np.ascontiguousarray(x, np.float32)
     filters, b = filters_in_blocks(w, bias)
-    out_h, out_w = geo.out((3, 3))
+    side = w.shape[2]
+    out_h, out_w = geo.out((side, side))
     out = np.empty((a.shape[0], w.shape[0], out_h, out_w), np.float32)
     strided = geo.stride == (2, 2)
-    stride, offsets = layout(out_h, out_w, strided)
-    native.run(_conv3x3, out.size * a.shape[1] * TAPS, a, filters, b, out, geo.lo[0],
-               geo.lo[1], stride, offsets, strided, cut=(0, 3))
+    stride, offsets = layout(out_h, out_w, strided, side)
+    native.run(_conv, out.size * a.shape[1] * side * side, a, filters, b, out, geo.lo[0],
+               geo.lo[1], stride, offsets, strided, side - 1, cut=(0, 3))
     return out
 
 

@@ -348,7 +348,7 @@ def _blocked_conv(dtype, images: int, in_channels: int, out_channels: int, kerne
     """ops/_native_blocked_conv.py where it takes this convolution, or its weight
     gradient with `weight` (see its `supports` and `weight_supports`), else None.
     (Imported here, once the geometry fits: it imports numba.)"""
-    if dtype != np.float32 or tuple(kernel) != (3, 3) or not native.enabled():
+    if dtype != np.float32 or len(kernel) != 2 or not native.enabled():
         return None
     from . import _native_blocked_conv as blocked
 

@@ -29,15 +29,15 @@ def _geometry(h, w, lo=(1, 1), hi=(1, 1), stride=1):
 
 
 def _reference(x, k, geo, bias=None):
-    """The correlation from its definition, in float64: a sum over the nine taps of the
-    zero-padded input's shifted (and strided) windows."""
+    """The correlation from its definition, in float64: a sum over the filters' taps of
+    the zero-padded input's shifted (and strided) windows."""
     x = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (geo.lo[0], geo.hi[0]),
                                       (geo.lo[1], geo.hi[1])))
-    s = geo.stride[0]
-    out_h, out_w = geo.out((3, 3))
+    s, side = geo.stride[0], k.shape[2]
+    out_h, out_w = geo.out((side, side))
     out = np.zeros((x.shape[0], k.shape[0], out_h, out_w))
-    for ky in range(3):
-        for kx in range(3):
+    for ky in range(side):
+        for kx in range(side):
             window = x[:, :, ky:ky + s * (out_h - 1) + 1:s, kx:kx + s * (out_w - 1) + 1:s]
             out += np.einsum("nchw,oc->nohw", window, k[:, :, ky, kx].astype(np.float64))
     if bias is not None:
@@ -45,10 +45,10 @@ def _reference(x, k, geo, bias=None):
     return out
 
 
-def _case(seed, n, c, o, h, w):
+def _case(seed, n, c, o, h, w, side=3):
     rng = np.random.default_rng(seed)
     x = rng.standard_normal((n, c, h, w)).astype(np.float32)
-    k = (rng.standard_normal((o, c, 3, 3)) / np.sqrt(9 * c)).astype(np.float32)
+    k = (rng.standard_normal((o, c, side, side)) / np.sqrt(side * side * c)).astype(np.float32)
     b = rng.standard_normal(o).astype(np.float32)
     return x, k, b
 
@@ -83,6 +83,26 @@ def test_forward_matches_the_definition(blocked, n, c, o, h, w, lo, hi, bias, st
     got = blocked.conv_forward(x, k, geo, b)
     exact = _reference(x, k, geo, b)
     assert got.dtype == np.float32 and got.shape == exact.shape
+    np.testing.assert_allclose(got, exact, rtol=0, atol=2e-6 * np.abs(exact).max())
+
+
+@pytest.mark.parametrize("side, stride, n, c, o, h, w, pad", [
+    (7, 2, 2, 3, 16, 23, 20, 3),     # a ResNet stem
+    (7, 1, 1, 2, 9, 12, 7, 0),       # an output narrower than the filters' reach
+    (5, 1, 3, 1, 6, 14, 14, 0),      # LeNet's first layer
+    (5, 1, 2, 6, 10, 9, 11, 2),
+    (4, 2, 2, 5, 12, 16, 16, 1),     # DCGAN's discriminator
+    (4, 1, 2, 3, 8, 7, 6, 1),        # an even side at stride 1
+    (2, 2, 2, 4, 9, 9, 8, 0),
+])
+def test_other_filter_sides_match_the_definition(blocked, side, stride, n, c, o, h, w,
+                                                 pad):
+    x, k, b = _case(side + n + c, n, c, o, h, w, side)
+    geo = Geometry((h, w), (stride, stride), (pad, pad), (pad, pad), (1, 1), 1)
+    assert blocked.stride_taken((side, side), geo) == stride
+    got = blocked.conv_forward(x, k, geo, b)
+    exact = _reference(x, k, geo, b)
+    assert got.shape == exact.shape
     np.testing.assert_allclose(got, exact, rtol=0, atol=2e-6 * np.abs(exact).max())
 
 
@@ -171,7 +191,13 @@ def test_which_convolutions_take_the_path(blocked, monkeypatch):
     assert blocked.supports(f32, 1, 16, 16, (3, 3), geo)
     assert not blocked.supports(f32, 1, 16, 32, (3, 3), geo)    # a lone image: one thread
     assert not blocked.supports(np.dtype(np.float64), 64, 16, 16, (3, 3), geo)
-    assert not blocked.supports(f32, 64, 16, 16, (5, 5), geo)
+    assert blocked.supports(f32, 64, 16, 16, (5, 5), geo)
+    assert blocked.supports(f32, 8, 3, 64, (7, 7), geo._replace(stride=(2, 2)))
+    assert not blocked.supports(f32, 32, 64, 128, (4, 4), geo._replace(stride=(2, 2)))
+    assert not blocked.supports(f32, 64, 16, 16, (9, 9), geo)
+    assert not blocked.supports(f32, 64, 16, 16, (3, 5), geo)
+    assert not blocked.supports(f32, 64, 16, 16, (5, 5), geo._replace(dilation=(2, 2)))
+    assert not blocked.weight_supports(f32, 16, 16, (5, 5), geo)
     strided = geo._replace(stride=(2, 2))
     assert blocked.supports(f32, 64, 64, 128, (3, 3), strided)          # no Winograd there
     assert not blocked.supports(f32, 64, 128, 128, (3, 3), strided)

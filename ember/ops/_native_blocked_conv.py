@@ -52,9 +52,9 @@ ENABLED = os.environ.get("EMBER_NO_BLOCKED_CONV", "") in ("", "0")
 BLOCK = 8   # output channels a pass
 ROWS = 3    # vectors of output positions a pass
 TAPS = 9
-# Each thread's images are dealt out to at most this many runs of numba's threads, each
-# with buffers of its own (as _native_direct_conv.RUNS).
-RUNS = 64
+# From this many multiply-adds a call's images are dealt out to ember's threads (as
+# `_native.run` cuts work).
+SPLIT_MIN = native.SPLIT_MIN
 
 
 # Where it wins (the NOTE's measurements and these): at stride 1 up to a product of 1024
@@ -264,7 +264,7 @@ def _fill_phases(x, i, planes, stride, height, width, lo_h, lo_w):
                     line[start + j] = row[2 * j]
 
 
-@native.kernel(parallel=True)
+@native.kernel
 def _conv(x, filters, bias, out, lo_h, lo_w, stride, offsets, strided, reach):
     """out (N, O, OH, OW) = the correlation of x (N, C, H, W) with square filters of
     side reach + 1, at stride 1, or 2 where `strided`, zero padded by (lo_h, lo_w)
@@ -272,29 +272,26 @@ def _conv(x, filters, bias, out, lo_h, lo_w, stride, offsets, strided, reach):
     last padded with zero filters) plus bias (B * BLOCK,).  At stride 1 each channel is
     padded into a plane OW + reach wide, at stride 2 split into four phase planes
     OW + reach // 2 wide (`_fill_phases`), `stride` apart (`layout`); tap t reads
-    `offsets[t]` past the position it serves.  The images go to runs of numba's
-    threads; each run fills its images' planes one at a time and makes every block's
-    passes."""
-    images = x.shape[0]
+    `offsets[t]` past the position it serves.  The images are filled one at a time,
+    and every block's passes made over each.  (A serial kernel: `conv_forward` deals
+    the images to ember's threads; a threaded build took ~4 s more to compile.)"""
     out_h, out_w = out.shape[2], out.shape[3]
     width = out_w + (reach // 2 if strided else reach)
     span = (out_h - 1) * width + out_w   # the wide plane, to its last output
     step = ROWS * LANES
     passes = (span + step - 1) // step
-    runs = min(images, RUNS)
-    for run in native.prange(runs):
-        planes = np.zeros(x.shape[1] * stride, np.float32)
-        wide = np.empty((BLOCK, passes * step), np.float32)
-        for i in range(run * images // runs, (run + 1) * images // runs):
-            if strided:
-                _fill_phases(x, i, planes, stride, out_h + reach // 2, width, lo_h, lo_w)
-            else:
-                _pad_image(x, i, planes, stride, width, lo_h, lo_w)
-            for b in range(filters.shape[0]):
-                for q in range(passes):
-                    _block_pass(planes, filters[b], bias, b * BLOCK, q * step, stride,
-                                offsets, wide)
-                _wide_out(wide, out, i, b * BLOCK, width)
+    planes = np.zeros(x.shape[1] * stride, np.float32)
+    wide = np.empty((BLOCK, passes * step), np.float32)
+    for i in range(x.shape[0]):
+        if strided:
+            _fill_phases(x, i, planes, stride, out_h + reach // 2, width, lo_h, lo_w)
+        else:
+            _pad_image(x, i, planes, stride, width, lo_h, lo_w)
+        for b in range(filters.shape[0]):
+            for q in range(passes):
+                _block_pass(planes, filters[b], bias, b * BLOCK, q * step, stride,
+                            offsets, wide)
+            _wide_out(wide, out, i, b * BLOCK, width)
 
 
 def layout(out_h: int, out_w: int, strided: bool, side: int = 3) -> tuple:
@@ -349,8 +346,16 @@ def conv_forward(x, w, geo, bias=None):
     out = np.empty((a.shape[0], w.shape[0], out_h, out_w), np.float32)
     strided = geo.stride == (2, 2)
     stride, offsets = layout(out_h, out_w, strided, side)
-    native.run(_conv, out.size * a.shape[1] * side * side, a, filters, b, out, geo.lo[0],
-               geo.lo[1], stride, offsets, strided, side - 1, cut=(0, 3))
+
+    def images(part: slice) -> None:
+        _conv(a[part], filters, b, out[part], geo.lo[0], geo.lo[1], stride, offsets,
+              strided, side - 1)
+
+    threads = _parallel.threads()
+    if threads > 1 and a.shape[0] > 1 and out.size * a.shape[1] * side * side >= SPLIT_MIN:
+        _parallel.run_parts(images, _parallel.split(a.shape[0], threads))
+    else:
+        images(slice(0, a.shape[0]))
     return out
 
 
@@ -494,8 +499,8 @@ def _weight_sums(x, g, totals, lo_h, lo_w, stride, offsets, strided):
 def weight_grad(x, g, geo):
     """The gradient of `conv_forward`'s filters (O, C, 3, 3), float32, from its input `x`
     (N, C, H, W) and the output's gradient `g` (N, O, OH, OW), at stride 1 or 2; None
-    where it is not finite (see `_native_direct_conv.weight_grad`).  Two threads take
-    half of the images each, with totals of their own, added at the end."""
+    where it is not finite (see `_native_direct_conv.weight_grad`).  Each of ember's
+    threads takes a share of the images, with totals of its own, added at the end."""
     a = np.ascontiguousarray(x, np.float32)
     grad = np.ascontiguousarray(g, np.float32)
     (out_channels, out_h, out_w), channels = grad.shape[1:], a.shape[1]
@@ -509,9 +514,9 @@ def weight_grad(x, g, geo):
                      offsets, strided)
         return totals
 
-    if native.cuts(grad.size * channels * TAPS) and a.shape[0] > 1:
-        halves = _parallel.run_parts(sums, _parallel.split(a.shape[0], 2))
-        totals = halves[0] + halves[1]
+    threads = _parallel.threads()
+    if threads > 1 and a.shape[0] > 1 and grad.size * channels * TAPS >= SPLIT_MIN:
+        totals = sum(_parallel.run_parts(sums, _parallel.split(a.shape[0], threads)))
     else:
         totals = sums(slice(0, a.shape[0]))
     if not np.isfinite(totals).all():

@@ -55,6 +55,13 @@ TAPS = 9
 # From this many multiply-adds a call's images are dealt out to ember's threads (as
 # `_native.run` cuts work).
 SPLIT_MIN = native.SPLIT_MIN
+# A lone image's blocks of output channels are dealt out from this many multiply-adds:
+# the worker's share is a Python part, which starts tens of microseconds late.  NOTE: one
+# image, split against one thread (2-core Intel Xeon, 2026-12-07), ms: 32 -> 32 at
+# 56x56 (29M) 0.30-0.31 against 0.39-0.40, a 7x7 stem at stride 2 from 224x224 (118M)
+# 0.94-1.02 against 1.56-1.58; but 16 -> 16 at 64x64 (9.4M) 0.150 against 0.146, and at
+# 32x32 (2.4M) 0.143-0.147 against 0.088.
+LONE_SPLIT_MIN = 1 << 24
 
 
 # Where it wins (the NOTE's measurements and these): at stride 1 up to a product of 1024
@@ -265,11 +272,12 @@ def _fill_phases(x, i, planes, stride, height, width, lo_h, lo_w):
 
 
 @native.kernel
-def _conv(x, filters, bias, out, lo_h, lo_w, stride, offsets, strided, reach):
+def _conv(x, filters, bias, out, lo_h, lo_w, stride, offsets, strided, reach, first, last):
     """out (N, O, OH, OW) = the correlation of x (N, C, H, W) with square filters of
     side reach + 1, at stride 1, or 2 where `strided`, zero padded by (lo_h, lo_w)
     before, with the filters (B, C, T, BLOCK) (T taps; B blocks of output channels, the
-    last padded with zero filters) plus bias (B * BLOCK,).  At stride 1 each channel is
+    last padded with zero filters) plus bias (B * BLOCK,), for blocks `first` to
+    ``last - 1`` (the output channels from ``first * BLOCK`` on).  At stride 1 each channel is
     padded into a plane OW + reach wide, at stride 2 split into four phase planes
     OW + reach // 2 wide (`_fill_phases`), `stride` apart (`layout`); tap t reads
     `offsets[t]` past the position it serves.  The images are filled one at a time,
@@ -287,7 +295,7 @@ def _conv(x, filters, bias, out, lo_h, lo_w, stride, offsets, strided, reach):
             _fill_phases(x, i, planes, stride, out_h + reach // 2, width, lo_h, lo_w)
         else:
             _pad_image(x, i, planes, stride, width, lo_h, lo_w)
-        for b in range(filters.shape[0]):
+        for b in range(first, last):
             for q in range(passes):
                 _block_pass(planes, filters[b], bias, b * BLOCK, q * step, stride,
                             offsets, wide)
@@ -346,16 +354,22 @@ def conv_forward(x, w, geo, bias=None):
     out = np.empty((a.shape[0], w.shape[0], out_h, out_w), np.float32)
     strided = geo.stride == (2, 2)
     stride, offsets = layout(out_h, out_w, strided, side)
+    blocks = filters.shape[0]
 
-    def images(part: slice) -> None:
+    def images(part: slice, first: int = 0, last: int = blocks) -> None:
         _conv(a[part], filters, b, out[part], geo.lo[0], geo.lo[1], stride, offsets,
-              strided, side - 1)
+              strided, side - 1, first, last)
 
-    threads = _parallel.threads()
-    if threads > 1 and a.shape[0] > 1 and out.size * a.shape[1] * side * side >= SPLIT_MIN:
+    threads, every = _parallel.threads(), slice(0, a.shape[0])
+    work = out.size * a.shape[1] * side * side
+    if threads > 1 and a.shape[0] > 1 and work >= SPLIT_MIN:   # (each thread its images)
         _parallel.run_parts(images, _parallel.split(a.shape[0], threads))
+    elif threads > 1 and blocks > 1 and work >= LONE_SPLIT_MIN:
+        # (a lone image: each thread its blocks of output channels)
+        _parallel.run_parts(lambda part: images(every, part.start, part.stop),
+                            _parallel.split(blocks, threads))
     else:
-        images(slice(0, a.shape[0]))
+        images(every)
     return out
 
 

@@ -141,15 +141,25 @@ def test_non_finite_weight_gradient_is_left_to_the_general_path(blocked):
 
 
 def test_threads_cut_the_batch_without_changing_bits(blocked, on_two_threads, monkeypatch):
-    """Two threads take halves of the batch (each image's sums are made as on one
-    thread): the same bits as the kernel on one thread, forward and weight gradient."""
-    x, k, b = _case(5, 16, 16, 16, 32, 32)
+    """Two threads take halves of the batch, or of a lone image's blocks of output
+    channels (each sum is made as on one thread): the same bits as the kernel on one
+    thread, forward and weight gradient."""
+    x, k, b = _case(5, 16, 16, 20, 32, 32)
     geo = _geometry(32, 32)
-    g = np.random.default_rng(6).standard_normal((16, 16, 32, 32)).astype(np.float32)
-    cut_forward, cut_weight = blocked.conv_forward(x, k, geo, b), blocked.weight_grad(x, g, geo)
+    g = np.random.default_rng(6).standard_normal((16, 20, 32, 32)).astype(np.float32)
+    monkeypatch.setattr(blocked, "LONE_SPLIT_MIN", 0)
+    parts = []
+    real = blocked._parallel.run_parts
+    monkeypatch.setattr(blocked._parallel, "run_parts",
+                        lambda fn, cut: parts.append(len(cut)) or real(fn, cut))
+    cut = [blocked.conv_forward(x, k, geo, b), blocked.weight_grad(x, g, geo),
+           blocked.conv_forward(x[:1], k, geo, b)]
+    assert parts == [2, 2, 2]
     ember.set_num_threads(1)
-    np.testing.assert_array_equal(blocked.conv_forward(x, k, geo, b), cut_forward)
-    np.testing.assert_array_equal(blocked.weight_grad(x, g, geo), cut_weight)
+    np.testing.assert_array_equal(blocked.conv_forward(x, k, geo, b), cut[0])
+    np.testing.assert_array_equal(blocked.weight_grad(x, g, geo), cut[1])
+    np.testing.assert_array_equal(blocked.conv_forward(x[:1], k, geo, b), cut[2])
+    assert parts == [2, 2, 2]
 
 
 @pytest.mark.parametrize("stride, kernels", [

@@ -372,7 +372,9 @@ def _helpers_digest(fn) -> str:
     numba checks a cached build only against the file that defines the function, while
     the helpers it inlines may live in another file (`_exp32`, used by the row and LSTM
     kernels): an edited helper would leave those kernels running their old machine code.
-    The digest goes into the build's name, so an edit gives a new cache entry.
+    The digest goes into the build's name, so an edit gives a new cache entry.  numba
+    intrinsics it calls (ops/_native_vectors.py's) count by their module's whole source,
+    where the code they generate is written.
     """
     parts, seen, stack = [], set(), [fn]
     while stack:
@@ -386,9 +388,35 @@ def _helpers_digest(fn) -> str:
                 seen.add(id(value))
                 parts.append(f"{value.py_func.__qualname__}:{_code_text(value.py_func)}")
                 stack.append(value.py_func)
+            elif _is_intrinsic(value) and id(value) not in seen:
+                seen.add(id(value))
+                parts.append(f"{name}:{_module_source(value._defn.__module__)}")
     if not seen:
         return ""
     return hashlib.sha1("\n".join(parts).encode()).hexdigest()[:10]
+
+
+def _is_intrinsic(value) -> bool:
+    """Whether `value` is a numba intrinsic (only where numba is loaded)."""
+    if not _numba:
+        return False
+    from numba.core.extending import _Intrinsic
+
+    return isinstance(value, _Intrinsic)
+
+
+_sources: dict = {}
+
+
+def _module_source(module: str) -> str:
+    """The source text of the imported module named `module` (kept once read)."""
+    text = _sources.get(module)
+    if text is None:
+        import sys
+
+        with open(sys.modules[module].__file__, encoding="utf-8") as file:
+            text = _sources[module] = file.read()
+    return text
 
 
 def _code_text(fn) -> str:

@@ -1,6 +1,6 @@
 """Explicit float32 vectors for numba kernels: a value of `LANES` float32s that lives in one
-SIMD register, with the four operations a register-blocked kernel needs (`load`,
-`store`, `splat`, `multiply_add`).
+SIMD register, with what a register-blocked kernel needs: `load`, `store`, `splat`,
+`splat_at` (a broadcast load) and `multiply_add`.
 
 numba vectorizes a kernel's innermost loop by itself, but keeps whatever that loop adds
 into in memory: a 3x3 convolution written so loaded and stored its running sums for
@@ -97,12 +97,17 @@ def splat(typingctx, value):
         raise TypeError(f"splat takes a float32, not {value}")
 
     def codegen(context, builder, signature, args):
-        undefined = ir.Constant(_vector_type(), ir.Undefined)
-        first = builder.insert_element(undefined, args[0], ir.Constant(ir.IntType(32), 0))
-        zeros = ir.Constant(ir.VectorType(ir.IntType(32), LANES), [0] * LANES)
-        return builder.shuffle_vector(first, undefined, zeros)
+        return _broadcast(builder, args[0])
 
     return float32_vector(value), codegen
+
+
+def _broadcast(builder, value):
+    """Codegen: a vector of LANES copies of the float `value`."""
+    undefined = ir.Constant(_vector_type(), ir.Undefined)
+    first = builder.insert_element(undefined, value, ir.Constant(ir.IntType(32), 0))
+    zeros = ir.Constant(ir.VectorType(ir.IntType(32), LANES), [0] * LANES)
+    return builder.shuffle_vector(first, undefined, zeros)
 
 
 @intrinsic
@@ -119,32 +124,6 @@ def multiply_add(typingctx, a, b, c):
 
 
 @intrinsic
-def total(typingctx, vector):
-    """The sum of `vector`'s lanes, as a float64 (halves added pairwise: LANES / 2 + ...
-    + 1 lanes, then the last in float64)."""
-    def codegen(context, builder, signature, args):
-        value, lanes = args[0], LANES
-        while lanes > 1:
-            half = lanes // 2
-            kind = ir.VectorType(ir.FloatType(), half)
-            low = builder.shuffle_vector(value, value, ir.Constant(
-                ir.VectorType(ir.IntType(32), half), list(range(half))))
-            high = builder.shuffle_vector(value, value, ir.Constant(
-                ir.VectorType(ir.IntType(32), half), list(range(half, lanes))))
-            if half == 1:
-                zero = ir.Constant(ir.IntType(32), 0)
-                first = builder.fpext(builder.extract_element(low, zero), ir.DoubleType())
-                second = builder.fpext(builder.extract_element(high, zero), ir.DoubleType())
-                return builder.fadd(first, second)
-            value = builder.fadd(low, high)
-            lanes = half
-            assert value.type == kind
-        raise AssertionError("LANES is at least 2")
-
-    return types.float64(vector), codegen
-
-
-@intrinsic
 def splat_at(typingctx, array, index):
     """A vector of LANES copies of element `index` of `array` (1-D, contiguous float32;
     unchecked, and no negative index counted from the end: the address is the array's
@@ -153,10 +132,6 @@ def splat_at(typingctx, array, index):
 
     def codegen(context, builder, signature, args):
         data = context.make_array(signature.args[0])(context, builder, args[0]).data
-        value = builder.load(builder.gep(data, [args[1]]), align=4)
-        undefined = ir.Constant(_vector_type(), ir.Undefined)
-        first = builder.insert_element(undefined, value, ir.Constant(ir.IntType(32), 0))
-        zeros = ir.Constant(ir.VectorType(ir.IntType(32), LANES), [0] * LANES)
-        return builder.shuffle_vector(first, undefined, zeros)
+        return _broadcast(builder, builder.load(builder.gep(data, [args[1]]), align=4))
 
     return float32_vector(array, index), codegen

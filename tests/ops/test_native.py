@@ -187,6 +187,23 @@ def test_a_build_is_named_after_the_helpers_it_inlines():
     assert _sum_of_squares_rows._serial.py_func.__name__.endswith("_serial" + suffix)
 
 
+def test_a_build_is_named_after_the_intrinsics_it_calls(monkeypatch):
+    # an intrinsic's generated code is written in its module (ops/_native_vectors.py):
+    # an edit there must give its callers new cache entries too
+    if not native.available():
+        pytest.skip("numba is not installed")
+    native._load_numba()
+    from ember.ops import _native_blocked_conv, _native_vectors
+
+    kernel = _native_blocked_conv._block_pass.py_func
+    base = native._helpers_digest(kernel)
+    module = _native_vectors.__name__
+    monkeypatch.setitem(native._sources, module, native._module_source(module) + "# edit\n")
+    assert native._helpers_digest(kernel) != base
+    monkeypatch.setitem(native._sources, module, native._sources[module][:-len("# edit\n")])
+    assert native._helpers_digest(kernel) == base
+
+
 def test_the_parallel_threshold_follows_the_thread_count(monkeypatch):
     # two threads: only arrays of millions of elements are worth a launch; more: 64K
     monkeypatch.setattr(native, "PARALLEL_MIN", native.PARALLEL_MIN)  # (restored after)

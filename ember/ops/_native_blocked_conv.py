@@ -143,7 +143,9 @@ def supports(dtype, images: int, in_channels: int, out_channels: int, kernel, ge
     """Whether a convolution takes this path: float32, a `stride_taken` geometry, an
     AVX-512 processor, and few channels for its filters and stride (see
     MAX_CHANNEL_PRODUCT)."""
-    if not (ENABLED and AVX512 and dtype == np.float32):
+    product = in_channels * out_channels
+    if not (ENABLED and AVX512 and dtype == np.float32
+            and product <= MAX_STRIDED_CHANNEL_PRODUCT):   # (the largest limit)
         return False
     stride = stride_taken(kernel, geo)
     if stride == 0:
@@ -155,7 +157,7 @@ def supports(dtype, images: int, in_channels: int, out_channels: int, kernel, ge
         limit = MAX_LONE_CHANNEL_PRODUCT if lone else MAX_CHANNEL_PRODUCT
     else:
         limit = MAX_LONE_STRIDED_CHANNEL_PRODUCT if lone else MAX_STRIDED_CHANNEL_PRODUCT
-    return in_channels * out_channels <= limit
+    return product <= limit
 
 
 @native.kernel(inline=True)

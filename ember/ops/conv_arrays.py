@@ -343,6 +343,9 @@ def conv_array(a, w, geo, bias=None):
     return out.reshape((n, co) + out_shape)
 
 
+_lazy: dict = {}   # modules imported on first use (a function-level import costs ~1 us)
+
+
 def _blocked_conv(dtype, images: int, in_channels: int, out_channels: int, kernel, geo,
                   weight: bool = False):
     """ops/_native_blocked_conv.py where it takes this convolution, or its weight
@@ -350,8 +353,11 @@ def _blocked_conv(dtype, images: int, in_channels: int, out_channels: int, kerne
     (Imported here, once the geometry fits: it imports numba.)"""
     if dtype != np.float32 or len(kernel) != 2 or not native.enabled():
         return None
-    from . import _native_blocked_conv as blocked
+    blocked = _lazy.get("blocked")
+    if blocked is None:
+        from . import _native_blocked_conv as blocked
 
+        _lazy["blocked"] = blocked
     if weight:
         takes = blocked.weight_supports(dtype, in_channels, out_channels, kernel, geo)
     else:

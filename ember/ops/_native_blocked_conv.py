@@ -139,6 +139,26 @@ def weight_supports(dtype, in_channels: int, out_channels: int, kernel, geo) -> 
             and product <= WEIGHT_MAX_CHANNEL_PRODUCT)
 
 
+# The input gradient of a stride-2 layer (`input_grad_strided`), against col2im's (64
+# images, ms, PyTorch's in brackets): 16 -> 32 from 32x32 1.72 against 2.24 (1.44), 32 ->
+# 64 from 16x16 1.47 against 2.02 (0.92), 64 -> 128 4x4 from 16x16 (32 images) 3.64
+# against 3.90 (2.14); but 64 -> 128 from 28x28 (8 images) 1.72 against 1.52, and to 3
+# channels (a block of 8 made for 3) 1.18 against 0.57.
+INPUT_MIN_CHANNELS = 8
+INPUT_MAX_CHANNEL_PRODUCT = 4096
+
+
+def input_supports(dtype, in_channels: int, out_channels: int, kernel, geo) -> bool:
+    """Whether the input gradient of a convolution (or a transposed convolution's
+    forward) takes `input_grad_strided`: float32, a stride-2 `stride_taken` geometry
+    with filters of at least 2x2, an AVX-512 processor, and few channels, at least
+    INPUT_MIN_CHANNELS of them in the result."""
+    return (ENABLED and AVX512 and dtype == np.float32 and min(kernel) >= 2
+            and in_channels >= INPUT_MIN_CHANNELS
+            and in_channels * out_channels <= INPUT_MAX_CHANNEL_PRODUCT
+            and stride_taken(kernel, geo) == 2)
+
+
 def supports(dtype, images: int, in_channels: int, out_channels: int, kernel, geo) -> bool:
     """Whether a convolution takes this path: float32, a `stride_taken` geometry, an
     AVX-512 processor, and few channels for its filters and stride (see
@@ -234,15 +254,24 @@ def _store_row(wide, q, v0, v1, v2, v3, v4, v5, v6, v7):
 
 
 @native.kernel(inline=True)
-def _wide_out(wide, out, i, first, width):
-    """The rows of `wide` (wide planes, lines `width` apart) into image `i` of out from
-    channel `first`, those channels that `out` has (the last block may have padding)."""
-    out_h, out_w = out.shape[2], out.shape[3]
+def _wide_out(wide, out, i, first, width, sizes):
+    """The rows of `wide` (wide planes, lines `width` apart, of sizes[0] x sizes[1]
+    outputs) into image `i` of out from channel `first`, those channels that `out` has
+    (the last block may have padding): output (y, x) to out's row sizes[4] + y *
+    sizes[6], column sizes[5] + x * sizes[6], where out has them (an input gradient's
+    phase, `input_grad_strided`; the plain forward's: (y, x) itself)."""
+    rows, cols, row0, col0, step = sizes[0], sizes[1], sizes[4], sizes[5], sizes[6]
+    height, length = out.shape[2], out.shape[3]
+    start = max(0, (step - 1 - col0) // step)          # the first x with a column
+    stop = max(min(cols, (length - 1 - col0) // step + 1), start)
     for k in range(min(wide.shape[0], out.shape[1] - first)):
-        for y in range(out_h):
-            row, line = out[i, first + k, y], wide[k, y * width:]
-            for j in range(out_w):
-                row[j] = line[j]
+        for y in range(rows):
+            at = row0 + y * step
+            if at < 0 or at >= height:
+                continue
+            row, line = out[i, first + k, at, col0 + start * step:], wide[k, y * width:]
+            for x in range(stop - start):
+                row[x * step] = line[start + x]
 
 
 @native.kernel(inline=True)
@@ -274,48 +303,49 @@ def _fill_phases(x, i, planes, stride, height, width, lo_h, lo_w):
 
 
 @native.kernel
-def _conv(x, filters, bias, out, lo_h, lo_w, stride, offsets, strided, reach, first, last):
-    """out (N, O, OH, OW) = the correlation of x (N, C, H, W) with square filters of
-    side reach + 1, at stride 1, or 2 where `strided`, zero padded by (lo_h, lo_w)
-    before, with the filters (B, C, T, BLOCK) (T taps; B blocks of output channels, the
-    last padded with zero filters) plus bias (B * BLOCK,), for blocks `first` to
-    ``last - 1`` (the output channels from ``first * BLOCK`` on).  At stride 1 each channel is
-    padded into a plane OW + reach wide, at stride 2 split into four phase planes
-    OW + reach // 2 wide (`_fill_phases`), `stride` apart (`layout`); tap t reads
-    `offsets[t]` past the position it serves.  The images are filled one at a time,
-    and every block's passes made over each.  (A serial kernel: `conv_forward` deals
+def _conv(x, filters, bias, out, stride, offsets, sizes, first, last):
+    """A correlation of x (N, C, H, W) with the filters (B, C, T, BLOCK) (T taps, kh x
+    kw; B blocks of output channels, the last padded with zero filters) plus bias (B *
+    BLOCK,), for blocks `first` to ``last - 1`` (the output channels from ``first *
+    BLOCK`` on), written into out as `_wide_out` places it.  `sizes` (int64): the output's
+    rows and columns, kh - 1, kw - 1, out's first row and column and its step, the
+    padding before (rows, columns), and 1 for stride 2, else 0.  At stride 1 each
+    channel is padded into a plane `reach` wider than the output, at stride 2 split into
+    four phase planes `reach // 2` wider (`_fill_phases`), `stride` apart (`layout`);
+    tap t reads `offsets[t]` past the position it serves.  The images are filled one at
+    a time, and every block's passes made over each.  (A serial kernel: the callers deal
     the images to ember's threads; a threaded build took ~4 s more to compile.)"""
-    out_h, out_w = out.shape[2], out.shape[3]
-    width = out_w + (reach // 2 if strided else reach)
-    span = (out_h - 1) * width + out_w   # the wide plane, to its last output
+    rows, cols, lo_h, lo_w, strided = sizes[0], sizes[1], sizes[7], sizes[8], sizes[9]
+    width = cols + (sizes[3] // 2 if strided else sizes[3])
+    span = (rows - 1) * width + cols   # the wide plane, to its last output
     step = ROWS * LANES
     passes = (span + step - 1) // step
     planes = np.zeros(x.shape[1] * stride, np.float32)
     wide = np.empty((BLOCK, passes * step), np.float32)
     for i in range(x.shape[0]):
         if strided:
-            _fill_phases(x, i, planes, stride, out_h + reach // 2, width, lo_h, lo_w)
+            _fill_phases(x, i, planes, stride, rows + sizes[2] // 2, width, lo_h, lo_w)
         else:
             _pad_image(x, i, planes, stride, width, lo_h, lo_w)
         for b in range(first, last):
             for q in range(passes):
                 _block_pass(planes, filters[b], bias, b * BLOCK, q * step, stride,
                             offsets, wide)
-            _wide_out(wide, out, i, b * BLOCK, width)
+            _wide_out(wide, out, i, b * BLOCK, width, sizes)
 
 
-def layout(out_h: int, out_w: int, strided: bool, side: int = 3) -> tuple:
+def layout(out_h: int, out_w: int, strided: bool, side: int = 3, side_w: int = 0) -> tuple:
     """(the distance between two channels' parts of the planes buffer, the taps'
     offsets, row by row) for an output of out_h x out_w and filters of `side` x `side`
-    at stride 1 or 2 (`strided`).  A channel's part holds its padded plane (stride 1)
-    or its four phase planes (stride 2), and what its last pass reads beyond them: up
-    to ROWS * LANES positions past the wide plane's end plus the farthest tap's offset
-    (rounded up to whole vectors)."""
-    reach = side - 1
-    width = out_w + (reach // 2 if strided else reach)
-    taps = [(ky, kx) for ky in range(side) for kx in range(side)]
+    (or `side` x `side_w`) at stride 1 or 2 (`strided`).  A channel's part holds its
+    padded plane (stride 1) or its four phase planes (stride 2), and what its last pass
+    reads beyond them: up to ROWS * LANES positions past the wide plane's end plus the
+    farthest tap's offset (rounded up to whole vectors)."""
+    side_w = side_w or side
+    width = out_w + ((side_w - 1) // 2 if strided else side_w - 1)
+    taps = [(ky, kx) for ky in range(side) for kx in range(side_w)]
     if strided:   # tap (ky, kx): phase plane (ky % 2, kx % 2), ky // 2 rows down
-        size = (out_h + reach // 2) * width
+        size = (out_h + (side - 1) // 2) * width
         offsets = [(ky % 2 * 2 + kx % 2) * size + ky // 2 * width + kx // 2
                    for ky, kx in taps]
     else:
@@ -350,20 +380,55 @@ def conv_forward(x, w, geo, bias=None):
     geometry), with `w` (O, C, k, k), plus `bias`: (N, O, OH, OW) float32; batches are
     cut over ember's threads by images."""
     a = np.ascontiguousarray(x, np.float32)
-    filters, b = filters_in_blocks(w, bias)
     side = w.shape[2]
     out_h, out_w = geo.out((side, side))
     out = np.empty((a.shape[0], w.shape[0], out_h, out_w), np.float32)
     strided = geo.stride == (2, 2)
-    stride, offsets = layout(out_h, out_w, strided, side)
+    sizes = np.array([out_h, out_w, side - 1, side - 1, 0, 0, 1, geo.lo[0], geo.lo[1],
+                      strided], np.int64)
+    _run(a, w, bias, out, layout(out_h, out_w, strided, side), sizes)
+    return out
+
+
+def input_grad_strided(c, w, geo, bias=None):
+    """The adjoint in its input of a stride-2 `conv_forward` (a `supports` geometry, the
+    filters at least 2x2): `c` (N, O, oh, ow) -> (N, C, H, W) float32, plus `bias` at
+    every position (a transposed convolution's).  Each phase of the padded input (even
+    or odd rows by even or odd columns) receives a stride-1 correlation of `c`: with the
+    taps of that phase, flipped, their input and output channels swapped, and `c` zero
+    padded so that each of the phase's positions reads the outputs whose windows hold
+    it; `_wide_out` writes its positions straight into the result, every second row and
+    column (no columns, no col2im)."""
+    g = np.ascontiguousarray(c, np.float32)
+    kh, kw = w.shape[2:]
+    out_h, out_w = g.shape[2:]
+    height, length = geo.padded()
+    out = np.empty((g.shape[0], w.shape[1]) + tuple(geo.size), np.float32)
+    for a in range(2):
+        for b in range(2):
+            sub = w[:, :, a::2, b::2][:, :, ::-1, ::-1].transpose(1, 0, 2, 3)  # (C, O, ., .)
+            dy, dx = sub.shape[2:]
+            rows, cols = (height - a + 1) // 2, (length - b + 1) // 2
+            sizes = np.array([rows, cols, dy - 1, dx - 1, a - geo.lo[0], b - geo.lo[1], 2,
+                              dy - 1, dx - 1, 0], np.int64)
+            assert rows >= out_h and cols >= out_w   # (the padding below: not negative)
+            _run(g, sub, bias, out, layout(rows, cols, False, dy, dx), sizes)
+    return out
+
+
+def _run(a, w, bias, out, planes_layout: tuple, sizes) -> None:
+    """`_conv` of images `a` with the filters `w` (O, C, kh, kw) plus `bias` into
+    `out`, as `sizes` says: each of ember's threads its images, or a lone image's blocks
+    of output channels, where the work is large enough."""
+    filters, b = filters_in_blocks(w, bias)
+    stride, offsets = planes_layout
     blocks = filters.shape[0]
 
     def images(part: slice, first: int = 0, last: int = blocks) -> None:
-        _conv(a[part], filters, b, out[part], geo.lo[0], geo.lo[1], stride, offsets,
-              strided, side - 1, first, last)
+        _conv(a[part], filters, b, out[part], stride, offsets, sizes, first, last)
 
     threads, every = _parallel.threads(), slice(0, a.shape[0])
-    work = out.size * a.shape[1] * side * side
+    work = sizes[0] * sizes[1] * a.shape[0] * w.shape[0] * a.shape[1] * len(offsets)
     if threads > 1 and a.shape[0] > 1 and work >= SPLIT_MIN:   # (each thread its images)
         _parallel.run_parts(images, _parallel.split(a.shape[0], threads))
     elif threads > 1 and blocks > 1 and work >= LONE_SPLIT_MIN:
@@ -372,7 +437,6 @@ def conv_forward(x, w, geo, bias=None):
                             _parallel.split(blocks, threads))
     else:
         images(every)
-    return out
 
 
 # ---------------------------------------------------------------------------

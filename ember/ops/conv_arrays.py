@@ -347,10 +347,11 @@ _lazy: dict = {}   # modules imported on first use (a function-level import cost
 
 
 def _blocked_conv(dtype, images: int, in_channels: int, out_channels: int, kernel, geo,
-                  weight: bool = False):
-    """ops/_native_blocked_conv.py where it takes this convolution, or its weight
-    gradient with `weight` (see its `supports` and `weight_supports`), else None.
-    (Imported here, once the geometry fits: it imports numba.)"""
+                  weight: bool = False, adjoint: bool = False):
+    """ops/_native_blocked_conv.py where it takes this convolution, its weight gradient
+    with `weight` or its input gradient (strided) with `adjoint` (see its `supports`,
+    `weight_supports` and `input_supports`), else None.  (Imported here, once the
+    geometry fits: it imports numba.)"""
     if dtype != np.float32 or len(kernel) != 2 or not native.enabled():
         return None
     blocked = _lazy.get("blocked")
@@ -360,6 +361,8 @@ def _blocked_conv(dtype, images: int, in_channels: int, out_channels: int, kerne
         _lazy["blocked"] = blocked
     if weight:
         takes = blocked.weight_supports(dtype, in_channels, out_channels, kernel, geo)
+    elif adjoint:
+        takes = blocked.input_supports(dtype, in_channels, out_channels, kernel, geo)
     else:
         takes = blocked.supports(dtype, images, in_channels, out_channels, kernel, geo)
     return blocked if takes else None
@@ -424,6 +427,11 @@ def conv_transpose_array(c, w, geo, bias=None):
                 return _transpose_as_conv(c, w, geo, bias)
             if ci * nk >= co:
                 return _transpose_by_shifts(c, w, geo, bias)
+    elif xp is np:
+        blocked = _blocked_conv(np.result_type(c, w), c.shape[0], w.shape[1] * geo.groups,
+                                w.shape[0], w.shape[2:], geo, adjoint=True)
+        if blocked is not None and np.isfinite(w).all():   # (as the helpers above)
+            return blocked.input_grad_strided(c, w, geo, bias)
     return _transpose_col2im(c, w, geo, bias)
 
 

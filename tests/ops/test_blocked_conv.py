@@ -127,6 +127,31 @@ def test_weight_gradient_matches_the_definition(blocked, n, c, o, h, w, lo, hi, 
     np.testing.assert_allclose(got, exact, rtol=0, atol=2e-6 * np.abs(exact).max())
 
 
+@pytest.mark.parametrize("n, c, o, h, w, side, pad, short", [
+    (2, 16, 8, 32, 32, 3, 1, 0),     # a ResNet's stride-2 layer
+    (3, 9, 5, 9, 12, 3, 0, 0),       # unpadded, an odd plane: its last row read by none
+    (2, 8, 3, 16, 16, 4, 1, 0),      # DCGAN's 4x4 layers
+    (2, 10, 4, 15, 11, 4, 2, 1),     # the gradient one row and column short
+    (1, 8, 6, 8, 9, 2, 0, 0),        # 2x2: one tap a phase
+])
+def test_strided_input_gradient_matches_the_general_path(blocked, n, c, o, h, w, side,
+                                                         pad, short):
+    """Each phase of the padded input as a stride-1 correlation of the gradient (a
+    transposed convolution's forward too, `short` as its output padding leaves it):
+    against col2im's float64 result."""
+    geo = Geometry((h, w), (2, 2), (pad, pad), (pad, pad), (1, 1), 1)
+    out_h, out_w = geo.out((side, side))
+    rng = np.random.default_rng(n + c + side)
+    g = rng.standard_normal((n, o, out_h - short, out_w - short)).astype(np.float32)
+    k = rng.standard_normal((o, c, side, side)).astype(np.float32)
+    bias = rng.standard_normal(c).astype(np.float32)
+    got = blocked.input_grad_strided(g, k, geo, bias)
+    exact = conv_arrays._transpose_col2im(g.astype(np.float64), k.astype(np.float64), geo,
+                                          bias.astype(np.float64))
+    assert got.shape == exact.shape == (n, c, h, w)
+    np.testing.assert_allclose(got, exact, rtol=0, atol=2e-6 * np.abs(exact).max())
+
+
 def test_non_finite_weight_gradient_is_left_to_the_general_path(blocked):
     """The weight gradient's wide planes also multiply the input by the zeros between the
     gradient's rows: an inf there gives NaN where the general path's sums do not, so the
@@ -164,16 +189,17 @@ def test_threads_cut_the_batch_without_changing_bits(blocked, on_two_threads, mo
 
 @pytest.mark.parametrize("stride, kernels", [
     (1, ["conv_forward", "conv_forward", "weight_grad"]),
-    (2, ["conv_forward", "weight_grad"]),   # (its input gradient by col2im)
+    (2, ["conv_forward", "input_grad_strided", "weight_grad"]),
 ])
 def test_a_layer_trains_through_the_path(blocked, monkeypatch, stride, kernels):
     """conv2d's output and its three gradients through the blocked kernels (the forward,
-    the weight gradient, and at stride 1 the input gradient as a forward of the flipped
-    filters) against the same layer in float64 (on the general paths)."""
+    the weight gradient, and the input gradient: at stride 1 a forward of the flipped
+    filters, at stride 2 phase by phase) against the same layer in float64 (on the
+    general paths)."""
     if not blocked.AVX512:
         monkeypatch.setattr(blocked, "AVX512", True)   # (the choice: any processor here)
     taken = []
-    for name in ("conv_forward", "weight_grad"):
+    for name in ("conv_forward", "weight_grad", "input_grad_strided"):
         real = getattr(blocked, name)
         monkeypatch.setattr(blocked, name, lambda *a, _real=real, _name=name:
                             taken.append(_name) or _real(*a))
@@ -192,6 +218,28 @@ def test_a_layer_trains_through_the_path(blocked, monkeypatch, stride, kernels):
         np.testing.assert_allclose(got, exact, rtol=0, atol=2e-5 * np.abs(exact).max())
 
 
+def test_a_transposed_layer_runs_its_forward_phase_by_phase(blocked, monkeypatch):
+    """conv_transpose2d at stride 2 (DCGAN's generator): its forward is a strided input
+    gradient, taken by the blocked path, and equals the layer in float64."""
+    monkeypatch.setattr(blocked, "AVX512", True)
+    taken = []
+    real = blocked.input_grad_strided
+    monkeypatch.setattr(blocked, "input_grad_strided",
+                        lambda *a: taken.append(1) or real(*a))
+    rng = np.random.default_rng(9)
+    x = rng.standard_normal((2, 16, 7, 7)).astype(np.float32)
+    k = rng.standard_normal((16, 8, 4, 4)).astype(np.float32)
+    b = rng.standard_normal(8).astype(np.float32)
+    got = F.conv_transpose2d(ember.tensor(x), ember.tensor(k), ember.tensor(b), stride=2,
+                             padding=1, output_padding=1).numpy()
+    exact = F.conv_transpose2d(ember.tensor(x.astype(np.float64)),
+                               ember.tensor(k.astype(np.float64)),
+                               ember.tensor(b.astype(np.float64)), stride=2, padding=1,
+                               output_padding=1).numpy()
+    assert taken == [1] and got.shape == exact.shape == (2, 8, 15, 15)
+    np.testing.assert_allclose(got, exact, rtol=0, atol=2e-6 * np.abs(exact).max())
+
+
 def test_which_convolutions_take_the_path(blocked, monkeypatch):
     monkeypatch.setattr(blocked, "AVX512", True)
     geo, f32 = _geometry(32, 32), np.dtype(np.float32)
@@ -208,6 +256,12 @@ def test_which_convolutions_take_the_path(blocked, monkeypatch):
     assert not blocked.supports(f32, 64, 16, 16, (3, 5), geo)
     assert not blocked.supports(f32, 64, 16, 16, (5, 5), geo._replace(dilation=(2, 2)))
     assert not blocked.weight_supports(f32, 16, 16, (5, 5), geo)
+    assert blocked.input_supports(f32, 32, 64, (3, 3), geo._replace(stride=(2, 2)))
+    assert blocked.input_supports(f32, 64, 64, (4, 4), geo._replace(stride=(2, 2)))
+    assert not blocked.input_supports(f32, 64, 128, (3, 3), geo._replace(stride=(2, 2)))
+    assert not blocked.input_supports(f32, 3, 64, (4, 4), geo._replace(stride=(2, 2)))
+    assert not blocked.input_supports(f32, 32, 64, (3, 3), geo)          # stride 1
+    assert not blocked.input_supports(f32, 32, 64, (1, 1), geo._replace(stride=(2, 2)))
     strided = geo._replace(stride=(2, 2))
     assert blocked.supports(f32, 64, 64, 128, (3, 3), strided)          # no Winograd there
     assert not blocked.supports(f32, 64, 128, 128, (3, 3), strided)

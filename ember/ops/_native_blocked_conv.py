@@ -270,8 +270,12 @@ def _wide_out(wide, out, i, first, width, sizes):
             if at < 0 or at >= height:
                 continue
             row, line = out[i, first + k, at, col0 + start * step:], wide[k, y * width:]
-            for x in range(stop - start):
-                row[x * step] = line[start + x]
+            if step == 1:   # (a loop of its own: vectorized, where the strided one is not)
+                for x in range(stop - start):
+                    row[x] = line[start + x]
+            else:
+                for x in range(stop - start):
+                    row[x * step] = line[start + x]
 
 
 @native.kernel(inline=True)

@@ -283,27 +283,26 @@ def _fill_phases(x, i, planes, stride, height, width, lo_h, lo_w):
     """Image `i` of x (N, C, H, W), zero padded by (lo_h, lo_w) before, split into its
     four phase planes per channel (even and odd rows by even and odd columns, each
     `height` x `width`, one after the other in the channel's part of `planes`): padded
-    position (2r + a, 2s + b) goes to row r, column s of phase plane 2a + b."""
+    position (2r + a, 2s + b) goes to row r, column s of phase plane 2a + b.  Only the
+    image's own positions are written, each row's even and odd columns in two runs: the
+    padding around them is left as it is (the callers' zeros, made once)."""
     size = height * width
-    h, w = x.shape[2], x.shape[3]
+    w = x.shape[3]
+    first = lo_w % 2   # (the first of a row's columns that lands on an even padded one)
+    # (the columns of each phase that the planes hold: no window reads past them)
+    evens = max(min((w - first + 1) // 2, width - (first + lo_w) // 2), 0)
+    odds = max(min((w + first) // 2, width - (1 - first + lo_w) // 2), 0)
     for c in range(x.shape[1]):
-        for phase in range(4):
-            a, b = phase // 2, phase % 2
-            plane = planes[c * stride + phase * size:]
-            for r in range(height):
-                y = 2 * r + a - lo_h
-                line = plane[r * width:(r + 1) * width]
-                if y < 0 or y >= h:
-                    line[:] = 0
-                    continue
-                # columns j of the line read x's column 2j + b - lo_w, where it has one
-                start = min(max((lo_w - b + 1) // 2, 0), width)
-                stop = max(min((w - 1 + lo_w - b) // 2 + 1, width), start)
-                line[:start] = 0
-                line[stop:] = 0
-                row = x[i, c, y, 2 * start + b - lo_w:]
-                for j in range(stop - start):
-                    line[start + j] = row[2 * j]
+        for y in range(min(x.shape[2], 2 * height - lo_h)):
+            padded = y + lo_h
+            at = c * stride + padded % 2 * 2 * size + padded // 2 * width
+            row = x[i, c, y]
+            even = planes[at + (first + lo_w) // 2:]
+            odd = planes[at + size + (1 - first + lo_w) // 2:]
+            for j in range(evens):
+                even[j] = row[first + 2 * j]
+            for j in range(odds):
+                odd[j] = row[1 - first + 2 * j]
 
 
 @native.kernel

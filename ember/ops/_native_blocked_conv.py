@@ -122,12 +122,23 @@ def stride_taken(kernel, geo) -> int:
     return geo.stride[0]
 
 
+# Each thread holds a call's planes (every input channel of one image, padded): at most
+# this many bytes of them (a 1024 -> 1 layer on 224x224 images would need 200 MB).
+PLANES_MAX_BYTES = 8 << 20
+
+
+def _planes_fit(channels: int, geo) -> bool:
+    """Whether one image's padded planes of `channels` fit PLANES_MAX_BYTES."""
+    height, width = geo.padded()
+    return channels * (height + 2) * (width + 2) * 4 <= PLANES_MAX_BYTES
+
+
 def weight_supports(dtype, in_channels: int, out_channels: int, kernel, geo) -> bool:
     """Whether a convolution's weight gradient takes this path: `supports`' geometry,
     16 output channels or more, and at stride 1 few channels over a large plane, at
     stride 2 few channels (see WEIGHT_MAX_CHANNEL_PRODUCT)."""
     if not (ENABLED and AVX512 and dtype == np.float32
-            and out_channels >= WEIGHT_MIN_OUT_CHANNELS):
+            and out_channels >= WEIGHT_MIN_OUT_CHANNELS and _planes_fit(in_channels, geo)):
         return False
     product = in_channels * out_channels
     if strided_3x3(kernel, geo):
@@ -156,7 +167,7 @@ def input_supports(dtype, in_channels: int, out_channels: int, kernel, geo) -> b
     return (ENABLED and AVX512 and dtype == np.float32 and min(kernel) >= 2
             and in_channels >= INPUT_MIN_CHANNELS
             and in_channels * out_channels <= INPUT_MAX_CHANNEL_PRODUCT
-            and stride_taken(kernel, geo) == 2)
+            and stride_taken(kernel, geo) == 2 and _planes_fit(out_channels, geo))
 
 
 def supports(dtype, images: int, in_channels: int, out_channels: int, kernel, geo) -> bool:
@@ -168,7 +179,7 @@ def supports(dtype, images: int, in_channels: int, out_channels: int, kernel, ge
             and product <= MAX_STRIDED_CHANNEL_PRODUCT):   # (the largest limit)
         return False
     stride = stride_taken(kernel, geo)
-    if stride == 0:
+    if stride == 0 or not _planes_fit(in_channels, geo):
         return False
     lone = images == 1
     if tuple(kernel) != (3, 3):

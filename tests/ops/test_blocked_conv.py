@@ -254,6 +254,8 @@ def test_which_convolutions_take_the_path(blocked, monkeypatch):
     assert not blocked.supports(f32, 32, 64, 128, (4, 4), geo._replace(stride=(2, 2)))
     assert not blocked.supports(f32, 64, 16, 16, (9, 9), geo)
     assert not blocked.supports(f32, 64, 16, 16, (3, 5), geo)
+    assert blocked.supports(f32, 64, 1, 16, (3, 3), _geometry(224, 224))
+    assert not blocked.supports(f32, 64, 1024, 1, (3, 3), _geometry(224, 224))  # 200 MB
     assert not blocked.supports(f32, 64, 16, 16, (5, 5), geo._replace(dilation=(2, 2)))
     assert not blocked.weight_supports(f32, 16, 16, (5, 5), geo)
     assert blocked.input_supports(f32, 32, 64, (3, 3), geo._replace(stride=(2, 2)))

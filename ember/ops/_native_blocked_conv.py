@@ -38,6 +38,7 @@ only where the native kernels run (`_native.enabled()`).
 
 from __future__ import annotations
 
+import functools
 import os
 
 import numpy as np
@@ -348,13 +349,15 @@ def _conv(x, filters, bias, out, stride, offsets, sizes, first, last):
             _wide_out(wide, out, i, b * BLOCK, width, sizes)
 
 
+@functools.lru_cache(maxsize=256)   # (per call it cost ~2 us of a lone image's ~50)
 def layout(out_h: int, out_w: int, strided: bool, side: int = 3, side_w: int = 0) -> tuple:
     """(the distance between two channels' parts of the planes buffer, the taps'
     offsets, row by row) for an output of out_h x out_w and filters of `side` x `side`
     (or `side` x `side_w`) at stride 1 or 2 (`strided`).  A channel's part holds its
     padded plane (stride 1) or its four phase planes (stride 2), and what its last pass
     reads beyond them: up to ROWS * LANES positions past the wide plane's end plus the
-    farthest tap's offset (rounded up to whole vectors)."""
+    farthest tap's offset (rounded up to whole vectors).  The offsets array is shared
+    by the calls of one geometry: read it only."""
     side_w = side_w or side
     width = out_w + ((side_w - 1) // 2 if strided else side_w - 1)
     taps = [(ky, kx) for ky in range(side) for kx in range(side_w)]

@@ -103,6 +103,12 @@ WEIGHT_MIN_OUT_CHANNELS = 16
 WEIGHT_MAX_CHANNEL_PRODUCT = 1024
 WEIGHT_MIN_PLANE = 16 * 16
 WEIGHT_MAX_STRIDED_CHANNEL_PRODUCT = 2048
+# A 4x4 layer at stride 2 (DCGAN's), one input channel's 16 taps a pass, against
+# im2col's strided columns (32 images, ms, PyTorch's in brackets): 3 -> 64 from 32x32
+# 0.53 against 1.04 (0.28), 64 -> 128 from 16x16 3.40 against 3.59 (2.26), 128 -> 64
+# 3.73 against 6.44 (2.65), 64 -> 3 from 32x32 1.64 against 5.90 (1.49, 3 of 16 lanes
+# used); but 128 -> 256 from 8x8 7.99 against 3.07.
+WEIGHT_MAX_4X4_CHANNEL_PRODUCT = 8192
 
 
 def strided_3x3(kernel, geo) -> bool:
@@ -135,13 +141,17 @@ def _planes_fit(channels: int, geo) -> bool:
 
 
 def weight_supports(dtype, in_channels: int, out_channels: int, kernel, geo) -> bool:
-    """Whether a convolution's weight gradient takes this path: `supports`' geometry,
-    16 output channels or more, and at stride 1 few channels over a large plane, at
-    stride 2 few channels (see WEIGHT_MAX_CHANNEL_PRODUCT)."""
-    if not (ENABLED and AVX512 and dtype == np.float32
-            and out_channels >= WEIGHT_MIN_OUT_CHANNELS and _planes_fit(in_channels, geo)):
+    """Whether a convolution's weight gradient takes this path: `supports`' geometry
+    with 3x3 filters, 16 output channels or more, and at stride 1 few channels over a
+    large plane, at stride 2 few channels (see WEIGHT_MAX_CHANNEL_PRODUCT); or 4x4
+    filters at stride 2 and few channels."""
+    if not (ENABLED and AVX512 and dtype == np.float32 and _planes_fit(in_channels, geo)):
         return False
     product = in_channels * out_channels
+    if tuple(kernel) == (4, 4) and stride_taken(kernel, geo) == 2:
+        return product <= WEIGHT_MAX_4X4_CHANNEL_PRODUCT
+    if out_channels < WEIGHT_MIN_OUT_CHANNELS:
+        return False
     if strided_3x3(kernel, geo):
         return product <= WEIGHT_MAX_STRIDED_CHANNEL_PRODUCT
     if not plain_3x3(kernel, geo):
@@ -522,6 +532,23 @@ def _add_sums(totals, scratch, s0, s1, s2, s3, s4, s5, s6, s7, s8):
             totals[t, lane] += scratch[t * lanes + lane]
 
 
+@native.kernel(inline=True)
+def _lay_out_gradient(g, i, rows, width):
+    """Image `i`'s gradient planes (of g (N, O, OH, OW)) into `rows` (one row per block
+    of LANES output channels): each wide position's LANES channels side by side, the
+    positions `width` apart a line (those past a line's end are left as they are: the
+    callers' zeros)."""
+    lanes = LANES
+    for b in range(rows.shape[0]):   # (each position's LANES channels gathered in turn)
+        row, first = rows[b], b * lanes
+        count = min(lanes, g.shape[1] - first)
+        for y in range(g.shape[2]):
+            for j in range(g.shape[3]):
+                at = (y * width + j) * lanes
+                for lane in range(count):
+                    row[at + lane] = g[i, first + lane, y, j]
+
+
 @native.kernel
 def _weight_sums(x, g, totals, lo_h, lo_w, stride, offsets, strided):
     """totals (B, C3, 9, LANES), float64 (output channel o in lane o % LANES of block
@@ -531,7 +558,7 @@ def _weight_sums(x, g, totals, lo_h, lo_w, stride, offsets, strided):
     `_conv3x3` fills them, `stride` apart (`layout`), tap t `offsets[t]` past the
     position it serves; the gradient's wide positions past each row are zero in `rows`,
     so what the taps meet there is not summed (unless it is not finite)."""
-    images, out_channels = x.shape[0], g.shape[1]
+    images = x.shape[0]
     out_h, out_w = g.shape[2], g.shape[3]
     width = out_w + (1 if strided else 2)
     span = (out_h - 1) * width + out_w
@@ -547,14 +574,7 @@ def _weight_sums(x, g, totals, lo_h, lo_w, stride, offsets, strided):
             _fill_phases(x, i, planes, stride, out_h + 1, width, lo_h, lo_w)
         else:
             _pad_image(x, i, planes, stride, width, lo_h, lo_w)
-        for b in range(blocks):   # (each position's LANES channels gathered in turn)
-            row, first = rows[b], b * lanes
-            count = min(lanes, out_channels - first)
-            for y in range(out_h):
-                for j in range(out_w):
-                    at = (y * width + j) * lanes
-                    for lane in range(count):
-                        row[at + lane] = g[i, first + lane, y, j]
+        _lay_out_gradient(g, i, rows, width)
         for b in range(blocks):
             row = rows[b]
             for first in range(0, padded_channels, 3):
@@ -593,30 +613,102 @@ def _weight_sums(x, g, totals, lo_h, lo_w, stride, offsets, strided):
                           c8)
 
 
-def weight_grad(x, g, geo):
-    """The gradient of `conv_forward`'s filters (O, C, 3, 3), float32, from its input `x`
-    (N, C, H, W) and the output's gradient `g` (N, O, OH, OW), at stride 1 or 2; None
-    where it is not finite (see `_native_direct_conv.weight_grad`).  Each of ember's
+@native.kernel(inline=True)
+def _sixteen_phase_taps(planes, at, size, width, gradient, s0, s1, s2, s3, s4, s5, s6, s7,
+                        s8, s9, s10, s11, s12, s13, s14, s15):
+    """The sixteen sums of one input channel of a 4x4 stride-2 layer plus, for each tap
+    (ky, kx), the `gradient` vector times the channel's value in phase plane (ky % 2, kx
+    % 2) (four planes of `size` from `at`), ky // 2 rows and kx // 2 columns on."""
+    eo, oe = at + size, at + 2 * size
+    oo = oe + size
+    return (multiply_add(splat_at(planes, at), gradient, s0),
+            multiply_add(splat_at(planes, eo), gradient, s1),
+            multiply_add(splat_at(planes, at + 1), gradient, s2),
+            multiply_add(splat_at(planes, eo + 1), gradient, s3),
+            multiply_add(splat_at(planes, oe), gradient, s4),
+            multiply_add(splat_at(planes, oo), gradient, s5),
+            multiply_add(splat_at(planes, oe + 1), gradient, s6),
+            multiply_add(splat_at(planes, oo + 1), gradient, s7),
+            multiply_add(splat_at(planes, at + width), gradient, s8),
+            multiply_add(splat_at(planes, eo + width), gradient, s9),
+            multiply_add(splat_at(planes, at + width + 1), gradient, s10),
+            multiply_add(splat_at(planes, eo + width + 1), gradient, s11),
+            multiply_add(splat_at(planes, oe + width), gradient, s12),
+            multiply_add(splat_at(planes, oo + width), gradient, s13),
+            multiply_add(splat_at(planes, oe + width + 1), gradient, s14),
+            multiply_add(splat_at(planes, oo + width + 1), gradient, s15))
+
+
+@native.kernel
+def _weight_sums_4x4(x, g, totals, lo_h, lo_w, stride, scratch):
+    """`_weight_sums` for a 4x4 layer of stride 2 (DCGAN's): totals (B, C, 16, LANES)
+    float64, one input channel at a time (16 sums, one per tap, in registers over every
+    position; `scratch`: 16 * LANES float32s to add them up through)."""
+    out_h, out_w = g.shape[2], g.shape[3]
+    width = out_w + 1
+    size = (out_h + 1) * width
+    span = (out_h - 1) * width + out_w
+    lanes = LANES
+    planes = np.zeros(x.shape[1] * stride, np.float32)
+    rows = np.zeros((totals.shape[0], span * lanes), np.float32)
+    z = splat(np.float32(0))
+    for i in range(x.shape[0]):
+        _fill_phases(x, i, planes, stride, out_h + 1, width, lo_h, lo_w)
+        _lay_out_gradient(g, i, rows, width)
+        for b in range(totals.shape[0]):
+            row = rows[b]
+            for c in range(x.shape[1]):
+                s0, s1, s2, s3, s4, s5, s6, s7 = z, z, z, z, z, z, z, z
+                s8, s9, s10, s11, s12, s13, s14, s15 = z, z, z, z, z, z, z, z
+                base = c * stride
+                for p in range(span):
+                    (s0, s1, s2, s3, s4, s5, s6, s7, s8, s9, s10, s11, s12, s13, s14,
+                     s15) = _sixteen_phase_taps(planes, base + p, size, width,
+                                                load(row, p * lanes), s0, s1, s2, s3, s4,
+                                                s5, s6, s7, s8, s9, s10, s11, s12, s13,
+                                                s14, s15)
+                for t, sum_ in enumerate((s0, s1, s2, s3, s4, s5, s6, s7, s8, s9, s10,
+                                          s11, s12, s13, s14, s15)):
+                    store(scratch, t * lanes, sum_)
+                totals_c = totals[b, c]
+                for t in range(16):
+                    for lane in range(lanes):
+                        totals_c[t, lane] += scratch[t * lanes + lane]
+
+
+def weight_grad(x, g, geo, side: int = 3):
+    """The gradient of `conv_forward`'s filters (O, C, side, side), float32, from its
+    input `x` (N, C, H, W) and the output's gradient `g` (N, O, OH, OW): 3x3 at stride 1
+    or 2, 4x4 at stride 2 (`weight_supports`); None where it is not finite (see
+    `_native_direct_conv.weight_grad`).  Each of ember's
     threads takes a share of the images, with totals of its own, added at the end."""
     a = np.ascontiguousarray(x, np.float32)
     grad = np.ascontiguousarray(g, np.float32)
     (out_channels, out_h, out_w), channels = grad.shape[1:], a.shape[1]
     strided = geo.stride == (2, 2)
-    stride, offsets = layout(out_h, out_w, strided)
-    shape = (-(-out_channels // LANES), -(-channels // 3) * 3, TAPS, LANES)
+    stride, offsets = layout(out_h, out_w, strided, side)
+    taps = side * side
+    blocks = -(-out_channels // LANES)
+    shape = (blocks, channels, taps, LANES) if side == 4 else (
+        blocks, -(-channels // 3) * 3, taps, LANES)
 
     def sums(images: slice) -> np.ndarray:
         totals = np.zeros(shape)
-        _weight_sums(a[images], grad[images], totals, geo.lo[0], geo.lo[1], stride,
-                     offsets, strided)
+        if side == 4:
+            _weight_sums_4x4(a[images], grad[images], totals, geo.lo[0], geo.lo[1], stride,
+                             np.empty(taps * LANES, np.float32))
+        else:
+            _weight_sums(a[images], grad[images], totals, geo.lo[0], geo.lo[1], stride,
+                         offsets, strided)
         return totals
 
     threads = _parallel.threads()
-    if threads > 1 and a.shape[0] > 1 and grad.size * channels * TAPS >= SPLIT_MIN:
+    if threads > 1 and a.shape[0] > 1 and grad.size * channels * taps >= SPLIT_MIN:
         totals = sum(_parallel.run_parts(sums, _parallel.split(a.shape[0], threads)))
     else:
         totals = sums(slice(0, a.shape[0]))
     if not np.isfinite(totals).all():
         return None
-    gw = totals.transpose(0, 3, 1, 2).reshape(-1, shape[1], TAPS)[:out_channels, :channels]
-    return gw.reshape(out_channels, channels, 3, 3).astype(np.float32)
+    gw = totals.transpose(0, 3, 1, 2).reshape(-1, shape[1], taps)[:out_channels, :channels]
+    return gw.reshape(out_channels, channels, side, side).astype(np.float32)
+

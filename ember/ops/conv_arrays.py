@@ -625,7 +625,7 @@ def _direct_weight(a, c, kernel, geo):
     args = (np.result_type(a, c), a.shape[0], a.shape[1], c.shape[1], kernel, geo)
     blocked = _blocked_conv(*args, weight=True)
     if blocked is not None:
-        return blocked.weight_grad(a, c, geo)
+        return blocked.weight_grad(a, c, geo, kernel[0])
     if _native_direct_conv.weight_supports(*args):
         return _native_direct_conv.weight_grad(a, c, geo)
     if _native_direct_conv.supports_strided(*args):

@@ -152,6 +152,26 @@ def test_strided_input_gradient_matches_the_general_path(blocked, n, c, o, h, w,
     np.testing.assert_allclose(got, exact, rtol=0, atol=2e-6 * np.abs(exact).max())
 
 
+@pytest.mark.parametrize("n, c, o, h, w, pad", [
+    (2, 3, 20, 16, 16, 1),    # DCGAN's first discriminator layer (two blocks of lanes)
+    (3, 5, 4, 9, 12, 0),      # unpadded, an odd plane
+    (2, 7, 17, 11, 8, 2),
+])
+def test_4x4_weight_gradient_matches_the_definition(blocked, n, c, o, h, w, pad):
+    x, k, _ = _case(n + c + o, n, c, o, h, w, 4)
+    geo = Geometry((h, w), (2, 2), (pad, pad), (pad, pad), (1, 1), 1)
+    out_h, out_w = geo.out((4, 4))
+    g = np.random.default_rng(o).standard_normal((n, o, out_h, out_w)).astype(np.float32)
+    got = blocked.weight_grad(x, g, geo, 4)
+    padded = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (pad, pad), (pad, pad)))
+    exact = np.stack([np.einsum("nchw,nohw->oc",
+                                padded[:, :, ky:ky + 2 * (out_h - 1) + 1:2,
+                                       kx:kx + 2 * (out_w - 1) + 1:2], g.astype(np.float64))
+                      for ky in range(4) for kx in range(4)], axis=-1).reshape(k.shape)
+    assert got.dtype == np.float32 and got.shape == k.shape
+    np.testing.assert_allclose(got, exact, rtol=0, atol=2e-6 * np.abs(exact).max())
+
+
 def test_non_finite_weight_gradient_is_left_to_the_general_path(blocked):
     """The weight gradient's wide planes also multiply the input by the zeros between the
     gradient's rows: an inf there gives NaN where the general path's sums do not, so the
@@ -187,11 +207,12 @@ def test_threads_cut_the_batch_without_changing_bits(blocked, on_two_threads, mo
     assert parts == [2, 2, 2]
 
 
-@pytest.mark.parametrize("stride, kernels", [
-    (1, ["conv_forward", "conv_forward", "weight_grad"]),
-    (2, ["conv_forward", "input_grad_strided", "weight_grad"]),
+@pytest.mark.parametrize("side, stride, kernels", [
+    (3, 1, ["conv_forward", "conv_forward", "weight_grad"]),
+    (3, 2, ["conv_forward", "input_grad_strided", "weight_grad"]),
+    (4, 2, ["conv_forward", "input_grad_strided", "weight_grad"]),   # DCGAN's
 ])
-def test_a_layer_trains_through_the_path(blocked, monkeypatch, stride, kernels):
+def test_a_layer_trains_through_the_path(blocked, monkeypatch, side, stride, kernels):
     """conv2d's output and its three gradients through the blocked kernels (the forward,
     the weight gradient, and the input gradient: at stride 1 a forward of the flipped
     filters, at stride 2 phase by phase) against the same layer in float64 (on the
@@ -203,7 +224,7 @@ def test_a_layer_trains_through_the_path(blocked, monkeypatch, stride, kernels):
         real = getattr(blocked, name)
         monkeypatch.setattr(blocked, name, lambda *a, _real=real, _name=name:
                             taken.append(_name) or _real(*a))
-    x, k, b = _case(7, 4, 16, 16, 32, 32)
+    x, k, b = _case(7, 4, 16, 16, 32, 32, side)
     out = {}
     for dtype in (np.float32, np.float64):
         xt = ember.tensor(x.astype(dtype), requires_grad=True)
@@ -258,6 +279,10 @@ def test_which_convolutions_take_the_path(blocked, monkeypatch):
     assert not blocked.supports(f32, 64, 1024, 1, (3, 3), _geometry(224, 224))  # 200 MB
     assert not blocked.supports(f32, 64, 16, 16, (5, 5), geo._replace(dilation=(2, 2)))
     assert not blocked.weight_supports(f32, 16, 16, (5, 5), geo)
+    assert blocked.weight_supports(f32, 3, 64, (4, 4), geo._replace(stride=(2, 2)))
+    assert blocked.weight_supports(f32, 64, 3, (4, 4), geo._replace(stride=(2, 2)))
+    assert not blocked.weight_supports(f32, 128, 256, (4, 4), geo._replace(stride=(2, 2)))
+    assert not blocked.weight_supports(f32, 3, 64, (4, 4), geo)         # stride 1
     assert blocked.input_supports(f32, 32, 64, (3, 3), geo._replace(stride=(2, 2)))
     assert blocked.input_supports(f32, 64, 64, (4, 4), geo._replace(stride=(2, 2)))
     assert not blocked.input_supports(f32, 64, 128, (3, 3), geo._replace(stride=(2, 2)))

@@ -1,8 +1,10 @@
-"""Register-blocked convolutions (numba, explicit SIMD vectors): the forward of a CNN's
-layer with square filters (3x3 above all, and 2x2 to 7x7) at stride 1 or 2, so the
-input gradient of a stride-1 one (a forward of the output's gradient with the filters
-flipped: conv_arrays.py's `_transpose_as_conv`), and the weight gradient of a 3x3 one
-for few channels.
+"""Register-blocked convolutions (numba, explicit SIMD vectors) for layers of few
+channels: the forward of a CNN's layer with square filters (3x3 above all, and 2x2 to
+7x7) at stride 1 or 2 (`conv_forward`); so the input gradient of a stride-1 one (a
+forward of the output's gradient with the filters flipped: conv_arrays.py's
+`_transpose_as_conv`); the input gradient of a stride-2 one, which is also a stride-2
+transposed convolution's forward, phase by phase (`input_grad_strided`); and the weight
+gradient of 3x3 layers and of 4x4 stride-2 ones (`weight_grad`).
 
 The layout is `_native_direct_conv.py`'s: each image's channels are zero padded into
 planes of the padded width, and the output is computed over that whole width (a "wide"
@@ -218,7 +220,7 @@ def _pad_image(x, i, planes, stride, width, lo_h, lo_w):
 @native.kernel(inline=True)
 def _block_pass(planes, filters, bias, first, p, stride, offsets, wide):
     """The sums of output positions p to p + ROWS * LANES - 1 of the wide plane for the
-    BLOCK output channels from `first` (their filters: `filters` (C, 9, BLOCK)), over
+    BLOCK output channels from `first` (their filters: `filters` (C, T, BLOCK)), over
     every input channel and tap, into the rows of `wide` from column p.  Tap t of
     output position p reads position ``p + offsets[t]`` of its input channel's part of
     `planes` (`stride` long).  (Written out: the sums are named values, which LLVM keeps
@@ -550,14 +552,15 @@ def _lay_out_gradient(g, i, rows, width):
 
 
 @native.kernel
-def _weight_sums(x, g, totals, lo_h, lo_w, stride, offsets, strided):
+def _weight_sums(x, g, totals, lo_h, lo_w, stride, strided):
     """totals (B, C3, 9, LANES), float64 (output channel o in lane o % LANES of block
     o // LANES; C3: the input channels rounded up to threes) += the weight gradient's
     sums over the images of x (N, C, H, W) and g (N, O, OH, OW), the 3x3 layer of
     stride 1, or 2 where `strided`, zero padded by (lo_h, lo_w) before.  Planes as
-    `_conv3x3` fills them, `stride` apart (`layout`), tap t `offsets[t]` past the
-    position it serves; the gradient's wide positions past each row are zero in `rows`,
-    so what the taps meet there is not summed (unless it is not finite)."""
+    `_conv` fills them, `stride` apart (`layout`), each tap's step written out
+    (`_nine_taps`, `_nine_phase_taps`); the gradient's wide positions past each row are
+    zero in `rows`, so what the taps meet there is not summed (unless it is not
+    finite)."""
     images = x.shape[0]
     out_h, out_w = g.shape[2], g.shape[3]
     width = out_w + (1 if strided else 2)
@@ -680,13 +683,13 @@ def weight_grad(x, g, geo, side: int = 3):
     """The gradient of `conv_forward`'s filters (O, C, side, side), float32, from its
     input `x` (N, C, H, W) and the output's gradient `g` (N, O, OH, OW): 3x3 at stride 1
     or 2, 4x4 at stride 2 (`weight_supports`); None where it is not finite (see
-    `_native_direct_conv.weight_grad`).  Each of ember's
-    threads takes a share of the images, with totals of its own, added at the end."""
+    `_native_direct_conv.weight_grad`).  Each of ember's threads takes a share of the
+    images, with totals of its own, added at the end."""
     a = np.ascontiguousarray(x, np.float32)
     grad = np.ascontiguousarray(g, np.float32)
     (out_channels, out_h, out_w), channels = grad.shape[1:], a.shape[1]
     strided = geo.stride == (2, 2)
-    stride, offsets = layout(out_h, out_w, strided, side)
+    stride, _ = layout(out_h, out_w, strided, side)
     taps = side * side
     blocks = -(-out_channels // LANES)
     shape = (blocks, channels, taps, LANES) if side == 4 else (
@@ -699,7 +702,7 @@ def weight_grad(x, g, geo, side: int = 3):
                              np.empty(taps * LANES, np.float32))
         else:
             _weight_sums(a[images], grad[images], totals, geo.lo[0], geo.lo[1], stride,
-                         offsets, strided)
+                         strided)
         return totals
 
     threads = _parallel.threads()

@@ -123,6 +123,24 @@ MIN_CHANNELS_SMALL_OUTPUT = 64
 # batch, and at most FILTER_PER_TILE input times output channels for each.
 MIN_TILES = 16
 FILTER_PER_TILE = 4096
+# NOTE: with MKL's products on ember's threads (ops/_mkl.py) im2col's product gains on
+# these, and Winograd keeps at most 2048 filters per tile, counted over the tiles'
+# output pixels that are the layer's (a 7x7 output takes 2x2 tiles, 8x8 pixels: 49 of
+# 64 used).  Winograd / im2col ms, forward and input gradient (2-core Intel Xeon, MKL,
+# 2026-12-07): 512 -> 512 at 7x7, 16 images (5350 filters a used pixel-tile) 26.5 /
+# 17.5 and 25.5 / 20.1; 256 -> 256 at 7x7, 8 images (2675) 3.44 / 2.67 and 3.17 / 2.91;
+# 256 -> 256 at 4x4, 16 images (4096) 2.37 / 1.89 and 2.13 / 2.20; where it still
+# gains: 256 -> 256 at 4x4, 32 images (2048) 3.48 / 3.61 and 3.23 / 4.29; at 7x7, 16
+# images (1337) 4.25 / 4.87 and 3.99 / 5.54.
+FILTER_PER_PIXEL_MKL = 2048
+
+
+def _products_on_mkl() -> bool:
+    """Whether ember's threads run MKL's products (ops/_blas.py's choice)."""
+    from . import _blas
+
+    products = _blas.products()
+    return products is not None and products.library == "mkl"
 
 
 def plain_3x3(kernel, geo) -> bool:
@@ -152,6 +170,11 @@ def supports(images: int, dtype, in_channels: int, out_channels: int, kernel, ge
     out, th, tw = _tiles(geo)
     tiles = images * th * tw
     if tiles < MIN_TILES or in_channels * out_channels > FILTER_PER_TILE * tiles:
+        return False
+    # (filters per tile over the share of its pixels that are outputs: c*o / tiles /
+    # (pixels / (tiles * TILE^2)))
+    if _products_on_mkl() and in_channels * out_channels * TILE * TILE > \
+            FILTER_PER_PIXEL_MKL * images * math.prod(out):
         return False
     fewer = min(in_channels, out_channels)
     if math.prod(out) < SMALL_OUTPUT:

@@ -213,9 +213,19 @@ def test_what_stays_on_im2col(monkeypatch):
     geo = big
     # many channels over few tiles: the filters' transform costs more than it saves
     four, two = Geometry((4, 4), (1, 1), (1, 1), (1, 1), (1, 1), 1), small._replace(size=(2, 2))
+    seven = four._replace(size=(7, 7))
+    monkeypatch.setattr(winograd, "_products_on_mkl", lambda: False)   # (OpenBLAS's)
     assert not winograd.supports(8, np.float32, 512, 512, (3, 3), four)      # 8 tiles
     assert not winograd.supports(32, np.float32, 512, 512, (3, 3), two)      # 32 tiles
     assert winograd.supports(64, np.float32, 512, 512, (3, 3), four)         # 64 tiles
+    assert winograd.supports(16, np.float32, 512, 512, (3, 3), seven)
+    # with MKL's products, im2col's gains: at most 2048 filters a tile of output pixels
+    monkeypatch.setattr(winograd, "_products_on_mkl", lambda: True)
+    assert not winograd.supports(64, np.float32, 512, 512, (3, 3), four)
+    assert not winograd.supports(16, np.float32, 512, 512, (3, 3), seven)
+    assert not winograd.supports(8, np.float32, 256, 256, (3, 3), seven)    # 49 of 64 used
+    assert winograd.supports(16, np.float32, 256, 256, (3, 3), seven)
+    assert winograd.supports(32, np.float32, 256, 256, (3, 3), four)
     assert not winograd.supports(8, np.float64, 16, 32, (3, 3), geo)         # float64
     assert not winograd.supports(8, np.float32, 16, 32, (5, 5), geo)         # other kernels
     assert not winograd.supports(8, np.float32, 16, 32, (3, 3), geo._replace(stride=(2, 2)))

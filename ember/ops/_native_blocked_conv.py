@@ -429,7 +429,6 @@ def input_grad_strided(c, w, geo, bias=None):
     it; `_wide_out` writes its positions straight into the result, every second row and
     column (no columns, no col2im)."""
     g = np.ascontiguousarray(c, np.float32)
-    kh, kw = w.shape[2:]
     out_h, out_w = g.shape[2:]
     height, length = geo.padded()
     out = np.empty((g.shape[0], w.shape[1]) + tuple(geo.size), np.float32)

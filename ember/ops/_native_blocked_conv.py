@@ -47,7 +47,8 @@ import numpy as np
 
 from . import _native as native
 from . import _parallel
-from ._native_vectors import AVX512, LANES, load, multiply_add, splat, splat_at, store
+from ._native_vectors import (AVX512, LANES, load, multiply_add, splat, splat_at, store,
+                              transpose_tile)
 from ._native_winograd import plain_3x3
 
 ENABLED = os.environ.get("EMBER_NO_BLOCKED_CONV", "") in ("", "0")
@@ -535,16 +536,27 @@ def _add_sums(totals, scratch, s0, s1, s2, s3, s4, s5, s6, s7, s8):
 
 @native.kernel(inline=True)
 def _lay_out_gradient(g, i, rows, width):
-    """Image `i`'s gradient planes (of g (N, O, OH, OW)) into `rows` (one row per block
-    of LANES output channels): each wide position's LANES channels side by side, the
-    positions `width` apart a line (those past a line's end are left as they are: the
-    callers' zeros)."""
+    """Image `i`'s gradient planes (of g (N, O, OH, OW), C-contiguous) into `rows` (one
+    row per block of LANES output channels): each wide position's LANES channels side by
+    side, the positions `width` apart a line (those past a line's end are left as they
+    are: the callers' zeros).  Whole blocks go LANES positions of a line at a time,
+    transposed in registers (`transpose_tile`); the rest of a line, and a last block of
+    fewer channels, one value at a time.  (One value at a time, the layout took ~40% of
+    a 16 -> 16 layer's weight gradient at 32x32.)"""
     lanes = LANES
-    for b in range(rows.shape[0]):   # (each position's LANES channels gathered in turn)
+    out_channels, out_h, out_w = g.shape[1], g.shape[2], g.shape[3]
+    flat = g.reshape(g.size)
+    plane = out_h * out_w
+    for b in range(rows.shape[0]):
         row, first = rows[b], b * lanes
-        count = min(lanes, g.shape[1] - first)
-        for y in range(g.shape[2]):
-            for j in range(g.shape[3]):
+        count = min(lanes, out_channels - first)
+        tiles = out_w // lanes if count == lanes else 0
+        for y in range(out_h):
+            source = ((i * out_channels + first) * out_h + y) * out_w
+            for t in range(tiles):
+                transpose_tile(flat, source + t * lanes, plane, row,
+                               (y * width + t * lanes) * lanes, lanes)
+            for j in range(tiles * lanes, out_w):
                 at = (y * width + j) * lanes
                 for lane in range(count):
                     row[at + lane] = g[i, first + lane, y, j]

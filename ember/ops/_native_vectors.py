@@ -135,3 +135,44 @@ def splat_at(typingctx, array, index):
         return _broadcast(builder, builder.load(builder.gep(data, [args[1]]), align=4))
 
     return float32_vector(array, index), codegen
+
+
+@intrinsic
+def transpose_tile(typingctx, source, source_at, source_step, target, target_at,
+                   target_step):
+    """Copy a LANES x LANES tile transposed: row r of `source` (LANES values from element
+    ``source_at + r * source_step``) becomes column r of `target` (rows from ``target_at
+    + k * target_step``).  In registers: LANES loads, log2(LANES) rounds of LANES
+    interleaves (row j zipped with row j + LANES/2 into rows 2j and 2j + 1, low halves
+    then high halves: after the last round row k holds element k of every input row),
+    LANES stores.  (1-D contiguous float32 arrays, unchecked.)"""
+    _check_array(source)
+    _check_array(target)
+
+    def codegen(context, builder, signature, args):
+        src, src_at, src_step, dst, dst_at, dst_step = args
+        lanes, half = LANES, LANES // 2
+        i32 = ir.IntType(32)
+        low = ir.Constant(ir.VectorType(i32, lanes),
+                          [k // 2 + (lanes if k % 2 else 0) for k in range(lanes)])
+        high = ir.Constant(ir.VectorType(i32, lanes),
+                           [half + k // 2 + (lanes if k % 2 else 0) for k in range(lanes)])
+        rows = []
+        for r in range(lanes):
+            at = builder.add(src_at, builder.mul(src_step, ir.Constant(src_step.type, r)))
+            rows.append(builder.load(_address(context, builder, signature.args[0], src, at),
+                                     align=4))
+        for _ in range(lanes.bit_length() - 1):
+            zipped = []
+            for j in range(half):
+                zipped.append(builder.shuffle_vector(rows[j], rows[j + half], low))
+                zipped.append(builder.shuffle_vector(rows[j], rows[j + half], high))
+            rows = zipped
+        for k in range(lanes):
+            at = builder.add(dst_at, builder.mul(dst_step, ir.Constant(dst_step.type, k)))
+            builder.store(rows[k], _address(context, builder, signature.args[3], dst, at),
+                          align=4)
+        return context.get_dummy_value()
+
+    return types.void(source, source_at, source_step, target, target_at,
+                      target_step), codegen

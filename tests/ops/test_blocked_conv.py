@@ -334,6 +334,25 @@ def test_environment_switch(monkeypatch):
         assert fresh().ENABLED is expected
 
 
+def test_a_tile_transposed_in_registers():
+    """`transpose_tile`: LANES rows from any offsets and steps become columns."""
+    import numba
+
+    from ember.ops._native_vectors import LANES, transpose_tile
+
+    @numba.njit
+    def transpose(source, target, source_at, source_step, target_at, target_step):
+        transpose_tile(source, source_at, source_step, target, target_at, target_step)
+
+    source = np.arange(LANES * 40, dtype=np.float32)
+    target = np.zeros(LANES * 40, np.float32)
+    transpose(source, target, 3, 40, 5, 21)
+    rows = np.array([source[3 + r * 40:3 + r * 40 + LANES] for r in range(LANES)])
+    columns = np.array([target[5 + k * 21:5 + k * 21 + LANES] for k in range(LANES)])
+    np.testing.assert_array_equal(columns, rows.T)
+    assert np.count_nonzero(target) == LANES * LANES - (rows == 0).sum()   # nothing else
+
+
 def test_vector_lanes_follow_the_processor():
     from llvmlite import binding
 

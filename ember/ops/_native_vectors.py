@@ -25,8 +25,13 @@ from numba.extending import intrinsic, models, register_model
 
 
 def _host_has_avx512() -> bool:
-    """Whether LLVM sees AVX-512F on this processor (what numba compiles for)."""
-    return "+avx512f" in llvm.get_host_cpu_features().flatten().split(",")
+    """Whether LLVM sees AVX-512F on this processor (what numba compiles for); False
+    where LLVM cannot tell."""
+    try:
+        features = llvm.get_host_cpu_features().flatten()
+    except RuntimeError:
+        return False
+    return "+avx512f" in features.split(",")
 
 
 AVX512 = _host_has_avx512()

@@ -164,13 +164,15 @@ def weight_supports(dtype, in_channels: int, out_channels: int, kernel, geo) -> 
             and product <= WEIGHT_MAX_CHANNEL_PRODUCT)
 
 
-# The input gradient of a stride-2 layer (`input_grad_strided`), against col2im's (64
-# images, ms, PyTorch's in brackets): 16 -> 32 from 32x32 1.72 against 2.24 (1.44), 32 ->
-# 64 from 16x16 1.47 against 2.02 (0.92), 64 -> 128 4x4 from 16x16 (32 images) 3.64
-# against 3.90 (2.14); but 64 -> 128 from 28x28 (8 images) 1.72 against 1.52, and to 3
-# channels (a block of 8 made for 3) 1.18 against 0.57.
+# The input gradient of a stride-2 layer (`input_grad_strided`), against col2im's (ms,
+# PyTorch's in brackets; 64 images unless said): 16 -> 32 from 32x32 1.26-1.30 against
+# 1.88-2.03 (1.46-1.60), 32 -> 64 from 16x16 1.13 against 1.68-1.84 (1.01-1.09), 32 ->
+# 64 from 56x56 (8 images) 1.31-1.38 against 1.79-1.89 (1.37-1.51), 64 -> 128 4x4 from
+# 16x16 (32 images) 3.12-3.39 against 3.52-3.78 (2.07-2.30), 64 -> 128 from 28x28 (8
+# images) 1.49 against 1.57 (1.13); but 128 -> 256 from 14x14 (8 images) 2.74 against
+# 1.56, and to 3 channels (a block of 8 made for 3) 1.18 against 0.57.
 INPUT_MIN_CHANNELS = 8
-INPUT_MAX_CHANNEL_PRODUCT = 4096
+INPUT_MAX_CHANNEL_PRODUCT = 8192
 
 
 def input_supports(dtype, in_channels: int, out_channels: int, kernel, geo) -> bool:
@@ -362,6 +364,32 @@ def _conv(x, filters, bias, out, stride, offsets, sizes, first, last):
             _wide_out(wide, out, i, b * BLOCK, width, sizes)
 
 
+@native.kernel
+def _conv_phases(x, f0, f1, f2, f3, bias, out, stride, o0, o1, o2, o3, sizes, width, first,
+                 last):
+    """`input_grad_strided`'s four phase correlations of x (N, C, h, w) in one call:
+    each image padded once (by sizes[0, 7] rows and sizes[0, 8] columns, into planes
+    `width` wide, `stride` apart), then for phase k its filters `fk` and tap offsets
+    `ok`, its outputs and placement in row k of `sizes` (as `_conv` takes them)."""
+    step = ROWS * LANES
+    top = 0
+    for k in range(4):
+        top = max(top, (sizes[k, 0] - 1) * width + sizes[k, 1])
+    planes = np.zeros(x.shape[1] * stride, np.float32)
+    wide = np.empty((BLOCK, (top + step - 1) // step * step), np.float32)
+    for i in range(x.shape[0]):
+        _pad_image(x, i, planes, stride, width, sizes[0, 7], sizes[0, 8])
+        for k in range(4):
+            filters = f0 if k == 0 else f1 if k == 1 else f2 if k == 2 else f3
+            offsets = o0 if k == 0 else o1 if k == 1 else o2 if k == 2 else o3
+            span = (sizes[k, 0] - 1) * width + sizes[k, 1]
+            for b in range(first, last):
+                for q in range((span + step - 1) // step):
+                    _block_pass(planes, filters[b], bias, b * BLOCK, q * step, stride,
+                                offsets, wide)
+                _wide_out(wide, out, i, b * BLOCK, width, sizes[k])
+
+
 @functools.lru_cache(maxsize=256)   # (per call it cost ~2 us of a lone image's ~50)
 def layout(out_h: int, out_w: int, strided: bool, side: int = 3, side_w: int = 0) -> tuple:
     """(the distance between two channels' parts of the planes buffer, the taps'
@@ -428,21 +456,58 @@ def input_grad_strided(c, w, geo, bias=None):
     taps of that phase, flipped, their input and output channels swapped, and `c` zero
     padded so that each of the phase's positions reads the outputs whose windows hold
     it; `_wide_out` writes its positions straight into the result, every second row and
-    column (no columns, no col2im)."""
+    column (no columns, no col2im).  The four phases run in one call per thread's
+    images (`_conv_phases`), each image padded once for all of them (by the largest
+    phase's reach; the others' taps start further in)."""
     g = np.ascontiguousarray(c, np.float32)
     out_h, out_w = g.shape[2:]
     height, length = geo.padded()
+    kh, kw = w.shape[2:]
+    lo_h, lo_w = (kh + 1) // 2 - 1, (kw + 1) // 2 - 1   # (the largest phase's reach)
+    rows = [(height - a + 1) // 2 for a in range(2)]
+    cols = [(length - b + 1) // 2 for b in range(2)]
+    width = max(cols) + lo_w
+    filters, offsets, sizes = [], [], np.zeros((4, 10), np.int64)
+    for k, (a, b) in enumerate(((0, 0), (0, 1), (1, 0), (1, 1))):
+        sub = w[:, :, a::2, b::2][:, :, ::-1, ::-1].transpose(1, 0, 2, 3)  # (C, O, ., .)
+        dy, dx = sub.shape[2:]
+        shift_h, shift_w = lo_h - (dy - 1), lo_w - (dx - 1)
+        filters.append(filters_in_blocks(sub, bias))
+        offsets.append(np.array([(i + shift_h) * width + j + shift_w for i in range(dy)
+                                 for j in range(dx)], np.int64))
+        sizes[k] = (rows[a], cols[b], dy - 1, dx - 1, a - geo.lo[0], b - geo.lo[1], 2,
+                    lo_h, lo_w, 0)
+        assert rows[a] >= out_h and cols[b] >= out_w   # (the padding below: not negative)
+    step = ROWS * LANES
+    reach = max(-(-((sizes[k, 0] - 1) * width + sizes[k, 1]) // step) * step
+                + int(offsets[k].max()) for k in range(4))
+    stride = -(-max(reach, (max(rows) + lo_h) * width) // LANES) * LANES
     out = np.empty((g.shape[0], w.shape[1]) + tuple(geo.size), np.float32)
-    for a in range(2):
-        for b in range(2):
-            sub = w[:, :, a::2, b::2][:, :, ::-1, ::-1].transpose(1, 0, 2, 3)  # (C, O, ., .)
-            dy, dx = sub.shape[2:]
-            rows, cols = (height - a + 1) // 2, (length - b + 1) // 2
-            sizes = np.array([rows, cols, dy - 1, dx - 1, a - geo.lo[0], b - geo.lo[1], 2,
-                              dy - 1, dx - 1, 0], np.int64)
-            assert rows >= out_h and cols >= out_w   # (the padding below: not negative)
-            _run(g, sub, bias, out, layout(rows, cols, False, dy, dx), sizes)
+    blocks = filters[0][0].shape[0]
+    bias32 = filters[0][1]
+
+    def images(part: slice, first: int = 0, last: int = blocks) -> None:
+        _conv_phases(g[part], filters[0][0], filters[1][0], filters[2][0], filters[3][0],
+                     bias32, out[part], stride, *offsets, sizes, width, first, last)
+
+    work = out.size * w.shape[0] * kh * kw // 4
+    _deal(images, g.shape[0], blocks, work)
     return out
+
+
+def _deal(images, count: int, blocks: int, work: int) -> None:
+    """``images(part)`` over ember's threads: each its images, or a lone image's blocks of
+    output channels (``images(every, first, last)``), where `work` (multiply-adds) is
+    large enough; else on this thread."""
+    threads, every = _parallel.threads(), slice(0, count)
+    if threads > 1 and count > 1 and work >= SPLIT_MIN:   # (each thread its images)
+        _parallel.run_parts(images, _parallel.split(count, threads))
+    elif threads > 1 and blocks > 1 and work >= LONE_SPLIT_MIN:
+        # (a lone image: each thread its blocks of output channels)
+        _parallel.run_parts(lambda part: images(every, part.start, part.stop),
+                            _parallel.split(blocks, threads))
+    else:
+        images(every)
 
 
 def _run(a, w, bias, out, planes_layout: tuple, sizes) -> None:
@@ -456,16 +521,8 @@ def _run(a, w, bias, out, planes_layout: tuple, sizes) -> None:
     def images(part: slice, first: int = 0, last: int = blocks) -> None:
         _conv(a[part], filters, b, out[part], stride, offsets, sizes, first, last)
 
-    threads, every = _parallel.threads(), slice(0, a.shape[0])
-    work = sizes[0] * sizes[1] * a.shape[0] * w.shape[0] * a.shape[1] * len(offsets)
-    if threads > 1 and a.shape[0] > 1 and work >= SPLIT_MIN:   # (each thread its images)
-        _parallel.run_parts(images, _parallel.split(a.shape[0], threads))
-    elif threads > 1 and blocks > 1 and work >= LONE_SPLIT_MIN:
-        # (a lone image: each thread its blocks of output channels)
-        _parallel.run_parts(lambda part: images(every, part.start, part.stop),
-                            _parallel.split(blocks, threads))
-    else:
-        images(every)
+    _deal(images, a.shape[0], blocks,
+          sizes[0] * sizes[1] * a.shape[0] * w.shape[0] * a.shape[1] * len(offsets))
 
 
 # ---------------------------------------------------------------------------

@@ -284,8 +284,8 @@ def test_which_convolutions_take_the_path(blocked, monkeypatch):
     assert not blocked.weight_supports(f32, 128, 256, (4, 4), geo._replace(stride=(2, 2)))
     assert not blocked.weight_supports(f32, 3, 64, (4, 4), geo)         # stride 1
     assert blocked.input_supports(f32, 32, 64, (3, 3), geo._replace(stride=(2, 2)))
-    assert blocked.input_supports(f32, 64, 64, (4, 4), geo._replace(stride=(2, 2)))
-    assert not blocked.input_supports(f32, 64, 128, (3, 3), geo._replace(stride=(2, 2)))
+    assert blocked.input_supports(f32, 64, 128, (4, 4), geo._replace(stride=(2, 2)))
+    assert not blocked.input_supports(f32, 128, 256, (3, 3), geo._replace(stride=(2, 2)))
     assert not blocked.input_supports(f32, 3, 64, (4, 4), geo._replace(stride=(2, 2)))
     assert not blocked.input_supports(f32, 32, 64, (3, 3), geo)          # stride 1
     assert not blocked.input_supports(f32, 32, 64, (1, 1), geo._replace(stride=(2, 2)))

@@ -268,48 +268,6 @@ def _times_weight(r0, r1, r2, weight, s0, s1, s2):
 
 
 @native.kernel(inline=True)
-def _single_pass(planes, filters, bias, first, p, stride, offsets, wide):
-    """`_block_pass` for one vector of positions from p (a wide plane's last positions,
-    fewer than a whole pass's): 8 sums, one vector of each output channel."""
-    s0 = splat(bias[first])
-    s1 = splat(bias[first + 1])
-    s2 = splat(bias[first + 2])
-    s3 = splat(bias[first + 3])
-    s4 = splat(bias[first + 4])
-    s5 = splat(bias[first + 5])
-    s6 = splat(bias[first + 6])
-    s7 = splat(bias[first + 7])
-    for c in range(filters.shape[0]):
-        base = c * stride + p
-        for t in range(filters.shape[1]):
-            f = filters[c, t]
-            r = load(planes, base + offsets[t])
-            s0 = multiply_add(r, splat(f[0]), s0)
-            s1 = multiply_add(r, splat(f[1]), s1)
-            s2 = multiply_add(r, splat(f[2]), s2)
-            s3 = multiply_add(r, splat(f[3]), s3)
-            s4 = multiply_add(r, splat(f[4]), s4)
-            s5 = multiply_add(r, splat(f[5]), s5)
-            s6 = multiply_add(r, splat(f[6]), s6)
-            s7 = multiply_add(r, splat(f[7]), s7)
-    _store_row(wide, p, s0, s1, s2, s3, s4, s5, s6, s7)
-
-
-@native.kernel(inline=True)
-def _block_passes(planes, filters, bias, first, span, stride, offsets, wide):
-    """The passes over a wide plane's `span` positions for one block of output channels:
-    whole passes of ROWS vectors, then the rest a vector at a time (a small plane's
-    last whole pass was mostly past its end: 71 positions of an 8x8 output at stride 2
-    took two passes of 48)."""
-    step = ROWS * LANES
-    whole = span // step
-    for q in range(whole):
-        _block_pass(planes, filters, bias, first, q * step, stride, offsets, wide)
-    for p in range(whole * step, span, LANES):
-        _single_pass(planes, filters, bias, first, p, stride, offsets, wide)
-
-
-@native.kernel(inline=True)
 def _store_row(wide, q, v0, v1, v2, v3, v4, v5, v6, v7):
     """The BLOCK vectors of sums for positions from q into the rows of `wide`."""
     store(wide[0], q, v0)
@@ -400,7 +358,9 @@ def _conv(x, filters, bias, out, stride, offsets, sizes, first, last):
         else:
             _pad_image(x, i, planes, stride, width, lo_h, lo_w)
         for b in range(first, last):
-            _block_passes(planes, filters[b], bias, b * BLOCK, span, stride, offsets, wide)
+            for q in range(passes):
+                _block_pass(planes, filters[b], bias, b * BLOCK, q * step, stride,
+                            offsets, wide)
             _wide_out(wide, out, i, b * BLOCK, width, sizes)
 
 
@@ -424,8 +384,9 @@ def _conv_phases(x, f0, f1, f2, f3, bias, out, stride, o0, o1, o2, o3, sizes, wi
             offsets = o0 if k == 0 else o1 if k == 1 else o2 if k == 2 else o3
             span = (sizes[k, 0] - 1) * width + sizes[k, 1]
             for b in range(first, last):
-                _block_passes(planes, filters[b], bias, b * BLOCK, span, stride, offsets,
-                              wide)
+                for q in range((span + step - 1) // step):
+                    _block_pass(planes, filters[b], bias, b * BLOCK, q * step, stride,
+                                offsets, wide)
                 _wide_out(wide, out, i, b * BLOCK, width, sizes[k])
 
 

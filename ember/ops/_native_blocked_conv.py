@@ -101,7 +101,13 @@ MAX_SIDE = 7
 # the direct stride-2 kernel and im2col's strided columns: 16 -> 32 from 32x32 2.19 2.96
 # 1.57, 32 -> 64 from 16x16 1.42 1.83 0.67, a stem 3 -> 16 from 64x64 (32 images) 0.46
 # 0.55 0.31; but 64 -> 128 from 28x28 (8 images) 1.52 1.42.
-WEIGHT_MIN_IN_CHANNELS = 8
+# Since the gradient's layout is transposed in registers (`transpose_tile`), few input
+# channels gain too, down to 2 (one group of three taken for 1: three times the sums):
+# 64 images at 32x32, ms, 3 -> 16 0.39 against 0.55 (the direct kernel; PyTorch 0.43),
+# 2 -> 16 0.41 against 0.48, 4 -> 16 0.63 against 0.73, 3 -> 64 1.31 against 1.90; 8
+# images of 3 -> 64 at 112x112 2.37 against 2.90; but 1 -> 32 at 26x26 (MNIST's first
+# layer) 0.56 against 0.43.
+WEIGHT_MIN_IN_CHANNELS = 2
 WEIGHT_MIN_OUT_CHANNELS = 16
 WEIGHT_MAX_CHANNEL_PRODUCT = 1024
 WEIGHT_MIN_PLANE = 16 * 16

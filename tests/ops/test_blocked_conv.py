@@ -298,7 +298,8 @@ def test_which_convolutions_take_the_path(blocked, monkeypatch):
     assert not blocked.supports(f32, 64, 16, 16, (3, 3), strided._replace(dilation=(2, 2)))
     assert blocked.weight_supports(f32, 16, 16, (3, 3), geo)
     assert blocked.weight_supports(f32, 32, 32, (3, 3), _geometry(16, 16))
-    assert not blocked.weight_supports(f32, 3, 16, (3, 3), geo)         # few inputs
+    assert blocked.weight_supports(f32, 3, 16, (3, 3), geo)
+    assert not blocked.weight_supports(f32, 1, 32, (3, 3), geo)         # one input
     assert not blocked.weight_supports(f32, 16, 8, (3, 3), geo)         # lanes unfilled
     assert not blocked.weight_supports(f32, 32, 64, (3, 3), geo)        # many channels
     assert not blocked.weight_supports(f32, 16, 16, (3, 3), _geometry(8, 8))   # small

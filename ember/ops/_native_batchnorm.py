@@ -19,20 +19,6 @@ from . import _parallel
 
 # Fewer elements than this stay on the NumPy path (a parallel call costs ~5-10 us).
 MIN_SIZE = 1 << 13
-# The kernels' passes take blocks of channels of up to this many bytes at a time (which
-# stay in the core's cache from one pass to the next), an image's channels of a block
-# one after the other; batches of fewer than BLOCK_MIN_IMAGES images go a channel at a
-# time (see the NOTE above `_forward_kernel`).
-BLOCK_BYTES = 1 << 18
-BLOCK_MIN_IMAGES = 32
-
-
-def _block(x) -> int:
-    """How many channels of `x` (N, C, S) the kernels' passes take at a time."""
-    n, size = x.shape[0], x.shape[2]
-    if n < BLOCK_MIN_IMAGES:
-        return 1
-    return max(1, BLOCK_BYTES // (n * size * x.itemsize))
 _REORDER = {"reassoc", "contract"}
 
 
@@ -53,74 +39,42 @@ def _as_nc_s(x):
 
 
 def _over_channels(kernel, size: int, channels: int, *args) -> None:
-    """``kernel(*args, first, stop, parts)`` over all the channels: as two ranges of
-    channels over ember's threads where `native.cuts` work of `size` elements (each a
-    serial build, the second on the worker), else as one call (its prange over `parts`
-    ranges on numba's threads for large work).  NOTE: below PARALLEL_MIN (2M elements
-    on two threads) the kernels ran on one thread alone: (32, 96, 16, 16) float32
-    forward 0.29 ms, backward 0.30."""
+    """``kernel(*args, first, stop)`` over all the channels: as two ranges of channels
+    over ember's threads where `native.cuts` work of `size` elements (each a serial
+    build, the second on the worker), else as one call (its prange on numba's threads
+    for large work).  NOTE: below PARALLEL_MIN (2M elements on two threads) the kernels
+    ran on one thread alone: (32, 96, 16, 16) float32 forward 0.29 ms, backward 0.30."""
     if channels > 1 and native.cuts(size):
-        _parallel.run_parts(lambda part: kernel.serial(*args, part.start, part.stop, 1),
+        _parallel.run_parts(lambda part: kernel.serial(*args, part.start, part.stop),
                             _parallel.split(channels, 2))
     else:
-        parts = min(channels, _parallel.threads()) if size >= native.PARALLEL_MIN else 1
-        native.run(kernel, size, *args, 0, channels, parts)
-
-
-# NOTE: why blocks of channels in memory order.  A channel a time, each pass reads the
-# channel's runs of S values an image apart, which the prefetchers follow badly when
-# the data is not in cache (a training step's saved activations): batch norm's gradient
-# over (64, 64, 8, 8) float32 arrays not in cache, 40 in turn, took 0.65 ms on one
-# thread or two (PyTorch 0.54 and 0.26; 2-core Intel Xeon, 2026-12-07).  Each channel's
-# sums are made in the same order however the channels are split (the same bits).
+        native.run(kernel, size, *args, 0, channels)
 
 
 @native.kernel(parallel=True, fastmath=_REORDER)
-def _forward_kernel(x, weight, bias, eps, y, out, mean, var, rstd, affine, sums, block,
-                    first, stop, parts):
-    # channels first to stop, in `parts` ranges (numba's threads), `block` channels at a
-    # time (`_block`); sums: (2, C) float64 scratch.  mean and rstd have the data's
-    # dtype: read back from them, the normalization runs in that dtype (float32
-    # arithmetic for float32 data)
-    for part in native.prange(parts):
-        start = first + part * (stop - first) // parts
-        end = first + (part + 1) * (stop - first) // parts
-        for lo in range(start, end, block):
-            _forward_block(x, weight, bias, eps, y, out, mean, var, rstd, affine, sums,
-                           lo, min(lo + block, end))
-
-
-@native.kernel(inline=True)
-def _forward_block(x, weight, bias, eps, y, out, mean, var, rstd, affine, sums, lo, hi):
-    """`_forward_kernel`'s three passes over channels lo to hi - 1."""
+def _forward_kernel(x, weight, bias, eps, y, out, mean, var, rstd, affine, first, stop):
+    # channels first to stop.  mean and rstd have the data's dtype: read back from them,
+    # the normalization runs in that dtype (float32 arithmetic for float32 data)
     n, size = x.shape[0], x.shape[2]
     count = n * size
-    for c in range(lo, hi):
-        sums[0, c] = 0.0
-        sums[1, c] = 0.0
-    for i in range(n):
-        for c in range(lo, hi):
-            src, total = x[i, c], 0.0
+    for c in native.prange(first, stop):
+        total = 0.0
+        for i in range(n):
             for j in range(size):
-                total += src[j]
-            sums[0, c] += total
-    for c in range(lo, hi):
-        sums[0, c] /= count
-    for i in range(n):
-        for c in range(lo, hi):
-            src, m, squares = x[i, c], sums[0, c], 0.0
+                total += x[i, c, j]
+        m = total / count
+        squares = 0.0
+        for i in range(n):
             for j in range(size):
-                d = src[j] - m
+                d = x[i, c, j] - m
                 squares += d * d
-            sums[1, c] += squares
-    for c in range(lo, hi):
-        v = sums[1, c] / count
-        mean[c], var[c], rstd[c] = sums[0, c], v, 1.0 / np.sqrt(v + eps)
-    for i in range(n):
-        for c in range(lo, hi):
-            mc, rc = mean[c], rstd[c]
-            w = weight[c] if affine else rc
-            b = bias[c] if affine else rc
+        v = squares / count
+        r = 1.0 / np.sqrt(v + eps)
+        mean[c], var[c], rstd[c] = m, v, r
+        mc, rc = mean[c], rstd[c]
+        w = weight[c] if affine else rc
+        b = bias[c] if affine else rc
+        for i in range(n):
             src, dst, res = x[i, c], y[i, c], out[i, c]
             for j in range(size):
                 value = (src[j] - mc) * rc
@@ -145,49 +99,30 @@ def forward(x, weight, bias, eps: float):
     out = np.empty_like(x) if affine else y
     mean, var, rstd = np.empty(channels, dtype), np.empty(channels), np.empty(channels, dtype)
     _over_channels(_forward_kernel, x.size, channels, _as_nc_s(x), weight, bias, float(eps),
-                   _as_nc_s(y), _as_nc_s(out), mean, var, rstd, affine,
-                   np.empty((2, channels)), _block(_as_nc_s(x)))
+                   _as_nc_s(y), _as_nc_s(out), mean, var, rstd, affine)
     shape = (1, channels) + (1,) * (x.ndim - 2)
     return out, mean.reshape(shape), var.reshape(shape), rstd.reshape(shape), y
 
 
 @native.kernel(parallel=True, fastmath=_REORDER)
-def _backward_kernel(g, y, scale, gx, sums, sums_gy, means, want_gx, block, first, stop,
-                     parts):
-    # channels first to stop, in `parts` ranges (numba's threads), `block` channels at a
-    # time (`_block`); `means` (C, 2) has the data's dtype, so that the last pass runs in
-    # that dtype
-    for part in native.prange(parts):
-        start = first + part * (stop - first) // parts
-        end = first + (part + 1) * (stop - first) // parts
-        for lo in range(start, end, block):
-            _backward_block(g, y, scale, gx, sums, sums_gy, means, want_gx, lo,
-                            min(lo + block, end))
-
-
-@native.kernel(inline=True)
-def _backward_block(g, y, scale, gx, sums, sums_gy, means, want_gx, lo, hi):
-    """`_backward_kernel`'s two passes over channels lo to hi - 1."""
+def _backward_kernel(g, y, scale, gx, sums, sums_gy, means, want_gx, first, stop):
+    # channels first to stop; `means` (C, 2) has the data's dtype, so that the last pass
+    # runs in that dtype
     n, size = g.shape[0], g.shape[2]
     count = n * size
-    for c in range(lo, hi):
-        sums[c] = 0.0
-        sums_gy[c] = 0.0
-    for i in range(n):
-        for c in range(lo, hi):
+    for c in native.prange(first, stop):
+        total = 0.0
+        total_gy = 0.0
+        for i in range(n):
             gi, yi = g[i, c], y[i, c]
-            total, total_gy = 0.0, 0.0
             for j in range(size):
                 total += gi[j]
                 total_gy += gi[j] * yi[j]
-            sums[c] += total
-            sums_gy[c] += total_gy
-    if want_gx:
-        for c in range(lo, hi):
-            means[c, 0], means[c, 1] = sums[c] / count, sums_gy[c] / count
-        for i in range(n):
-            for c in range(lo, hi):
-                mean_g, mean_gy, s = means[c, 0], means[c, 1], scale[c]
+        sums[c], sums_gy[c] = total, total_gy
+        if want_gx:
+            means[c, 0], means[c, 1] = total / count, total_gy / count
+            mean_g, mean_gy, s = means[c, 0], means[c, 1], scale[c]
+            for i in range(n):
                 gi, yi, dst = g[i, c], y[i, c], gx[i, c]
                 for j in range(size):
                     dst[j] = (gi[j] - mean_g - yi[j] * mean_gy) * s
@@ -209,8 +144,7 @@ def backward(g, y, rstd, weight, want_gx: bool):
     sums, sums_gy = np.empty(channels), np.empty(channels)
     _over_channels(_backward_kernel, g.size, channels, _as_nc_s(g),
                    _as_nc_s(np.ascontiguousarray(y)), scale, _as_nc_s(gx) if want_gx else gx,
-                   sums, sums_gy, np.empty((channels, 2), g.dtype), want_gx,
-                   _block(_as_nc_s(g)))
+                   sums, sums_gy, np.empty((channels, 2), g.dtype), want_gx)
     return (gx if want_gx else None), sums_gy.astype(g.dtype), sums.astype(g.dtype)
 
 

@@ -56,9 +56,6 @@ ENABLED = os.environ.get("EMBER_NO_BLOCKED_CONV", "") in ("", "0")
 BLOCK = 8   # output channels a pass
 ROWS = 3    # vectors of output positions a pass
 TAPS = 9
-# From this many multiply-adds a call's images are dealt out to ember's threads (as
-# `_native.run` cuts work).
-SPLIT_MIN = native.SPLIT_MIN
 # A lone image's blocks of output channels are dealt out from this many multiply-adds:
 # the worker's share is a Python part, which starts tens of microseconds late.  NOTE: one
 # image, split against one thread (2-core Intel Xeon, 2026-12-07), ms: 32 -> 32 at
@@ -363,8 +360,8 @@ def _conv(x, filters, bias, out, stride, offsets, sizes, first, last):
             _fill_phases(x, i, planes, stride, rows + sizes[2] // 2, width, lo_h, lo_w)
         else:
             _pad_image(x, i, planes, stride, width, lo_h, lo_w)
-        for b in range(first, last):
-            for q in range(passes):
+        for b in range(first, last):   # (as `_conv_phases`: a shared inline helper cost
+            for q in range(passes):    # ~0.3 s more of the first build)
                 _block_pass(planes, filters[b], bias, b * BLOCK, q * step, stride,
                             offsets, wide)
             _wide_out(wide, out, i, b * BLOCK, width, sizes)
@@ -506,7 +503,7 @@ def _deal(images, count: int, blocks: int, work: int) -> None:
     output channels (``images(every, first, last)``), where `work` (multiply-adds) is
     large enough; else on this thread."""
     threads, every = _parallel.threads(), slice(0, count)
-    if threads > 1 and count > 1 and work >= SPLIT_MIN:   # (each thread its images)
+    if threads > 1 and count > 1 and work >= native.SPLIT_MIN:   # (each its images)
         _parallel.run_parts(images, _parallel.split(count, threads))
     elif threads > 1 and blocks > 1 and work >= LONE_SPLIT_MIN:
         # (a lone image: each thread its blocks of output channels)
@@ -579,20 +576,13 @@ def _nine_phase_taps(planes, at, size, width, gradient, s0, s1, s2, s3, s4, s5, 
 
 
 @native.kernel(inline=True)
-def _add_sums(totals, scratch, s0, s1, s2, s3, s4, s5, s6, s7, s8):
-    """The nine vectors of sums (one channel's taps) added into `totals` (9, LANES),
-    float64, through `scratch` (9 * LANES float32s)."""
+def _add_sums(totals, scratch, sums):
+    """The vectors of `sums` (a tuple: one channel's taps) added into `totals` (taps,
+    LANES), float64, through `scratch` (taps * LANES float32s)."""
     lanes = LANES
-    store(scratch, 0, s0)
-    store(scratch, lanes, s1)
-    store(scratch, 2 * lanes, s2)
-    store(scratch, 3 * lanes, s3)
-    store(scratch, 4 * lanes, s4)
-    store(scratch, 5 * lanes, s5)
-    store(scratch, 6 * lanes, s6)
-    store(scratch, 7 * lanes, s7)
-    store(scratch, 8 * lanes, s8)
-    for t in range(TAPS):
+    for t, vector in enumerate(sums):
+        store(scratch, t * lanes, vector)
+    for t in range(totals.shape[0]):
         for lane in range(lanes):
             totals[t, lane] += scratch[t * lanes + lane]
 
@@ -683,11 +673,11 @@ def _weight_sums(x, g, totals, lo_h, lo_w, stride, strided):
                         c0, c1, c2, c3, c4, c5, c6, c7, c8 = _nine_taps(
                             planes, base + 2 * stride + p, width, gradient, c0, c1, c2,
                             c3, c4, c5, c6, c7, c8)
-                _add_sums(totals[b, first], scratch, a0, a1, a2, a3, a4, a5, a6, a7, a8)
-                _add_sums(totals[b, first + 1], scratch, b0, b1, b2, b3, b4, b5, b6, b7,
-                          b8)
-                _add_sums(totals[b, first + 2], scratch, c0, c1, c2, c3, c4, c5, c6, c7,
-                          c8)
+                _add_sums(totals[b, first], scratch, (a0, a1, a2, a3, a4, a5, a6, a7, a8))
+                _add_sums(totals[b, first + 1], scratch,
+                          (b0, b1, b2, b3, b4, b5, b6, b7, b8))
+                _add_sums(totals[b, first + 2], scratch,
+                          (c0, c1, c2, c3, c4, c5, c6, c7, c8))
 
 
 @native.kernel(inline=True)
@@ -744,13 +734,8 @@ def _weight_sums_4x4(x, g, totals, lo_h, lo_w, stride, scratch):
                                                 load(row, p * lanes), s0, s1, s2, s3, s4,
                                                 s5, s6, s7, s8, s9, s10, s11, s12, s13,
                                                 s14, s15)
-                for t, sum_ in enumerate((s0, s1, s2, s3, s4, s5, s6, s7, s8, s9, s10,
-                                          s11, s12, s13, s14, s15)):
-                    store(scratch, t * lanes, sum_)
-                totals_c = totals[b, c]
-                for t in range(16):
-                    for lane in range(lanes):
-                        totals_c[t, lane] += scratch[t * lanes + lane]
+                _add_sums(totals[b, c], scratch, (s0, s1, s2, s3, s4, s5, s6, s7, s8, s9,
+                                                  s10, s11, s12, s13, s14, s15))
 
 
 def weight_grad(x, g, geo, side: int = 3):
@@ -780,7 +765,7 @@ def weight_grad(x, g, geo, side: int = 3):
         return totals
 
     threads = _parallel.threads()
-    if threads > 1 and a.shape[0] > 1 and grad.size * channels * taps >= SPLIT_MIN:
+    if threads > 1 and a.shape[0] > 1 and grad.size * channels * taps >= native.SPLIT_MIN:
         totals = sum(_parallel.run_parts(sums, _parallel.split(a.shape[0], threads)))
     else:
         totals = sums(slice(0, a.shape[0]))

@@ -229,7 +229,17 @@ def _strided_pointwise(a, kernel, dtype, geo) -> bool:
     copy of the input: a lone (1, 32, 16, 16) image to 64 channels at stride 2 took 60 us
     through it (PyTorch ~16)."""
     return (any(s != 1 for s in geo.stride)
-            and _pointwise(a, kernel, dtype, geo._replace(stride=(1,) * len(geo.stride))))
+            and _pointwise(a, kernel, dtype, _unstrided(geo, geo.size)))
+
+
+def _read_pixels(geo) -> tuple:
+    """The index of the pixels a strided 1x1 convolution reads: every s-th of each dim."""
+    return (Ellipsis,) + tuple(slice(None, None, s) for s in geo.stride)
+
+
+def _unstrided(geo, size):
+    """`geo` at stride 1 over `size` (a strided 1x1 convolution of the pixels it reads)."""
+    return geo._replace(size=tuple(size), stride=(1,) * len(geo.stride))
 
 
 def _whole_window(kernel, geo) -> bool:
@@ -263,9 +273,8 @@ def conv_array(a, w, geo, bias=None):
         return _with_bias(out.reshape(out.shape + (1,) * (w.ndim - 2)), bias)
     if xp is np and _strided_pointwise(a, w.shape[2:], w.dtype, geo):
         # (a ResNet's 1x1 stride-2 shortcut: the pixels it reads, then a 1x1 convolution)
-        a = np.ascontiguousarray(a[(Ellipsis,) + tuple(slice(None, None, s)
-                                                       for s in geo.stride)])
-        geo = geo._replace(size=a.shape[2:], stride=(1,) * len(geo.stride))
+        a = np.ascontiguousarray(a[_read_pixels(geo)])
+        geo = _unstrided(geo, a.shape[2:])
     if xp is np and _pointwise(a, w.shape[2:], w.dtype, geo):
         out = _parallel.matmul(w.reshape(w.shape[0], -1),
                                np.ascontiguousarray(a).reshape(a.shape[0], a.shape[1], -1))
@@ -392,11 +401,9 @@ def conv_transpose_array(c, w, geo, bias=None):
         # (a 1x1 strided layer's input gradient: its pixels get the 1x1 layer's adjoint,
         # the others nothing; col2im took 0.83 ms for a ResNet's 32 -> 64 shortcut at
         # 16x16 over 64 images, PyTorch 0.46)
-        every = (Ellipsis,) + tuple(slice(None, None, s) for s in geo.stride)
-        read = conv_transpose_array(c, w, geo._replace(size=c.shape[2:],
-                                                        stride=(1,) * len(geo.stride)))
+        read = conv_transpose_array(c, w, _unstrided(geo, c.shape[2:]))
         out = np.zeros(read.shape[:2] + tuple(geo.size), read.dtype)
-        out[every] = read
+        out[_read_pixels(geo)] = read
         return _with_bias(out, bias)
     if xp is np and _pointwise(c, w.shape[2:], w.dtype, geo) and c.shape[2:] == tuple(geo.size):
         wt = np.ascontiguousarray(w.reshape(w.shape[0], -1).T)
@@ -645,9 +652,8 @@ def conv_weight_array(a, c, kernel, geo):
         # (a 1x1 strided layer: the 1x1 weight gradient of the pixels it reads; by
         # im2col's strided columns 0.73 ms for a ResNet's 16 -> 32 shortcut at 32x32 over
         # 64 images, PyTorch 0.41)
-        a = np.ascontiguousarray(a[(Ellipsis,) + tuple(slice(None, None, s)
-                                                       for s in geo.stride)])
-        geo = geo._replace(size=a.shape[2:], stride=(1,) * len(geo.stride))
+        a = np.ascontiguousarray(a[_read_pixels(geo)])
+        geo = _unstrided(geo, a.shape[2:])
     if (xp is np and type(c) is np.ndarray and c.shape[2:] == a.shape[2:]
             and _pointwise(a, kernel, c.dtype, geo)):
         n, ch, co = a.shape[0], a.shape[1], c.shape[1]

@@ -88,6 +88,21 @@ MAX_LONE_STRIDED_CHANNEL_PRODUCT = 2048
 MAX_OTHER_CHANNEL_PRODUCT = 4096
 MAX_LONE_OTHER_CHANNEL_PRODUCT = 2048
 MAX_SIDE = 7
+# A lone image's 3x3 layers with outputs of LONE_SIDES (stride 1) or at least
+# LONE_SIDES[0] on a side (stride 2) take this path up to far more channels, since the
+# filters are read in place (`filters_in_blocks`).  NOTE: one image, us, this kernel
+# against the path chosen before (Winograd's on two threads or im2col's split product)
+# and PyTorch (2-core Intel Xeon, 2026-12-08): stride 1, 64 -> 64 at 8x8 67 against 153
+# (64), 128 -> 128 at 8x8 191 against 241 (139), at 14x14 324 against 727 (260), 64 ->
+# 64 at 16x16 156 against 230 (127), 256 -> 256 at 14x14 1090 against 1355 (957), at
+# 16x16 1165 against 1306 (1085); but at 7x7 490 against 448, 384 -> 384 at 13x13 2146
+# against 1931, and from 26x26 Winograd wins (64 -> 64 at 56x56 1049 against 779).
+# Stride 2: 64 -> 128 to 28x28 654 against 891 (587), 128 -> 256 to 14x14 675 against
+# 790 (528), 128 -> 128 to 8x8 225 against 245; 256 -> 256 to 8x8 502 against 493, but
+# 512 -> 512 to 8x8 1659 against 1484 and 256 -> 512 to 7x7 882 against 813.
+LONE_SIDES = (8, 16)
+MAX_LONE_PLANE_CHANNEL_PRODUCT = 65536
+MAX_LONE_STRIDED_PLANE_CHANNEL_PRODUCT = 32768
 # The weight gradient (`weight_grad`) holds a vector of output channels per sum, which
 # wastes lanes below 16 of them, and lays out each image's gradient position by
 # position, which costs more than the sums for few input channels at stride 1 (64
@@ -192,15 +207,21 @@ def input_supports(dtype, in_channels: int, out_channels: int, kernel, geo) -> b
 def supports(dtype, images: int, in_channels: int, out_channels: int, kernel, geo) -> bool:
     """Whether a convolution takes this path: float32, a `stride_taken` geometry, an
     AVX-512 processor, and few channels for its filters and stride (see
-    MAX_CHANNEL_PRODUCT)."""
+    MAX_CHANNEL_PRODUCT), or a lone image's small planes (see LONE_SIDES)."""
     product = in_channels * out_channels
     if not (ENABLED and AVX512 and dtype == np.float32
-            and product <= MAX_STRIDED_CHANNEL_PRODUCT):   # (the largest limit)
+            and product <= MAX_LONE_PLANE_CHANNEL_PRODUCT):   # (the largest limit)
         return False
     stride = stride_taken(kernel, geo)
     if stride == 0 or not _planes_fit(in_channels, geo):
         return False
     lone = images == 1
+    if lone and tuple(kernel) == (3, 3):
+        side = min(geo.out(kernel))
+        if stride == 1 and LONE_SIDES[0] <= side and max(geo.out(kernel)) <= LONE_SIDES[1]:
+            return product <= MAX_LONE_PLANE_CHANNEL_PRODUCT
+        if stride == 2 and side >= LONE_SIDES[0]:
+            return product <= MAX_LONE_STRIDED_PLANE_CHANNEL_PRODUCT
     if tuple(kernel) != (3, 3):
         limit = MAX_LONE_OTHER_CHANNEL_PRODUCT if lone else MAX_OTHER_CHANNEL_PRODUCT
     elif stride == 1:
@@ -226,7 +247,7 @@ def _pad_image(x, i, planes, stride, width, lo_h, lo_w):
 @native.kernel(inline=True)
 def _block_pass(planes, filters, bias, first, p, stride, offsets, wide):
     """The sums of output positions p to p + ROWS * LANES - 1 of the wide plane for the
-    BLOCK output channels from `first` (their filters: `filters` (C, T, BLOCK)), over
+    BLOCK output channels from `first` (their filters: `filters` (BLOCK, C, T)), over
     every input channel and tap, into the rows of `wide` from column p.  Tap t of
     output position p reads position ``p + offsets[t]`` of its input channel's part of
     `planes` (`stride` long).  (Written out: the sums are named values, which LLVM keeps
@@ -242,22 +263,21 @@ def _block_pass(planes, filters, bias, first, p, stride, offsets, wide):
     s07 = splat(bias[first + 7])
     s10, s11, s12, s13, s14, s15, s16, s17 = s00, s01, s02, s03, s04, s05, s06, s07
     s20, s21, s22, s23, s24, s25, s26, s27 = s00, s01, s02, s03, s04, s05, s06, s07
-    for c in range(filters.shape[0]):
+    for c in range(filters.shape[1]):
         base = c * stride + p
-        for t in range(filters.shape[1]):
+        for t in range(filters.shape[2]):
             at = base + offsets[t]
-            f = filters[c, t]
             r0 = load(planes, at)
             r1 = load(planes, at + lanes)
             r2 = load(planes, at + 2 * lanes)
-            s00, s10, s20 = _times_weight(r0, r1, r2, f[0], s00, s10, s20)
-            s01, s11, s21 = _times_weight(r0, r1, r2, f[1], s01, s11, s21)
-            s02, s12, s22 = _times_weight(r0, r1, r2, f[2], s02, s12, s22)
-            s03, s13, s23 = _times_weight(r0, r1, r2, f[3], s03, s13, s23)
-            s04, s14, s24 = _times_weight(r0, r1, r2, f[4], s04, s14, s24)
-            s05, s15, s25 = _times_weight(r0, r1, r2, f[5], s05, s15, s25)
-            s06, s16, s26 = _times_weight(r0, r1, r2, f[6], s06, s16, s26)
-            s07, s17, s27 = _times_weight(r0, r1, r2, f[7], s07, s17, s27)
+            s00, s10, s20 = _times_weight(r0, r1, r2, filters[0, c, t], s00, s10, s20)
+            s01, s11, s21 = _times_weight(r0, r1, r2, filters[1, c, t], s01, s11, s21)
+            s02, s12, s22 = _times_weight(r0, r1, r2, filters[2, c, t], s02, s12, s22)
+            s03, s13, s23 = _times_weight(r0, r1, r2, filters[3, c, t], s03, s13, s23)
+            s04, s14, s24 = _times_weight(r0, r1, r2, filters[4, c, t], s04, s14, s24)
+            s05, s15, s25 = _times_weight(r0, r1, r2, filters[5, c, t], s05, s15, s25)
+            s06, s16, s26 = _times_weight(r0, r1, r2, filters[6, c, t], s06, s16, s26)
+            s07, s17, s27 = _times_weight(r0, r1, r2, filters[7, c, t], s07, s17, s27)
     _store_row(wide, p, s00, s01, s02, s03, s04, s05, s06, s07)
     _store_row(wide, p + lanes, s10, s11, s12, s13, s14, s15, s16, s17)
     _store_row(wide, p + 2 * lanes, s20, s21, s22, s23, s24, s25, s26, s27)
@@ -337,7 +357,7 @@ def _fill_phases(x, i, planes, stride, height, width, lo_h, lo_w):
 
 @native.kernel
 def _conv(x, filters, bias, out, stride, offsets, sizes, first, last):
-    """A correlation of x (N, C, H, W) with the filters (B, C, T, BLOCK) (T taps, kh x
+    """A correlation of x (N, C, H, W) with the filters (B, BLOCK, C, T) (T taps, kh x
     kw; B blocks of output channels, the last padded with zero filters) plus bias (B *
     BLOCK,), for blocks `first` to ``last - 1`` (the output channels from ``first *
     BLOCK`` on), written into out as `_wide_out` places it.  `sizes` (int64): the output's
@@ -420,16 +440,24 @@ def layout(out_h: int, out_w: int, strided: bool, side: int = 3, side_w: int = 0
 
 
 def filters_in_blocks(w: np.ndarray, bias) -> tuple:
-    """(filters (B, C, T, BLOCK), bias (B * BLOCK,)) in float32 from `w` (O, C, k, k)
-    (T = k * k taps, row by row) and `bias` (None: zeros): output channels in blocks of
-    BLOCK, padded with zero filters."""
+    """(filters (B, BLOCK, C, T), bias (B * BLOCK,)) in float32 from `w` (O, C, kh, kw)
+    (T = kh * kw taps, row by row) and `bias` (None: zeros): output channels in blocks
+    of BLOCK, the last padded with zero filters.  A C-contiguous float32 `w` of whole
+    blocks is only reshaped.
+
+    NOTE: why the kernel reads the filters in their own layout (each block's BLOCK
+    weights of a tap from BLOCK rows) rather than side by side: transposing them into
+    that order cost 23 us a call for 64 -> 64 filters and 93 for 128 -> 128, a quarter
+    of a lone 8x8 image's convolution (2-core Intel Xeon, 2026-12-08)."""
     out_channels, channels = w.shape[:2]
     taps = w.shape[2] * w.shape[3]
     blocks = -(-out_channels // BLOCK)
-    padded = np.zeros((blocks * BLOCK, channels, taps), np.float32)
-    padded[:out_channels] = w.reshape(out_channels, channels, taps)
-    filters = np.ascontiguousarray(padded.reshape(blocks, BLOCK, channels, taps)
-                                   .transpose(0, 2, 3, 1))
+    if out_channels == blocks * BLOCK and w.dtype == np.float32 and w.flags.c_contiguous:
+        filters = w.reshape(blocks, BLOCK, channels, taps)
+    else:
+        filters = np.zeros((blocks, BLOCK, channels, taps), np.float32)
+        filters.reshape(blocks * BLOCK, channels, taps)[:out_channels] = \
+            w.reshape(out_channels, channels, taps)
     b = np.zeros(blocks * BLOCK, np.float32)
     if bias is not None:
         b[:out_channels] = bias

@@ -293,7 +293,19 @@ def test_which_convolutions_take_the_path(blocked, monkeypatch):
     assert blocked.supports(f32, 64, 64, 128, (3, 3), strided)          # no Winograd there
     assert not blocked.supports(f32, 64, 128, 128, (3, 3), strided)
     assert blocked.supports(f32, 1, 32, 64, (3, 3), strided)
-    assert not blocked.supports(f32, 1, 64, 64, (3, 3), strided)
+    assert not blocked.supports(f32, 1, 64, 64, (3, 3), _geometry(12, 12, stride=2))
+    # a lone image's small planes: far more channels (stride 1: outputs of 8 to 16 a
+    # side; stride 2: at least 8)
+    assert blocked.supports(f32, 1, 64, 64, (3, 3), _geometry(8, 8))
+    assert blocked.supports(f32, 1, 256, 256, (3, 3), _geometry(14, 14))
+    assert not blocked.supports(f32, 1, 512, 512, (3, 3), _geometry(14, 14))
+    assert not blocked.supports(f32, 1, 256, 256, (3, 3), _geometry(7, 7))
+    assert not blocked.supports(f32, 1, 64, 64, (3, 3), _geometry(28, 28))   # Winograd's
+    assert not blocked.supports(f32, 2, 64, 64, (3, 3), _geometry(8, 8))
+    assert blocked.supports(f32, 1, 64, 64, (3, 3), strided)
+    assert blocked.supports(f32, 1, 128, 256, (3, 3), _geometry(28, 28, stride=2))
+    assert not blocked.supports(f32, 1, 256, 512, (3, 3), _geometry(28, 28, stride=2))
+    assert not blocked.supports(f32, 1, 256, 512, (3, 3), _geometry(14, 14, stride=2))
     assert not blocked.supports(f32, 64, 16, 16, (3, 3), geo._replace(stride=(3, 3)))
     assert not blocked.supports(f32, 64, 16, 16, (3, 3), strided._replace(dilation=(2, 2)))
     assert blocked.weight_supports(f32, 16, 16, (3, 3), geo)
@@ -318,6 +330,32 @@ def test_which_convolutions_take_the_path(blocked, monkeypatch):
     monkeypatch.setattr(blocked, "conv_forward", lambda *a: pytest.fail("called"))
     got = conv_arrays.conv_array(x, k, geo, b)
     np.testing.assert_allclose(got, _reference(x, k, geo, b), rtol=0, atol=1e-5)
+
+
+def test_filters_are_read_in_their_own_layout(blocked):
+    # whole blocks of output channels: the weight itself, reshaped (no copy); a partial
+    # last block: a copy padded with zero filters
+    k = np.arange(16 * 3 * 9, dtype=np.float32).reshape(16, 3, 3, 3)
+    filters, bias = blocked.filters_in_blocks(k, None)
+    assert filters.shape == (2, blocked.BLOCK, 3, 9) and np.shares_memory(filters, k)
+    assert filters[1, 2, 1, 4] == k[blocked.BLOCK + 2, 1, 1, 1] and not bias.any()
+    filters, bias = blocked.filters_in_blocks(k[:5], np.arange(5, dtype=np.float32))
+    assert filters.shape == (1, blocked.BLOCK, 3, 9) and not np.shares_memory(filters, k)
+    np.testing.assert_array_equal(filters[0, :5], k[:5].reshape(5, 3, 9))
+    assert not filters[0, 5:].any() and list(bias) == [0, 1, 2, 3, 4, 0, 0, 0]
+
+
+@pytest.mark.parametrize("c, o, side, stride", [(64, 64, 8, 1), (32, 48, 12, 1),
+                                                (24, 40, 17, 2)])
+def test_a_lone_image_of_many_channels(blocked, monkeypatch, c, o, side, stride):
+    # a batch-1 layer of a small plane, through conv_array, on the blocked path
+    monkeypatch.setattr(blocked, "AVX512", True)
+    x, k, b = _case(c + o, 1, c, o, side, side)
+    geo = _geometry(side, side, stride=stride)
+    assert blocked.supports(np.dtype(np.float32), 1, c, o, (3, 3), geo)
+    got = conv_arrays.conv_array(x, k, geo, b)
+    exact = _reference(x, k, geo, b)
+    np.testing.assert_allclose(got, exact, rtol=0, atol=2e-6 * np.abs(exact).max())
 
 
 def test_environment_switch(monkeypatch):

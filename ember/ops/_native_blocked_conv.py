@@ -217,10 +217,10 @@ def supports(dtype, images: int, in_channels: int, out_channels: int, kernel, ge
         return False
     lone = images == 1
     if lone and tuple(kernel) == (3, 3):
-        side = min(geo.out(kernel))
-        if stride == 1 and LONE_SIDES[0] <= side and max(geo.out(kernel)) <= LONE_SIDES[1]:
+        out = geo.out(kernel)
+        if stride == 1 and LONE_SIDES[0] <= min(out) and max(out) <= LONE_SIDES[1]:
             return product <= MAX_LONE_PLANE_CHANNEL_PRODUCT
-        if stride == 2 and side >= LONE_SIDES[0]:
+        if stride == 2 and min(out) >= LONE_SIDES[0]:
             return product <= MAX_LONE_STRIDED_PLANE_CHANNEL_PRODUCT
     if tuple(kernel) != (3, 3):
         limit = MAX_LONE_OTHER_CHANNEL_PRODUCT if lone else MAX_OTHER_CHANNEL_PRODUCT

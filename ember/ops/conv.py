@@ -252,7 +252,14 @@ def _plain_arg(value) -> bool:
     """An int, a string or a tuple of ints, by exact type: equal values then mean equal
     arguments (1.0 == 1 but a float stride is an error, so floats never hit the cache)."""
     kind = type(value)
-    return kind is int or kind is str or (kind is tuple and all(type(v) is int for v in value))
+    if kind is int or kind is str:
+        return True
+    if kind is not tuple:
+        return False
+    for v in value:   # (a loop, not all() over a generator: this runs per layer call)
+        if type(v) is not int:
+            return False
+    return True
 
 
 def _conv_geometry(op: str, nd: int, x, weight, bias, stride, padding, dilation,

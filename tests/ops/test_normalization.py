@@ -7,6 +7,7 @@ import pytest
 import ember
 import ember.nn.functional as F
 from ember.autograd import gradcheck, gradgradcheck
+from ember.ops import _native as native
 from ember.testing import assert_close
 
 
@@ -269,6 +270,40 @@ def test_inference_batch_norm_on_the_arrays_gives_the_recorded_bits(dtype, shape
         exact = exact + b.numpy().reshape(view)
     tol = 1e-5 if dtype == np.float32 else 1e-12
     np.testing.assert_allclose(fast.numpy(), exact, rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("use_weight, use_bias", [(True, False), (False, True)])
+def test_inference_batch_norm_scale_and_shift_give_the_recorded_bits(dtype, use_weight,
+                                                                     use_bias):
+    # the per-channel scale and shift in one numba pass: the recorded ops' bits, with a
+    # zero variance, a negative one (NaN, as the ops give) and only one of weight and bias
+    rng = np.random.default_rng(4)
+    x = ember.tensor(rng.normal(size=(1, 4, 3, 3)).astype(dtype))
+    rm = ember.tensor(rng.normal(size=4).astype(dtype))
+    rv = ember.tensor(np.array([0.0, -1.0, 1e-7, 3.5], dtype))
+    w = ember.tensor(rng.normal(size=4).astype(dtype)) if use_weight else None
+    b = ember.tensor(rng.normal(size=4).astype(dtype)) if use_bias else None
+    with ember.no_grad():
+        fast = F.batch_norm(x, rm, rv, w, b, training=False, eps=1e-5)
+        with native.use_numba(False):
+            numpy_path = F.batch_norm(x, rm, rv, w, b, training=False, eps=1e-5)
+    recorded = F.batch_norm(x.clone().requires_grad_(), rm, rv, w, b, training=False,
+                            eps=1e-5)
+    assert np.isnan(fast.numpy()[0, 1]).all()
+    np.testing.assert_array_equal(fast.numpy(), recorded.detach().numpy())
+    np.testing.assert_array_equal(numpy_path.numpy(), recorded.detach().numpy())
+
+
+def test_inference_batch_norm_checks_what_the_fast_path_skips():
+    # a per-channel tensor of the wrong size, or a non-tensor input, still gets its error
+    x = ember.ones(1, 3, 2, 2)
+    with ember.no_grad(), pytest.raises(RuntimeError, match="running_mean should contain 3"):
+        F.batch_norm(x, ember.zeros(4), ember.ones(3), training=False)
+    with ember.no_grad(), pytest.raises(RuntimeError, match="weight should contain 3"):
+        F.batch_norm(x, ember.zeros(3), ember.ones(3), ember.ones(2), training=False)
+    with ember.no_grad(), pytest.raises(TypeError, match="must be Tensor"):
+        F.batch_norm(np.ones((1, 3, 2, 2)), ember.zeros(3), ember.ones(3), training=False)
 
 
 def test_inference_batch_norm_of_a_strided_input_gives_the_recorded_bits():

@@ -365,6 +365,13 @@ def _inference_arrays(input, running_mean, running_var, weight, bias) -> bool:
                for t in (running_mean, running_var, weight, bias))
 
 
+# Inputs of up to this many elements get their scale and shift from one numba pass
+# (`_native_batchnorm.scale_and_shift`), where NumPy's seven small operations are a
+# quarter of the layer; larger ones keep NumPy's (and a program that runs none, such as
+# examples/train_classifier.py's batches of 256, never builds that kernel).
+_SMALL_AFFINE = 1 << 16
+
+
 def _affine_running_arrays(x, mean, var, weight, bias, eps):
     """`_affine_running` on the arrays (`_plain_running`'s case: a batch norm at
     inference), each step the array operation its op runs, so the two give the same
@@ -372,7 +379,9 @@ def _affine_running_arrays(x, mean, var, weight, bias, eps):
     us).  The last two, ``x * scale + shift``, run as one numba pass from
     `_native_batchnorm.MIN_SIZE` elements (rounded as the two operations round: no fused
     multiply-add)."""
-    scale_shift = _native_batchnorm.scale_and_shift(mean, var, weight, bias, eps)
+    scale_shift = None
+    if x.size <= _SMALL_AFFINE:
+        scale_shift = _native_batchnorm.scale_and_shift(mean, var, weight, bias, eps)
     if scale_shift is not None:
         scale, shift = scale_shift
     else:

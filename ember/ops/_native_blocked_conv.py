@@ -88,6 +88,17 @@ MAX_LONE_STRIDED_CHANNEL_PRODUCT = 2048
 MAX_OTHER_CHANNEL_PRODUCT = 4096
 MAX_LONE_OTHER_CHANNEL_PRODUCT = 2048
 MAX_SIDE = 7
+# Since the filters are read in place (`filters_in_blocks`), those other sides win far
+# beyond where the outputs are at least LARGE_OUTPUT_SIDE a side.  NOTE: ms, this kernel
+# against im2col's path and PyTorch (2-core Intel Xeon, 2026-12-08): DCGAN's 64 -> 128
+# 4x4 stride-2 layer, 32 images from 16x16, 2.57-2.87 against 2.87-3.27 (1.83-2.06),
+# from 32x32 8.40 against 11.49 (7.15); 128 -> 128 4x4 stride 2 from 16x16, 16 images,
+# 2.71 against 3.13 (1.91); 128 -> 256 from 32x32, 8 images, 8.12 against 9.77 (6.93);
+# 64 -> 128 5x5 at 16x16, 16 images, 6.45 against 8.37 (4.71); 64 -> 128 7x7 stride 2
+# from 32x32 6.38 against 9.28 (5.22).  But to 4x4 outputs, 128 -> 256 from 8x8 (32
+# images), 5.35 against 3.06.
+MAX_OTHER_LARGE_OUTPUT_CHANNEL_PRODUCT = 32768
+LARGE_OUTPUT_SIDE = 8
 # A lone image's 3x3 layers with outputs of LONE_SIDES (stride 1) or at least
 # LONE_SIDES[0] on a side (stride 2) take this path up to far more channels, since the
 # filters are read in place (`filters_in_blocks`).  NOTE: one image, us, this kernel
@@ -224,6 +235,8 @@ def supports(dtype, images: int, in_channels: int, out_channels: int, kernel, ge
             return product <= MAX_LONE_STRIDED_PLANE_CHANNEL_PRODUCT
     if tuple(kernel) != (3, 3):
         limit = MAX_LONE_OTHER_CHANNEL_PRODUCT if lone else MAX_OTHER_CHANNEL_PRODUCT
+        if not lone and min(geo.out(kernel)) >= LARGE_OUTPUT_SIDE:
+            limit = MAX_OTHER_LARGE_OUTPUT_CHANNEL_PRODUCT
     elif stride == 1:
         limit = MAX_LONE_CHANNEL_PRODUCT if lone else MAX_CHANNEL_PRODUCT
     else:

@@ -272,7 +272,11 @@ def test_which_convolutions_take_the_path(blocked, monkeypatch):
     assert not blocked.supports(np.dtype(np.float64), 64, 16, 16, (3, 3), geo)
     assert blocked.supports(f32, 64, 16, 16, (5, 5), geo)
     assert blocked.supports(f32, 8, 3, 64, (7, 7), geo._replace(stride=(2, 2)))
-    assert not blocked.supports(f32, 32, 64, 128, (4, 4), geo._replace(stride=(2, 2)))
+    assert blocked.supports(f32, 32, 64, 128, (4, 4), _geometry(16, 16, stride=2))
+    assert blocked.supports(f32, 8, 128, 256, (4, 4), _geometry(32, 32, stride=2))
+    assert not blocked.supports(f32, 32, 128, 256, (4, 4), _geometry(8, 8, stride=2))
+    assert not blocked.supports(f32, 8, 256, 256, (4, 4), _geometry(32, 32, stride=2))
+    assert not blocked.supports(f32, 1, 64, 128, (4, 4), _geometry(32, 32, stride=2))
     assert not blocked.supports(f32, 64, 16, 16, (9, 9), geo)
     assert not blocked.supports(f32, 64, 16, 16, (3, 5), geo)
     assert blocked.supports(f32, 64, 1, 16, (3, 3), _geometry(224, 224))
@@ -353,6 +357,18 @@ def test_a_lone_image_of_many_channels(blocked, monkeypatch, c, o, side, stride)
     x, k, b = _case(c + o, 1, c, o, side, side)
     geo = _geometry(side, side, stride=stride)
     assert blocked.supports(np.dtype(np.float32), 1, c, o, (3, 3), geo)
+    got = conv_arrays.conv_array(x, k, geo, b)
+    exact = _reference(x, k, geo, b)
+    np.testing.assert_allclose(got, exact, rtol=0, atol=2e-6 * np.abs(exact).max())
+
+
+def test_a_layer_of_many_channels_and_larger_outputs(blocked, monkeypatch):
+    # 4x4 stride-2 filters of 64 -> 128 channels (DCGAN's) to 8x8 outputs: past the
+    # general limit for other sides, through conv_array on the blocked path
+    monkeypatch.setattr(blocked, "AVX512", True)
+    x, k, b = _case(11, 2, 64, 128, 16, 16, side=4)
+    geo = _geometry(16, 16, stride=2)
+    assert blocked.supports(np.dtype(np.float32), 2, 64, 128, (4, 4), geo)
     got = conv_arrays.conv_array(x, k, geo, b)
     exact = _reference(x, k, geo, b)
     np.testing.assert_allclose(got, exact, rtol=0, atol=2e-6 * np.abs(exact).max())

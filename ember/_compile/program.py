@@ -43,7 +43,7 @@ from ..ops.loss_margin import ctc_loss
 from ..random import default_generator
 from .fusion import FusedElementwise, find_chains
 from .graph_node import WholeGraph, why_not_whole
-from .patterns import find_linear, find_masked_softmax
+from .patterns import find_inference_batch_norm, find_linear, find_masked_softmax
 from .replay import Replay
 
 EAGER = "eager"  # a cache entry: this signature runs the Python code
@@ -159,7 +159,7 @@ class CompiledGraph:
                 raise UnsupportedGraphError(f"{node.fn.__name__} writes in place into a "
                                             f"tensor made inside the call ({node.where})")
         meta = _metas(trace, named)
-        for find in (find_masked_softmax, find_linear) if fuse else ():
+        for find in (find_masked_softmax, find_linear, find_inference_batch_norm) if fuse else ():
             found = find(graph.nodes, meta, _uses(graph))
             if found:
                 graph, index = _rewritten(
@@ -176,6 +176,7 @@ class CompiledGraph:
         positions = {name: position[id(t)] for name, t in named.items()}
         self.replay = Replay(self.graph, positions, grad_enabled)
         self.whole = None  # the training replay as one node (graph_node.py), when it can be
+        self.unrecorded = None  # that replay without saving, for a call that records nothing
         input_grads = [t._requires_grad for t in trace.inputs]
         param_grads = {name: t._requires_grad for name, t in named.items()}
         self.eager_training = why_not_whole(self.graph, _on_cpu(trace, named), input_grads,
@@ -185,6 +186,8 @@ class CompiledGraph:
                                self.replay._fn, random)
             if whole.wants_grad:
                 self.whole = whole
+            else:
+                self.unrecorded = whole
 
     def run(self, inputs: list, tensors: list):
         """Replay on `inputs` (flat tensors) with `tensors` (the module's parameters and
@@ -192,6 +195,8 @@ class CompiledGraph:
         if (self.whole is not None and STATE.enabled and STATE.saved_hooks is None
                 and not PROCESS.anomaly):
             return _fill(self.graph.template, self.whole.run(inputs, tensors))
+        if self.unrecorded is not None:
+            return _fill(self.graph.template, self.unrecorded.run_unrecorded(inputs, tensors))
         return self.replay(inputs, tensors)
 
     def describe(self) -> str:

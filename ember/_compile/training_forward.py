@@ -13,15 +13,17 @@ from ..onnx._trace import Source
 from .traced_calls import Island, Reshaped, run_island, run_reshaped, view_base
 
 
-def generate_forward(graph, positions: dict, plan):
+def generate_forward(graph, positions: dict, plan, saving: bool = True):
     """The generated forward of `plan` (a `WholeGraph`): ``forward(X, P) -> (inner nodes,
     output tensors)``.  An op's result is dropped after its last reader, as eager code
-    drops it: the next results then reuse memory that is still in the caches."""
+    drops it: the next results then reuse memory that is still in the caches.  Without
+    `saving` (a call that records nothing: `WholeGraph.run_unrecorded`) nothing an op
+    saves is kept and no inner node is listed."""
     literals: list = []
     scope = {"L": literals, "K": plan.classes, "E": plan.edges, "new": _new_object,
              "nd": np.ndarray, "out1": _as_output, "outn": _outputs, "make": _make,
              "save": _save, "island": run_island, "reshaped": run_reshaped,
-             "write": _write,
+             "write": _write if saving else _write_unsaved,
              "FN": [getattr(node.fn, "function", None) for node in graph.nodes]}
     slot_of = {s: k for k, s in enumerate(plan.slots)}
     # Every output that is, or views, one op result shares the first one's version
@@ -107,7 +109,7 @@ def generate_forward(graph, positions: dict, plan):
         args = [array(a) for a in node.args]
         params = [(k, array(v)) for k, v in node.params.items()]
         lines.append(f"    c{i} = new(K[{i}]); c{i}._to_save = None; c{i}._saved = None; "
-                     f"c{i}._edges = E[{i}]; C.append(c{i})")
+                     f"c{i}._edges = E[{i}]" + (f"; C.append(c{i})" if saving else ""))
         keywords = "{" + ", ".join(f"{k!r}: {v}" for k, v in params) + "}"
         if cls is Reshaped:
             lines.append(f"    o{i} = reshaped(FN[{i}], {args[0]}, {tuple_of(args[1:])}, "
@@ -133,7 +135,7 @@ def generate_forward(graph, positions: dict, plan):
         for nr in range(node.n_outputs):
             if (i, nr) in slot_of:
                 lines.append(f"    T{slot_of[(i, nr)]}._data = {result(i, nr)}")
-        if cls is node.fn and not node.fn._inplace:  # (`_write` saved an in-place op's)
+        if saving and cls is node.fn and not node.fn._inplace:  # (`_write` saves its own)
             outs = [result(i, nr) for nr in range(node.n_outputs)]
             own = [check(Source("op", (i, nr))) for nr in range(node.n_outputs)]
             lines.append(f"    if c{i}._to_save is not None: save(c{i}, "
@@ -144,6 +146,9 @@ def generate_forward(graph, positions: dict, plan):
     outputs = ", ".join(f"T{k}" for k in range(len(plan.slots)))
     lines.append(f"    return C, [{outputs}]")
     source = "\n".join(lines) + "\n"
+    if not saving:
+        exec(compile(source, "<ember.compile unrecorded replay>", "exec"), scope)
+        return scope["forward"]
     exec(compile(source, "<ember.compile training replay>", "exec"), scope)
     plan.source = source
     return scope["forward"]
@@ -202,6 +207,16 @@ def _write(ctx, result, arrays: tuple, checks: tuple):
     checks[0]._version.value += 1
     if items is not None:
         _save(ctx, arrays, checks)
+    return data
+
+
+def _write_unsaved(ctx, result, arrays: tuple, checks: tuple):
+    """`_write` for a call that records nothing: `result` into its target, whose
+    version moves on; nothing saved."""
+    data = arrays[0]
+    if result is not data:
+        data[...] = result
+    checks[0]._version.value += 1
     return data
 
 

@@ -399,6 +399,23 @@ def _affine_running_arrays(x, mean, var, weight, bias, eps):
                               shift.reshape(shape))
 
 
+class InferenceBatchNorm(Function):
+    """Batch norm with given statistics as one op on the arrays (`_affine_running_arrays`):
+    what ``ember.compile`` puts in place of `_affine_running`'s ops in a graph captured
+    under no_grad (_compile/patterns.py), where nothing is recorded."""
+
+    _name = "NativeBatchNormBackward0"
+
+    @staticmethod
+    def forward(ctx, x, mean, var, weight, bias, eps):
+        return _affine_running_arrays(x, mean, var, weight, bias, eps)
+
+    @staticmethod
+    def backward(ctx, grad):
+        raise RuntimeError("InferenceBatchNorm replays a graph captured under no_grad; it "
+                           "has no backward")
+
+
 def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor | None,
                weight: Tensor | None = None, bias: Tensor | None = None,
                training: bool = False, momentum: float = 0.1, eps: float = 1e-5) -> Tensor:

@@ -329,3 +329,88 @@ def test_linear_layers_fuse_in_one_grad_mode_and_keep_it():
     assert sources[False].count("FusedLinear") == 2 and "no_grad" not in sources[False]
     assert sources[True].count("FusedLinear") == 2
     assert "with no_grad():\n        o0 = f0(x0, p0, p1, relu=True)" in sources[True]
+
+
+class ConvBlock(nn.Module):
+    """A convolution, batch norm (with or without its affine map) and an in-place ReLU,
+    then a batch norm over (N, C) features."""
+
+    def __init__(self, affine: bool):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3, padding=1, bias=False)
+        self.bn = nn.BatchNorm2d(8, affine=affine)
+        self.relu = nn.ReLU(inplace=True)
+        self.head = nn.Linear(8, 4)
+        self.bn1d = nn.BatchNorm1d(4)
+
+    def forward(self, x):
+        h = self.relu(self.bn(self.conv(x)))
+        return self.bn1d(self.head(h.mean((2, 3))))
+
+
+@pytest.mark.parametrize("affine", [True, False])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_inference_batch_norm_is_one_op_with_the_eager_bits(affine, dtype):
+    # a no_grad call of an eval-mode model: each batch norm's ten ops become one
+    # InferenceBatchNorm, the replay runs on arrays, and the results are eager code's
+    # bits, also after the statistics and weights change (read at every call)
+    rng = np.random.default_rng(12)
+    ember.manual_seed(3)
+    model = ConvBlock(affine).to(ember.float32 if dtype == np.float32 else ember.float64)
+    model.eval()
+    with ember.no_grad():
+        for bn in (model.bn, model.bn1d):
+            bn.running_mean.copy_(ember.tensor(rng.standard_normal(bn.num_features)))
+            bn.running_var.copy_(ember.tensor(rng.uniform(0.5, 2, bn.num_features)))
+    compiled = ember.compile(model)
+    x = ember.tensor(rng.standard_normal((2, 3, 6, 6)).astype(dtype))
+    with ember.no_grad():
+        for step in range(3):   # capture, replay, replay after new statistics
+            if step == 2:
+                model.bn.running_var.mul_(3.0)
+                model.bn1d.running_mean.add_(1.0)
+                if affine:
+                    model.bn.weight.mul_(-2.0)
+            out = compiled(x)
+            expected = model(x)
+            assert out.grad_fn is None and not out.requires_grad and out.dtype == expected.dtype
+            np.testing.assert_array_equal(out.numpy(), expected.numpy())
+    graph = list(compiled._compiled.graphs.values())[0]
+    assert graph.unrecorded is not None
+    assert graph.describe().count("InferenceBatchNorm") == 2
+    assert "Rsqrt" not in graph.describe()
+
+
+def test_batch_norm_keeps_its_ops_where_gradients_flow():
+    # an eval-mode batch norm in a training call (fine-tuning with frozen statistics):
+    # its ops stay, and the compiled gradients are the eager ones
+    rng = np.random.default_rng(13)
+    ember.manual_seed(4)
+    model = ConvBlock(True)
+    model.eval()
+    compiled = ember.compile(model)
+    x0 = rng.standard_normal((2, 3, 5, 5)).astype(np.float32)
+    for _ in range(2):   # capture, then replay
+        results = []
+        for m in (model, compiled):
+            model.zero_grad()
+            x = ember.tensor(x0, requires_grad=True)
+            m(x).sum().backward()
+            results.append([x.grad.numpy()] + [p.grad.numpy() for p in model.parameters()])
+        for a, e in zip(*results):
+            np.testing.assert_allclose(a, e, rtol=1e-5, atol=1e-6)
+    source = list(compiled._compiled.graphs.values())[0].describe()
+    assert "InferenceBatchNorm" not in source
+
+
+def test_inference_batch_norm_has_no_backward():
+    x = ember.ones(1, 2, 2, 2)
+    mean, var = ember.zeros(2), ember.ones(2)
+    from ember.ops.normalization import InferenceBatchNorm
+
+    with ember.no_grad():
+        out = InferenceBatchNorm.apply(x, mean, var, None, None, 1e-5)
+    np.testing.assert_allclose(out.numpy(), np.full((1, 2, 2, 2), 1 / np.sqrt(1 + 1e-5)),
+                               rtol=1e-6)
+    with pytest.raises(RuntimeError, match="no backward"):
+        InferenceBatchNorm.backward(None, x)

@@ -25,6 +25,13 @@ from ._util import xp_of
 # Products of fewer multiply-adds stay whole on the calling thread: a part's hand-off
 # costs a few microseconds, and 1M multiply-adds take ~12 us on one thread.
 SPLIT_MIN = 1 << 20
+# A row times a matrix (a batch-1 linear layer) reads the whole matrix once per call: it
+# is bound by memory, and two threads read it twice as fast, from this many elements.
+# NOTE: one row, float32, with a bias, 2 threads, us, split / whole / PyTorch (2-core
+# Intel Xeon, 2026-12-08): 784 -> 512 21.0 / 35.0 / 21.8, 1024 -> 512 26.5 / 60.9 /
+# 28.5, 640 -> 512 20.3 / 23.6 / 19.3; at 262K even (1024 -> 256 18.4 / 18.9 / 16.6);
+# below, the hand-off loses (512 -> 256 13.4 / 8.8 / 11.0).
+ROW_SPLIT_MIN = 1 << 18
 
 # A batch of products is split only when each one is this large: two threads running
 # many small single-threaded OpenBLAS products at once slowed each other (GPT's
@@ -152,7 +159,8 @@ def matmul(a, b, out=None, *, bias=None, relu: bool = False):
     With `relu` the result is then clamped at 0 (NaN kept), by the same threads.
     Arrays of another library (CuPy) go to its own matmul."""
     if (type(a) is np.ndarray and type(b) is np.ndarray and a.ndim == b.ndim == 2
-            and threads() > 1 and a.size * b.shape[1] >= SPLIT_MIN):  # (multiply-adds)
+            and threads() > 1  # (multiply-adds:)
+            and a.size * b.shape[1] >= (SPLIT_MIN if a.shape[0] > 1 else ROW_SPLIT_MIN)):
         out = np.empty((a.shape[0], b.shape[1]), _product_dtype(a, b)) if out is None else out
         return _split_product(a, b, out, bias, relu)
     result = _matmul_unsplit_or_batched(a, b, out)

@@ -26,6 +26,7 @@ needs_worker_loops = pytest.mark.skipif(
 def two_threads(on_two_threads, monkeypatch):
     """Two threads, and products split from the smallest size up."""
     monkeypatch.setattr(_parallel, "SPLIT_MIN", 1)
+    monkeypatch.setattr(_parallel, "ROW_SPLIT_MIN", 1)
     monkeypatch.setattr(_parallel, "BATCH_ITEM_MIN", 1)
 
 
@@ -328,6 +329,27 @@ def test_single_rows_go_to_the_worker_as_matrix_vector_products(two_threads, dty
     # (each of the six calls posted once: compiled, or from Python after the compiled
     # hand-over declined a sleeping worker)
     assert posted.count(True) == 6
+
+
+@needs_worker_loops
+def test_single_rows_split_from_fewer_multiply_adds(on_two_threads, monkeypatch):
+    # a batch-1 linear layer reads its whole weight: one row is split from
+    # ROW_SPLIT_MIN multiply-adds, more rows only from SPLIT_MIN
+    split = _record_splits(monkeypatch)
+    rng = np.random.default_rng(21)
+    weight = rng.standard_normal((512, 512)).astype(np.float32)
+    assert 512 * 512 >= _parallel.ROW_SPLIT_MIN and 2 * 512 * 512 < _parallel.SPLIT_MIN
+    for rows, expected in [(1, 1), (2, 0)]:   # (split_product calls: a sleeping worker
+        # declines the compiled hand-over, and the halves are then posted from Python)
+        split.clear()
+        x = rng.standard_normal((rows, 512)).astype(np.float32)
+        got = _parallel.matmul(x, weight.T)
+        np.testing.assert_allclose(got, x.astype(np.float64) @ weight.T.astype(np.float64),
+                                   rtol=1e-4, atol=1e-3)
+        assert len(split) == expected
+    split.clear()
+    _parallel.matmul(rng.standard_normal((1, 256)).astype(np.float32), weight[:, :256].T)
+    assert split == []   # (131K multiply-adds: on this thread)
 
 
 @needs_worker_loops

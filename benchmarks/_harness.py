@@ -34,9 +34,10 @@ def try_import_torch():
     return torch
 
 
-def turn_arguments(doc: str, repeats: int, only_help: str):
+def turn_arguments(doc: str, repeats: int, only_help: str, compiled_help: str | None = None):
     """The parsed arguments of a benchmark whose libraries take turns (run.py's
-    `alternate`): --threads (2), --repeats, --rounds (3) and --only."""
+    `alternate`): --threads (2), --repeats, --rounds (3) and --only; with
+    `compiled_help`, --compiled too."""
     import argparse
 
     parser = argparse.ArgumentParser(description=doc.splitlines()[0])
@@ -44,6 +45,8 @@ def turn_arguments(doc: str, repeats: int, only_help: str):
     parser.add_argument("--repeats", type=int, default=repeats)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--only", default=None, help=only_help)
+    if compiled_help is not None:
+        parser.add_argument("--compiled", action="store_true", help=compiled_help)
     return parser.parse_args()
 
 

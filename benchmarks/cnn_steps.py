@@ -11,8 +11,11 @@ image networks (eval mode, no_grad; ResNet-18 on one 224x224 image).
 They measure the layers of such networks that the MNIST CNN of run.py does not have:
 3x3 convolutions of 16-64 channels, strided depthwise convolutions, stride-2 stems
 (docs/performance.md, thirty-first session).  The two libraries take turns (run.py's
-`alternate`); the ratio is that of the medians.  Usage:
+`alternate`); the ratio is that of the medians.  With --compiled, ember's ResNet,
+MobileNet and inference networks run through ``ember.compile`` (PyTorch's stay eager).
+Usage:
     python benchmarks/cnn_steps.py [--threads 2] [--repeats 12] [--rounds 3] [--only dcgan]
+                                   [--compiled]
 """
 
 from __future__ import annotations
@@ -155,11 +158,20 @@ NETWORKS = {
 }
 
 
+COMPILE = {"ember": False}  # --compiled: ember's networks run through ember.compile
+
+
+def _compiled(lib, model):
+    """`model` through ``ember.compile`` when --compiled asks for it (ember only)."""
+    return lib.compile(model) if COMPILE["ember"] and lib.__name__ == "ember" else model
+
+
 def inference(lib, build, size: int):
     """`build`'s network in eval mode on one random image under no_grad, as a closure."""
     lib.manual_seed(0)
     model = build(lib)
     model.eval()
+    model = _compiled(lib, model)
     image = lib.tensor(np.random.default_rng(0).standard_normal((1, 3, size, size))
                        .astype(np.float32))
 
@@ -177,6 +189,7 @@ def training_step(lib, build, batch: int, size: int):
     images = lib.tensor(rng.standard_normal((batch, 3, size, size)).astype(np.float32))
     labels = lib.tensor(rng.integers(0, 10, batch))
     opt = lib.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    model = _compiled(lib, model)
 
     def step():
         opt.zero_grad()
@@ -187,9 +200,12 @@ def training_step(lib, build, batch: int, size: int):
 
 def main() -> None:
     args = turn_arguments(__doc__, 12, "comma-separated: resnet, resnet18, mobilenet, dcgan, "
-                          "resnet-infer, resnet18-infer, mobilenet-infer")
+                          "resnet-infer, resnet18-infer, mobilenet-infer",
+                          "ember's networks (not DCGAN's) through ember.compile")
+    COMPILE["ember"] = args.compiled
     torch = libraries_on_threads(args.threads)
-    print(f"{args.threads} threads, median of {args.repeats} steps in {args.rounds} turns, ms")
+    print(f"{args.threads} threads, median of {args.repeats} steps in {args.rounds} turns, ms"
+          + ("; ember compiled" if args.compiled else ""))
     print(f"{'network':<42} {'ember':>8} {'PyTorch':>8} {'ratio':>6}  rounds")
     for key, (name, make_step) in NETWORKS.items():
         if args.only and key not in args.only.split(","):

@@ -25,12 +25,14 @@ import math
 import os
 import re
 import sys
+import types
 import warnings
 from dataclasses import dataclass
 
 import numpy as np
 
 from ..ops import _native as native
+from ..ops import _parallel
 from ..ops._native_cache import user_folder
 from ..ops.activation import Gelu, Silu
 from ..ops.arithmetic import Abs, Add, Div, Mul, Neg, Rsub, RsubScalar, Sub
@@ -136,7 +138,16 @@ class ChainKernel:
         if self.broken is not None:
             return False
         try:
-            self._kernel(which, size)(*args)
+            if self.ndim is None and native.cuts(size):
+                # flat arrays on two threads: the serial build on each thread's share.
+                # NOTE: numba's workqueue lost there: relu(a + b) on (64, 16, 32, 32)
+                # float32, forward and backward, 3549 us compiled against 2153 eagerly
+                # (2-core Intel Xeon, 2026-12-08); `native.PARALLEL_MIN` is why.
+                serial = self._kernel(which, 0)
+                shares = native.shares(args[0].shape[0], size, 2)
+                _parallel.run_parts(lambda share: serial(*[a[share] for a in args]), shares)
+            else:
+                self._kernel(which, size)(*args)
         except native._load_numba().core.errors.NumbaError as exc:
             self.broken = str(exc).splitlines()[0]
             warnings.warn(f"ember.compile: a fused chain runs op by op, numba could not "
@@ -145,7 +156,8 @@ class ChainKernel:
         return True
 
     def _kernel(self, which: str, size: int):
-        parallel = size >= self.PARALLEL_FROM
+        # (numba's threads only where ember's own rule for them allows: native.run's)
+        parallel = size >= max(self.PARALLEL_FROM, native.PARALLEL_MIN)
         key = (which, parallel)
         fn = self._compiled.get(key)
         if fn is None:
@@ -162,6 +174,14 @@ def _compile(source: str, which: str, parallel: bool):
     fn = _CACHE.get(key)
     if fn is None:
         python_fn, on_disk = _load(source, which)
+        if not parallel:
+            # (numba's disk cache names a build after its function: the serial one gets a
+            # name of its own, or a process could load the threaded build for it, whose
+            # workqueue aborts when two of ember's threads call it at once)
+            python_fn = types.FunctionType(python_fn.__code__, python_fn.__globals__,
+                                           python_fn.__name__ + "_serial",
+                                           python_fn.__defaults__, python_fn.__closure__)
+            python_fn.__qualname__ = python_fn.__name__
         # error_model="numpy": a division by zero gives inf or nan, as NumPy does.
         # fastmath "contract" only (fused multiply-adds; nan and inf keep their meaning):
         # a gelu-then-tanh chain took 1.96 ms per 1M float32 elements without, 1.21 with.

@@ -285,7 +285,7 @@ SPLIT_MIN = 1 << 18
 LEAD = 1 << 15
 
 
-def _shares(items: int, size: int, threads: int) -> list:
+def shares(items: int, size: int, threads: int) -> list:
     """`items` cut into `threads` contiguous slices, the first (the caller's) larger by
     `LEAD` elements' worth."""
     lead = min(items * LEAD // max(size, 1), items // threads)
@@ -355,7 +355,7 @@ def run(kernel: Kernel, size: int, *args, cut: tuple = (), part: str | None = No
         def run_share(share):
             return serial(*[a[share] if i in cut else a for i, a in enumerate(args)])
 
-        _parallel_module().run_parts(run_share, _shares(args[cut[0]].shape[0], size, 2))
+        _parallel_module().run_parts(run_share, shares(args[cut[0]].shape[0], size, 2))
         return None
     if size >= PARALLEL_MIN:
         if part is not None and _cuts_module().run_threaded(kernel, part, args, cut,

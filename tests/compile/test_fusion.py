@@ -71,7 +71,10 @@ def test_generated_kernels_match_float64_math_and_gradcheck():
 
 
 @needs_numba
-def test_large_arrays_take_the_parallel_kernel():
+def test_large_arrays_take_the_parallel_kernel(monkeypatch):
+    # numba's threads where ember's rule for them allows (native.PARALLEL_MIN: 64K
+    # elements with more than two threads)
+    monkeypatch.setattr(native, "PARALLEL_MIN", 1 << 16)
     fn, _ = CHAINS["arith"]
     compiled = ember.compile(fn)
     a, b = _inputs(np.float32, -2, 2, shape=(300, 300))
@@ -82,6 +85,32 @@ def test_large_arrays_take_the_parallel_kernel():
                                atol=2e-6)
     (graph,) = compiled._compiled.graphs.values()
     assert ("forward", True) in graph.chains[0].kernel._compiled
+
+
+@needs_numba
+def test_large_flat_chains_are_cut_over_ember_threads(on_two_threads, monkeypatch):
+    # on two threads a flat chain of SPLIT_MIN elements or more runs its serial kernel
+    # once per thread, each on its share, forward and backward
+    fn, _ = CHAINS["arith"]
+    compiled = ember.compile(fn)
+    a, b = _inputs(np.float32, -2, 2, shape=(600, 600))
+    assert a.numel() >= native.SPLIT_MIN
+    parts = []
+    real = codegen._parallel.run_parts
+    monkeypatch.setattr(codegen._parallel, "run_parts",
+                        lambda fn, shares: parts.append(len(shares)) or real(fn, shares))
+    expected = fn(a, b)
+    ga, gb = ember.autograd.grad(expected.sum(), [a, b])
+    compiled(a, b)
+    parts.clear()
+    got = compiled(a, b)
+    got_ga, got_gb = ember.autograd.grad(got.sum(), [a, b])
+    assert parts == [2, 2]   # (the forward's two shares, then the backward's)
+    for x, y in ((got, expected), (got_ga, ga), (got_gb, gb)):
+        np.testing.assert_allclose(x.detach().numpy(), y.detach().numpy(), rtol=2e-6,
+                                   atol=2e-6)
+    (graph,) = compiled._compiled.graphs.values()
+    assert set(graph.chains[0].kernel._compiled) == {("forward", False), ("backward", False)}
 
 
 @needs_numba
@@ -203,7 +232,8 @@ def test_chains_with_broadcast_operands_match_eager_and_gradcheck(name):
 
 
 @needs_numba
-def test_a_large_broadcast_chain_runs_in_parallel_in_float32():
+def test_a_large_broadcast_chain_runs_in_parallel_in_float32(monkeypatch):
+    monkeypatch.setattr(native, "PARALLEL_MIN", 1 << 16)   # (as with more than two threads)
     fn, _ = BROADCASTS["bias"]
     rng = np.random.default_rng(4)
     args = [ember.tensor(rng.standard_normal(s).astype(np.float32), requires_grad=True)

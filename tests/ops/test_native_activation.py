@@ -266,21 +266,21 @@ def test_parallel_split_and_single_thread_runs_agree(monkeypatch):
 
 
 def test_cut_work_is_dealt_in_contiguous_shares_the_callers_largest(monkeypatch):
-    shares = native._shares(1000, 1 << 20, 2)
+    shares = native.shares(1000, 1 << 20, 2)
     assert shares[0].start == 0 and shares[-1].stop == 1000
     assert all(a.stop == b.start for a, b in zip(shares, shares[1:]))
     lead = 1000 * native.LEAD // (1 << 20)   # the caller's extra items
     assert [s.stop - s.start for s in shares] == [(1000 - lead) // 2 + lead,
                                                   1000 - lead - (1000 - lead) // 2]
-    assert native._shares(3, 1 << 20, 3) == [slice(0, 1), slice(1, 2), slice(2, 3)]
+    assert native.shares(3, 1 << 20, 3) == [slice(0, 1), slice(1, 2), slice(2, 3)]
     # every element computed once: a kernel cut over the two threads fills all of `out`
     threads = ember.get_num_threads()
     ember.set_num_threads(2)
     try:
         monkeypatch.setattr(native, "SPLIT_MIN", 1)
         cuts = []
-        real = native._shares
-        monkeypatch.setattr(native, "_shares", lambda *a: cuts.append(real(*a)) or cuts[-1])
+        real = native.shares
+        monkeypatch.setattr(native, "shares", lambda *a: cuts.append(real(*a)) or cuts[-1])
         flat = np.random.default_rng(0).standard_normal(1001).astype(np.float32)
         out = np.full_like(flat, np.nan)
         native.run(nact._FORWARD["relu", 4], flat.size, flat, out, cut=(0, 1))

@@ -157,7 +157,9 @@ class FusedElementwise(Function):
             # create_graph (a backward that can be differentiated again), numba off or
             # another device: the member ops' own backwards
             return _recorded_backward(chain, leaves, grad, STATE.enabled, ctx.needs_input_grad)
-        full = [chain.pool.take(chain.shape, g.dtype) for _ in arrays]
+        full: list = []
+        for k, same in enumerate(chain.kernel.same):   # (one array for leaves that share)
+            full.append(full[same] if same != k else chain.pool.take(chain.shape, g.dtype))
         if chain.kernel.ndim is None:
             done = chain.kernel.backward(_flat(g), [_flat(x) for x in arrays],
                                          [f.reshape(-1) for f in full])

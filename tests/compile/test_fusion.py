@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import ember
+import ember.nn.functional as F
 from ember._compile import codegen
 from ember._compile.fusion import FusedElementwise, find_chains
 from ember._compile.program import _metas, _uses
@@ -328,3 +329,51 @@ def test_a_kernel_file_is_named_after_the_helpers_source_too(tmp_path, monkeypat
     monkeypatch.setattr(codegen, "_helpers_source", lambda: "def _exp32(v): edited")
     codegen._load(source, "forward")
     assert len(list(tmp_path.glob("chain_*.py"))) == 2
+
+
+@needs_numba
+@pytest.mark.parametrize("fn, b_shape, shared", [
+    (lambda a, b: (a + b).relu(), (4, 6), True),    # a residual's add and relu
+    (lambda a, b: (a - b).relu(), (4, 6), False),   # opposite signs
+    (lambda a, b: (a * b).relu(), (4, 6), False),   # each the other's factor
+    (lambda a, b: (a + b).relu(), (1, 6), False),   # b broadcast: its own (summed) array
+])
+def test_leaves_with_one_gradient_share_its_array(fn, b_shape, shared):
+    # the backward kernel writes a gradient once for the leaves whose gradients are the
+    # same terms, and both get that array, as eager add hands its one gradient to both
+    rng = np.random.default_rng(31)
+    a0 = rng.standard_normal((4, 6)).astype(np.float32)
+    b0 = rng.standard_normal(b_shape).astype(np.float32)
+    compiled = ember.compile(fn)
+    grads = []
+    for f in (fn, compiled, compiled):   # eager, capture, replay
+        a, b = (ember.tensor(x, requires_grad=True) for x in (a0, b0))
+        out = f(a, b)
+        out.backward(ember.ones_like(out))
+        grads.append((out.detach().numpy(), a.grad.numpy(), b.grad.numpy()))
+    for got, expected in zip(grads[2], grads[0]):
+        np.testing.assert_allclose(got, expected, rtol=1e-6, atol=1e-6)
+    (graph,) = compiled._compiled.graphs.values()
+    assert len(graph.chains) == 1
+    assert (graph.chains[0].kernel.same == [0, 0]) == shared
+
+
+@needs_numba
+def test_a_shared_gradient_is_not_written_over_by_an_op_before_the_chain():
+    # the shared array reaches a hardswish (whose backward writes over a gradient the
+    # engine owns) and an input: the input's gradient must stay the chain's
+    def fn(x, y):
+        return (F.hardswish(x) + y).relu()
+
+    rng = np.random.default_rng(32)
+    x0, y0 = (rng.standard_normal((8, 5)).astype(np.float32) for _ in range(2))
+    compiled = ember.compile(fn)
+    results = []
+    for f in (fn, compiled, compiled):
+        x, y = (ember.tensor(v, requires_grad=True) for v in (x0, y0))
+        f(x, y).backward(ember.ones(8, 5))
+        results.append((x.grad.numpy(), y.grad.numpy()))
+    for got, expected in zip(results[2], results[0]):
+        np.testing.assert_array_equal(got, expected)
+    (graph,) = compiled._compiled.graphs.values()
+    assert graph.chains[0].kernel.same == [0, 0]

@@ -255,9 +255,9 @@ def _helpers_source() -> str:
 
 
 def _gradient_terms(members: tuple, n_leaves: int) -> list:
-    """Per leaf, the (member, argument position) pairs through which its gradient comes:
-    two leaves with the same pairs, in the same order, have the same gradient (the
-    derivatives are those of the same arguments of the same members)."""
+    """Per leaf, the (member, derivative text) pairs through which its gradient comes, in
+    the backward kernel's order: two leaves with the same pairs have the same gradient
+    (the same derivatives of the same members, added in the same order)."""
     terms: list = [[] for _ in range(n_leaves)]
     for m in range(len(members) - 1, -1, -1):
         for position, (kind, ref) in enumerate(members[m].args):

@@ -15,10 +15,9 @@ Three patterns:
   inference).
 
 `find_masked_softmax`, `find_linear` and `find_inference_batch_norm` find the
-sequences; program.py swaps them in
-before fusing elementwise chains.  A rewrite needs the intermediate results to be read
-by nothing else, and no in-place op between the first op and the last (it could change
-what the moved ops read).
+sequences; program.py swaps them in before fusing elementwise chains.  A rewrite needs
+the intermediate results to be read by nothing else, and no in-place op between the
+first op and the last (it could change what the moved ops read).
 """
 
 from __future__ import annotations
@@ -27,17 +26,15 @@ import numpy as np
 
 from ..jit._graph import Literal, Node
 from ..onnx._trace import Source, TracedFunction
+from ..ops import shape
 from ..ops.activation import Softmax
-from ..ops.arithmetic import Mul
-from ..ops.elementwise import Relu
+from ..ops.arithmetic import Add, Mul, Neg
+from ..ops.elementwise import Relu, Rsqrt
 from ..ops.fused_linear import FusedLinear
 from ..ops.indexing import MaskedFill
 from ..ops.linalg import AddProduct
-from ..ops.arithmetic import Add, Neg
-from ..ops.elementwise import Rsqrt
 from ..ops.masked_softmax import ScaledMaskedSoftmax
 from ..ops.normalization import InferenceBatchNorm
-from ..ops import shape
 from ..ops.shape import T
 
 FLOAT_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))

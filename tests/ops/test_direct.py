@@ -121,6 +121,24 @@ def test_inference_linear_equals_the_recorded_one(with_bias, dtype):
     np.testing.assert_array_equal(direct_out.numpy(), recorded.detach().numpy())
 
 
+@pytest.mark.parametrize("with_bias", [True, False])
+@pytest.mark.parametrize("shape", [(2, 3, 7), (2, 1, 4, 7)])
+def test_inference_linear_of_more_dims_equals_the_recorded_one(with_bias, shape):
+    # (N, S, E) activations fold into rows on the arrays, as the recorded path folds
+    # them into one addmm; a non-contiguous input takes the general path
+    layer = ember.nn.Linear(7, 5, bias=with_bias)
+    x = ember.tensor(np.random.default_rng(2).standard_normal(shape).astype(np.float32))
+    recorded = layer(x)
+    assert recorded.grad_fn is not None
+    with ember.no_grad():
+        direct_out = layer(x)
+        strided = layer(x.transpose(0, 1))
+    assert direct_out.grad_fn is None and direct_out.shape == recorded.shape
+    np.testing.assert_array_equal(direct_out.numpy(), recorded.detach().numpy())
+    np.testing.assert_allclose(strided.numpy(), recorded.detach().numpy().swapaxes(0, 1),
+                               rtol=1e-6, atol=1e-6)
+
+
 def test_linear_steps_aside_when_it_should():
     w, b = ember.ones(4, 3), ember.ones(4)
     assert plain_linear(ember.ones(2, 3), w, b)

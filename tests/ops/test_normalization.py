@@ -328,3 +328,25 @@ def test_inference_batch_norm_of_mixed_dtypes_takes_the_ops():
     recorded = F.batch_norm(x.clone().requires_grad_(), rm, rv, training=False)
     assert out.dtype == recorded.dtype
     np.testing.assert_array_equal(out.numpy(), recorded.detach().numpy())
+
+
+@pytest.mark.parametrize("affine", [True, False])
+@pytest.mark.parametrize("shape, normalized", [((1, 64, 128), (128,)), ((3, 4, 5, 6), (5, 6))])
+def test_inference_layer_norm_gives_the_recorded_bits(affine, shape, normalized):
+    # with nothing recorded, layer norm runs its row kernel on the arrays, without the op
+    rng = np.random.default_rng(len(shape))
+    x = ember.tensor(rng.normal(size=shape).astype(np.float32))
+    w = ember.tensor(rng.normal(size=normalized).astype(np.float32)) if affine else None
+    b = ember.tensor(rng.normal(size=normalized).astype(np.float32)) if affine else None
+    with ember.no_grad():
+        fast = F.layer_norm(x, normalized, w, b, eps=1e-5)
+    recorded = F.layer_norm(x.clone().requires_grad_(), normalized, w, b, eps=1e-5)
+    assert fast.grad_fn is None and recorded.grad_fn is not None
+    np.testing.assert_array_equal(fast.numpy(), recorded.detach().numpy())
+    exact = x.numpy().astype(np.float64)
+    axes = tuple(range(len(shape) - len(normalized), len(shape)))
+    exact = (exact - exact.mean(axes, keepdims=True)) / np.sqrt(
+        exact.var(axes, keepdims=True) + 1e-5)
+    if affine:
+        exact = exact * w.numpy() + b.numpy()
+    np.testing.assert_allclose(fast.numpy(), exact, rtol=1e-4, atol=1e-4)

@@ -346,3 +346,35 @@ def test_transformer_encoder_classifier_trains():
             opt.step()
             losses.append(loss.item())
     assert losses[-1] < losses[0] * 0.8
+
+
+@pytest.mark.parametrize("batch_first", [True, False])
+@pytest.mark.parametrize("batch", [1, 3])
+@pytest.mark.parametrize("bias", [True, False])
+def test_self_attention_at_inference_gives_the_recorded_bits(batch_first, batch, bias,
+                                                              monkeypatch):
+    # self-attention with nothing recorded, masked or dropped runs on the arrays
+    # (attention._self_attention_arrays): the same array operations as the ops, the
+    # same bits; a mask, the weights asked for or a recorded call take the ops
+    from ember.ops import attention
+
+    ember.manual_seed(0)
+    m = nn.MultiheadAttention(32, 4, bias=bias, batch_first=batch_first, dropout=0.1).eval()
+    shape = (batch, 7, 32) if batch_first else (7, batch, 32)
+    x = ember.tensor(np.random.default_rng(batch).standard_normal(shape).astype(np.float32))
+    calls = []
+    real = attention._self_attention_arrays
+    monkeypatch.setattr(attention, "_self_attention_arrays",
+                        lambda *a: calls.append(1) or real(*a))
+    with ember.no_grad():
+        fast = m(x, x, x, need_weights=False)[0]
+        assert calls == [1]
+        m(x, x, x, need_weights=True)
+        m(x, x, x, need_weights=False, key_padding_mask=ember.zeros(batch, 7).bool())
+        m(x, x * 2, x * 2, need_weights=False)   # (not self-attention)
+        assert calls == [1]
+    xr = x.clone().requires_grad_()
+    recorded = m(xr, xr, xr, need_weights=False)[0]
+    assert calls == [1] and recorded.grad_fn is not None
+    assert fast.grad_fn is None and fast.shape == recorded.shape
+    np.testing.assert_array_equal(fast.numpy(), recorded.detach().numpy())

@@ -122,12 +122,22 @@ def run_island(ctx, function, args: tuple, checks: tuple, needs: tuple, params: 
     sink._edges = ()
     sink._sequence_nr = next_sequence_nr()
     metas, tensors = [], []
+    plain: dict = {}   # id of an array needing no gradient -> its tensor
     for k, (a, check, need) in enumerate(zip(args, checks, needs)):
         if not is_array(a):
             tensors.append(a)
             metas.append(((), None))
             continue
+        if not need and id(a) in plain:
+            # (one tensor for one array passed twice, as the traced call got one: the
+            # function may tell them apart, as attention packs its projections when
+            # query, key and value are the same tensor)
+            tensors.append(plain[id(a)])
+            metas.append((a.shape, a.dtype))
+            continue
         t = _make(a, need)
+        if not need:
+            plain[id(a)] = t
         if need:
             t._grad_fn, t._output_nr = sink, k
         if check is not None:

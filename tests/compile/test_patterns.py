@@ -414,3 +414,28 @@ def test_inference_batch_norm_has_no_backward():
                                rtol=1e-6)
     with pytest.raises(RuntimeError, match="no backward"):
         InferenceBatchNorm.backward(None, x)
+
+
+def test_attention_under_no_grad_is_one_call_on_its_inference_path(monkeypatch):
+    # a capture under no_grad records multi-head attention as one call, replayed by
+    # calling it with one tensor for query, key and value (as the traced call got one),
+    # so it takes its path on the arrays; the results are eager code's bits
+    from ember.ops import attention
+
+    ember.manual_seed(5)
+    layer = nn.TransformerEncoderLayer(32, 4, 64, batch_first=True).eval()
+    compiled = ember.compile(layer)
+    x = ember.tensor(np.random.default_rng(5).standard_normal((2, 6, 32)).astype(np.float32))
+    calls = []
+    real = attention._self_attention_arrays
+    monkeypatch.setattr(attention, "_self_attention_arrays",
+                        lambda *a: calls.append(1) or real(*a))
+    with ember.no_grad():
+        expected = layer(x)
+        compiled(x)              # capture
+        calls.clear()
+        got = compiled(x)        # replay
+    assert calls == [1]
+    np.testing.assert_array_equal(got.numpy(), expected.numpy())
+    source = list(compiled._compiled.graphs.values())[0].describe()
+    assert "multi_head_attention_forward" in source and "Softmax" not in source

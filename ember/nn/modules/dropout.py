@@ -5,6 +5,7 @@ Masks are drawn from ember's generator, so ``ember.manual_seed`` reproduces them
 
 from __future__ import annotations
 
+from ..._core.tensor import Tensor
 from .. import functional as F
 from .module import Module
 
@@ -34,6 +35,13 @@ class Dropout(_DropoutNd):
     """Zero each element with probability `p` in training, scaling the rest by 1/(1-p)."""
 
     _fn = staticmethod(F.dropout)
+
+    def forward(self, input):
+        if not self.training and isinstance(input, Tensor):
+            # (F.dropout's identity, without its call: ember.compile records a call of it
+            # as one op of the graph, which a replay runs again, ~15 us each)
+            return input
+        return F.dropout(input, self.p, self.training, self.inplace)
 
 
 class Dropout1d(_DropoutNd):

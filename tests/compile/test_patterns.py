@@ -439,3 +439,5 @@ def test_attention_under_no_grad_is_one_call_on_its_inference_path(monkeypatch):
     np.testing.assert_array_equal(got.numpy(), expected.numpy())
     source = list(compiled._compiled.graphs.values())[0].describe()
     assert "multi_head_attention_forward" in source and "Softmax" not in source
+    assert "dropout" not in source   # (nn.Dropout in eval mode calls nothing)
+    assert layer.dropout(x) is x

@@ -166,10 +166,9 @@ def find_inference_batch_norm(nodes: list, meta, uses: dict) -> dict:
 def _scale(spec, nodes: list, uses: dict):
     """(var, eps, weight or None, the op indices) of ``rsqrt(var + eps) [* weight]``
     whose result `spec` is (read twice: by the shift and by its reshape), or None."""
-    if not (isinstance(spec, Source) and spec.kind == "op" and spec.ref[1] == 0
-            and uses.get(spec.ref, 0) == 2):
+    k = _read_output(spec, uses, 2)
+    if k is None:
         return None
-    k = spec.ref[0]
     weight, ops = None, []
     if nodes[k].fn is Mul and _plain_node(nodes[k], 2):
         root, weight = nodes[k].args
@@ -216,17 +215,24 @@ def _shift(spec, scale_spec, nodes: list, uses: dict):
 
 
 def _sole_reshape(spec, nodes: list, uses: dict) -> int | None:
-    """The index of the traced ``reshape`` call (of a tensor to a literal shape) whose one
+    """The index of the traced ``reshape`` call (of a tensor to a shape) whose one
     output `spec` is, when nothing else reads it."""
-    if not (isinstance(spec, Source) and spec.kind == "op" and spec.ref[1] == 0
-            and uses.get(spec.ref, 0) == 1):
+    index = _read_output(spec, uses, 1)
+    if index is None:
         return None
-    index = spec.ref[0]
     node = nodes[index]
     if not (issubclass(node.fn, TracedFunction) and node.fn.function is shape.reshape
-            and node.n_outputs == 1 and len(node.args) == 2 and not node.params):
+            and _plain_node(node, 2)):
         return None
     return index
+
+
+def _read_output(spec, uses: dict, reads: int) -> int | None:
+    """The index of the op whose first output `spec` is, where `reads` readers read it."""
+    if not (isinstance(spec, Source) and spec.kind == "op" and spec.ref[1] == 0
+            and uses.get(spec.ref, 0) == reads):
+        return None
+    return spec.ref[0]
 
 
 def _plain_node(node, count: int) -> bool:
@@ -257,11 +263,8 @@ def _sole_reader(spec: Source, nodes: list, uses: dict, fn, after: int) -> int |
 
 def _sole_producer(spec, nodes: list, uses: dict, fn) -> int | None:
     """The index of the `fn` op whose one output `spec` is, when nothing else reads it."""
-    if not (isinstance(spec, Source) and spec.kind == "op" and spec.ref[1] == 0):
-        return None
-    index = spec.ref[0]
-    node = nodes[index]
-    if node.fn is not fn or node.n_outputs != 1 or uses.get(spec.ref, 0) != 1:
+    index = _read_output(spec, uses, 1)
+    if index is None or nodes[index].fn is not fn or nodes[index].n_outputs != 1:
         return None
     return index
 

@@ -330,18 +330,17 @@ def _self_attention_arrays(x: Tensor, num_heads: int, in_weight, in_bias, out_we
     """`multi_head_attention_forward`'s self-attention when nothing is recorded and nothing
     masks or drops (a transformer's block at inference), on the arrays: the same array
     operations as the ops of the general path, in the same order, so the same bits,
-    without ~20 ops' tensors and nodes (a (64, 1, 128) block of four heads 437 -> ~250
-    us, PyTorch ~190; 2-core Intel Xeon, 2026-12-08).  None where the arrays are not
+    without ~20 ops' tensors and nodes (a (64, 1, 128) block of four heads 437 -> 307
+    us, PyTorch 190; 2-core Intel Xeon, 2026-12-08).  None where the arrays are not
     NumPy float32/float64 of one dtype (the general path then runs)."""
-    qkv = linear(x, in_weight, in_bias)            # (L, N, 3E): the ops' own array path
-    a = qkv._data
-    weights = (out_weight, in_weight) + tuple(b for b in (in_bias, out_bias) if b is not None)
-    if (type(a) is not np.ndarray or a.dtype not in (np.float32, np.float64)
-            or any(type(w._data) is not np.ndarray or w._data.dtype != a.dtype
-                   for w in weights)):
+    dtype = x._data.dtype
+    if dtype != np.float32 and dtype != np.float64:
         return None
-    length, batch, width = x.shape
-    embed = width
+    for t in (x, in_weight, out_weight, in_bias, out_bias):
+        if t is not None and (type(t._data) is not np.ndarray or t._data.dtype != dtype):
+            return None
+    a = linear(x, in_weight, in_bias)._data    # (L, N, 3E): the ops' own array path
+    length, batch, embed = x.shape
     head = embed // num_heads
     q, k, v = (a[..., j * embed:(j + 1) * embed] for j in range(3))   # chunk(3, -1)
 

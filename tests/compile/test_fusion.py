@@ -377,3 +377,19 @@ def test_a_shared_gradient_is_not_written_over_by_an_op_before_the_chain():
         np.testing.assert_array_equal(got, expected)
     (graph,) = compiled._compiled.graphs.values()
     assert graph.chains[0].kernel.same == [0, 0]
+
+
+@needs_numba
+def test_serial_and_threaded_builds_are_cached_apart():
+    # numba's disk cache names a build after its function: the serial build of a chain
+    # gets a name of its own, so that no process loads the threaded build for it
+    kernel = codegen.ChainKernel(
+        (codegen.Member(ember.ops.arithmetic.Mul, (("leaf", 0), ("number", 3.0))),), 1)
+    serial, threaded = kernel._kernel("forward", False), kernel._kernel("forward", True)
+    assert serial.py_func.__name__ == "forward_serial"
+    assert threaded.py_func.__name__ == "forward"
+    x, out_s, out_t = np.arange(6.0), np.empty(6), np.empty(6)
+    serial(out_s, x)
+    threaded(out_t, x)
+    np.testing.assert_array_equal(out_s, x * 3.0)
+    np.testing.assert_array_equal(out_t, x * 3.0)

@@ -41,7 +41,7 @@ class Dropout(_DropoutNd):
             # (F.dropout's identity, without its call: ember.compile records a call of it
             # as one op of the graph, which a replay runs again, ~15 us each)
             return input
-        return F.dropout(input, self.p, self.training, self.inplace)
+        return super().forward(input)
 
 
 class Dropout1d(_DropoutNd):
